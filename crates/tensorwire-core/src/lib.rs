@@ -1,0 +1,14 @@
+//! tensorwire-core: a deterministic discrete-event simulator of gradient
+//! synchronisation in data-parallel deep-learning training. Pure Rust, no Python.
+//!
+//! Vocabulary: a [`workload::Workload`] (a model as the network sees it) runs on a
+//! cluster (a [`topology::Topology`] plus hosts) under a [`strategy::Strategy`]; the
+//! [`engine`] simulates several iterations and returns a [`metrics::Report`].
+
+pub mod error;
+pub mod network;
+pub mod spec;
+pub mod topology;
+pub mod units;
+
+pub use error::{Error, Result};

@@ -1,0 +1,125 @@
+//! Network models behind one trait, so that the engine does not care how transfer
+//! times are computed (DESIGN.md principle 4).
+//!
+//! - [`MaxMinFair`]: flow-level, bandwidth shared max-min fairly by progressive filling;
+//!   captures incast, shared links and stragglers. The default.
+//! - [`AlphaBeta`]: analytical, every flow gets its path's full bottleneck bandwidth as if
+//!   alone (time = latency + bytes / bandwidth). Fastest; exact only without contention.
+//!
+//! A flow may stand for several identical flows ("images") that the engine folds into one
+//! when every rank behaves alike: its `links` carry a *weight*, the number of images that
+//! share one copy of that link. With all weights 1 this is the ordinary model.
+
+mod alpha_beta;
+mod maxmin;
+
+pub use alpha_beta::AlphaBeta;
+pub use maxmin::MaxMinFair;
+
+use crate::topology::LinkId;
+use crate::units::Nanos;
+
+/// A transfer to start.
+#[derive(Debug, Clone)]
+pub struct FlowSpec<'a> {
+    /// Links crossed, each with the number of flow images that share it (usually 1).
+    pub links: &'a [(LinkId, u32)],
+    /// Payload in bytes (may be fractional; 0 is allowed).
+    pub bytes: f64,
+    /// Time from the last byte leaving the sender to its arrival (path latency plus
+    /// per-message overhead), ns.
+    pub latency: Nanos,
+    /// Upper bound on this flow's rate in bytes/ns (e.g. a host copy bandwidth); `f64::INFINITY` for none.
+    pub rate_cap: f64,
+    /// Opaque tag returned with the flow's events.
+    pub tag: u64,
+    /// Also report when the last byte has left the sender (for serial send queues).
+    pub notify_sent: bool,
+}
+
+/// Something that happened to a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowEvent {
+    /// The last byte left the sender.
+    Sent(u64),
+    /// The last byte arrived at the receiver.
+    Delivered(u64),
+}
+
+/// A model of how long transfers take.
+pub trait NetworkModel {
+    /// Starts a flow at `now` (never earlier than any previous call's time).
+    fn start(&mut self, now: Nanos, flow: FlowSpec<'_>);
+    /// Time of the next flow event, if any flow is in progress.
+    fn next_time(&mut self) -> Option<Nanos>;
+    /// Advances to `now` (at most [`NetworkModel::next_time`]) and appends the events due by then,
+    /// in a deterministic order.
+    fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>);
+    /// Bytes carried so far by one copy of each link, brought up to `now`.
+    fn link_bytes(&mut self, now: Nanos) -> &[f64];
+    /// Short name for reports.
+    fn name(&self) -> &'static str;
+}
+
+/// Which model to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelKind {
+    /// [`MaxMinFair`].
+    Flow,
+    /// [`AlphaBeta`].
+    Analytical,
+}
+
+impl ModelKind {
+    /// Parses `flow` or `analytical`.
+    pub fn parse(text: &str) -> crate::Result<Self> {
+        match text {
+            "flow" => Ok(ModelKind::Flow),
+            "analytical" => Ok(ModelKind::Analytical),
+            _ => Err(crate::Error::invalid("network", format!("{text:?} is not a network model; choose flow or analytical"))),
+        }
+    }
+
+    /// Builds the model for links with the given capacities (bytes/ns).
+    pub fn build(self, capacities: Vec<f64>) -> Box<dyn NetworkModel> {
+        match self {
+            ModelKind::Flow => Box::new(MaxMinFair::new(capacities)),
+            ModelKind::Analytical => Box::new(AlphaBeta::new(capacities)),
+        }
+    }
+}
+
+/// Pending timed flow events, ordered by (time, sequence) so equal times pop in start order.
+#[derive(Debug, Default)]
+pub(crate) struct Timeline {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, u64, bool, u64)>>,
+    seq: u64,
+}
+
+impl Timeline {
+    pub(crate) fn push(&mut self, at: Nanos, event: FlowEvent) {
+        let (delivered, tag) = match event {
+            FlowEvent::Sent(t) => (false, t),
+            FlowEvent::Delivered(t) => (true, t),
+        };
+        self.seq += 1;
+        self.heap.push(std::cmp::Reverse((at, self.seq, delivered, tag)));
+    }
+
+    pub(crate) fn next_time(&self) -> Option<Nanos> {
+        self.heap.peek().map(|e| e.0 .0)
+    }
+
+    pub(crate) fn pop_due(&mut self, now: Nanos, out: &mut Vec<FlowEvent>) {
+        while let Some(e) = self.heap.peek() {
+            if e.0 .0 > now {
+                break;
+            }
+            let (_, _, delivered, tag) = self.heap.pop().unwrap().0;
+            out.push(if delivered { FlowEvent::Delivered(tag) } else { FlowEvent::Sent(tag) });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

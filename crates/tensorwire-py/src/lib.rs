@@ -1,0 +1,1 @@
+// glue: filled in below

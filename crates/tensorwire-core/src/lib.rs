@@ -12,3 +12,12 @@ pub mod topology;
 pub mod units;
 
 pub use error::{Error, Result};
+pub mod collectives;
+pub mod engine;
+pub mod metrics;
+pub mod sched;
+pub mod strategy;
+pub mod workload;
+
+pub use engine::{simulate, Scenario, Variability};
+pub use metrics::Report;

@@ -36,7 +36,6 @@ Conventions (also documented in README.md):
 
 import argparse
 import json
-import math
 import os
 import sys
 

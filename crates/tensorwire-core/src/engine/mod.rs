@@ -1,0 +1,509 @@
+//! The discrete-event engine. Time is integer nanoseconds; the event queue is keyed by
+//! (time, sequence number) and the network model's events at equal times come first, so
+//! the same scenario and seed give byte-identical results.
+//!
+//! Each worker runs its compute as one sequential stream: forward layers in order (layer
+//! `i` of iteration `k` waits until its parameters of iteration `k-1` are synchronised:
+//! per layer for parameter servers, whose workers pipeline the forward pass with the
+//! distribution phase; for the whole model for all-reduce, as in DDP and Horovod), then
+//! backward layers in reverse, handing each layer's gradient pieces to the worker's
+//! [`Scheduler`], which releases them to the strategy's protocol.
+//!
+//! **Folding** (DESIGN.md principle 5). When every worker computes alike, the topology
+//! looks the same from every rank (a star, or a physical ring for neighbour-only
+//! schedules) and the strategy is rank-symmetric, every rank does the same thing at the
+//! same time. The engine then simulates rank 0 only; its flows carry weight 1 on links
+//! that each rank has a copy of and weight N on links all ranks share. Tests check that
+//! the folded and the full simulation agree.
+
+mod core;
+mod ps;
+mod slab;
+mod step;
+mod variability;
+
+pub use variability::Variability;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use self::core::{Core, Note, Protocol};
+use crate::collectives::{Ring, StepSchedule};
+use crate::error::{Error, Result};
+use crate::metrics::Report;
+use crate::network::{FlowEvent, ModelKind};
+use crate::sched::{partition, Scheduler, Task, TaskRef};
+use crate::strategy::{Algorithm, Family, Strategy};
+use crate::topology::{Shape, TopologySpec};
+use crate::units::{nanos_to_seconds, seconds_to_nanos, Nanos};
+use crate::workload::Workload;
+
+/// Everything a simulation needs.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The model.
+    pub workload: Workload,
+    /// Number of workers (data-parallel ranks), >= 1.
+    pub workers: usize,
+    /// Topology builder.
+    pub topology: TopologySpec,
+    /// Host link rate each way, bytes/s.
+    pub bandwidth: f64,
+    /// Latency per hop, s.
+    pub latency: f64,
+    /// Synchronisation strategy.
+    pub strategy: Strategy,
+    /// Network model.
+    pub network: ModelKind,
+    /// Iterations to simulate (the first is warm-up when there are several).
+    pub iterations: u32,
+    /// Seed of the simulation's random streams.
+    pub seed: u64,
+    /// Host overhead per message, s (added to its latency).
+    pub per_message_overhead: f64,
+    /// Host copy bandwidth limiting each flow, bytes/s; `None` for no limit.
+    pub copy_bandwidth: Option<f64>,
+    /// Compute-time variability.
+    pub variability: Variability,
+    /// Host of each rank (a permutation of `0..workers`); `None` for the identity.
+    pub rank_to_host: Option<Vec<usize>>,
+    /// Allow folding symmetric scenarios (results are the same; it is only faster).
+    pub allow_folding: bool,
+}
+
+impl Scenario {
+    /// A scenario with defaults: star, 5 us per hop, flow model, 3 iterations, seed 0.
+    pub fn new(workload: Workload, workers: usize, bandwidth: f64, strategy: Strategy) -> Self {
+        Scenario {
+            workload,
+            workers,
+            topology: TopologySpec::parse("star").expect("built-in"),
+            bandwidth,
+            latency: 5e-6,
+            strategy,
+            network: ModelKind::Flow,
+            iterations: 3,
+            seed: 0,
+            per_message_overhead: 0.0,
+            copy_bandwidth: None,
+            variability: Variability::None,
+            rank_to_host: None,
+            allow_folding: true,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        self.workload.validate()?;
+        if self.workers < 1 {
+            return Err(Error::invalid("workers", "must be at least 1"));
+        }
+        if !(self.bandwidth.is_finite() && self.bandwidth > 0.0) {
+            return Err(Error::invalid("bandwidth", "must be a rate greater than 0"));
+        }
+        if self.iterations < 1 {
+            return Err(Error::invalid("iterations", "must be at least 1"));
+        }
+        if let Some(c) = self.copy_bandwidth {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(Error::invalid("copy_bandwidth", "must be a rate greater than 0"));
+            }
+        }
+        self.variability.validate(self.workers)?;
+        if let Some(p) = &self.rank_to_host {
+            let mut seen = vec![false; self.workers];
+            if p.len() != self.workers || p.iter().any(|&h| h >= self.workers || std::mem::replace(&mut seen[h], true)) {
+                return Err(Error::invalid("rank_to_host", "must be a permutation of 0..workers"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Forward(usize),
+    Backward(usize),
+    /// Waiting for parameters before the forward pass of this layer.
+    Gate(usize),
+    Finished,
+}
+
+struct Worker {
+    iteration: u32,
+    op: Op,
+    /// Per layer: the iteration whose forward pass may use its current parameters.
+    version: Vec<u32>,
+    /// Per layer: pieces of the pending synchronisation still to arrive.
+    pieces_left: Vec<u32>,
+    /// Per iteration: layers whose synchronisation is complete.
+    synced_layers: Vec<u32>,
+    /// Iterations whose backward pass is over.
+    backward_done: u32,
+    /// Iterations complete (backward over and every parameter synchronised).
+    complete: u32,
+    /// Compute multiplier of the current iteration.
+    slowdown: f64,
+    /// Total compute time so far, ns.
+    busy: Nanos,
+    sched: Scheduler,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// Forward waits for the whole model (all-reduce with a global barrier).
+    Global,
+    /// Forward of layer i waits for layer i (parameter servers; crossing the barrier).
+    PerLayer,
+}
+
+struct Engine<'a> {
+    sc: &'a Scenario,
+    core: Core,
+    protocol: Box<dyn Protocol>,
+    tasks: Vec<Task>,
+    /// Per layer: its task ids in release order (tensors reversed, pieces in order).
+    layer_tasks: Vec<Vec<u32>>,
+    layer_pieces: Vec<u32>,
+    syncable_layers: u32,
+    gate: Gate,
+    workers: Vec<Worker>,
+    sampler: variability::Sampler,
+    queue: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
+    seq: u64,
+    events: u64,
+    completed: Vec<u32>,
+    completions: Vec<Nanos>,
+    busy_at_first: Nanos,
+    link_bytes_at_first: Vec<f64>,
+    released: Vec<(TaskRef, u64)>,
+}
+
+/// Simulates the scenario and reports its steady state.
+pub fn simulate(sc: &Scenario) -> Result<Report> {
+    sc.validate()?;
+    let n = sc.workers;
+    let symmetric_schedule: Option<Box<dyn StepSchedule>> = match &sc.strategy.family {
+        Family::AllReduce(Algorithm::Ring) => Some(Box::new(Ring)),
+        Family::ParameterServer(_) => None,
+    };
+    let servers = match &sc.strategy.family {
+        Family::ParameterServer(c) => c.num_ps,
+        _ => 0,
+    };
+    let latency = seconds_to_nanos("latency", sc.latency)?;
+    let topo = sc.topology.build(n + servers, sc.bandwidth, latency);
+    let folded = sc.allow_folding
+        && n > 1
+        && sc.variability.is_uniform()
+        && sc.rank_to_host.is_none()
+        && match &symmetric_schedule {
+            Some(s) => topo.rotation_symmetric(n) && (matches!(topo.shape(), Shape::Star) || s.neighbours_only()),
+            None => false,
+        };
+    let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
+    let net = sc.network.build(caps);
+    let overhead = seconds_to_nanos("per_message_overhead", sc.per_message_overhead)?;
+    let copy_cap = sc.copy_bandwidth.map_or(f64::INFINITY, |c| c / 1e9);
+    let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..n).collect());
+    let core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+
+    let tasks = partition(&sc.workload, sc.strategy.partition)?;
+    let layers = sc.workload.layers.len();
+    let mut layer_tasks = vec![Vec::new(); layers];
+    for t in tasks.iter().rev() {
+        layer_tasks[t.layer].push(t.id as u32);
+    }
+    for list in &mut layer_tasks {
+        // Tensors in reverse, but the pieces of one tensor in order.
+        list.sort_by_key(|&id| (std::cmp::Reverse(tasks[id as usize].tensor), tasks[id as usize].piece));
+    }
+    let layer_pieces: Vec<u32> = layer_tasks.iter().map(|l| l.len() as u32).collect();
+    let syncable_layers = layer_pieces.iter().filter(|&&p| p > 0).count() as u32;
+    let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&sc.strategy.family, symmetric_schedule) {
+        (Family::ParameterServer(c), _) => {
+            let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
+            (Box::new(ps::ParameterServer::new(c.clone(), tasks.clone(), &sizes, n)), Gate::PerLayer)
+        }
+        (_, Some(schedule)) => (Box::new(step::StepCollective::new(schedule, n, folded)), Gate::Global),
+        _ => unreachable!("every all-reduce has a schedule"),
+    };
+    let simulated = if folded { 1 } else { n };
+    let workers = (0..simulated)
+        .map(|_| Worker {
+            iteration: 0,
+            op: Op::Gate(0),
+            version: vec![0; layers],
+            pieces_left: layer_pieces.clone(),
+            synced_layers: vec![0; sc.iterations as usize],
+            backward_done: 0,
+            complete: 0,
+            slowdown: 1.0,
+            busy: 0,
+            sched: Scheduler::new(sc.strategy.policy, sc.strategy.limits),
+        })
+        .collect();
+    let mut engine = Engine {
+        sc,
+        core,
+        protocol,
+        tasks,
+        layer_tasks,
+        layer_pieces,
+        syncable_layers,
+        gate,
+        workers,
+        sampler: variability::Sampler::new(sc.variability.clone(), n, sc.seed),
+        queue: BinaryHeap::new(),
+        seq: 0,
+        events: 0,
+        completed: vec![0; sc.iterations as usize],
+        completions: Vec::new(),
+        busy_at_first: 0,
+        link_bytes_at_first: Vec::new(),
+        released: Vec::new(),
+    };
+    engine.run()
+}
+
+impl Engine<'_> {
+    fn run(&mut self) -> Result<Report> {
+        for w in 0..self.workers.len() {
+            self.start_iteration(w);
+        }
+        let mut flow_events = Vec::new();
+        while self.completions.len() < self.sc.iterations as usize {
+            let tq = self.queue.peek().map(|e| e.0 .0);
+            let tn = self.core.net.next_time();
+            let network_first = match (tq, tn) {
+                (_, None) => None,
+                (None, Some(t)) => Some(t),
+                (Some(q), Some(t)) => (t <= q).then_some(t),
+            };
+            match (network_first, tq) {
+                (Some(t), _) => {
+                    self.core.now = t;
+                    flow_events.clear();
+                    self.core.net.advance(t, &mut flow_events);
+                    for &e in &flow_events {
+                        self.events += 1;
+                        let (tag, delivered) = match e {
+                            FlowEvent::Sent(tag) => (tag, false),
+                            FlowEvent::Delivered(tag) => (tag, true),
+                        };
+                        let user = self.core.flow_event(tag, delivered);
+                        self.protocol.on_flow(&mut self.core, user, delivered);
+                        self.drain_notes();
+                    }
+                }
+                (None, Some(t)) => {
+                    let Reverse((_, _, w)) = self.queue.pop().unwrap();
+                    self.core.now = t;
+                    self.events += 1;
+                    self.compute_done(w);
+                    self.drain_notes();
+                }
+                (None, None) => {
+                    return Err(Error::invalid(
+                        "strategy",
+                        "the simulation stalled before every iteration completed (internal error; please report)",
+                    ))
+                }
+            }
+        }
+        Ok(self.report())
+    }
+
+    fn schedule_compute(&mut self, w: usize, duration: Nanos) {
+        let worker = &mut self.workers[w];
+        let d = (duration as f64 * worker.slowdown).round() as Nanos;
+        worker.busy += d;
+        self.seq += 1;
+        self.queue.push(Reverse((self.core.now + d, self.seq, w)));
+    }
+
+    fn start_iteration(&mut self, w: usize) {
+        if self.workers[w].iteration == self.sc.iterations {
+            self.workers[w].op = Op::Finished;
+            return;
+        }
+        self.workers[w].slowdown = self.sampler.draw(w);
+        self.try_forward(w, 0);
+    }
+
+    fn gate_open(&self, w: usize, layer: usize) -> bool {
+        let worker = &self.workers[w];
+        let k = worker.iteration;
+        match self.gate {
+            Gate::Global => layer > 0 || worker.complete >= k,
+            Gate::PerLayer => self.layer_pieces[layer] == 0 || worker.version[layer] >= k,
+        }
+    }
+
+    fn try_forward(&mut self, w: usize, layer: usize) {
+        if self.gate_open(w, layer) {
+            self.workers[w].op = Op::Forward(layer);
+            self.schedule_compute(w, self.sc.workload.layers[layer].forward);
+        } else {
+            self.workers[w].op = Op::Gate(layer);
+        }
+    }
+
+    fn start_backward(&mut self, w: usize, layer: usize) {
+        self.workers[w].op = Op::Backward(layer);
+        self.schedule_compute(w, self.sc.workload.layers[layer].backward);
+    }
+
+    fn compute_done(&mut self, w: usize) {
+        let layers = self.sc.workload.layers.len();
+        match self.workers[w].op {
+            Op::Forward(l) if l + 1 < layers => self.try_forward(w, l + 1),
+            Op::Forward(_) => self.start_backward(w, layers - 1),
+            Op::Backward(l) => {
+                let k = self.workers[w].iteration;
+                for i in 0..self.layer_tasks[l].len() {
+                    let id = self.layer_tasks[l][i];
+                    let task = &self.tasks[id as usize];
+                    let r = TaskRef { iteration: k, task: id };
+                    self.workers[w].sched.notify_ready(r, task.layer, task.bytes);
+                }
+                self.release(w);
+                if l > 0 {
+                    self.start_backward(w, l - 1);
+                } else {
+                    self.workers[w].backward_done = k + 1;
+                    self.check_complete(w, k);
+                    self.workers[w].iteration += 1;
+                    self.start_iteration(w);
+                }
+            }
+            op => unreachable!("compute finished while {op:?}"),
+        }
+    }
+
+    fn release(&mut self, w: usize) {
+        let mut released = std::mem::take(&mut self.released);
+        released.clear();
+        self.workers[w].sched.poll(&mut released);
+        for &(task, bytes) in &released {
+            self.protocol.start_task(&mut self.core, w, task, bytes);
+        }
+        self.released = released;
+    }
+
+    fn drain_notes(&mut self) {
+        while !self.core.notes.is_empty() {
+            let notes = std::mem::take(&mut self.core.notes);
+            for note in notes {
+                match note {
+                    Note::TaskDone { rank, task } => {
+                        let bytes = self.tasks[task.task as usize].bytes;
+                        self.workers[rank].sched.notify_finish(bytes);
+                        self.release(rank);
+                    }
+                    Note::PieceSynced { rank, task } => self.piece_synced(rank, task),
+                }
+            }
+        }
+    }
+
+    fn piece_synced(&mut self, w: usize, task: TaskRef) {
+        let layer = self.tasks[task.task as usize].layer;
+        let worker = &mut self.workers[w];
+        worker.pieces_left[layer] -= 1;
+        if worker.pieces_left[layer] > 0 {
+            return;
+        }
+        worker.pieces_left[layer] = self.layer_pieces[layer];
+        worker.version[layer] = task.iteration + 1;
+        worker.synced_layers[task.iteration as usize] += 1;
+        self.check_complete(w, task.iteration);
+        if let Op::Gate(l) = self.workers[w].op {
+            if self.gate_open(w, l) {
+                self.try_forward(w, l);
+            }
+        }
+    }
+
+    fn check_complete(&mut self, w: usize, k: u32) {
+        let worker = &mut self.workers[w];
+        if worker.complete != k
+            || worker.backward_done <= k
+            || worker.synced_layers[k as usize] < self.syncable_layers
+        {
+            return;
+        }
+        worker.complete = k + 1;
+        self.completed[k as usize] += 1;
+        if self.completed[k as usize] as usize == self.workers.len() {
+            self.completions.push(self.core.now);
+            if self.completions.len() == 1 && self.sc.iterations > 1 {
+                self.busy_at_first = self.core.comm_busy();
+                self.link_bytes_at_first = self.core.net.link_bytes(self.core.now).to_vec();
+            }
+        }
+        // Under the global gate the next forward pass may have been waiting for this.
+        if self.workers[w].op == Op::Gate(0) && self.gate_open(w, 0) {
+            self.try_forward(w, 0);
+        }
+    }
+
+    fn report(&mut self) -> Report {
+        let sc = self.sc;
+        let n = sc.workers;
+        let k = self.completions.len();
+        let (start, end) = if k > 1 { (self.completions[0], self.completions[k - 1]) } else { (0, self.completions[0]) };
+        let periods = if k > 1 { (k - 1) as f64 } else { 1.0 };
+        let window = end - start;
+        let iteration_time = nanos_to_seconds(window) / periods;
+        let compute = nanos_to_seconds(sc.workload.compute_time());
+        let comm = nanos_to_seconds(self.core.comm_busy() - if k > 1 { self.busy_at_first } else { 0 }) / periods;
+        let now = self.core.now;
+        let bytes_end = self.core.net.link_bytes(now).to_vec();
+        let first = std::mem::take(&mut self.link_bytes_at_first);
+        let topo = &self.core.topo;
+        let delta: Vec<f64> = bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect();
+        // Folded: every link of an orbit carries what the representatives of that orbit carried.
+        let mut orbit_total = [0.0f64; 2];
+        if self.core.folded {
+            for (l, d) in delta.iter().enumerate() {
+                if let Some(o) = topo.rank_orbit(l, n) {
+                    orbit_total[o] += d;
+                }
+            }
+        }
+        let link_utilization = topo
+            .links()
+            .iter()
+            .enumerate()
+            .map(|(l, link)| {
+                let bytes = match (self.core.folded, topo.rank_orbit(l, n)) {
+                    (true, Some(o)) => orbit_total[o],
+                    _ => delta[l],
+                };
+                let capacity = link.bytes_per_ns * window as f64;
+                (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
+            })
+            .collect();
+        Report {
+            iteration_time_s: iteration_time,
+            completions_s: self.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
+            throughput_samples_per_s: if iteration_time > 0.0 {
+                (n as f64) * sc.workload.batch_size as f64 / iteration_time
+            } else {
+                f64::INFINITY
+            },
+            scaling_factor: if iteration_time > 0.0 { (compute / iteration_time).min(1.0) } else { 1.0 },
+            compute_time_s: compute,
+            comm_time_s: comm,
+            exposed_comm_s: (iteration_time - compute).max(0.0),
+            link_utilization,
+            events: self.events,
+            flows: self.core.flows_started,
+            folded: self.core.folded,
+            network_model: self.core.net.name().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

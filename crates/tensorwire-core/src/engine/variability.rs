@@ -1,0 +1,83 @@
+//! Compute-time variability: stragglers and load imbalance as per-worker, per-iteration
+//! multipliers of compute time. Draws come from a seeded PCG stream that lives in the
+//! simulation state, one stream per worker, so results are reproducible from the seed
+//! and do not depend on the order in which events happen to draw.
+
+use rand::SeedableRng;
+use rand_distr::{Distribution, LogNormal, Normal};
+use rand_pcg::Pcg64;
+
+use crate::error::{Error, Result};
+
+/// How compute time varies across workers and iterations.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Variability {
+    /// Every worker computes in exactly the workload's time.
+    None,
+    /// Multiplier ~ Normal(1, cv), clamped to at least 0.05.
+    Normal {
+        /// Coefficient of variation (standard deviation / mean).
+        cv: f64,
+    },
+    /// Multiplier ~ LogNormal(mu, sigma) with mean 1.
+    LogNormal {
+        /// Standard deviation of the underlying normal.
+        sigma: f64,
+    },
+    /// Fixed multiplier per worker (1.0 = nominal, 2.0 = twice as slow).
+    Slowdowns(Vec<f64>),
+}
+
+impl Variability {
+    /// Checks parameters against `workers`.
+    pub fn validate(&self, workers: usize) -> Result<()> {
+        match self {
+            Variability::None => Ok(()),
+            Variability::Normal { cv } if cv.is_finite() && *cv >= 0.0 => Ok(()),
+            Variability::LogNormal { sigma } if sigma.is_finite() && *sigma >= 0.0 => Ok(()),
+            Variability::Slowdowns(s) if s.len() == workers && s.iter().all(|x| x.is_finite() && *x > 0.0) => Ok(()),
+            Variability::Slowdowns(s) => Err(Error::invalid(
+                "stragglers",
+                format!("needs one multiplier > 0 per worker ({workers}), got {}", s.len()),
+            )),
+            _ => Err(Error::invalid("stragglers", "the spread must be a finite number >= 0")),
+        }
+    }
+
+    /// True when every worker always computes alike.
+    pub fn is_uniform(&self) -> bool {
+        match self {
+            Variability::None => true,
+            Variability::Normal { cv } => *cv == 0.0,
+            Variability::LogNormal { sigma } => *sigma == 0.0,
+            Variability::Slowdowns(s) => s.iter().all(|&x| x == s[0]),
+        }
+    }
+}
+
+/// Per-worker multiplier streams.
+pub(crate) struct Sampler {
+    kind: Variability,
+    streams: Vec<Pcg64>,
+}
+
+impl Sampler {
+    pub fn new(kind: Variability, workers: usize, seed: u64) -> Self {
+        let streams = (0..workers as u64).map(|w| Pcg64::seed_from_u64(seed ^ w.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect();
+        Sampler { kind, streams }
+    }
+
+    /// Multiplier for worker `rank`'s next iteration.
+    pub fn draw(&mut self, rank: usize) -> f64 {
+        match &self.kind {
+            Variability::None => 1.0,
+            Variability::Normal { cv } => {
+                Normal::new(1.0, *cv).expect("validated").sample(&mut self.streams[rank]).max(0.05)
+            }
+            Variability::LogNormal { sigma } => {
+                LogNormal::new(-sigma * sigma / 2.0, *sigma).expect("validated").sample(&mut self.streams[rank])
+            }
+            Variability::Slowdowns(s) => s[rank],
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Collective microbenchmarks written `allreduce:SIZE[xCOUNT]`.
+
+use super::{Layer, Tensor, Workload};
+use crate::error::{Error, Result};
+use crate::units::parse_bytes;
+
+/// `allreduce:1MiBx50`: COUNT back-to-back synchronisations of SIZE bytes each, with no
+/// compute; all tensors are ready at time 0, so the strategy's scheduler issues them in
+/// order. The batch size is 1 so throughput reads as iterations per second per worker.
+pub fn collective_benchmark(spec: &str) -> Result<Workload> {
+    let field = "collective";
+    let bad = |why: &str| Error::invalid(field, format!("{spec:?} {why}; write allreduce:SIZE[xCOUNT], e.g. allreduce:1MiBx50"));
+    let Some(rest) = spec.strip_prefix("allreduce:") else {
+        return Err(bad("is not a collective microbenchmark"));
+    };
+    let (size, count) = match rest.rsplit_once('x') {
+        Some((s, c)) => (s, c.parse::<u32>().map_err(|_| bad("has a COUNT that is not an integer"))?),
+        None => (rest, 1),
+    };
+    if count == 0 {
+        return Err(bad("has COUNT 0"));
+    }
+    let bytes = parse_bytes(field, size)?;
+    if bytes < 1.0 {
+        return Err(bad("has a SIZE below 1 byte"));
+    }
+    let layers = (0..count).map(|i| Layer { name: format!("allreduce{i}"), forward: 0, backward: 0 }).collect();
+    let tensors =
+        (0..count as usize).map(|i| Tensor { name: format!("buffer{i}"), bytes: bytes.round() as u64, layer: i }).collect();
+    Ok(Workload { name: spec.to_string(), batch_size: 1, layers, tensors })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_size_and_count() {
+        let w = collective_benchmark("allreduce:1MiBx50").unwrap();
+        assert_eq!(w.tensors.len(), 50);
+        assert!(w.tensors.iter().all(|t| t.bytes == 1 << 20));
+        assert_eq!(w.compute_time(), 0);
+        assert_eq!(collective_benchmark("allreduce:4MB").unwrap().tensors.len(), 1);
+    }
+
+    #[test]
+    fn rejects_malformed_specs() {
+        for bad in ["allgather:1MiB", "allreduce:", "allreduce:1MiBx0", "allreduce:1MiBxq", "allreduce:0B"] {
+            let e = collective_benchmark(bad).unwrap_err();
+            assert_eq!(e.field(), "collective", "{bad}");
+        }
+    }
+}

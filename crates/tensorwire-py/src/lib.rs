@@ -1,1 +1,241 @@
-// glue: filled in below
+//! PyO3 glue for `tensorwire._core`: converts Python values to core types and back, maps
+//! core errors to `InputError`, and stops any panic at the boundary. No logic lives here.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use tensorwire_core::network::ModelKind;
+use tensorwire_core::spec::OptionInfo;
+use tensorwire_core::strategy::{Strategy, STRATEGIES};
+use tensorwire_core::topology::spec::TOPOLOGIES;
+use tensorwire_core::topology::TopologySpec;
+use tensorwire_core::units::{self, seconds_to_nanos};
+use tensorwire_core::workload::{collective_benchmark, Layer, Tensor, Workload};
+use tensorwire_core::{Error, Report, Scenario, Variability};
+
+create_exception!(_core, InputError, PyValueError, "Invalid input; `args[0]` is the field, `args[1]` what is allowed.");
+
+fn to_py(e: Error) -> PyErr {
+    let Error::Invalid { field, message } = e;
+    InputError::new_err((field, message))
+}
+
+fn guarded<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(to_py),
+        Err(_) => Err(PyRuntimeError::new_err("internal error in the tensorwire core (please report it)")),
+    }
+}
+
+/// (name, batch_size, [(layer name, forward s, backward s)], [(tensor name, bytes, layer)])
+type WorkloadTuple = (String, u32, Vec<(String, f64, f64)>, Vec<(String, u64, usize)>);
+
+fn workload_from(w: WorkloadTuple) -> Result<Workload, Error> {
+    let (name, batch_size, layers, tensors) = w;
+    let layers = layers
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, f, b))| {
+            Ok(Layer {
+                name,
+                forward: seconds_to_nanos(&format!("workload.layers[{i}].forward_s"), f)?,
+                backward: seconds_to_nanos(&format!("workload.layers[{i}].backward_s"), b)?,
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let tensors = tensors.into_iter().map(|(name, bytes, layer)| Tensor { name, bytes, layer }).collect();
+    let w = Workload { name, batch_size, layers, tensors };
+    w.validate()?;
+    Ok(w)
+}
+
+fn workload_to(w: Workload) -> WorkloadTuple {
+    (
+        w.name,
+        w.batch_size,
+        w.layers.into_iter().map(|l| (l.name, units::nanos_to_seconds(l.forward), units::nanos_to_seconds(l.backward))).collect(),
+        w.tensors.into_iter().map(|t| (t.name, t.bytes, t.layer)).collect(),
+    )
+}
+
+fn variability_from(kind: &str, spread: f64, slowdowns: Option<Vec<f64>>) -> Result<Variability, Error> {
+    Ok(match kind {
+        "none" => Variability::None,
+        "normal" => Variability::Normal { cv: spread },
+        "lognormal" => Variability::LogNormal { sigma: spread },
+        "fixed" => Variability::Slowdowns(slowdowns.unwrap_or_default()),
+        _ => return Err(Error::invalid("stragglers", format!("{kind:?} is not one of none, normal, lognormal, fixed"))),
+    })
+}
+
+fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("iteration_time_s", r.iteration_time_s)?;
+    d.set_item("completions_s", r.completions_s.clone())?;
+    d.set_item("throughput_samples_per_s", r.throughput_samples_per_s)?;
+    d.set_item("scaling_factor", r.scaling_factor)?;
+    d.set_item("compute_time_s", r.compute_time_s)?;
+    d.set_item("comm_time_s", r.comm_time_s)?;
+    d.set_item("exposed_comm_s", r.exposed_comm_s)?;
+    d.set_item("link_utilization", r.link_utilization.clone())?;
+    d.set_item("events", r.events)?;
+    d.set_item("flows", r.flows)?;
+    d.set_item("folded", r.folded)?;
+    d.set_item("network_model", r.network_model.clone())?;
+    Ok(d)
+}
+
+/// Runs one simulation; returns a dict of metrics (see `tensorwire.Result`).
+#[pyfunction]
+#[pyo3(signature = (
+    workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
+    seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
+    slowdowns = None, rank_to_host = None, allow_folding = true
+))]
+#[allow(clippy::too_many_arguments)]
+fn simulate<'py>(
+    py: Python<'py>,
+    workload: WorkloadTuple,
+    workers: i64,
+    strategy: &str,
+    bandwidth: f64,
+    latency: f64,
+    topology: &str,
+    network: &str,
+    iterations: i64,
+    seed: u64,
+    per_message_overhead: f64,
+    copy_bandwidth: Option<f64>,
+    stragglers: &str,
+    spread: f64,
+    slowdowns: Option<Vec<f64>>,
+    rank_to_host: Option<Vec<usize>>,
+    allow_folding: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let build = || -> Result<Scenario, Error> {
+        if workers < 1 {
+            return Err(Error::invalid("workers", format!("{workers} is not allowed; need at least 1")));
+        }
+        if iterations < 1 {
+            return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
+        }
+        if !(latency.is_finite() && latency >= 0.0) {
+            return Err(Error::invalid("latency", "must be a duration >= 0"));
+        }
+        if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
+            return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
+        }
+        let mut sc = Scenario::new(workload_from(workload)?, workers as usize, bandwidth, Strategy::parse(strategy)?);
+        sc.latency = latency;
+        sc.topology = TopologySpec::parse(topology)?;
+        sc.network = ModelKind::parse(network)?;
+        sc.iterations = iterations.min(u32::MAX as i64) as u32;
+        sc.seed = seed;
+        sc.per_message_overhead = per_message_overhead;
+        sc.copy_bandwidth = copy_bandwidth;
+        sc.variability = variability_from(stragglers, spread, slowdowns)?;
+        sc.rank_to_host = rank_to_host;
+        sc.allow_folding = allow_folding;
+        Ok(sc)
+    };
+    let scenario = guarded(build)?;
+    let report = py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario)))?;
+    report_to_dict(py, &report)
+}
+
+/// Validates a strategy spec; returns it trimmed.
+#[pyfunction]
+fn check_strategy(spec: &str) -> PyResult<String> {
+    guarded(|| Strategy::parse(spec).map(|s| s.spec))
+}
+
+/// Validates a topology spec; returns its builder name.
+#[pyfunction]
+fn check_topology(spec: &str) -> PyResult<String> {
+    guarded(|| TopologySpec::parse(spec).map(|t| t.name().to_string()))
+}
+
+fn options_list<'py>(py: Python<'py>, options: &[OptionInfo]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for o in options {
+        let d = PyDict::new(py);
+        d.set_item("name", o.name)?;
+        d.set_item("accepts", o.kind.describe())?;
+        d.set_item("default", o.default)?;
+        d.set_item("help", o.help)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// Every built-in strategy: name, summary, options (name, accepts, default, help).
+#[pyfunction]
+fn strategies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for s in STRATEGIES {
+        let d = PyDict::new(py);
+        d.set_item("name", s.name)?;
+        d.set_item("summary", s.summary)?;
+        d.set_item("options", options_list(py, s.options)?)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// Every topology builder: name, summary, options.
+#[pyfunction]
+fn topologies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for (name, summary, options) in TOPOLOGIES {
+        let d = PyDict::new(py);
+        d.set_item("name", *name)?;
+        d.set_item("summary", *summary)?;
+        d.set_item("options", options_list(py, options)?)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// `allreduce:SIZE[xCOUNT]` as a workload tuple.
+#[pyfunction]
+fn collective(spec: &str) -> PyResult<WorkloadTuple> {
+    guarded(|| collective_benchmark(spec).map(workload_to))
+}
+
+/// Size in bytes from text such as `4MiB`.
+#[pyfunction]
+fn parse_bytes(field: &str, text: &str) -> PyResult<f64> {
+    guarded(|| units::parse_bytes(field, text))
+}
+
+/// Rate in bytes/s from text such as `25Gbps`.
+#[pyfunction]
+fn parse_rate(field: &str, text: &str) -> PyResult<f64> {
+    guarded(|| units::parse_rate(field, text))
+}
+
+/// Duration in seconds from text such as `5us`.
+#[pyfunction]
+fn parse_duration(field: &str, text: &str) -> PyResult<f64> {
+    guarded(|| units::parse_duration(field, text))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("InputError", m.py().get_type::<InputError>())?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(check_strategy, m)?)?;
+    m.add_function(wrap_pyfunction!(check_topology, m)?)?;
+    m.add_function(wrap_pyfunction!(strategies, m)?)?;
+    m.add_function(wrap_pyfunction!(topologies, m)?)?;
+    m.add_function(wrap_pyfunction!(collective, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -6,7 +6,7 @@
 //! so on a `star` a host-to-host message crosses two links and pays 2 x latency.
 //! Switches are non-blocking and add no latency of their own.
 
-mod spec;
+pub mod spec;
 
 pub use spec::TopologySpec;
 

@@ -1,0 +1,45 @@
+# tensorwire: `make demo` runs the main job, `make test` runs every test.
+# Both create the environment (.venv in the checkout) when it is missing.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: help demo test test-rust test-python lint bench build env clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip "maturin>=1.5,<2"
+
+env: $(PY)  ## create .venv with the build tool
+
+build: $(PY)  ## build the Rust core into .venv (release) with the test extras
+	maturin develop --release -q --extras test
+
+demo: build  ## compare strategies on the default scenario
+	tensorwire compare
+
+test: test-rust test-python  ## every test: Rust (cargo) and Python (pytest)
+
+test-rust:  ## Rust unit and property tests of the core
+	cargo test -p tensorwire-core
+
+test-python: build  ## Python tests, doctests and the stub check
+	$(PY) -m pytest -q
+	$(PY) -m mypy.stubtest tensorwire._core --allowlist tests/stubtest-allowlist.txt
+
+lint: build  ## clippy, rustfmt check, mypy
+	cargo clippy -p tensorwire-core -p tensorwire-py --all-targets -- -D warnings
+	cargo fmt --all --check
+	$(PY) -m mypy
+
+bench: build  ## benchmarks; results go into docs/benchmarks.md by hand
+	$(PY) benchmarks/simulator.py
+
+clean:  ## remove build outputs and the environment
+	rm -rf target $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,78 @@
+"""``simulate``: one workload on one cluster under one strategy."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from tensorwire import _core
+from tensorwire._core import InputError
+from tensorwire.cluster import Cluster
+from tensorwire.result import Result
+from tensorwire.strategy import Strategy
+from tensorwire.workload import Workload
+
+
+def simulate(
+    workload: Workload,
+    cluster: Cluster,
+    strategy: Union[Strategy, str],
+    *,
+    iterations: int = 3,
+    seed: int = 0,
+    stragglers: str = "none",
+    spread: float = 0.0,
+    slowdowns: Optional[Sequence[float]] = None,
+    fold: bool = True,
+) -> Result:
+    """Simulates ``iterations`` training iterations and reports the steady state.
+
+    The first iteration is warm-up when there are several. ``stragglers`` is ``none``,
+    ``normal`` (``spread`` = coefficient of variation), ``lognormal`` (``spread`` = sigma)
+    or ``fixed`` (``slowdowns`` = one compute multiplier per worker); draws are seeded.
+    ``fold=False`` disables the symmetric shortcut (same answer, slower; for checking).
+
+    >>> from tensorwire import Cluster, load_model
+    >>> r = simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
+    >>> 0 < r.scaling_factor <= 1
+    True
+    """
+    spec = strategy.spec if isinstance(strategy, Strategy) else Strategy(strategy).spec
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError("seed", f"{seed!r} must be an integer >= 0")
+    raw = _core.simulate(
+        workload._to_core(),
+        cluster.workers,
+        spec,
+        cluster.bandwidth,
+        cluster.latency,
+        topology=cluster.topology,
+        network=cluster.network,
+        iterations=iterations,
+        seed=seed % 2**64,
+        per_message_overhead=cluster.per_message_overhead,
+        copy_bandwidth=cluster.copy_bandwidth,
+        stragglers=stragglers,
+        spread=float(spread),
+        slowdowns=list(slowdowns) if slowdowns is not None else None,
+        allow_folding=fold,
+    )
+    return Result(
+        model=workload.name,
+        workers=cluster.workers,
+        bandwidth=cluster.bandwidth,
+        strategy=spec,
+        iteration_time_s=raw["iteration_time_s"],
+        throughput_samples_per_s=raw["throughput_samples_per_s"],
+        scaling_factor=raw["scaling_factor"],
+        compute_time_s=raw["compute_time_s"],
+        comm_time_s=raw["comm_time_s"],
+        exposed_comm_s=raw["exposed_comm_s"],
+        link_utilization=dict(raw["link_utilization"]),
+        completions_s=tuple(raw["completions_s"]),
+        network_model=raw["network_model"],
+        folded=raw["folded"],
+        events=raw["events"],
+        flows=raw["flows"],
+    )

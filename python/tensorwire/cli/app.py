@@ -1,0 +1,181 @@
+"""Commands: simulate, compare, models, strategies."""
+
+from __future__ import annotations
+
+import json
+
+from typing import Any, Optional
+
+import click
+
+from tensorwire import _core
+from tensorwire._core import InputError
+from tensorwire.api import simulate
+from tensorwire.cli import options, render
+from tensorwire.cluster import Cluster
+from tensorwire.result import Result
+from tensorwire.strategy import Strategy, split_specs, strategies
+from tensorwire.workload import Workload
+from tensorwire.workloads import load_model, models
+
+DEFAULT_MODELS = ("resnet50", "vgg16", "bert_base")
+DEFAULT_WORKERS = 32
+DEFAULT_BANDWIDTH = "25Gbps"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_core.__version__, prog_name="tensorwire")
+def cli() -> None:
+    """Which way of synchronising gradients is fastest on my network, by how much, and why."""
+
+
+def _cluster(workers: int, bandwidth: float, latency: float, topology: str, network: str, overhead: float) -> Cluster:
+    return Cluster(workers, bandwidth, latency, topology, network, overhead)
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=1))
+
+
+@cli.command("simulate")
+@click.option("--model", "-m", help=options.model_help)
+@click.option("--workload", "workload_file", type=click.Path(dir_okay=False), help="Workload JSON file or five-attribute trace.")
+@click.option("--collective", help="Collective microbenchmark, e.g. allreduce:1MiBx50.")
+@options.workers
+@options.bandwidth
+@options.network_options
+@options.compute_options
+@click.option("--strategy", "-s", required=True, help="Strategy spec NAME[:key=value,...]; see `tensorwire strategies`.")
+@options.run_options
+def simulate_cmd(
+    model: Optional[str],
+    workload_file: Optional[str],
+    collective: Optional[str],
+    workers: Optional[int],
+    bandwidth: Optional[float],
+    latency: float,
+    topology: str,
+    network: str,
+    overhead: float,
+    gpu: Optional[str],
+    batch: Optional[int],
+    strategy: str,
+    iterations: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Simulate one workload under one strategy and report the steady state."""
+    sources = [x for x in (model, workload_file, collective) if x is not None]
+    if len(sources) != 1:
+        raise click.UsageError("give exactly one of --model, --workload or --collective")
+    if workers is None:
+        raise click.UsageError("Missing option '--workers'.")
+    if bandwidth is None:
+        raise click.UsageError("Missing option '--bandwidth'.")
+    spec = Strategy(strategy)
+    if model is not None:
+        workload = load_model(model, gpu, batch)
+    elif workload_file is not None:
+        workload = Workload.from_file(workload_file)
+    else:
+        workload = Workload.collective(collective or "")
+    result = simulate(workload, _cluster(workers, bandwidth, latency, topology, network, overhead), spec, iterations=iterations, seed=seed)
+    if as_json:
+        _emit_json(result.to_dict())
+    else:
+        render.result(result, workload)
+
+
+@cli.command("compare")
+@click.option("--model", "-m", "model_names", multiple=True, help=options.model_help + " Repeat for several.")
+@options.workers
+@options.bandwidth
+@click.option("--strategies", "strategy_list", default=None, help="Comma-separated specs (default: every built-in strategy).")
+@options.network_options
+@options.compute_options
+@options.run_options
+def compare_cmd(
+    model_names: tuple[str, ...],
+    workers: Optional[int],
+    bandwidth: Optional[float],
+    strategy_list: Optional[str],
+    latency: float,
+    topology: str,
+    network: str,
+    overhead: float,
+    gpu: Optional[str],
+    batch: Optional[int],
+    iterations: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Rank strategies by iteration time, with the speedup of each over the `ps` baseline.
+
+    With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps.
+    """
+    names = list(model_names) or list(DEFAULT_MODELS)
+    specs = split_specs(strategy_list) if strategy_list else [s.name for s in strategies()]
+    checked = [Strategy(s) for s in specs]
+    if not checked:
+        raise InputError("strategies", "give at least one strategy spec")
+    baseline = next((s for s in checked if s.name == "ps"), None)
+    if baseline is None:
+        baseline = Strategy("ps")
+        checked.insert(0, baseline)
+    cluster = _cluster(
+        workers or DEFAULT_WORKERS,
+        bandwidth if bandwidth is not None else _core.parse_rate("bandwidth", DEFAULT_BANDWIDTH),
+        latency,
+        topology,
+        network,
+        overhead,
+    )
+    workloads = [load_model(n, gpu, batch) for n in names]
+    results: dict[str, list[Result]] = {}
+    with render.progress(len(workloads) * len(checked), "simulating") as advance:
+        for w in workloads:
+            results[w.name] = []
+            for s in checked:
+                results[w.name].append(simulate(w, cluster, s, iterations=iterations, seed=seed))
+                advance()
+    if as_json:
+        out = []
+        for name, rs in results.items():
+            base = next(r for r in rs if r.strategy == baseline.spec)
+            for r in sorted(rs, key=lambda r: r.iteration_time_s):
+                d = r.to_dict()
+                d.pop("link_utilization")
+                d["speedup_over_ps"] = base.iteration_time_s / r.iteration_time_s
+                out.append(d)
+        _emit_json(out)
+    else:
+        render.comparison(results, baseline.spec, cluster)
+
+
+@cli.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def models_cmd(as_json: bool) -> None:
+    """List the built-in models with their sizes and compute times."""
+    infos = models()
+    if as_json:
+        _emit_json([render.model_dict(m) for m in infos])
+    else:
+        render.models(infos)
+
+
+@cli.command("strategies")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def strategies_cmd(as_json: bool) -> None:
+    """List the built-in strategies and their options."""
+    infos = strategies()
+    if as_json:
+        _emit_json(
+            [
+                {"name": s.name, "summary": s.summary, "options": [o.__dict__ for o in s.options]}
+                for s in infos
+            ]
+        )
+    else:
+        render.strategies(infos, _core.topologies())
+
+

@@ -1,0 +1,68 @@
+"""Options shared by several commands, each defined once."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, TypeVar
+
+import click
+
+from tensorwire import _core
+from tensorwire.workloads import names
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(f: F) -> F:
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+
+    return apply
+
+
+def _rate(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[float]:
+    return None if value is None else _core.parse_rate(param.name or "rate", value)
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[float]:
+    return None if value is None else _core.parse_duration(param.name or "duration", value)
+
+
+def _positive(ctx: click.Context, param: click.Parameter, value: Optional[int]) -> Optional[int]:
+    if value is not None and value < 1:
+        raise _core.InputError(param.name or "value", f"{value} is not allowed; need an integer >= 1")
+    return value
+
+
+workers = click.option("--workers", "-n", type=int, callback=_positive, help="Number of workers (data-parallel ranks).")
+network_options = _stack(
+    click.option("--latency", default="5us", show_default=True, callback=_duration, help="Latency per hop (ns/us/ms/s)."),
+    click.option(
+        "--topology",
+        default="star",
+        show_default=True,
+        help="star | ring | leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]",
+    ),
+    click.option(
+        "--network",
+        type=click.Choice(["flow", "analytical"]),
+        default="flow",
+        show_default=True,
+        help="flow: max-min fair sharing; analytical: alpha-beta without contention.",
+    ),
+    click.option(
+        "--overhead", default="0s", show_default=True, callback=_duration, help="Host overhead per message."
+    ),
+)
+compute_options = _stack(
+    click.option("--gpu", default=None, help="Device whose measurements to use (default: the model's, v100)."),
+    click.option("--batch", type=int, callback=_positive, default=None, help="Per-worker batch size (default: the measured one)."),
+)
+run_options = _stack(
+    click.option("--iterations", type=int, callback=_positive, default=3, show_default=True, help="Iterations to simulate (first is warm-up)."),
+    click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the random streams."),
+    click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
+)
+bandwidth = click.option("--bandwidth", "-b", callback=_rate, help="Host link rate per direction, e.g. 25Gbps.")
+model_help = f"Built-in model: {', '.join(names())}."

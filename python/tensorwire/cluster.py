@@ -1,0 +1,63 @@
+"""Cluster: the workers, the network between them and the host transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from tensorwire import _core
+from tensorwire._core import InputError
+from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
+
+Number = Union[int, float]
+
+
+@dataclass(frozen=True, init=False)
+class Cluster:
+    """Workers on a network.
+
+    ``bandwidth`` is each host link's rate per direction and ``latency`` the latency of each
+    hop (a host-to-host path on a ``star`` has two hops). Numbers are bytes/s and seconds;
+    text such as ``"25Gbps"`` or ``"5us"`` is accepted.
+
+    >>> c = Cluster(workers=32, bandwidth="25Gbps")
+    >>> c.bandwidth, c.latency
+    (3125000000.0, 5e-06)
+    """
+
+    workers: int
+    bandwidth: float
+    latency: float
+    topology: str
+    network: str
+    per_message_overhead: float
+    copy_bandwidth: Optional[float]
+
+    def __init__(
+        self,
+        workers: int,
+        bandwidth: Union[Number, str],
+        latency: Union[Number, str] = 5e-6,
+        topology: str = "star",
+        network: str = "flow",
+        per_message_overhead: Union[Number, str] = 0.0,
+        copy_bandwidth: Union[Number, str, None] = None,
+    ) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise InputError("workers", f"{workers!r} is not allowed; need an integer >= 1")
+        _core.check_topology(topology)
+        if network not in ("flow", "analytical"):
+            raise InputError("network", f"{network!r} is not a network model; choose flow or analytical")
+        object.__setattr__(self, "workers", workers)
+        object.__setattr__(self, "bandwidth", to_rate(bandwidth, "bandwidth"))
+        object.__setattr__(self, "latency", to_seconds(latency, "latency"))
+        object.__setattr__(self, "topology", topology)
+        object.__setattr__(self, "network", network)
+        object.__setattr__(self, "per_message_overhead", to_seconds(per_message_overhead, "per_message_overhead"))
+        object.__setattr__(
+            self, "copy_bandwidth", None if copy_bandwidth is None else to_rate(copy_bandwidth, "copy_bandwidth")
+        )
+
+    def describe(self) -> str:
+        """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star``."""
+        return f"{self.workers} workers, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}"

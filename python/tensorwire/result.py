@@ -1,0 +1,51 @@
+"""Result: what one simulation predicts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Result:
+    """Steady-state metrics of a simulated job (seconds, samples/s, fractions).
+
+    ``scaling_factor`` is T_n / (n T_1) as seed 001 defines it: the job's throughput over
+    n times the throughput of one worker that only computes. ``exposed_comm_s`` is the time
+    per iteration not covered by compute; ``comm_time_s`` the time rank 0 had any message
+    in flight. ``link_utilization`` maps each directed link (``h0->sw``) to its busy
+    fraction over the steady-state window.
+    """
+
+    model: str
+    workers: int
+    bandwidth: float
+    strategy: str
+    iteration_time_s: float
+    throughput_samples_per_s: float
+    scaling_factor: float
+    compute_time_s: float
+    comm_time_s: float
+    exposed_comm_s: float
+    link_utilization: dict[str, float]
+    completions_s: tuple[float, ...]
+    network_model: str
+    folded: bool
+    events: int
+    flows: int
+
+    @property
+    def max_link_utilization(self) -> float:
+        """Busiest link's utilisation."""
+        return max(self.link_utilization.values(), default=0.0)
+
+    def busiest_links(self, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` busiest links, busiest first (ties by name)."""
+        return sorted(self.link_utilization.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        d = asdict(self)
+        d["completions_s"] = list(self.completions_s)
+        d["max_link_utilization"] = self.max_link_utilization
+        return d

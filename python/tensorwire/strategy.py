@@ -1,0 +1,77 @@
+"""Strategy: how gradients are synchronised, written ``NAME[:key=value,...]``.
+
+The strategies and their options are defined once, in the core; this module only exposes
+them. See ``tensorwire strategies`` for the list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tensorwire import _core
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    """One option of a strategy."""
+
+    name: str
+    accepts: str
+    default: str
+    help: str
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    """A built-in strategy."""
+
+    name: str
+    summary: str
+    options: tuple[OptionInfo, ...]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A validated strategy spec.
+
+    >>> Strategy("ring:partition=4MiB").name
+    'ring'
+    """
+
+    spec: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "spec", _core.check_strategy(self.spec))
+
+    @property
+    def name(self) -> str:
+        """The strategy name, before any options."""
+        return self.spec.split(":", 1)[0]
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+def strategies() -> list[StrategyInfo]:
+    """Every built-in strategy with its options."""
+    return [
+        StrategyInfo(s["name"], s["summary"], tuple(OptionInfo(**o) for o in s["options"])) for s in _core.strategies()
+    ]
+
+
+def split_specs(text: str) -> list[str]:
+    """Splits ``ps,ring:partition=4MiB,credit=1MiB`` into specs: a comma-separated piece that
+    is ``key=value`` (no name before a colon) continues the previous spec's options.
+
+    >>> split_specs("ps,ring:partition=4MiB,credit=1MiB,ps:num_ps=2")
+    ['ps', 'ring:partition=4MiB,credit=1MiB', 'ps:num_ps=2']
+    """
+    specs: list[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        if "=" in piece and ":" not in piece and specs:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs

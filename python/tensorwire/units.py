@@ -1,0 +1,73 @@
+"""Units at the API: bytes, bytes/s and seconds. Text such as ``4MiB``, ``25Gbps`` or ``5us``
+is parsed by the core (one parser for the CLI, the API and strategy options).
+
+``MB`` = 10^6 bytes, ``MiB`` = 2^20 bytes, ``Gbps`` = 10^9 bit/s.
+"""
+
+from __future__ import annotations
+
+from tensorwire import _core
+
+
+def to_bytes(value: float | int | str, field: str = "size") -> float:
+    """Bytes from a number (bytes) or text such as ``4MiB``.
+
+    >>> to_bytes("1MiB")
+    1048576.0
+    """
+    if isinstance(value, str):
+        return _core.parse_bytes(field, value)
+    return float(value)
+
+
+def to_rate(value: float | int | str, field: str = "bandwidth") -> float:
+    """Bytes per second from a number (bytes/s) or text such as ``25Gbps``.
+
+    >>> to_rate("8Gbps")
+    1000000000.0
+    """
+    if isinstance(value, str):
+        return _core.parse_rate(field, value)
+    rate = float(value)
+    if not rate > 0 or rate == float("inf"):
+        raise _core.InputError(field, f"{value!r} must be a rate greater than 0")
+    return rate
+
+
+def to_seconds(value: float | int | str, field: str = "duration") -> float:
+    """Seconds from a number (seconds) or text such as ``5us``.
+
+    >>> to_seconds("5us")
+    5e-06
+    """
+    if isinstance(value, str):
+        return _core.parse_duration(field, value)
+    seconds = float(value)
+    if not seconds >= 0 or seconds == float("inf"):
+        raise _core.InputError(field, f"{value!r} must be a duration >= 0")
+    return seconds
+
+
+def format_bytes(n: float) -> str:
+    """``97.5 MiB``-style text for a byte count."""
+    for suffix, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {suffix}"
+    return f"{n:.0f} B"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """``25 Gbps``-style text for a rate in bytes/s."""
+    bits = bytes_per_s * 8
+    for suffix, scale in (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("Kbps", 1e3)):
+        if bits >= scale:
+            return f"{bits / scale:g} {suffix}"
+    return f"{bits:g} bps"
+
+
+def format_seconds(s: float) -> str:
+    """``12.3 ms``-style text for a duration in seconds."""
+    for suffix, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.4g} {suffix}"
+    return f"{s / 1e-9:.4g} ns"

@@ -1,0 +1,233 @@
+"""Workload: a model as the network sees it.
+
+Layers in forward order, each with its forward and backward compute time (seconds, one
+iteration at the workload's batch size on one device) and the gradient tensors it owns in
+``module.parameters()`` order. Gradients are produced in the exact reverse of that order.
+
+Three ways in besides the zoo (:func:`tensorwire.load_model`):
+
+- a JSON workload file (format ``tensorwire-workload/1``, documented in docs/formats.md);
+- seed 000's five-attribute trace (event time, tensor name, size, source, destination);
+- a collective microbenchmark, ``allreduce:SIZE[xCOUNT]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import pydantic
+
+from tensorwire import _core
+from tensorwire._core import InputError
+
+FORMAT = "tensorwire-workload/1"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A gradient tensor: its name and size in bytes."""
+
+    name: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A module: compute times in seconds and the tensors it owns."""
+
+    name: str
+    forward_s: float
+    backward_s: float
+    tensors: tuple[Tensor, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model as the network sees it.
+
+    >>> w = Workload("toy", 8, (Layer("fc", 0.001, 0.002, (Tensor("fc.weight", 4000),)),))
+    >>> w.total_bytes, w.compute_time_s
+    (4000, 0.003)
+    """
+
+    name: str
+    batch_size: int
+    layers: tuple[Layer, ...]
+    description: str = ""
+    sources: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise InputError("workload.batch_size", f"{self.batch_size!r} must be an integer >= 1")
+        if not self.layers:
+            raise InputError("workload.layers", "a workload needs at least one layer")
+
+    # -- derived quantities -------------------------------------------------------------
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """All tensors in ``parameters()`` order."""
+        return tuple(t for layer in self.layers for t in layer.tensors)
+
+    @property
+    def total_bytes(self) -> int:
+        """Gradient bytes per iteration."""
+        return sum(t.bytes for t in self.tensors)
+
+    @property
+    def compute_time_s(self) -> float:
+        """Forward plus backward compute per iteration on one worker, seconds."""
+        return math.fsum(layer.forward_s + layer.backward_s for layer in self.layers)
+
+    def with_compute_speedup(self, speedup: float) -> Workload:
+        """The same model on a device ``speedup`` times faster (seed 000 section 8.6)."""
+        if not speedup > 0 or speedup == float("inf"):
+            raise InputError("compute_speedup", f"{speedup!r} must be a number > 0")
+        layers = tuple(
+            Layer(layer.name, layer.forward_s / speedup, layer.backward_s / speedup, layer.tensors)
+            for layer in self.layers
+        )
+        return Workload(self.name, self.batch_size, layers, self.description, self.sources)
+
+    # -- constructors -------------------------------------------------------------------
+    @classmethod
+    def collective(cls, spec: str) -> Workload:
+        """``allreduce:SIZE[xCOUNT]``: COUNT back-to-back all-reduces of SIZE, no compute.
+
+        >>> Workload.collective("allreduce:1MiBx50").total_bytes == 50 * 2**20
+        True
+        """
+        name, batch, layers, tensors = _core.collective(spec)
+        return cls._from_core(name, batch, layers, tensors, f"{spec}: collective microbenchmark")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Workload:
+        """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror}") from None
+        if text.lstrip().startswith("{"):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise InputError("workload", f"{p.name}: not valid JSON (line {e.lineno}: {e.msg})") from None
+            return cls.from_dict(data)
+        from tensorwire.workloads.trace import parse_trace
+
+        return parse_trace(text, name=p.stem)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Workload:
+        """Builds a workload from the ``tensorwire-workload/1`` (or ``tensorwire-zoo/1``) dict."""
+        try:
+            model = _WorkloadFile.model_validate(data)
+        except pydantic.ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise InputError(f"workload.{where}" if where else "workload", err["msg"]) from None
+        layers = tuple(
+            Layer(
+                layer.name,
+                layer.forward_s,
+                layer.backward_s,
+                tuple(Tensor(t.name, t.bytes) for t in layer.tensors),
+            )
+            for layer in model.layers
+        )
+        return cls(model.name, model.batch_size, layers, model.description, tuple(model.sources))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``tensorwire-workload/1`` form, for saving."""
+        return {
+            "format": FORMAT,
+            "name": self.name,
+            "description": self.description,
+            "batch_size": self.batch_size,
+            "sources": list(self.sources),
+            "layers": [
+                {
+                    "name": layer.name,
+                    "forward_s": layer.forward_s,
+                    "backward_s": layer.backward_s,
+                    "tensors": [{"name": t.name, "bytes": t.bytes} for t in layer.tensors],
+                }
+                for layer in self.layers
+            ],
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Writes the JSON form atomically (temporary file, then rename)."""
+        from tensorwire.io import write_atomic
+
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
+
+    # -- bindings -----------------------------------------------------------------------
+    def _to_core(self) -> tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]]]:
+        layers = [(layer.name, layer.forward_s, layer.backward_s) for layer in self.layers]
+        tensors = [(t.name, t.bytes, i) for i, layer in enumerate(self.layers) for t in layer.tensors]
+        return self.name, self.batch_size, layers, tensors
+
+    @classmethod
+    def _from_core(
+        cls,
+        name: str,
+        batch: int,
+        layers: list[tuple[str, float, float]],
+        tensors: list[tuple[str, int, int]],
+        description: str = "",
+    ) -> Workload:
+        owned: list[list[Tensor]] = [[] for _ in layers]
+        for tname, size, layer in tensors:
+            owned[layer].append(Tensor(tname, size))
+        return cls(
+            name,
+            batch,
+            tuple(Layer(n, f, b, tuple(owned[i])) for i, (n, f, b) in enumerate(layers)),
+            description,
+        )
+
+
+class _TensorModel(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    name: str
+    bytes: pydantic.NonNegativeInt
+
+
+class _LayerModel(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+    name: str
+    forward_s: pydantic.NonNegativeFloat
+    backward_s: pydantic.NonNegativeFloat
+    tensors: list[_TensorModel] = []
+
+    @pydantic.field_validator("forward_s", "backward_s")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number of seconds")
+        return v
+
+
+class _WorkloadFile(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+    format: Union[Literal["tensorwire-workload/1"], Literal["tensorwire-zoo/1"]]
+    name: str
+    description: str = ""
+    batch_size: pydantic.PositiveInt = 0  # zoo files give it per device
+    sources: list[str] = []
+    layers: list[_LayerModel] = pydantic.Field(min_length=1)
+    devices: dict[str, Any] = {}
+    default_device: str = ""
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _zoo_batch(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("format") == "tensorwire-zoo/1" and "batch_size" not in data:
+            device = data.get("devices", {}).get(data.get("default_device", ""), {})
+            data = {**data, "batch_size": device.get("batch_size", 1)}
+        return data

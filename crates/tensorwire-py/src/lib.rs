@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use tensorwire_core::network::ModelKind;
+use tensorwire_core::sched::{self, Limits, Policy, TaskRef};
 use tensorwire_core::spec::OptionInfo;
 use tensorwire_core::strategy::{Strategy, STRATEGIES};
 use tensorwire_core::topology::spec::TOPOLOGIES;
@@ -224,10 +225,85 @@ fn parse_duration(field: &str, text: &str) -> PyResult<f64> {
     guarded(|| units::parse_duration(field, text))
 }
 
+/// The core's task scheduler (seed 004's task API), for runtimes: the same state machine
+/// the simulator runs. Tasks are identified by (iteration, task index).
+#[pyclass(module = "tensorwire._core")]
+struct Scheduler {
+    inner: sched::Scheduler,
+    out: Vec<(TaskRef, u64)>,
+}
+
+#[pymethods]
+impl Scheduler {
+    /// `policy` is "fifo" or "priority"; `credit_bytes` bounds bytes in flight and
+    /// `max_tasks` tasks in flight (None: unbounded).
+    #[new]
+    #[pyo3(signature = (policy = "fifo", credit_bytes = None, max_tasks = None))]
+    fn new(policy: &str, credit_bytes: Option<u64>, max_tasks: Option<usize>) -> PyResult<Self> {
+        let policy = match policy {
+            "fifo" => Policy::Fifo,
+            "priority" => Policy::Priority,
+            _ => return Err(InputError::new_err(("mode", format!("{policy:?} is not a policy; choose fifo or priority")))),
+        };
+        if credit_bytes == Some(0) || max_tasks == Some(0) {
+            return Err(InputError::new_err(("credit", "credit and max_tasks must be at least 1")));
+        }
+        Ok(Scheduler { inner: sched::Scheduler::new(policy, Limits { credit_bytes, max_tasks }), out: Vec::new() })
+    }
+
+    /// The task's data is ready; `layer` orders priority (lower first).
+    fn notify_ready(&mut self, iteration: u32, task: u32, layer: usize, nbytes: u64) {
+        self.inner.notify_ready(TaskRef { iteration, task }, layer, nbytes);
+    }
+
+    /// Tasks to start now, in order: list of (iteration, task, bytes).
+    fn poll(&mut self) -> Vec<(u32, u32, u64)> {
+        self.out.clear();
+        self.inner.poll(&mut self.out);
+        self.out.iter().map(|(t, b)| (t.iteration, t.task, *b)).collect()
+    }
+
+    /// A started task of `nbytes` finished; returns its credit.
+    fn notify_finish(&mut self, nbytes: u64) -> PyResult<()> {
+        if !self.inner.can_finish(nbytes) {
+            return Err(PyRuntimeError::new_err("notify_finish without a matching started task"));
+        }
+        self.inner.notify_finish(nbytes);
+        Ok(())
+    }
+
+    /// Tasks ready but not started.
+    fn waiting(&self) -> usize {
+        self.inner.waiting()
+    }
+}
+
+/// Splits tensors (sizes in bytes, owning layer indices) into pieces of at most
+/// `piece_bytes`; returns (tensor, piece, offset, bytes, layer) in parameters() order.
+#[pyfunction]
+#[pyo3(signature = (sizes, layers, piece_bytes = None))]
+fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> PyResult<Vec<(usize, usize, u64, u64, usize)>> {
+    guarded(|| {
+        if sizes.len() != layers.len() {
+            return Err(Error::invalid("layers", "needs one layer index per tensor"));
+        }
+        let w = Workload {
+            name: "partition".into(),
+            batch_size: 1,
+            layers: (0..=layers.iter().copied().max().unwrap_or(0)).map(|i| Layer { name: i.to_string(), forward: 0, backward: 0 }).collect(),
+            tensors: sizes.iter().zip(&layers).enumerate().map(|(i, (&bytes, &layer))| Tensor { name: i.to_string(), bytes, layer }).collect(),
+        };
+        w.validate()?;
+        Ok(sched::partition(&w, piece_bytes)?.into_iter().map(|t| (t.tensor, t.piece, t.offset, t.bytes, t.layer)).collect())
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_class::<Scheduler>()?;
+    m.add_function(wrap_pyfunction!(partition, m)?)?;
     m.add_function(wrap_pyfunction!(check_strategy, m)?)?;
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;

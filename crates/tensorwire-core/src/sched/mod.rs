@@ -125,6 +125,11 @@ impl Scheduler {
         self.in_flight_tasks -= 1;
     }
 
+    /// Whether a task of `bytes` could be in flight (for callers that must not underflow).
+    pub fn can_finish(&self, bytes: u64) -> bool {
+        self.in_flight_tasks > 0 && self.in_flight_bytes >= bytes
+    }
+
     /// Tasks ready but not started.
     pub fn waiting(&self) -> usize {
         self.ready.len()

@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import pydantic
 
@@ -215,7 +215,7 @@ class _LayerModel(pydantic.BaseModel):
 
 class _WorkloadFile(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
-    format: Union[Literal["tensorwire-workload/1"], Literal["tensorwire-zoo/1"]]
+    format: Literal["tensorwire-workload/1", "tensorwire-zoo/1"]
     name: str
     description: str = ""
     batch_size: pydantic.PositiveInt = 0  # zoo files give it per device

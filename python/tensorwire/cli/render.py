@@ -17,7 +17,8 @@ from tensorwire.units import format_bytes, format_rate, format_seconds
 from tensorwire.workload import Workload
 from tensorwire.workloads import ModelInfo
 
-console = Console(soft_wrap=False)
+# Piped output (files, other programs) gets a wide fixed width instead of wrapped cells.
+console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 
 
 @contextlib.contextmanager
@@ -56,8 +57,8 @@ def comparison(results: dict[str, list[Result]], baseline: str, cluster: Cluster
     for model, rs in results.items():
         base = next(r for r in rs if r.strategy == baseline)
         t = Table(title=f"{model} on {cluster.describe()}")
-        for col, just in (("rank", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right"),
-                          ("scaling", "right"), ("exposed comm", "right"), ("busiest link", "right"), (f"speedup vs {baseline}", "right")):
+        for col, just in (("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right"),
+                          ("scaling", "right"), ("exposed", "right"), ("max link", "right"), (f"vs {baseline}", "right")):
             t.add_column(col, justify=just)  # type: ignore[arg-type]
         for i, r in enumerate(sorted(rs, key=lambda r: r.iteration_time_s), start=1):
             t.add_row(

@@ -70,6 +70,10 @@ pub struct MaxMinFair {
     mark: Vec<bool>,
     bottleneck: Vec<bool>,
     touched: Vec<LinkId>,
+    /// Per class: frozen in the current progressive filling.
+    frozen: Vec<bool>,
+    unfrozen: Vec<usize>,
+    freeze: Vec<usize>,
 }
 
 /// Relative tolerance when comparing fair shares of links.
@@ -94,6 +98,9 @@ impl MaxMinFair {
             mark: vec![false; n],
             bottleneck: vec![false; n],
             touched: Vec::new(),
+            frozen: Vec::new(),
+            unfrozen: Vec::new(),
+            freeze: Vec::new(),
         }
     }
 
@@ -106,12 +113,14 @@ impl MaxMinFair {
         self.index.get(&key).map(|&c| self.classes[c].rate)
     }
 
+    /// Serves every flow up to `to`. Rates are brought up to date only when time moves:
+    /// many flows starting or finishing at one instant cost one progressive filling.
     fn progress(&mut self, to: Nanos) {
-        if self.dirty {
-            self.recompute();
-        }
         if to <= self.now {
             return;
+        }
+        if self.dirty {
+            self.recompute();
         }
         let dt = (to - self.now) as f64;
         for &c in &self.active {
@@ -144,7 +153,11 @@ impl MaxMinFair {
                 self.load[l] += w * n;
             }
         }
-        let mut unfrozen: Vec<usize> = self.active.clone();
+        self.frozen.resize(self.classes.len(), false);
+        let mut unfrozen = std::mem::take(&mut self.unfrozen);
+        let mut freeze = std::mem::take(&mut self.freeze);
+        unfrozen.clear();
+        unfrozen.extend_from_slice(&self.active);
         while !unfrozen.is_empty() {
             let mut share = f64::INFINITY;
             for &l in &self.touched {
@@ -153,11 +166,11 @@ impl MaxMinFair {
                 }
             }
             let cap_min = unfrozen.iter().map(|&c| self.classes[c].cap).fold(f64::INFINITY, f64::min);
-            let freeze: Vec<usize>;
+            freeze.clear();
             let level;
             if cap_min <= share {
                 level = cap_min;
-                freeze = unfrozen.iter().copied().filter(|&c| self.classes[c].cap <= cap_min).collect();
+                freeze.extend(unfrozen.iter().copied().filter(|&c| self.classes[c].cap <= cap_min));
             } else {
                 level = share;
                 for &l in &self.touched {
@@ -165,13 +178,12 @@ impl MaxMinFair {
                         self.load[l] > 0.0 && self.rem[l] / self.load[l] <= share * (1.0 + SHARE_TOLERANCE);
                 }
                 let (classes, bottleneck) = (&self.classes, &self.bottleneck);
-                freeze = unfrozen
-                    .iter()
-                    .copied()
-                    .filter(|&c| classes[c].links.iter().any(|&(l, _)| bottleneck[l]))
-                    .collect();
+                freeze.extend(
+                    unfrozen.iter().copied().filter(|&c| classes[c].links.iter().any(|&(l, _)| bottleneck[l])),
+                );
             }
             for &c in &freeze {
+                self.frozen[c] = true;
                 let class = &mut self.classes[c];
                 class.rate = level;
                 let n = class.flows.len() as f64;
@@ -183,8 +195,14 @@ impl MaxMinFair {
                     }
                 }
             }
-            unfrozen.retain(|c| !freeze.contains(c));
+            let frozen = &self.frozen;
+            unfrozen.retain(|&c| !frozen[c]);
         }
+        for &c in &self.active {
+            self.frozen[c] = false;
+        }
+        self.unfrozen = unfrozen;
+        self.freeze = freeze;
         for &l in &self.touched {
             self.mark[l] = false;
         }

@@ -1,0 +1,279 @@
+"""Calibration: what the testbed's transport really delivers, as simulator parameters.
+
+A short microbenchmark on a running testbed measures
+
+- the **latency** of the network path: the median round-trip time of one-byte TCP
+  messages between raw sockets, divided by four (two hops each way);
+- the **payload efficiency**: Gloo ``send`` of a large message (a quarter second at the
+  shaped rate) from host 0 to host 1, timed to the receiver's one-byte acknowledgement,
+  minus one small-message time; efficiency = bytes / time / shaped rate;
+- the **per-message overhead of point-to-point messages**: half the median round-trip
+  time of a 4-byte Gloo ``send``/``recv`` ping-pong, minus the two hops' latency (what
+  Gloo, its threads and Python add to each message);
+- the **per-step overhead of all-reduce**: Gloo ``all_reduce`` over all hosts at several
+  sizes; a least-squares line ``t = a + b x bytes`` through the medians, and
+  ``a / (2(N-1))`` minus two hops' latency is the overhead of each of the ring's 2(N-1)
+  steps. ``b`` gives the all-reduce's own efficiency, reported as a cross-check.
+
+:meth:`Calibration.cluster` turns these into a :class:`tensorwire.Cluster`:
+``bandwidth`` = efficiency x shaped rate, ``latency`` per hop (plus the testbed's
+emulated delay) and ``per_message_overhead`` for the strategy's kind of messages.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from tensorwire._core import InputError
+from tensorwire.cluster import Cluster
+from tensorwire.testbed.testbed import Testbed
+
+#: Strategies whose messages are point-to-point (the others are all-reduce steps).
+P2P_STRATEGIES = ("ps",)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured transport parameters of one testbed (seconds, bytes/s, fractions)."""
+
+    hosts: int
+    rate_bytes_per_s: float
+    delay_s: float
+    #: Achieved payload rate of one large Gloo message over the shaped rate.
+    payload_efficiency: float
+    #: One hop of the network path (raw TCP round trip / 4), s.
+    latency_s: float
+    #: Gloo point-to-point cost per message beyond the path's latency, s.
+    p2p_overhead_s: float
+    #: Gloo all-reduce cost per ring step beyond the path's latency, s (0 when hosts < 2).
+    allreduce_step_overhead_s: float
+    #: 2(N-1)/N over (slope x shaped rate) of the all-reduce fit: the all-reduce's own efficiency.
+    allreduce_efficiency: float
+    #: The raw measurements (medians, seconds) behind the numbers.
+    samples: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def effective_rate_bytes_per_s(self) -> float:
+        """Payload rate a host link really carries, bytes/s."""
+        return self.payload_efficiency * self.rate_bytes_per_s
+
+    def per_message_overhead(self, strategy: str) -> float:
+        """Overhead per message for ``strategy``'s messages: point-to-point or all-reduce steps."""
+        name = strategy.split(":", 1)[0]
+        return self.p2p_overhead_s if name in P2P_STRATEGIES else self.allreduce_step_overhead_s
+
+    def cluster(self, workers: int, strategy: str = "ring", *, network: str = "flow") -> Cluster:
+        """The simulator's view of this testbed for ``workers`` workers under ``strategy``."""
+        return Cluster(
+            workers,
+            bandwidth=self.effective_rate_bytes_per_s,
+            latency=self.latency_s + self.delay_s,
+            network=network,
+            per_message_overhead=self.per_message_overhead(strategy),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["effective_rate_bytes_per_s"] = self.effective_rate_bytes_per_s
+        return d
+
+
+def calibrate(testbed: Testbed, *, quick: bool = False, timeout_s: float = 120.0) -> Calibration:
+    """Runs the microbenchmark on ``testbed`` (at least 2 hosts) and returns its calibration.
+
+    Takes about 5 s plus the processes' start (``quick``: fewer repetitions).
+    """
+    from tensorwire.testbed.jobs.launcher import launch_ranks
+
+    if testbed.hosts < 2:
+        raise InputError("hosts", "calibration needs a testbed of at least 2 hosts")
+    rtt = statistics.median(testbed.measure_rtt(0, 1, count=100 if quick else 300) for _ in range(1 if quick else 3))
+    latency = rtt / 4
+    out_dir = Path(tempfile.mkdtemp(prefix=f"tensorwire-calibrate-{testbed.run_id}-"))
+    try:
+        port = random.randint(20000, 29999)
+        spec = {
+            "master_addr": testbed.address(0),
+            "master_port": port,
+            "world": testbed.hosts,
+            "out": str(out_dir / "result.json"),
+            "large_bytes": _round4(max(256 * 1024, testbed.rate * 0.25)),
+            "large_reps": 2 if quick else 3,
+            "ping_reps": 50 if quick else 150,
+            "allreduce_sizes": _allreduce_sizes(testbed.hosts, testbed.rate),
+            "allreduce_budget_s": 0.4 if quick else 1.0,
+            "timeout_s": timeout_s,
+        }
+        spec_path = out_dir / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        launch_ranks(
+            testbed,
+            "tensorwire.testbed.calibrate",
+            spec_path,
+            testbed.hosts,
+            out_dir,
+            timeout_s,
+            env={"MASTER_ADDR": testbed.address(0), "MASTER_PORT": str(port)},
+        )
+        raw = json.loads((out_dir / "result.json").read_text())
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return _derive(testbed, latency, rtt, raw)
+
+
+def _round4(x: float) -> int:
+    return int(x) // 4 * 4
+
+
+def _allreduce_sizes(hosts: int, rate: float) -> list[int]:
+    """Small sizes (every ring segment non-empty: at least 2N floats) up to ~20 ms of transfer."""
+    smallest = 2 * hosts * 4 * 16
+    top = max(smallest * 4, _round4(rate * 0.02))
+    sizes = [smallest]
+    while sizes[-1] * 4 <= top:
+        sizes.append(sizes[-1] * 4)
+    return sizes
+
+
+def _fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares ``y = a + b x``; returns ``(a, b)``."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0.0
+    return my - b * mx, b
+
+
+def _derive(testbed: Testbed, latency: float, rtt: float, raw: dict[str, Any]) -> Calibration:
+    n = testbed.hosts
+    one_way = raw["ping_rtt_s"] / 2
+    large = raw["large_s"] - one_way
+    efficiency = raw["large_bytes"] / large / testbed.rate if large > 0 else 1.0
+    sizes = [float(s) for s in raw["allreduce"]]
+    times = [raw["allreduce"][s] for s in raw["allreduce"]]
+    a, b = _fit_line(sizes, times)
+    steps = 2 * (n - 1)
+    step_overhead = max(0.0, a / steps - 2 * latency)
+    ar_eff = (steps / n) / (b * testbed.rate) if b > 0 else 1.0
+    return Calibration(
+        hosts=n,
+        rate_bytes_per_s=testbed.rate,
+        delay_s=testbed.delay,
+        payload_efficiency=min(1.0, efficiency),
+        latency_s=latency,
+        p2p_overhead_s=max(0.0, one_way - 2 * latency),
+        allreduce_step_overhead_s=step_overhead,
+        allreduce_efficiency=ar_eff,
+        samples={
+            "tcp_rtt_s": rtt,
+            "gloo_ping_rtt_s": raw["ping_rtt_s"],
+            "large_bytes": raw["large_bytes"],
+            "large_s": raw["large_s"],
+            "allreduce_s": raw["allreduce"],
+            "allreduce_fit": {"intercept_s": a, "slope_s_per_byte": b},
+        },
+    )
+
+
+# -- the benchmark process ------------------------------------------------------------------
+def _bench(spec: dict[str, Any], rank: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from tensorwire.testbed.jobs.compute import tighten_timer_slack
+
+    torch.set_num_threads(1)
+    tighten_timer_slack()
+    world = spec["world"]
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://{spec['master_addr']}:{spec['master_port']}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=spec["timeout_s"]),
+    )
+    result: dict[str, Any] = {}
+    try:
+        # Point-to-point ping-pong of 4 bytes between ranks 0 and 1.
+        tiny = torch.zeros(1)
+        rtts = []
+        for i in range(spec["ping_reps"] + 10):
+            if i % 50 == 0:
+                dist.barrier()
+            t = time.perf_counter()
+            if rank == 0:
+                dist.send(tiny, 1)
+                dist.recv(tiny, 1)
+            elif rank == 1:
+                dist.recv(tiny, 0)
+                dist.send(tiny, 0)
+            if i >= 10:
+                rtts.append(time.perf_counter() - t)
+        if rank == 0:
+            result["ping_rtt_s"] = statistics.median(rtts)
+        # One large message 0 -> 1, acknowledged with 4 bytes.
+        big = torch.zeros(spec["large_bytes"] // 4)
+        larges = []
+        for i in range(spec["large_reps"] + 1):
+            dist.barrier()
+            t = time.perf_counter()
+            if rank == 0:
+                dist.send(big, 1)
+                dist.recv(tiny, 1)
+            elif rank == 1:
+                dist.recv(big, 0)
+                dist.send(tiny, 0)
+            if i > 0:
+                larges.append(time.perf_counter() - t)
+        if rank == 0:
+            result["large_bytes"] = spec["large_bytes"]
+            result["large_s"] = statistics.median(larges)
+        # All-reduce over everyone at several sizes.
+        ar: dict[str, float] = {}
+        for size in spec["allreduce_sizes"]:
+            buf = torch.zeros(size // 4)
+            dist.all_reduce(buf)
+            dist.barrier()
+            t = time.perf_counter()
+            dist.all_reduce(buf)
+            first = time.perf_counter() - t
+            reps = int(max(3, min(200, spec["allreduce_budget_s"] / max(first, 1e-4))))
+            reps_t = torch.tensor([float(reps)])
+            dist.broadcast(reps_t, 0)  # every rank runs the same count
+            samples = []
+            for _ in range(int(reps_t.item())):
+                t = time.perf_counter()
+                dist.all_reduce(buf)
+                samples.append(time.perf_counter() - t)
+            ar[str(size)] = statistics.median(samples)
+        if rank == 0:
+            result["allreduce"] = ar
+            Path(spec["out"]).write_text(json.dumps(result))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m tensorwire.testbed.calibrate SPEC RANK`` (started by :func:`calibrate`)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    args = list(sys.argv[1:] if argv is None else argv)
+    spec = json.loads(Path(args[0]).read_text())
+    _bench(spec, int(args[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

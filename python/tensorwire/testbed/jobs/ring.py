@@ -1,0 +1,115 @@
+"""``ring``: data-parallel training with one all-reduce per gradient piece (DDP without buckets).
+
+Each worker runs its emulated forward and backward passes on the main thread; as the
+backward pass produces each layer's gradients, it hands their pieces to a communication
+thread. That thread asks the core's :class:`tensorwire._core.Scheduler` (FIFO, one task in
+flight: the simulator's ``ring`` settings) which piece to start and runs
+``torch.distributed.all_reduce`` on it, one at a time and in production order on every
+rank, as an NCCL stream would. The next forward pass waits for the whole model (a global
+gate), as in DDP and the simulator.
+
+Gloo's all-reduce on CPU tensors is a ring (reduce-scatter then all-gather, 2(N-1) steps
+of S/N bytes), the algorithm the simulator models.
+
+User-space delay: before each all-reduce the communication thread waits
+``2(N-1) x 2 x delay`` seconds, the latency of the ring's 2(N-1) sequential steps over
+two hops each.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Optional
+
+from tensorwire import _core
+from tensorwire.testbed.jobs.compute import ComputeClock
+from tensorwire.testbed.jobs.context import Context
+
+#: Scheduler settings of the simulator's ``ring``: FIFO, one collective in flight.
+RING_POLICY = ("fifo", None, 1)
+
+
+def run_ring(ctx: Context, policy: tuple[str, Optional[int], Optional[int]] = RING_POLICY) -> None:
+    """Runs the job on this rank; every rank is a worker. ``policy`` is the scheduler's
+    ``(policy, credit_bytes, max_tasks)``, the hook for the runtime's scheduler modes."""
+    import torch.distributed as dist
+
+    spec = ctx.spec
+    n_iter = spec.iterations
+    grads = ctx.tensor_buffers()
+    views = ctx.views(grads)
+    tasks = ctx.tasks
+    sched = _core.Scheduler(*policy)
+    ready: queue.Queue[Optional[tuple[int, int]]] = queue.Queue()
+    synced = [threading.Event() for _ in range(n_iter)]
+    synced_at = [0.0] * n_iter
+    step_latency = 2 * (spec.world_size - 1) * ctx.path_delay_s
+    errors: list[BaseException] = []
+
+    def notify(item: tuple[int, int]) -> None:
+        k, tid = item
+        sched.notify_ready(k, tid, tasks[tid].layer, tasks[tid].bytes)
+
+    def communicate() -> None:
+        done = [0] * n_iter
+        open_ = True
+        try:
+            while open_ or sched.waiting():
+                started = sched.poll()
+                if not started:
+                    item = ready.get()
+                    if item is None:
+                        open_ = False
+                        continue
+                    notify(item)
+                for k, tid, nbytes in started:
+                    if step_latency > 0:
+                        time.sleep(step_latency)
+                    dist.all_reduce(views[tid])
+                    sched.notify_finish(nbytes)
+                    done[k] += 1
+                    if done[k] == len(tasks):
+                        synced_at[k] = time.perf_counter()
+                        synced[k].set()
+                while True:  # take in what became ready meanwhile
+                    try:
+                        item = ready.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is None:
+                        open_ = False
+                        break
+                    notify(item)
+        except BaseException as e:  # surfaced by the main thread
+            errors.append(e)
+            for ev in synced:
+                ev.set()
+
+    comm = threading.Thread(target=communicate, name="ring-comm", daemon=True)
+    comm.start()
+    layers = ctx.workload.layers
+    clock = ComputeClock()
+    backward_end = [0.0] * n_iter
+    dist.barrier()
+    clock.resync()
+    for k in range(n_iter):
+        if k > 0 and not synced[k - 1].is_set():
+            synced[k - 1].wait()
+            clock.resync()
+        if errors:
+            raise errors[0]
+        for layer in layers:
+            clock.run(layer.forward_s)
+        for li in range(len(layers) - 1, -1, -1):
+            backward_end[k] = clock.run(layers[li].backward_s)
+            for tid in ctx.release_order[li]:
+                ready.put((k, tid))
+    synced[n_iter - 1].wait()
+    ready.put(None)
+    comm.join()
+    if errors:
+        raise errors[0]
+    ctx.completions = [max(b, s) for b, s in zip(backward_end, synced_at)]
+    ctx.notes["compute_busy_s"] = clock.busy_s

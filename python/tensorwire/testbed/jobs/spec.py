@@ -1,0 +1,92 @@
+"""What a job's processes are told: the workload, the strategy and its options, the ranks.
+
+The launcher writes one :class:`JobSpec` as JSON; each process reads it, learns its rank and
+role from it and writes its measurements to ``<out_dir>/rank-<r>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from tensorwire._core import InputError
+from tensorwire.strategy import Strategy
+from tensorwire.units import to_bytes
+
+
+@dataclass(frozen=True)
+class StrategyOptions:
+    """A strategy spec's options, with the core's defaults (see ``tensorwire strategies``).
+
+    Parsed from a spec the core has already validated, so only the values are read here.
+    """
+
+    name: str
+    partition_bytes: Optional[int] = None
+    num_ps: int = 1
+    placement: str = "round-robin"
+    distribution: str = "round-robin"
+    barrier: bool = True
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, spec: str) -> StrategyOptions:
+        """``ps:num_ps=2,distribution=block`` -> options (the spec is validated by the core first)."""
+        checked = Strategy(spec).spec
+        name, _, rest = checked.partition(":")
+        values: dict[str, str] = {}
+        for pair in filter(None, (p.strip() for p in rest.split(","))):
+            key, _, value = pair.partition("=")
+            values[key.strip()] = value.strip()
+        partition = values.pop("partition", None)
+        flag = values.pop("barrier", "true")
+        return cls(
+            name=name,
+            partition_bytes=int(round(to_bytes(partition, "strategy.partition"))) if partition else None,
+            num_ps=int(values.pop("num_ps", "1")),
+            placement=values.pop("placement", "round-robin"),
+            distribution=values.pop("distribution", "round-robin"),
+            barrier=flag in ("true", "1", "yes"),
+            extra=values,
+        )
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything one job's processes need (JSON-serialisable)."""
+
+    strategy: str
+    options: StrategyOptions
+    workload: dict[str, Any]
+    workers: int
+    world_size: int
+    master_addr: str
+    master_port: int
+    iterations: int
+    warmup: int
+    delay_s: float
+    out_dir: str
+    timeout_s: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> JobSpec:
+        data = json.loads(Path(path).read_text())
+        data["options"] = StrategyOptions(**data["options"])
+        return cls(**data)
+
+
+def check_iterations(iterations: int, warmup: int) -> None:
+    """Raises :class:`InputError` unless ``iterations > warmup >= 1``.
+
+    The steady-state time is ``(C[n-1] - C[w-1]) / (n - w)`` over the completion times ``C``
+    of the ``n`` iterations after ``w`` warm-up iterations, so at least one of each.
+    """
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
+        raise InputError("warmup", f"{warmup!r} must be an integer >= 1")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations <= warmup:
+        raise InputError("iterations", f"{iterations!r} must be an integer > warmup ({warmup})")

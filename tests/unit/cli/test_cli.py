@@ -1,0 +1,123 @@
+"""The CLI contract: options, JSON keys, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tensorwire.cli import main
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tensorwire", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_simulate_json_has_the_contract_keys() -> None:
+    p = run("simulate", "--model", "resnet50", "--workers", "8", "--bandwidth", "25Gbps", "--strategy", "ring", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    for key in ("iteration_time_s", "throughput_samples_per_s", "scaling_factor", "comm_time_s", "exposed_comm_s", "link_utilization"):
+        assert key in out
+    assert out["workers"] == 8 and out["strategy"] == "ring"
+
+
+def test_simulate_collective_and_workload_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--collective", "allreduce:1MiBx4", "-n", "4", "-b", "10Gbps", "-s", "ring", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["iteration_time_s"] > 0
+    path = tmp_path / "w.json"
+    assert main(["simulate", "--model", "alexnet", "-n", "2", "-b", "1Gbps", "-s", "ps", "--latency", "10us", "--seed", "3", "--iterations", "2", "--json"]) == 0
+    capsys.readouterr()
+    import tensorwire as tw
+
+    tw.load_model("alexnet").save(path)
+    assert main(["simulate", "--workload", str(path), "-n", "2", "-b", "1Gbps", "-s", "ps", "--json"]) == 0
+
+
+def test_simulate_is_deterministic() -> None:
+    args = ("simulate", "--model", "vgg16", "-n", "4", "-b", "10Gbps", "-s", "ps:num_ps=2", "--json")
+    assert run(*args).stdout == run(*args).stdout
+
+
+def test_compare_ranks_strategies_with_speedups() -> None:
+    p = run("compare", "--model", "vgg16", "--workers", "8", "--bandwidth", "10Gbps", "--strategies", "ps,ring:partition=4MiB", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    times = [r["iteration_time_s"] for r in rows]
+    assert times == sorted(times)
+    ps = next(r for r in rows if r["strategy"] == "ps")
+    assert ps["speedup_over_ps"] == 1.0
+    assert all(r["speedup_over_ps"] == pytest.approx(ps["iteration_time_s"] / r["iteration_time_s"]) for r in rows)
+
+
+def test_compare_with_no_arguments_runs_the_default_scenario() -> None:
+    p = run("compare")
+    assert p.returncode == 0, p.stderr
+    for model in ("resnet50", "vgg16", "bert_base"):
+        assert model in p.stdout
+    assert "vs ps" in p.stdout
+
+
+def test_listings() -> None:
+    p = run("models")
+    assert p.returncode == 0 and "resnet50" in p.stdout and "25,557,032" in p.stdout
+    p = run("strategies")
+    assert p.returncode == 0 and "partition" in p.stdout and "num_ps" in p.stdout
+    assert {s["name"] for s in json.loads(run("strategies", "--json").stdout)} >= {"ps", "ring"}
+    assert len(json.loads(run("models", "--json").stdout)) == 13
+
+
+BAD = [
+    (["simulate", "--model", "resnet-50", "-n", "4", "-b", "1Gbps", "-s", "ring"], "model"),
+    (["simulate", "--model", "resnet50", "-n", "0", "-b", "1Gbps", "-s", "ring"], "workers"),
+    (["simulate", "--model", "resnet50", "-n", "-3", "-b", "1Gbps", "-s", "ring"], "workers"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "0Gbps", "-s", "ring"], "bandwidth"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "-5Gbps", "-s", "ring"], "bandwidth"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "fast", "-s", "ring"], "bandwidth"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "allgather"], "strategy"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:bogus=1"], "strategy.bogus"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:num_ps=zero"], "strategy.num_ps"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring", "--latency", "-1us"], "latency"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring", "--topology", "mesh"], "topology"),
+    (["simulate", "--model", "resnet50", "--gpu", "tpu", "-n", "4", "-b", "1Gbps", "-s", "ring"], "gpu"),
+    (["simulate", "--collective", "allreduce:1MiBx0", "-n", "4", "-b", "1Gbps", "-s", "ring"], "collective"),
+    (["simulate", "-n", "4", "-b", "1Gbps", "-s", "ring"], "exactly one of"),
+    (["simulate", "--model", "resnet50", "-b", "1Gbps", "-s", "ring"], "--workers"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps"], "--strategy"),
+    (["simulate", "--model", "resnet50", "--bogus"], "--bogus"),
+    (["compare", "--strategies", "ps,warp"], "strategy"),
+    (["frobnicate"], "frobnicate"),
+]
+
+
+@pytest.mark.parametrize(("args", "needle"), BAD)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    p = run(*args)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("tensorwire: error: ") and needle in lines[0]
+    assert "Traceback" not in p.stderr and "panicked" not in p.stderr
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [('{"format": "tensorwire-workload/1", "name": "x", "batch_size": 1, "layers": [{"name": "a", "forward_s": "slow", "backward_s": 0}]}', "workload.layers.0.forward_s"),
+     ("0.1 fc 100 w0\n", "trace line 1"), ("{", "not valid JSON")],
+)
+def test_malformed_workload_files_are_one_line(tmp_path: Path, content: str, needle: str) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(content)
+    p = run("simulate", "--workload", str(path), "-n", "2", "-b", "1Gbps", "-s", "ring")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, p.stderr
+
+
+def test_help_and_version() -> None:
+    assert run("--help").returncode == 0
+    p = run("--version")
+    assert p.returncode == 0 and "tensorwire" in p.stdout

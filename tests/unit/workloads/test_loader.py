@@ -1,0 +1,143 @@
+"""Zoo loading, the workload file format, the trace format and microbenchmarks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tensorwire as tw
+from tensorwire import InputError, Workload
+from tensorwire.workloads import ZOO, names
+
+
+@pytest.mark.parametrize("name", names())
+def test_zoo_models_load_with_their_measured_totals(name: str) -> None:
+    raw = json.loads((ZOO / f"{name}.json").read_text())
+    w = tw.load_model(name)
+    device = raw["devices"][raw["default_device"]]
+    assert w.batch_size == device["batch_size"]
+    assert sum(layer.forward_s for layer in w.layers) == pytest.approx(device["forward_s"], rel=1e-12)
+    assert sum(layer.backward_s for layer in w.layers) == pytest.approx(device["backward_s"], rel=1e-12)
+    assert w.total_bytes == raw["dtype_bytes"] * raw["parameters"]
+
+
+def test_batch_size_scales_compute_linearly() -> None:
+    w32 = tw.load_model("resnet50")
+    w64 = tw.load_model("resnet50", batch_size=64)
+    assert w64.compute_time_s == pytest.approx(2 * w32.compute_time_s)
+    assert w64.total_bytes == w32.total_bytes
+
+
+def test_other_devices_and_bad_device() -> None:
+    assert tw.load_model("vgg16", "netop2020").compute_time_s == pytest.approx(0.169 + 0.024)
+    with pytest.raises(InputError) as e:
+        tw.load_model("resnet50", "a100")
+    assert e.value.args[0] == "gpu"
+    with pytest.raises(InputError) as e:
+        tw.load_model("resnet-50")
+    assert e.value.args[0] == "model" and "resnet50" in e.value.args[1]
+
+
+def test_models_listing_matches_the_files() -> None:
+    infos = {m.name: m for m in tw.models()}
+    assert set(infos) == set(names())
+    assert infos["vgg16"].largest_tensor_bytes == 25088 * 4096 * 4
+
+
+def test_workload_file_round_trip(tmp_path: Path) -> None:
+    w = tw.load_model("alexnet")
+    path = tmp_path / "w.json"
+    w.save(path)
+    back = Workload.from_file(path)
+    assert back.layers == w.layers and back.batch_size == w.batch_size
+
+
+def test_zoo_file_is_accepted_as_a_workload_file() -> None:
+    w = Workload.from_file(ZOO / "vgg16.json")
+    assert w.total_bytes == tw.load_model("vgg16").total_bytes
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"format": "nope", "name": "x", "batch_size": 1, "layers": []}, "workload.format"),
+        ({"format": "tensorwire-workload/1", "name": "x", "batch_size": 1, "layers": []}, "workload.layers"),
+        ({"format": "tensorwire-workload/1", "name": "x", "batch_size": 0, "layers": [{"name": "a", "forward_s": 0, "backward_s": 0}]}, "workload.batch_size"),
+        (
+            {"format": "tensorwire-workload/1", "name": "x", "batch_size": 1,
+             "layers": [{"name": "a", "forward_s": -1, "backward_s": 0}]},
+            "workload.layers.0.forward_s",
+        ),
+        (
+            {"format": "tensorwire-workload/1", "name": "x", "batch_size": 1,
+             "layers": [{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": -5}]}]},
+            "workload.layers.0.tensors.0.bytes",
+        ),
+    ],
+)
+def test_malformed_workload_files_name_the_field(tmp_path: Path, doc: dict[str, object], field: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args[0] == field
+
+
+def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    with pytest.raises(InputError, match="not valid JSON"):
+        Workload.from_file(bad)
+    with pytest.raises(InputError, match="cannot read"):
+        Workload.from_file(tmp_path / "missing.json")
+
+
+TRACE = """\
+# forward_s: 0.010
+# first_backward_s: 0.004
+# batch_size: 32
+0.000 fc/weights 4000 worker0 ps0
+0.002,conv2/weights,800,worker0,ps0
+0.005 conv1/weights 100 worker0 ps0
+0.000 fc/weights 4000 worker1 ps0
+"""
+
+
+def test_trace_becomes_a_workload_with_the_trace_timing(tmp_path: Path) -> None:
+    path = tmp_path / "w0.trace"
+    path.write_text(TRACE)
+    w = Workload.from_file(path)
+    # Layers in forward order: the last gradient produced is the first layer.
+    assert [t.name for t in w.tensors] == ["conv1/weights", "conv2/weights", "fc/weights"]
+    assert [layer.backward_s for layer in w.layers] == pytest.approx([0.003, 0.002, 0.004])
+    assert sum(layer.forward_s for layer in w.layers) == pytest.approx(0.010)
+    assert w.batch_size == 32 and w.total_bytes == 4900
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("0.0 a 10 w0\n", "trace line 1"),
+        ("x a 10 w0 ps\n", "trace line 1"),
+        ("0.0 a -3 w0 ps\n", "trace line 1"),
+        ("# only comments\n", "trace"),
+        ("0.0 a 1 w0 ps\n0.1 a 1 w0 ps\n", "trace"),
+        ("# batch_size: 0\n0.0 a 1 w0 ps\n", "trace.batch_size"),
+    ],
+)
+def test_malformed_traces_name_the_line(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "bad.trace"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args[0] == field
+
+
+def test_collective_microbenchmark() -> None:
+    w = Workload.collective("allreduce:1MiBx50")
+    assert len(w.tensors) == 50 and w.compute_time_s == 0
+    with pytest.raises(InputError) as e:
+        Workload.collective("allreduce:1MiBx0")
+    assert e.value.args[0] == "collective"

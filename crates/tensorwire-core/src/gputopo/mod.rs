@@ -14,8 +14,13 @@
 //!
 //! Everything is deterministic: same topology and options, same trees and schedule.
 
+mod exhaustive;
 mod topology;
+mod tree;
+mod weights;
 
+pub use exhaustive::{best_tree, MAX_EXHAUSTIVE_GPUS};
 pub use topology::{
     link_bytes_per_s, GpuTopology, DOUBLE_NVLINK, MAX_GPUS, NO_LINK, PCIE, PRESETS, SINGLE_NVLINK,
 };
+pub use tree::{height_for, Tree, TreeEdge};

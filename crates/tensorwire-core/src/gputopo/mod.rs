@@ -15,11 +15,14 @@
 //! Everything is deterministic: same topology and options, same trees and schedule.
 
 mod exhaustive;
+mod generate;
+mod kl;
 mod topology;
 mod tree;
 mod weights;
 
 pub use exhaustive::{best_tree, MAX_EXHAUSTIVE_GPUS};
+pub use generate::{generate_tree, generate_trees, kernighan_lin_tree, Generated, Method, DEFAULT_PENALTY};
 pub use topology::{
     link_bytes_per_s, GpuTopology, DOUBLE_NVLINK, MAX_GPUS, NO_LINK, PCIE, PRESETS, SINGLE_NVLINK,
 };

@@ -3,7 +3,7 @@
 //! a link exists is kept apart from its weight, so that a penalised link never
 //! counts as missing.
 
-use super::GpuTopology;
+use super::{GpuTopology, Tree};
 
 /// Two tree scores closer than this are equal; weights are at most a few hundred, so
 /// this is far above rounding error and far below any real difference.
@@ -46,5 +46,18 @@ impl Weights {
     /// Current (penalised) weight of the link between `a` and `b`; 0 without a link.
     pub(super) fn w(&self, a: usize, b: usize) -> f64 {
         self.w[a * self.n + b]
+    }
+
+    /// Sum of the current weights of the tree's links.
+    pub(super) fn score(&self, tree: &Tree) -> f64 {
+        tree.edges().iter().map(|e| self.w(e.parent, e.child)).sum()
+    }
+
+    /// Multiplies the weight of every link of `tree` by `penalty`.
+    pub(super) fn penalise(&mut self, tree: &Tree, penalty: f64) {
+        for (a, b) in tree.links() {
+            self.w[a * self.n + b] *= penalty;
+            self.w[b * self.n + a] *= penalty;
+        }
     }
 }

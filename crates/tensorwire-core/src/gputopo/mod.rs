@@ -17,13 +17,16 @@
 mod exhaustive;
 mod generate;
 mod kl;
+mod schedule;
 mod topology;
 mod tree;
 mod weights;
 
+#[cfg(test)]
+mod tests;
+
 pub use exhaustive::{best_tree, MAX_EXHAUSTIVE_GPUS};
 pub use generate::{generate_tree, generate_trees, kernighan_lin_tree, Generated, Method, DEFAULT_PENALTY};
-pub use topology::{
-    link_bytes_per_s, GpuTopology, DOUBLE_NVLINK, MAX_GPUS, NO_LINK, PCIE, PRESETS, SINGLE_NVLINK,
-};
+pub use schedule::{Op, Schedule, Transfer, DEFAULT_ARRAY_BOUND};
+pub use topology::{link_bytes_per_s, GpuTopology, DOUBLE_NVLINK, MAX_GPUS, NO_LINK, PCIE, PRESETS, SINGLE_NVLINK};
 pub use tree::{height_for, Tree, TreeEdge};

@@ -6,6 +6,7 @@
 //! [`engine`] simulates several iterations and returns a [`metrics::Report`].
 
 pub mod error;
+pub mod gputopo;
 pub mod network;
 pub mod spec;
 pub mod topology;

@@ -32,12 +32,7 @@ const RATE_UNITS: &[(&str, f64)] =
 /// Durations as (suffix, units per second): dividing keeps `5us` exactly 5e-6.
 const TIME_UNITS: &[(&str, f64)] = &[("ns", 1e9), ("us", 1e6), ("ms", 1e3), ("s", 1.0)];
 
-fn split_number<'a>(
-    field: &str,
-    text: &'a str,
-    units: &[(&str, f64)],
-    allowed: &str,
-) -> Result<(f64, f64)> {
+fn split_number<'a>(field: &str, text: &'a str, units: &[(&str, f64)], allowed: &str) -> Result<(f64, f64)> {
     let text = text.trim();
     for (suffix, scale) in units {
         if let Some(number) = text.strip_suffix(suffix) {
@@ -55,7 +50,8 @@ fn split_number<'a>(
 
 /// Parses a size such as `1MiB`, `25MB` or `4096B` into bytes (may be fractional).
 pub fn parse_bytes(field: &str, text: &str) -> Result<f64> {
-    let (v, s) = split_number(field, text, SIZE_UNITS, "size; use a number with B, KB, MB, GB, KiB, MiB or GiB (e.g. 4MiB)")?;
+    let (v, s) =
+        split_number(field, text, SIZE_UNITS, "size; use a number with B, KB, MB, GB, KiB, MiB or GiB (e.g. 4MiB)")?;
     if v < 0.0 {
         return Err(Error::invalid(field, format!("{text:?} is negative; sizes must be >= 0")));
     }
@@ -64,7 +60,8 @@ pub fn parse_bytes(field: &str, text: &str) -> Result<f64> {
 
 /// Parses a rate such as `25Gbps` into bytes per second (must be > 0).
 pub fn parse_rate(field: &str, text: &str) -> Result<f64> {
-    let (v, s) = split_number(field, text, RATE_UNITS, "rate; use a number with bps, Kbps, Mbps, Gbps or Tbps (e.g. 25Gbps)")?;
+    let (v, s) =
+        split_number(field, text, RATE_UNITS, "rate; use a number with bps, Kbps, Mbps, Gbps or Tbps (e.g. 25Gbps)")?;
     if v <= 0.0 {
         return Err(Error::invalid(field, format!("{text:?} must be greater than 0")));
     }

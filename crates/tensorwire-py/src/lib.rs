@@ -58,7 +58,10 @@ fn workload_to(w: Workload) -> WorkloadTuple {
     (
         w.name,
         w.batch_size,
-        w.layers.into_iter().map(|l| (l.name, units::nanos_to_seconds(l.forward), units::nanos_to_seconds(l.backward))).collect(),
+        w.layers
+            .into_iter()
+            .map(|l| (l.name, units::nanos_to_seconds(l.forward), units::nanos_to_seconds(l.backward)))
+            .collect(),
         w.tensors.into_iter().map(|t| (t.name, t.bytes, t.layer)).collect(),
     )
 }
@@ -69,7 +72,9 @@ fn variability_from(kind: &str, spread: f64, slowdowns: Option<Vec<f64>>) -> Res
         "normal" => Variability::Normal { cv: spread },
         "lognormal" => Variability::LogNormal { sigma: spread },
         "fixed" => Variability::Slowdowns(slowdowns.unwrap_or_default()),
-        _ => return Err(Error::invalid("stragglers", format!("{kind:?} is not one of none, normal, lognormal, fixed"))),
+        _ => {
+            return Err(Error::invalid("stragglers", format!("{kind:?} is not one of none, normal, lognormal, fixed")))
+        }
     })
 }
 
@@ -226,47 +231,83 @@ fn parse_duration(field: &str, text: &str) -> PyResult<f64> {
 }
 
 /// The core's task scheduler (seed 004's task API), for runtimes: the same state machine
-/// the simulator runs. Tasks are identified by (iteration, task index).
+/// the simulator runs. Tasks are identified by (iteration, task index); times are seconds
+/// on any monotonic clock the caller chooses.
 #[pyclass(module = "tensorwire._core")]
 struct Scheduler {
     inner: sched::Scheduler,
-    out: Vec<(TaskRef, u64)>,
+    out: Vec<sched::Group>,
 }
+
+fn to_nanos(field: &str, seconds: f64) -> PyResult<u64> {
+    seconds_to_nanos(field, seconds).map_err(to_py)
+}
+
+/// A group as a list of (iteration, task, bytes).
+type GroupTuple = Vec<(u32, u32, u64)>;
 
 #[pymethods]
 impl Scheduler {
     /// `policy` is "fifo" or "priority"; `credit_bytes` bounds bytes in flight and
-    /// `max_tasks` tasks in flight (None: unbounded).
+    /// `max_tasks` groups in flight (None: unbounded); `fusion_bytes` and
+    /// `fusion_cycle_s` turn on Horovod-style fusion.
     #[new]
-    #[pyo3(signature = (policy = "fifo", credit_bytes = None, max_tasks = None))]
-    fn new(policy: &str, credit_bytes: Option<u64>, max_tasks: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (policy = "fifo", credit_bytes = None, max_tasks = None, fusion_bytes = None, fusion_cycle_s = None))]
+    fn new(
+        policy: &str,
+        credit_bytes: Option<u64>,
+        max_tasks: Option<usize>,
+        fusion_bytes: Option<u64>,
+        fusion_cycle_s: Option<f64>,
+    ) -> PyResult<Self> {
         let policy = match policy {
             "fifo" => Policy::Fifo,
             "priority" => Policy::Priority,
             _ => return Err(InputError::new_err(("mode", format!("{policy:?} is not a policy; choose fifo or priority")))),
         };
-        if credit_bytes == Some(0) || max_tasks == Some(0) {
-            return Err(InputError::new_err(("credit", "credit and max_tasks must be at least 1")));
+        if credit_bytes == Some(0) {
+            return Err(InputError::new_err(("credit", "must be at least 1 byte")));
         }
-        Ok(Scheduler { inner: sched::Scheduler::new(policy, Limits { credit_bytes, max_tasks }), out: Vec::new() })
+        if max_tasks == Some(0) {
+            return Err(InputError::new_err(("max_tasks", "must be at least 1")));
+        }
+        let fusion = match (fusion_bytes, fusion_cycle_s) {
+            (None, None) => None,
+            (Some(0), _) => return Err(InputError::new_err(("fusion_bytes", "must be at least 1 byte"))),
+            (Some(b), c) => Some(sched::Fusion { threshold_bytes: b, cycle: to_nanos("fusion_cycle_s", c.unwrap_or(0.005))? }),
+            (None, Some(_)) => return Err(InputError::new_err(("fusion_bytes", "needed when fusion_cycle_s is given"))),
+        };
+        Ok(Scheduler {
+            inner: sched::Scheduler::with_fusion(policy, Limits { credit_bytes, max_tasks }, fusion),
+            out: Vec::new(),
+        })
     }
 
-    /// The task's data is ready; `layer` orders priority (lower first).
-    fn notify_ready(&mut self, iteration: u32, task: u32, layer: usize, nbytes: u64) {
-        self.inner.notify_ready(TaskRef { iteration, task }, layer, nbytes);
+    /// The task's data is ready at `now_s`; `layer` orders priority (lower first).
+    #[pyo3(signature = (iteration, task, layer, nbytes, now_s = 0.0))]
+    fn notify_ready(&mut self, iteration: u32, task: u32, layer: usize, nbytes: u64, now_s: f64) -> PyResult<()> {
+        self.inner.notify_ready(to_nanos("now_s", now_s)?, TaskRef { iteration, task }, layer, nbytes);
+        Ok(())
     }
 
-    /// Tasks to start now, in order: list of (iteration, task, bytes).
-    fn poll(&mut self) -> Vec<(u32, u32, u64)> {
+    /// Groups to start now, in order; each is one communication operation over
+    /// its tasks' concatenated payloads: a list of (iteration, task, bytes).
+    #[pyo3(signature = (now_s = 0.0))]
+    fn poll(&mut self, now_s: f64) -> PyResult<Vec<GroupTuple>> {
         self.out.clear();
-        self.inner.poll(&mut self.out);
-        self.out.iter().map(|(t, b)| (t.iteration, t.task, *b)).collect()
+        self.inner.poll(to_nanos("now_s", now_s)?, &mut self.out);
+        Ok(self.out.iter().map(|g| g.tasks.iter().map(|(t, b)| (t.iteration, t.task, *b)).collect()).collect())
     }
 
-    /// A started task of `nbytes` finished; returns its credit.
+    /// When to poll again for a fusion flush (seconds), if anything is buffered.
+    fn next_deadline(&self) -> Option<f64> {
+        self.inner.next_deadline().map(units::nanos_to_seconds)
+    }
+
+    /// A started group of `nbytes` finished; returns its credit.
     fn notify_finish(&mut self, nbytes: u64) -> PyResult<()> {
         if !self.inner.can_finish(nbytes) {
-            return Err(PyRuntimeError::new_err("notify_finish without a matching started task"));
+            return Err(PyRuntimeError::new_err("notify_finish without a matching started group"));
         }
         self.inner.notify_finish(nbytes);
         Ok(())
@@ -278,11 +319,18 @@ impl Scheduler {
     }
 }
 
+/// A piece: (tensor, piece, offset, bytes, layer).
+type PieceTuple = (usize, usize, u64, u64, usize);
+
 /// Splits tensors (sizes in bytes, owning layer indices) into pieces of at most
 /// `piece_bytes`; returns (tensor, piece, offset, bytes, layer) in parameters() order.
 #[pyfunction]
 #[pyo3(signature = (sizes, layers, piece_bytes = None))]
-fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> PyResult<Vec<(usize, usize, u64, u64, usize)>> {
+fn partition(
+    sizes: Vec<u64>,
+    layers: Vec<usize>,
+    piece_bytes: Option<u64>,
+) -> PyResult<Vec<(usize, usize, u64, u64, usize)>> {
     guarded(|| {
         if sizes.len() != layers.len() {
             return Err(Error::invalid("layers", "needs one layer index per tensor"));
@@ -290,11 +338,21 @@ fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> P
         let w = Workload {
             name: "partition".into(),
             batch_size: 1,
-            layers: (0..=layers.iter().copied().max().unwrap_or(0)).map(|i| Layer { name: i.to_string(), forward: 0, backward: 0 }).collect(),
-            tensors: sizes.iter().zip(&layers).enumerate().map(|(i, (&bytes, &layer))| Tensor { name: i.to_string(), bytes, layer }).collect(),
+            layers: (0..=layers.iter().copied().max().unwrap_or(0))
+                .map(|i| Layer { name: i.to_string(), forward: 0, backward: 0 })
+                .collect(),
+            tensors: sizes
+                .iter()
+                .zip(&layers)
+                .enumerate()
+                .map(|(i, (&bytes, &layer))| Tensor { name: i.to_string(), bytes, layer })
+                .collect(),
         };
         w.validate()?;
-        Ok(sched::partition(&w, piece_bytes)?.into_iter().map(|t| (t.tensor, t.piece, t.offset, t.bytes, t.layer)).collect())
+        Ok(sched::partition(&w, piece_bytes)?
+            .into_iter()
+            .map(|t| (t.tensor, t.piece, t.offset, t.bytes, t.layer))
+            .collect())
     })
 }
 

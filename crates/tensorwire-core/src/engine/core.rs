@@ -10,10 +10,11 @@ use crate::units::Nanos;
 /// What a protocol tells the engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Note {
-    /// The worker's part of sending this task is over: its scheduler credit returns.
-    TaskDone { rank: usize, task: TaskRef },
-    /// The worker now holds the synchronised values of this task's piece.
-    PieceSynced { rank: usize, task: TaskRef },
+    /// The rank's part of operation `op` is over (its scheduler credit may return); with
+    /// `synced`, the rank also holds the synchronised values of every task of the op.
+    OpDone { rank: usize, op: u64, synced: bool },
+    /// The rank now holds the synchronised values of this task's piece.
+    TaskSynced { rank: usize, task: TaskRef },
 }
 
 #[derive(Debug)]
@@ -127,8 +128,8 @@ impl Core {
 
 /// How a synchronisation protocol reacts to the engine.
 pub(crate) trait Protocol {
-    /// Rank `rank`'s scheduler released `task` (its piece has `bytes` bytes).
-    fn start_task(&mut self, core: &mut Core, rank: usize, task: TaskRef, bytes: u64);
+    /// Rank `rank` starts operation `op` over `tasks` (their payloads concatenated: `bytes`).
+    fn start_op(&mut self, core: &mut Core, rank: usize, op: u64, tasks: &[TaskRef], bytes: u64);
     /// A flow the protocol started was sent (`delivered == false`) or delivered.
     fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool);
 }

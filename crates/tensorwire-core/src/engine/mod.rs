@@ -28,11 +28,13 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use self::core::{Core, Note, Protocol};
+use self::slab::Slab;
+use std::collections::HashMap;
 use crate::collectives::{Ring, StepSchedule};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::network::{FlowEvent, ModelKind};
-use crate::sched::{partition, Scheduler, Task, TaskRef};
+use crate::sched::{partition, Group, Policy, Scheduler, Task, TaskRef};
 use crate::strategy::{Algorithm, Family, Strategy};
 use crate::topology::{Shape, TopologySpec};
 use crate::units::{nanos_to_seconds, seconds_to_nanos, Nanos};
@@ -111,7 +113,8 @@ impl Scenario {
         self.variability.validate(self.workers)?;
         if let Some(p) = &self.rank_to_host {
             let mut seen = vec![false; self.workers];
-            if p.len() != self.workers || p.iter().any(|&h| h >= self.workers || std::mem::replace(&mut seen[h], true)) {
+            if p.len() != self.workers || p.iter().any(|&h| h >= self.workers || std::mem::replace(&mut seen[h], true))
+            {
                 return Err(Error::invalid("rank_to_host", "must be a permutation of 0..workers"));
             }
         }
@@ -145,7 +148,30 @@ struct Worker {
     slowdown: f64,
     /// Total compute time so far, ns.
     busy: Nanos,
+}
+
+/// A scheduler and the fusion timer it has pending.
+struct SchedSlot {
     sched: Scheduler,
+    timer_at: Option<Nanos>,
+}
+
+/// A released operation: its tasks, its bytes, whose scheduler released it, and how many
+/// ranks have finished their part.
+struct OpState {
+    tasks: Vec<TaskRef>,
+    bytes: u64,
+    scope: usize,
+    done: usize,
+}
+
+/// Queue entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// The worker's current compute finished.
+    Compute(usize),
+    /// A scheduler's fusion deadline.
+    Timer(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,14 +194,20 @@ struct Engine<'a> {
     gate: Gate,
     workers: Vec<Worker>,
     sampler: variability::Sampler,
-    queue: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
+    /// One scheduler per simulated worker, or one coordinator for all (all-reduce).
+    scheds: Vec<SchedSlot>,
+    coordinated: bool,
+    /// Ranks on which each task instance is ready (coordinated scheduling).
+    ready_on: HashMap<TaskRef, usize>,
+    ops: Slab<OpState>,
+    queue: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
     seq: u64,
     events: u64,
     completed: Vec<u32>,
     completions: Vec<Nanos>,
     busy_at_first: Nanos,
     link_bytes_at_first: Vec<f64>,
-    released: Vec<(TaskRef, u64)>,
+    released: Vec<Group>,
 }
 
 /// Simulates the scenario and reports its steady state.
@@ -224,7 +256,11 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
             (Box::new(ps::ParameterServer::new(c.clone(), tasks.clone(), &sizes, n)), Gate::PerLayer)
         }
-        (_, Some(schedule)) => (Box::new(step::StepCollective::new(schedule, n, folded)), Gate::Global),
+        // Crossing the global barrier comes with priority scheduling (ByteScheduler, seed 004).
+        (_, Some(schedule)) => (
+            Box::new(step::StepCollective::new(schedule, n, folded)),
+            if sc.strategy.policy == Policy::Priority { Gate::PerLayer } else { Gate::Global },
+        ),
         _ => unreachable!("every all-reduce has a schedule"),
     };
     let simulated = if folded { 1 } else { n };
@@ -239,7 +275,16 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             complete: 0,
             slowdown: 1.0,
             busy: 0,
-            sched: Scheduler::new(sc.strategy.policy, sc.strategy.limits),
+        })
+        .collect();
+    // All-reduce ranks must issue collectives in one order (or deadlock, as NCCL would):
+    // one coordinator releases a task once every rank has it ready. Parameter-server
+    // workers push independently, each with its own scheduler.
+    let coordinated = matches!(sc.strategy.family, Family::AllReduce(_));
+    let scheds = (0..if coordinated { 1 } else { simulated })
+        .map(|_| SchedSlot {
+            sched: Scheduler::with_fusion(sc.strategy.policy, sc.strategy.limits, sc.strategy.fusion),
+            timer_at: None,
         })
         .collect();
     let mut engine = Engine {
@@ -253,6 +298,10 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         gate,
         workers,
         sampler: variability::Sampler::new(sc.variability.clone(), n, sc.seed),
+        scheds,
+        coordinated,
+        ready_on: HashMap::new(),
+        ops: Slab::default(),
         queue: BinaryHeap::new(),
         seq: 0,
         events: 0,
@@ -296,10 +345,18 @@ impl Engine<'_> {
                     }
                 }
                 (None, Some(t)) => {
-                    let Reverse((_, _, w)) = self.queue.pop().unwrap();
+                    let Reverse((_, _, event)) = self.queue.pop().unwrap();
                     self.core.now = t;
                     self.events += 1;
-                    self.compute_done(w);
+                    match event {
+                        Event::Compute(w) => self.compute_done(w),
+                        Event::Timer(scope) => {
+                            if self.scheds[scope].timer_at == Some(t) {
+                                self.scheds[scope].timer_at = None;
+                            }
+                            self.release(scope);
+                        }
+                    }
                     self.drain_notes();
                 }
                 (None, None) => {
@@ -318,7 +375,7 @@ impl Engine<'_> {
         let d = (duration as f64 * worker.slowdown).round() as Nanos;
         worker.busy += d;
         self.seq += 1;
-        self.queue.push(Reverse((self.core.now + d, self.seq, w)));
+        self.queue.push(Reverse((self.core.now + d, self.seq, Event::Compute(w))));
     }
 
     fn start_iteration(&mut self, w: usize) {
@@ -360,13 +417,23 @@ impl Engine<'_> {
             Op::Forward(_) => self.start_backward(w, layers - 1),
             Op::Backward(l) => {
                 let k = self.workers[w].iteration;
+                let scope = if self.coordinated { 0 } else { w };
+                let now = self.core.now;
                 for i in 0..self.layer_tasks[l].len() {
                     let id = self.layer_tasks[l][i];
                     let task = &self.tasks[id as usize];
                     let r = TaskRef { iteration: k, task: id };
-                    self.workers[w].sched.notify_ready(r, task.layer, task.bytes);
+                    if self.coordinated {
+                        let count = self.ready_on.entry(r).or_insert(0);
+                        *count += 1;
+                        if *count < self.workers.len() {
+                            continue;
+                        }
+                        self.ready_on.remove(&r);
+                    }
+                    self.scheds[scope].sched.notify_ready(now, r, task.layer, task.bytes);
                 }
-                self.release(w);
+                self.release(scope);
                 if l > 0 {
                     self.start_backward(w, l - 1);
                 } else {
@@ -380,12 +447,30 @@ impl Engine<'_> {
         }
     }
 
-    fn release(&mut self, w: usize) {
+    /// Starts what scheduler `scope` releases now, and arms its fusion timer.
+    fn release(&mut self, scope: usize) {
         let mut released = std::mem::take(&mut self.released);
         released.clear();
-        self.workers[w].sched.poll(&mut released);
-        for &(task, bytes) in &released {
-            self.protocol.start_task(&mut self.core, w, task, bytes);
+        let now = self.core.now;
+        let slot = &mut self.scheds[scope];
+        slot.sched.poll(now, &mut released);
+        if let Some(deadline) = slot.sched.next_deadline() {
+            if slot.timer_at != Some(deadline) {
+                slot.timer_at = Some(deadline);
+                self.seq += 1;
+                self.queue.push(Reverse((deadline.max(now), self.seq, Event::Timer(scope))));
+            }
+        }
+        for group in &released {
+            let tasks: Vec<TaskRef> = group.tasks.iter().map(|&(t, _)| t).collect();
+            let op = self.ops.insert(OpState { tasks: tasks.clone(), bytes: group.bytes, scope, done: 0 }) as u64;
+            if self.coordinated {
+                for rank in 0..self.workers.len() {
+                    self.protocol.start_op(&mut self.core, rank, op, &tasks, group.bytes);
+                }
+            } else {
+                self.protocol.start_op(&mut self.core, scope, op, &tasks, group.bytes);
+            }
         }
         self.released = released;
     }
@@ -395,12 +480,23 @@ impl Engine<'_> {
             let notes = std::mem::take(&mut self.core.notes);
             for note in notes {
                 match note {
-                    Note::TaskDone { rank, task } => {
-                        let bytes = self.tasks[task.task as usize].bytes;
-                        self.workers[rank].sched.notify_finish(bytes);
-                        self.release(rank);
+                    Note::OpDone { rank, op, synced } => {
+                        if synced {
+                            let tasks = self.ops.get(op as usize).tasks.clone();
+                            for task in tasks {
+                                self.piece_synced(rank, task);
+                            }
+                        }
+                        let needed = if self.coordinated { self.workers.len() } else { 1 };
+                        let state = self.ops.get_mut(op as usize);
+                        state.done += 1;
+                        if state.done == needed {
+                            let OpState { bytes, scope, .. } = self.ops.remove(op as usize);
+                            self.scheds[scope].sched.notify_finish(bytes);
+                            self.release(scope);
+                        }
                     }
-                    Note::PieceSynced { rank, task } => self.piece_synced(rank, task),
+                    Note::TaskSynced { rank, task } => self.piece_synced(rank, task),
                 }
             }
         }
@@ -426,9 +522,7 @@ impl Engine<'_> {
 
     fn check_complete(&mut self, w: usize, k: u32) {
         let worker = &mut self.workers[w];
-        if worker.complete != k
-            || worker.backward_done <= k
-            || worker.synced_layers[k as usize] < self.syncable_layers
+        if worker.complete != k || worker.backward_done <= k || worker.synced_layers[k as usize] < self.syncable_layers
         {
             return;
         }
@@ -451,7 +545,8 @@ impl Engine<'_> {
         let sc = self.sc;
         let n = sc.workers;
         let k = self.completions.len();
-        let (start, end) = if k > 1 { (self.completions[0], self.completions[k - 1]) } else { (0, self.completions[0]) };
+        let (start, end) =
+            if k > 1 { (self.completions[0], self.completions[k - 1]) } else { (0, self.completions[0]) };
         let periods = if k > 1 { (k - 1) as f64 } else { 1.0 };
         let window = end - start;
         let iteration_time = nanos_to_seconds(window) / periods;
@@ -461,7 +556,8 @@ impl Engine<'_> {
         let bytes_end = self.core.net.link_bytes(now).to_vec();
         let first = std::mem::take(&mut self.link_bytes_at_first);
         let topo = &self.core.topo;
-        let delta: Vec<f64> = bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect();
+        let delta: Vec<f64> =
+            bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect();
         // Folded: every link of an orbit carries what the representatives of that orbit carried.
         let mut orbit_total = [0.0f64; 2];
         if self.core.folded {

@@ -16,7 +16,7 @@ use crate::strategy::{Distribution, Placement, PsConfig};
 
 #[derive(Debug, Clone, Copy)]
 enum Msg {
-    Push { rank: usize, task: TaskRef },
+    Push { rank: usize, task: TaskRef, op: u64 },
     Pull { rank: usize, task: TaskRef, server: usize },
 }
 
@@ -113,9 +113,10 @@ impl ParameterServer {
 }
 
 impl Protocol for ParameterServer {
-    fn start_task(&mut self, core: &mut Core, rank: usize, task: TaskRef, bytes: u64) {
+    fn start_op(&mut self, core: &mut Core, rank: usize, op: u64, tasks: &[TaskRef], bytes: u64) {
+        let task = tasks[0];
         let server = self.server_of_tensor[self.tasks[task.task as usize].tensor];
-        let user = self.msgs.insert(Msg::Push { rank, task }) as u64;
+        let user = self.msgs.insert(Msg::Push { rank, task, op }) as u64;
         let dst = self.server_host(core, server);
         core.send(core.host_of_rank[rank], dst, bytes as f64, user, false);
     }
@@ -129,8 +130,8 @@ impl Protocol for ParameterServer {
             return;
         }
         match self.msgs.remove(user as usize) {
-            Msg::Push { rank, task, .. } => {
-                core.notes.push(Note::TaskDone { rank, task });
+            Msg::Push { rank, task, op } => {
+                core.notes.push(Note::OpDone { rank, op, synced: false });
                 let count = self.arrivals.entry(task).or_insert(0);
                 *count += 1;
                 if *count < self.workers {
@@ -150,7 +151,7 @@ impl Protocol for ParameterServer {
                     self.distribute(core, &all);
                 }
             }
-            Msg::Pull { rank, task, .. } => core.notes.push(Note::PieceSynced { rank, task }),
+            Msg::Pull { rank, task, .. } => core.notes.push(Note::TaskSynced { rank, task }),
         }
     }
 }

@@ -35,4 +35,8 @@ impl<T> Slab<T> {
     pub(crate) fn get(&self, key: usize) -> &T {
         self.items[key].as_ref().expect("slab key in use")
     }
+
+    pub(crate) fn get_mut(&mut self, key: usize) -> &mut T {
+        self.items[key].as_mut().expect("slab key in use")
+    }
 }

@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use super::core::{Core, Note, Protocol};
 use super::slab::Slab;
 use crate::collectives::StepSchedule;
-use crate::sched::TaskRef;
 
 #[derive(Debug, Default, Clone)]
 struct RankState {
@@ -35,7 +34,7 @@ struct Op {
 
 #[derive(Debug, Clone, Copy)]
 struct Msg {
-    task: TaskRef,
+    task: u64,
     src: usize,
     dst: usize,
     step: usize,
@@ -49,7 +48,7 @@ pub(crate) struct StepCollective {
     /// Ranks simulated: `n`, or 1 when folded.
     simulated: usize,
     folded: bool,
-    ops: HashMap<TaskRef, Op>,
+    ops: HashMap<u64, Op>,
     msgs: Slab<Msg>,
 }
 
@@ -65,7 +64,7 @@ impl StepCollective {
         }
     }
 
-    fn send(&mut self, core: &mut Core, task: TaskRef, src: usize, dst: usize, step: usize) {
+    fn send(&mut self, core: &mut Core, task: u64, src: usize, dst: usize, step: usize) {
         let op = &self.ops[&task];
         let bytes = op.bytes * self.schedule.step(src, self.n, step).fraction;
         let user = self.msgs.insert(Msg { task, src, dst, step }) as u64;
@@ -73,14 +72,13 @@ impl StepCollective {
     }
 
     /// Sets up the current step of `rank` and runs through steps that complete at once.
-    fn begin_step(&mut self, core: &mut Core, task: TaskRef, rank: usize) {
+    fn begin_step(&mut self, core: &mut Core, task: u64, rank: usize) {
         loop {
             let steps = self.schedule.steps(self.n);
             let op = self.ops.get_mut(&task).expect("op exists");
             let step = op.ranks[rank].step;
             if step == steps {
-                core.notes.push(Note::TaskDone { rank, task });
-                core.notes.push(Note::PieceSynced { rank, task });
+                core.notes.push(Note::OpDone { rank, op: task, synced: true });
                 op.finished += 1;
                 if op.finished == self.simulated {
                     self.ops.remove(&task);
@@ -110,7 +108,7 @@ impl StepCollective {
         }
     }
 
-    fn try_advance(&mut self, core: &mut Core, task: TaskRef, rank: usize) {
+    fn try_advance(&mut self, core: &mut Core, task: u64, rank: usize) {
         let st = &mut self.ops.get_mut(&task).unwrap().ranks[rank];
         if st.send_done && st.recv_done {
             st.step += 1;
@@ -120,7 +118,7 @@ impl StepCollective {
 }
 
 impl Protocol for StepCollective {
-    fn start_task(&mut self, core: &mut Core, rank: usize, task: TaskRef, bytes: u64) {
+    fn start_op(&mut self, core: &mut Core, rank: usize, task: u64, _tasks: &[crate::sched::TaskRef], bytes: u64) {
         let simulated = self.simulated;
         let op = self.ops.entry(task).or_insert_with(|| Op {
             bytes: bytes as f64,

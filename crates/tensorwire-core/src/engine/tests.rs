@@ -39,7 +39,11 @@ fn ring_allreduce_matches_its_closed_form() {
             sc.iterations = 2;
             let r = run(&sc);
             let expected = 2.0 * (n as f64 - 1.0) * (200.0 + 1000.0) * 1e-9;
-            assert!((r.iteration_time_s - expected).abs() < 1e-12, "n={n} fold={fold}: {} vs {expected}", r.iteration_time_s);
+            assert!(
+                (r.iteration_time_s - expected).abs() < 1e-12,
+                "n={n} fold={fold}: {} vs {expected}",
+                r.iteration_time_s
+            );
             assert!((r.completions_s[0] - expected).abs() < 1e-12);
             assert_eq!(r.folded, fold);
         }

@@ -63,7 +63,8 @@ pub(crate) struct Sampler {
 
 impl Sampler {
     pub fn new(kind: Variability, workers: usize, seed: u64) -> Self {
-        let streams = (0..workers as u64).map(|w| Pcg64::seed_from_u64(seed ^ w.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect();
+        let streams =
+            (0..workers as u64).map(|w| Pcg64::seed_from_u64(seed ^ w.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect();
         Sampler { kind, streams }
     }
 

@@ -178,9 +178,8 @@ impl MaxMinFair {
                         self.load[l] > 0.0 && self.rem[l] / self.load[l] <= share * (1.0 + SHARE_TOLERANCE);
                 }
                 let (classes, bottleneck) = (&self.classes, &self.bottleneck);
-                freeze.extend(
-                    unfrozen.iter().copied().filter(|&c| classes[c].links.iter().any(|&(l, _)| bottleneck[l])),
-                );
+                freeze
+                    .extend(unfrozen.iter().copied().filter(|&c| classes[c].links.iter().any(|&(l, _)| bottleneck[l])));
             }
             for &c in &freeze {
                 self.frozen[c] = true;

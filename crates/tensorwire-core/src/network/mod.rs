@@ -76,7 +76,10 @@ impl ModelKind {
         match text {
             "flow" => Ok(ModelKind::Flow),
             "analytical" => Ok(ModelKind::Analytical),
-            _ => Err(crate::Error::invalid("network", format!("{text:?} is not a network model; choose flow or analytical"))),
+            _ => Err(crate::Error::invalid(
+                "network",
+                format!("{text:?} is not a network model; choose flow or analytical"),
+            )),
         }
     }
 

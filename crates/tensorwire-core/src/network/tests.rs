@@ -95,7 +95,10 @@ fn a_weighted_flow_equals_its_unfolded_images() {
 #[test]
 fn sent_precedes_delivered_by_the_latency() {
     let mut m = MaxMinFair::new(vec![1.0]);
-    m.start(0, FlowSpec { links: &[(0, 1)], bytes: 10.0, latency: 5, rate_cap: f64::INFINITY, tag: 4, notify_sent: true });
+    m.start(
+        0,
+        FlowSpec { links: &[(0, 1)], bytes: 10.0, latency: 5, rate_cap: f64::INFINITY, tag: 4, notify_sent: true },
+    );
     let mut events = Vec::new();
     while let Some(t) = m.next_time() {
         let mut out = Vec::new();

@@ -8,9 +8,10 @@
 //! tasks to *start*, and [`Scheduler::notify_finish`] returns their credit.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::error::{Error, Result};
+use crate::units::Nanos;
 use crate::workload::Workload;
 
 /// A piece of one tensor, the unit the scheduler releases.
@@ -52,7 +53,7 @@ pub fn partition(workload: &Workload, piece_bytes: Option<u64>) -> Result<Vec<Ta
 /// Order in which ready tasks are released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
-    /// In the order they became ready (PyTorch DDP, Horovod without fusion).
+    /// In the order they became ready (PyTorch DDP, Horovod).
     Fifo,
     /// Lowest layer first, then earliest iteration, then readiness (ByteScheduler).
     Priority,
@@ -61,10 +62,21 @@ pub enum Policy {
 /// Limits on what may be in flight at once.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
-    /// At most this many bytes in flight (a task larger than the credit still goes alone).
+    /// At most this many bytes in flight (a group larger than the credit still goes alone).
     pub credit_bytes: Option<u64>,
-    /// At most this many tasks in flight (`Some(1)`: one collective at a time, like NCCL's stream).
+    /// At most this many groups in flight (`Some(1)`: one collective at a time, like NCCL's stream).
     pub max_tasks: Option<usize>,
+}
+
+/// Horovod-style tensor fusion: ready tasks wait in a buffer (in ready order) that is cut
+/// into a group whenever it holds `threshold_bytes`, and flushed whole `cycle` after its
+/// oldest task became ready.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    /// Fusion buffer size, bytes.
+    pub threshold_bytes: u64,
+    /// Longest a ready task waits in the buffer, ns.
+    pub cycle: Nanos,
 }
 
 /// A task instance: a task of one iteration.
@@ -76,63 +88,155 @@ pub struct TaskRef {
     pub task: u32,
 }
 
-/// The scheduler state machine of one worker.
+/// What the scheduler releases: one communication operation over one or more tasks
+/// (several when fused), whose payloads are concatenated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Member tasks with their sizes, in buffer order.
+    pub tasks: Vec<(TaskRef, u64)>,
+    /// Total bytes.
+    pub bytes: u64,
+}
+
+impl Group {
+    fn single(task: TaskRef, bytes: u64) -> Self {
+        Group { tasks: vec![(task, bytes)], bytes }
+    }
+}
+
+/// Ready-queue entry ordered by (key, sequence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Ready {
+    key: (u64, u64),
+    seq: u64,
+    task: TaskRef,
+    bytes: u64,
+}
+
+/// The scheduler state machine of one worker (or of a coordinator deciding for all).
 #[derive(Debug, Clone)]
 pub struct Scheduler {
     policy: Policy,
     limits: Limits,
-    ready: BinaryHeap<Reverse<(u64, u64, u64, TaskRef, u64)>>,
+    fusion: Option<Fusion>,
+    ready: BinaryHeap<Reverse<Ready>>,
+    /// Fusion buffer: (task, bytes, ready time).
+    buffer: VecDeque<(TaskRef, u64, Nanos)>,
+    buffer_bytes: u64,
+    fused: VecDeque<Group>,
     seq: u64,
     in_flight_bytes: u64,
     in_flight_tasks: usize,
 }
 
 impl Scheduler {
-    /// A scheduler with the given policy and limits.
+    /// A scheduler with the given policy, limits and optional fusion.
     pub fn new(policy: Policy, limits: Limits) -> Self {
-        Scheduler { policy, limits, ready: BinaryHeap::new(), seq: 0, in_flight_bytes: 0, in_flight_tasks: 0 }
+        Scheduler::with_fusion(policy, limits, None)
     }
 
-    /// The task's gradient is ready to be sent.
-    pub fn notify_ready(&mut self, task: TaskRef, layer: usize, bytes: u64) {
-        self.seq += 1;
-        let key = match self.policy {
-            Policy::Fifo => (0, 0, self.seq),
-            Policy::Priority => (layer as u64, task.iteration as u64, self.seq),
-        };
-        self.ready.push(Reverse((key.0, key.1, key.2, task, bytes)));
-    }
-
-    /// Appends to `out` the tasks to start now, in order, and counts them in flight.
-    pub fn poll(&mut self, out: &mut Vec<(TaskRef, u64)>) {
-        while let Some(Reverse((_, _, _, task, bytes))) = self.ready.peek().copied() {
-            let idle = self.in_flight_tasks == 0;
-            let tasks_ok = self.limits.max_tasks.is_none_or(|m| self.in_flight_tasks < m);
-            let credit_ok = self.limits.credit_bytes.is_none_or(|c| self.in_flight_bytes + bytes <= c);
-            if !(idle || (tasks_ok && credit_ok)) {
-                break;
-            }
-            self.ready.pop();
-            self.in_flight_bytes += bytes;
-            self.in_flight_tasks += 1;
-            out.push((task, bytes));
+    /// Like [`Scheduler::new`], with tensor fusion.
+    pub fn with_fusion(policy: Policy, limits: Limits, fusion: Option<Fusion>) -> Self {
+        Scheduler {
+            policy,
+            limits,
+            fusion,
+            ready: BinaryHeap::new(),
+            buffer: VecDeque::new(),
+            buffer_bytes: 0,
+            fused: VecDeque::new(),
+            seq: 0,
+            in_flight_bytes: 0,
+            in_flight_tasks: 0,
         }
     }
 
-    /// A started task has finished; its credit returns.
+    /// The task's gradient is ready at time `now`; `layer` orders priority (lower first).
+    pub fn notify_ready(&mut self, now: Nanos, task: TaskRef, layer: usize, bytes: u64) {
+        if self.fusion.is_some() {
+            self.buffer.push_back((task, bytes, now));
+            self.buffer_bytes += bytes;
+            return;
+        }
+        self.seq += 1;
+        let key = match self.policy {
+            Policy::Fifo => (0, 0),
+            Policy::Priority => (layer as u64, task.iteration as u64),
+        };
+        self.ready.push(Reverse(Ready { key, seq: self.seq, task, bytes }));
+    }
+
+    fn cut(&mut self, all: bool) {
+        let threshold = self.fusion.expect("fusion").threshold_bytes;
+        while !self.buffer.is_empty() && (all || self.buffer_bytes >= threshold) {
+            let mut group = Group { tasks: Vec::new(), bytes: 0 };
+            while let Some(&(task, bytes, _)) = self.buffer.front() {
+                if !group.tasks.is_empty() && group.bytes + bytes > threshold {
+                    break;
+                }
+                self.buffer.pop_front();
+                self.buffer_bytes -= bytes;
+                group.tasks.push((task, bytes));
+                group.bytes += bytes;
+            }
+            self.fused.push_back(group);
+        }
+    }
+
+    /// When the fusion buffer must next be flushed, if it holds anything.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        let cycle = self.fusion?.cycle;
+        self.buffer.front().map(|&(_, _, since)| since + cycle)
+    }
+
+    fn may_start(&self, bytes: u64) -> bool {
+        let idle = self.in_flight_tasks == 0;
+        let tasks_ok = self.limits.max_tasks.is_none_or(|m| self.in_flight_tasks < m);
+        let credit_ok = self.limits.credit_bytes.is_none_or(|c| self.in_flight_bytes + bytes <= c);
+        idle || (tasks_ok && credit_ok)
+    }
+
+    /// Appends to `out` the groups to start at `now`, in order, and counts them in flight.
+    pub fn poll(&mut self, now: Nanos, out: &mut Vec<Group>) {
+        if self.fusion.is_some() {
+            let due = self.next_deadline().is_some_and(|d| d <= now);
+            self.cut(due);
+            while let Some(g) = self.fused.front() {
+                if !self.may_start(g.bytes) {
+                    break;
+                }
+                let g = self.fused.pop_front().unwrap();
+                self.in_flight_bytes += g.bytes;
+                self.in_flight_tasks += 1;
+                out.push(g);
+            }
+            return;
+        }
+        while let Some(Reverse(r)) = self.ready.peek().copied() {
+            if !self.may_start(r.bytes) {
+                break;
+            }
+            self.ready.pop();
+            self.in_flight_bytes += r.bytes;
+            self.in_flight_tasks += 1;
+            out.push(Group::single(r.task, r.bytes));
+        }
+    }
+
+    /// A started group of `bytes` has finished; its credit returns.
     pub fn notify_finish(&mut self, bytes: u64) {
         self.in_flight_bytes -= bytes;
         self.in_flight_tasks -= 1;
     }
 
-    /// Whether a task of `bytes` could be in flight (for callers that must not underflow).
+    /// Whether a group of `bytes` could be in flight (for callers that must not underflow).
     pub fn can_finish(&self, bytes: u64) -> bool {
         self.in_flight_tasks > 0 && self.in_flight_bytes >= bytes
     }
 
     /// Tasks ready but not started.
     pub fn waiting(&self) -> usize {
-        self.ready.len()
+        self.ready.len() + self.buffer.len() + self.fused.iter().map(|g| g.tasks.len()).sum::<usize>()
     }
 }
 
@@ -145,8 +249,16 @@ mod tests {
         Workload {
             name: "t".into(),
             batch_size: 1,
-            layers: sizes.iter().enumerate().map(|(i, _)| Layer { name: format!("l{i}"), forward: 1, backward: 1 }).collect(),
-            tensors: sizes.iter().enumerate().map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i }).collect(),
+            layers: sizes
+                .iter()
+                .enumerate()
+                .map(|(i, _)| Layer { name: format!("l{i}"), forward: 1, backward: 1 })
+                .collect(),
+            tensors: sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
+                .collect(),
         }
     }
 
@@ -167,19 +279,19 @@ mod tests {
     fn priority_releases_lower_layers_first_within_credit() {
         let mut s = Scheduler::new(Policy::Priority, Limits { credit_bytes: Some(10), max_tasks: None });
         let t = |task| TaskRef { iteration: 0, task };
-        s.notify_ready(t(5), 5, 6);
+        s.notify_ready(0, t(5), 5, 6);
         let mut out = Vec::new();
-        s.poll(&mut out);
-        assert_eq!(out, vec![(t(5), 6)]);
-        s.notify_ready(t(3), 3, 6);
-        s.notify_ready(t(1), 1, 4);
+        s.poll(0, &mut out);
+        assert_eq!(out, vec![Group::single(t(5), 6)]);
+        s.notify_ready(0, t(3), 3, 6);
+        s.notify_ready(0, t(1), 1, 4);
         out.clear();
-        s.poll(&mut out);
-        assert_eq!(out, vec![(t(1), 4)], "6 + 4 fits the credit of 10; 6 more would not");
+        s.poll(0, &mut out);
+        assert_eq!(out, vec![Group::single(t(1), 4)], "6 + 4 fits the credit of 10; 6 more would not");
         s.notify_finish(6);
         out.clear();
-        s.poll(&mut out);
-        assert_eq!(out, vec![(t(3), 6)]);
+        s.poll(0, &mut out);
+        assert_eq!(out, vec![Group::single(t(3), 6)]);
     }
 
     #[test]
@@ -187,22 +299,48 @@ mod tests {
         let mut s = Scheduler::new(Policy::Fifo, Limits { credit_bytes: None, max_tasks: Some(1) });
         let t = |task| TaskRef { iteration: 0, task };
         for i in [4, 2, 9] {
-            s.notify_ready(t(i), i as usize, 100);
+            s.notify_ready(0, t(i), i as usize, 100);
         }
         let mut out = Vec::new();
-        s.poll(&mut out);
-        assert_eq!(out, vec![(t(4), 100)]);
+        s.poll(0, &mut out);
+        assert_eq!(out, vec![Group::single(t(4), 100)]);
         s.notify_finish(100);
-        s.poll(&mut out);
-        assert_eq!(out[1], (t(2), 100));
+        s.poll(0, &mut out);
+        assert_eq!(out[1], Group::single(t(2), 100));
     }
 
     #[test]
     fn a_task_larger_than_the_credit_goes_alone() {
         let mut s = Scheduler::new(Policy::Fifo, Limits { credit_bytes: Some(1), max_tasks: None });
-        s.notify_ready(TaskRef { iteration: 0, task: 0 }, 0, 50);
+        s.notify_ready(0, TaskRef { iteration: 0, task: 0 }, 0, 50);
         let mut out = Vec::new();
-        s.poll(&mut out);
+        s.poll(0, &mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn fusion_cuts_full_buffers_and_flushes_on_the_cycle() {
+        let fusion = Fusion { threshold_bytes: 100, cycle: 1_000 };
+        let mut s = Scheduler::with_fusion(Policy::Fifo, Limits { credit_bytes: None, max_tasks: None }, Some(fusion));
+        let t = |task| TaskRef { iteration: 0, task };
+        let mut out = Vec::new();
+        s.notify_ready(10, t(0), 0, 40);
+        s.notify_ready(20, t(1), 1, 40);
+        s.poll(20, &mut out);
+        assert!(out.is_empty(), "80 bytes < 100: wait for more or for the cycle");
+        assert_eq!(s.next_deadline(), Some(1_010));
+        s.notify_ready(30, t(2), 2, 40);
+        s.poll(30, &mut out);
+        assert_eq!(out, vec![Group { tasks: vec![(t(0), 40), (t(1), 40)], bytes: 80 }], "120 >= 100: cut what fits");
+        assert_eq!(s.next_deadline(), Some(1_030));
+        s.poll(1_029, &mut out);
+        assert_eq!(out.len(), 1);
+        s.poll(1_030, &mut out);
+        assert_eq!(out[1], Group { tasks: vec![(t(2), 40)], bytes: 40 });
+        assert_eq!(s.next_deadline(), None);
+        // A task larger than the buffer goes alone at once.
+        s.notify_ready(2_000, t(3), 3, 500);
+        s.poll(2_000, &mut out);
+        assert_eq!(out[2].bytes, 500);
     }
 }

@@ -3,7 +3,7 @@
 //! parser validates against it and the `strategies` listing prints it.
 
 use crate::error::{Error, Result};
-use crate::sched::{Limits, Policy};
+use crate::sched::{Fusion, Limits, Policy};
 use crate::spec::{self, OptionInfo, OptionKind, Spec};
 
 /// Description of a strategy for listings.
@@ -122,6 +122,8 @@ pub struct Strategy {
     pub policy: Policy,
     /// In-flight limits.
     pub limits: Limits,
+    /// Tensor fusion, if any.
+    pub fusion: Option<Fusion>,
 }
 
 impl Strategy {
@@ -161,7 +163,7 @@ impl Strategy {
             // One collective at a time, in order, as on an NCCL stream.
             _ => (Family::AllReduce(Algorithm::Ring), Limits { credit_bytes: None, max_tasks: Some(1) }),
         };
-        Ok(Strategy { spec: text.trim().to_string(), family, partition, policy: Policy::Fifo, limits })
+        Ok(Strategy { spec: text.trim().to_string(), family, partition, policy: Policy::Fifo, limits, fusion: None })
     }
 }
 

@@ -13,7 +13,8 @@ static LEAF_SPINE: &[OptionInfo] = &[
         name: "uplink",
         kind: OptionKind::Rate,
         default: "",
-        help: "rate of each leaf-spine link; default makes the fabric non-blocking (host rate x hosts_per_leaf / spines)",
+        help:
+            "rate of each leaf-spine link; default makes the fabric non-blocking (host rate x hosts_per_leaf / spines)",
     },
 ];
 
@@ -34,7 +35,10 @@ impl TopologySpec {
         let (name, pairs) = spec::split("topology", text)?;
         let Some((_, _, table)) = TOPOLOGIES.iter().find(|(n, _, _)| *n == name) else {
             let names: Vec<&str> = TOPOLOGIES.iter().map(|t| t.0).collect();
-            return Err(Error::invalid("topology", format!("unknown topology {name:?}; choose one of {}", names.join(", "))));
+            return Err(Error::invalid(
+                "topology",
+                format!("unknown topology {name:?}; choose one of {}", names.join(", ")),
+            ));
         };
         let given = spec::parse_options("topology", &name, &pairs, table)?;
         Ok(TopologySpec(Spec { name, given }))

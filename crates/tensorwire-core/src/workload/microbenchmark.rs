@@ -9,7 +9,9 @@ use crate::units::parse_bytes;
 /// order. The batch size is 1 so throughput reads as iterations per second per worker.
 pub fn collective_benchmark(spec: &str) -> Result<Workload> {
     let field = "collective";
-    let bad = |why: &str| Error::invalid(field, format!("{spec:?} {why}; write allreduce:SIZE[xCOUNT], e.g. allreduce:1MiBx50"));
+    let bad = |why: &str| {
+        Error::invalid(field, format!("{spec:?} {why}; write allreduce:SIZE[xCOUNT], e.g. allreduce:1MiBx50"))
+    };
     let Some(rest) = spec.strip_prefix("allreduce:") else {
         return Err(bad("is not a collective microbenchmark"));
     };
@@ -25,8 +27,9 @@ pub fn collective_benchmark(spec: &str) -> Result<Workload> {
         return Err(bad("has a SIZE below 1 byte"));
     }
     let layers = (0..count).map(|i| Layer { name: format!("allreduce{i}"), forward: 0, backward: 0 }).collect();
-    let tensors =
-        (0..count as usize).map(|i| Tensor { name: format!("buffer{i}"), bytes: bytes.round() as u64, layer: i }).collect();
+    let tensors = (0..count as usize)
+        .map(|i| Tensor { name: format!("buffer{i}"), bytes: bytes.round() as u64, layer: i })
+        .collect();
     Ok(Workload { name: spec.to_string(), batch_size: 1, layers, tensors })
 }
 

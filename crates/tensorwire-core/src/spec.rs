@@ -128,17 +128,17 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
     })
 }
 
-/// Parses `pairs` against `table`; `field` prefixes error fields (e.g. `strategy`).
+/// Parses `pairs` against the options of `tables`; `field` prefixes error fields (e.g. `strategy`).
 pub fn parse_options(
     field: &str,
     name: &str,
     pairs: &[(String, String)],
-    table: &'static [OptionInfo],
+    tables: &[&'static [OptionInfo]],
 ) -> Result<Vec<(&'static OptionInfo, OptionValue)>> {
     let mut given: Vec<(&'static OptionInfo, OptionValue)> = Vec::new();
     for (k, v) in pairs {
-        let Some(info) = table.iter().find(|o| o.name == k) else {
-            let allowed: Vec<&str> = table.iter().map(|o| o.name).collect();
+        let Some(info) = tables.iter().flat_map(|t| t.iter()).find(|o| o.name == k) else {
+            let allowed: Vec<&str> = tables.iter().flat_map(|t| t.iter()).map(|o| o.name).collect();
             let allowed = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
             return Err(Error::invalid(
                 format!("{field}.{k}"),
@@ -229,7 +229,7 @@ mod tests {
     fn splits_and_types_options() {
         let (name, pairs) = split("strategy", "ring:partition=4MiB,mode=b").unwrap();
         assert_eq!(name, "ring");
-        let given = parse_options("strategy", &name, &pairs, TABLE).unwrap();
+        let given = parse_options("strategy", &name, &pairs, &[TABLE]).unwrap();
         let spec = Spec { name, given };
         assert_eq!(spec.bytes("partition"), Some(4194304.0));
         assert_eq!(spec.choice("mode"), Some("b"));
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn unknown_option_names_the_field_and_lists_the_allowed() {
         let (name, pairs) = split("strategy", "ring:bogus=1").unwrap();
-        let err = parse_options("strategy", &name, &pairs, TABLE).unwrap_err();
+        let err = parse_options("strategy", &name, &pairs, &[TABLE]).unwrap_err();
         assert_eq!(err.field(), "strategy.bogus");
         assert!(err.to_string().contains("partition, mode"));
     }
@@ -248,6 +248,6 @@ mod tests {
         assert!(split("strategy", "ring:partition").is_err());
         assert!(split("strategy", ":x=1").is_err());
         let (n, p) = split("s", "ring:mode=c").unwrap();
-        assert!(parse_options("s", &n, &p, TABLE).is_err());
+        assert!(parse_options("s", &n, &p, &[TABLE]).is_err());
     }
 }

@@ -32,7 +32,7 @@ const RATE_UNITS: &[(&str, f64)] =
 /// Durations as (suffix, units per second): dividing keeps `5us` exactly 5e-6.
 const TIME_UNITS: &[(&str, f64)] = &[("ns", 1e9), ("us", 1e6), ("ms", 1e3), ("s", 1.0)];
 
-fn split_number<'a>(field: &str, text: &'a str, units: &[(&str, f64)], allowed: &str) -> Result<(f64, f64)> {
+fn split_number(field: &str, text: &str, units: &[(&str, f64)], allowed: &str) -> Result<(f64, f64)> {
     let text = text.trim();
     for (suffix, scale) in units {
         if let Some(number) = text.strip_suffix(suffix) {

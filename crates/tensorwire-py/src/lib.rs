@@ -263,7 +263,12 @@ impl Scheduler {
         let policy = match policy {
             "fifo" => Policy::Fifo,
             "priority" => Policy::Priority,
-            _ => return Err(InputError::new_err(("mode", format!("{policy:?} is not a policy; choose fifo or priority")))),
+            _ => {
+                return Err(InputError::new_err((
+                    "mode",
+                    format!("{policy:?} is not a policy; choose fifo or priority"),
+                )))
+            }
         };
         if credit_bytes == Some(0) {
             return Err(InputError::new_err(("credit", "must be at least 1 byte")));
@@ -274,8 +279,12 @@ impl Scheduler {
         let fusion = match (fusion_bytes, fusion_cycle_s) {
             (None, None) => None,
             (Some(0), _) => return Err(InputError::new_err(("fusion_bytes", "must be at least 1 byte"))),
-            (Some(b), c) => Some(sched::Fusion { threshold_bytes: b, cycle: to_nanos("fusion_cycle_s", c.unwrap_or(0.005))? }),
-            (None, Some(_)) => return Err(InputError::new_err(("fusion_bytes", "needed when fusion_cycle_s is given"))),
+            (Some(b), c) => {
+                Some(sched::Fusion { threshold_bytes: b, cycle: to_nanos("fusion_cycle_s", c.unwrap_or(0.005))? })
+            }
+            (None, Some(_)) => {
+                return Err(InputError::new_err(("fusion_bytes", "needed when fusion_cycle_s is given")))
+            }
         };
         Ok(Scheduler {
             inner: sched::Scheduler::with_fusion(policy, Limits { credit_bytes, max_tasks }, fusion),
@@ -326,11 +335,7 @@ type PieceTuple = (usize, usize, u64, u64, usize);
 /// `piece_bytes`; returns (tensor, piece, offset, bytes, layer) in parameters() order.
 #[pyfunction]
 #[pyo3(signature = (sizes, layers, piece_bytes = None))]
-fn partition(
-    sizes: Vec<u64>,
-    layers: Vec<usize>,
-    piece_bytes: Option<u64>,
-) -> PyResult<Vec<(usize, usize, u64, u64, usize)>> {
+fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> PyResult<Vec<PieceTuple>> {
     guarded(|| {
         if sizes.len() != layers.len() {
             return Err(Error::invalid("layers", "needs one layer index per tensor"));

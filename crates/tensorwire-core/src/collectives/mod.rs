@@ -1,36 +1,131 @@
-//! Collective schedules: which rank sends how much to whom at each step. These are
-//! pure functions of (rank, number of ranks, step), shared by the simulator's executor
-//! and, through the bindings, by the runtime.
+//! Collective schedules: which rank sends how much to whom at each step. Pure functions
+//! of (rank, ranks, pipeline chunks, step), shared by the simulator's executor and,
+//! through the bindings, by runtimes.
+//!
+//! Every schedule is checked by executing it on integer vectors (`check::all_reduce`):
+//! after the last step every rank must hold the sum.
 
+mod doubling;
 mod ring;
+mod tree;
 
-pub use ring::Ring;
+pub use doubling::{HalvingDoubling, RecursiveDoubling};
+pub use ring::{Ring, RingMulticast};
+pub use tree::{BinomialTree, DoubleBinaryTree};
 
-/// What one rank does in one step of a step-synchronous collective.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Step {
-    /// Rank this rank sends to, if any.
-    pub send_to: Option<usize>,
-    /// Rank this rank receives from, if any.
-    pub recv_from: Option<usize>,
-    /// Bytes sent, as a fraction of the collective's payload.
-    pub fraction: f64,
-    /// Index of the chunk sent (for runtimes that move real data).
-    pub send_chunk: usize,
-    /// Index of the chunk received.
-    pub recv_chunk: usize,
-    /// Whether the received chunk is added to the local one (reduce) or copied (gather).
+use std::ops::Range;
+
+/// One message a rank sends at a step: a contiguous range of the payload's
+/// `chunk_count` equal chunks (its size is range length / chunk count of the payload).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Send {
+    /// Destination ranks; more than one means one multicast message.
+    pub to: Vec<usize>,
+    /// Chunks sent.
+    pub chunks: Range<usize>,
+}
+
+/// One message a rank receives at a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recv {
+    /// Source rank.
+    pub from: usize,
+    /// Chunks received.
+    pub chunks: Range<usize>,
+    /// Added to the local chunks (reduce) or copied over them (gather / broadcast).
     pub reduce: bool,
 }
 
+/// What one rank does in one step.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Step {
+    /// Messages sent.
+    pub sends: Vec<Send>,
+    /// Messages received.
+    pub recvs: Vec<Recv>,
+}
+
 /// A collective in which every rank runs the same numbered steps; step `s` at a rank
-/// can start once its step `s-1` send was delivered and its step `s-1` receive arrived.
-pub trait StepSchedule: std::fmt::Debug {
-    /// Number of steps for `n` ranks.
-    fn steps(&self, n: usize) -> usize;
+/// starts once its step `s-1` sends were delivered and its step `s-1` receives arrived.
+pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
+    /// Number of steps for `n` ranks when the payload is pipelined in `pipeline` pieces
+    /// (only tree schedules pipeline; others ignore it).
+    fn steps(&self, n: usize, pipeline: usize) -> usize;
+    /// Number of equal chunks the payload is cut into (chunk indices in [`Send`]).
+    fn chunk_count(&self, n: usize, pipeline: usize) -> usize;
     /// What `rank` does at `step`.
-    fn step(&self, rank: usize, n: usize, step: usize) -> Step;
-    /// Whether each rank only ever talks to its ring neighbours `rank +/- 1`; such a
-    /// schedule stays symmetric on a physical ring topology.
-    fn neighbours_only(&self) -> bool;
+    fn step(&self, rank: usize, n: usize, pipeline: usize, step: usize) -> Step;
+    /// Whether every rank does the same thing up to renumbering, so one rank can stand
+    /// for all on a star (see the engine's folding).
+    fn rank_symmetric(&self, n: usize) -> bool;
+    /// Whether each rank only ever talks to `rank +/- 1`, so the schedule stays symmetric
+    /// on a physical ring topology too.
+    fn neighbours_only(&self) -> bool {
+        false
+    }
+    /// Whether the payload is pipelined through the schedule in pieces.
+    fn pipelines(&self) -> bool {
+        false
+    }
+}
+
+/// Largest power of two <= n (n >= 1).
+pub(crate) fn floor_pow2(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.leading_zeros())
+}
+
+#[cfg(test)]
+pub(crate) mod check {
+    use super::*;
+
+    /// Executes `schedule` on integer vectors and asserts every rank ends with the sum.
+    pub fn all_reduce(schedule: &dyn StepSchedule, n: usize, pipeline: usize) {
+        let chunks = schedule.chunk_count(n, pipeline);
+        let mut data: Vec<Vec<i64>> =
+            (0..n).map(|r| (0..chunks).map(|c| (r * 1000 + c) as i64 + 1).collect()).collect();
+        let expected: Vec<i64> = (0..chunks).map(|c| (0..n).map(|r| (r * 1000 + c) as i64 + 1).sum()).collect();
+        for s in 0..schedule.steps(n, pipeline) {
+            let steps: Vec<Step> = (0..n).map(|r| schedule.step(r, n, pipeline, s)).collect();
+            type Msg = (usize, Range<usize>, Vec<i64>);
+            let mut inbox: Vec<Vec<Msg>> = vec![Vec::new(); n];
+            for (r, st) in steps.iter().enumerate() {
+                for send in &st.sends {
+                    assert!(send.chunks.end <= chunks && !send.chunks.is_empty());
+                    for &d in &send.to {
+                        inbox[d].push((r, send.chunks.clone(), data[r][send.chunks.clone()].to_vec()));
+                    }
+                }
+            }
+            for (r, st) in steps.iter().enumerate() {
+                let mut got = inbox[r].clone();
+                assert_eq!(got.len(), st.recvs.len(), "{schedule:?} n={n} step={s} rank={r}: messages vs receives");
+                for recv in &st.recvs {
+                    let i = got
+                        .iter()
+                        .position(|(from, range, _)| *from == recv.from && *range == recv.chunks)
+                        .unwrap_or_else(|| panic!("{schedule:?} n={n} step={s} rank={r}: nothing from {}", recv.from));
+                    let (_, range, values) = got.swap_remove(i);
+                    for (c, v) in range.zip(values) {
+                        if recv.reduce {
+                            data[r][c] += v;
+                        } else {
+                            data[r][c] = v;
+                        }
+                    }
+                }
+            }
+        }
+        for (r, d) in data.iter().enumerate() {
+            assert_eq!(d, &expected, "{schedule:?} n={n} pipeline={pipeline} rank={r}");
+        }
+    }
+
+    /// Bytes each rank sends in total, as a fraction of the payload.
+    pub fn sent_fraction(schedule: &dyn StepSchedule, n: usize, rank: usize) -> f64 {
+        let chunks = schedule.chunk_count(n, 1) as f64;
+        (0..schedule.steps(n, 1))
+            .flat_map(|s| schedule.step(rank, n, 1, s).sends)
+            .map(|m| m.chunks.len() as f64 / chunks)
+            .sum()
+    }
 }

@@ -1,30 +1,47 @@
-//! Ring all-reduce (Baidu/Horovod): N chunks; N-1 reduce-scatter steps then N-1
-//! all-gather steps, each rank sending one chunk of S/N bytes to `rank + 1`.
-//! Time alone on a star: 2(N-1)(alpha + S/(N B)).
+//! Ring all-reduce (Baidu/Horovod) and its variant with a multicast all-gather
+//! (seed 000 section 8.4).
 
-use super::{Step, StepSchedule};
+use super::{Recv, Send, Step, StepSchedule};
 
-/// Ring all-reduce.
+/// Ring all-reduce: N chunks; N-1 reduce-scatter steps then N-1 all-gather steps, each
+/// rank sending one chunk of S/N bytes to `rank + 1`. Alone on a star:
+/// 2(N-1)(alpha + S/(N B)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ring;
 
+/// Reduce-scatter step `s` of the ring: (chunk sent, chunk received and added).
+fn reduce_scatter_chunks(rank: usize, n: usize, s: usize) -> (usize, usize) {
+    ((rank + n - s % n) % n, (rank + 2 * n - s - 1) % n)
+}
+
 impl StepSchedule for Ring {
-    fn steps(&self, n: usize) -> usize {
+    fn steps(&self, n: usize, _pipeline: usize) -> usize {
         2 * n.saturating_sub(1)
     }
 
-    fn step(&self, rank: usize, n: usize, step: usize) -> Step {
+    fn chunk_count(&self, n: usize, _pipeline: usize) -> usize {
+        n
+    }
+
+    fn step(&self, rank: usize, n: usize, _pipeline: usize, step: usize) -> Step {
         let next = (rank + 1) % n;
         let prev = (rank + n - 1) % n;
-        // Reduce-scatter step s: send chunk (rank - s), receive chunk (rank - s - 1) and add it.
-        // All-gather step s' = s - (n-1): send chunk (rank + 1 - s'), receive chunk (rank - s').
         let (send_chunk, recv_chunk, reduce) = if step < n - 1 {
-            ((rank + n - step % n) % n, (rank + 2 * n - step - 1) % n, true)
+            let (s, r) = reduce_scatter_chunks(rank, n, step);
+            (s, r, true)
         } else {
+            // All-gather step s': send chunk (rank + 1 - s'), receive chunk (rank - s').
             let s = step - (n - 1);
             ((rank + 1 + n - s % n) % n, (rank + n - s % n) % n, false)
         };
-        Step { send_to: Some(next), recv_from: Some(prev), fraction: 1.0 / n as f64, send_chunk, recv_chunk, reduce }
+        Step {
+            sends: vec![Send { to: vec![next], chunks: send_chunk..send_chunk + 1 }],
+            recvs: vec![Recv { from: prev, chunks: recv_chunk..recv_chunk + 1, reduce }],
+        }
+    }
+
+    fn rank_symmetric(&self, _n: usize) -> bool {
+        true
     }
 
     fn neighbours_only(&self) -> bool {
@@ -32,36 +49,64 @@ impl StepSchedule for Ring {
     }
 }
 
+/// Ring reduce-scatter, then one step in which every rank multicasts its reduced chunk
+/// to all others (the switch replicates it). The senders' uplinks carry S/N each, but
+/// every receiver's downlink carries (N-1) S/N: the bottleneck moves to the receivers,
+/// which is why seed 000 finds little gain.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RingMulticast;
+
+impl StepSchedule for RingMulticast {
+    fn steps(&self, n: usize, _pipeline: usize) -> usize {
+        if n > 1 {
+            n
+        } else {
+            0
+        }
+    }
+
+    fn chunk_count(&self, n: usize, _pipeline: usize) -> usize {
+        n
+    }
+
+    fn step(&self, rank: usize, n: usize, pipeline: usize, step: usize) -> Step {
+        if step < n - 1 {
+            return Ring.step(rank, n, pipeline, step);
+        }
+        // After N-1 reduce-scatter steps rank r holds the sum of chunk (r + 1) mod N.
+        let others: Vec<usize> = (0..n).filter(|&r| r != rank).collect();
+        Step {
+            sends: vec![Send { to: others.clone(), chunks: (rank + 1) % n..(rank + 1) % n + 1 }],
+            recvs: others
+                .iter()
+                .map(|&o| Recv { from: o, chunks: (o + 1) % n..(o + 1) % n + 1, reduce: false })
+                .collect(),
+        }
+    }
+
+    fn rank_symmetric(&self, _n: usize) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectives::check;
 
-    /// Executes the schedule on integer vectors and checks every rank ends with the sum.
     #[test]
-    fn ring_schedule_computes_the_sum_on_every_rank() {
-        for n in 1..9 {
-            let mut data: Vec<Vec<i64>> = (0..n).map(|r| (0..n).map(|c| (r * 10 + c) as i64).collect()).collect();
-            let expected: Vec<i64> = (0..n).map(|c| (0..n).map(|r| (r * 10 + c) as i64).sum()).collect();
-            for s in 0..Ring.steps(n) {
-                let sent: Vec<(usize, usize, i64)> = (0..n)
-                    .map(|r| {
-                        let st = Ring.step(r, n, s);
-                        (st.send_to.unwrap(), st.send_chunk, data[r][st.send_chunk])
-                    })
-                    .collect();
-                for (dst, chunk, value) in sent {
-                    let st = Ring.step(dst, n, s);
-                    assert_eq!(st.recv_chunk, chunk, "n={n} step={s}");
-                    if st.reduce {
-                        data[dst][chunk] += value;
-                    } else {
-                        data[dst][chunk] = value;
-                    }
-                }
-            }
-            for r in 0..n {
-                assert_eq!(data[r], expected, "n={n} rank={r}");
-            }
+    fn ring_schedules_compute_the_sum_on_every_rank() {
+        for n in 1..10 {
+            check::all_reduce(&Ring, n, 1);
+            check::all_reduce(&RingMulticast, n, 1);
+        }
+    }
+
+    #[test]
+    fn ring_sends_2_n_minus_1_over_n_of_the_payload() {
+        for n in 2..9 {
+            let f = check::sent_fraction(&Ring, n, 0);
+            assert!((f - 2.0 * (n - 1) as f64 / n as f64).abs() < 1e-12);
         }
     }
 }

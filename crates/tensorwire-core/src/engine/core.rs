@@ -82,17 +82,49 @@ impl Core {
         }
     }
 
-    /// Starts a message of `bytes` from host `src` to host `dst`; `user` comes back with its events.
-    pub fn send(&mut self, src: usize, dst: usize, bytes: f64, user: u64, notify_sent: bool) {
-        self.topo.route_into(src, dst, &mut self.route);
+    /// Starts a message of `bytes` from host `src` to the hosts `dsts` (several: one
+    /// multicast message, replicated by the switches, arriving everywhere at once);
+    /// `extra` is added to its latency; `user` comes back with its events.
+    pub fn send(&mut self, src: usize, dsts: &[usize], bytes: f64, extra: Nanos, user: u64, notify_sent: bool) {
         self.links.clear();
-        for &l in &self.route {
-            // Folded: a link used by every rank's image of this flow is shared by all N of them.
-            let shared = self.folded && self.topo.rank_orbit(l, self.ranks).is_none();
-            self.links.push((l, if shared { self.ranks as u32 } else { 1 }));
+        let mut latency = 0;
+        // Folded multicast (an all-gather by multicast on a star): the representative uses
+        // one destination's downlink, shared by the images of every sender multicasting
+        // to that receiver, i.e. `dsts.len()` of them.
+        let fold_multicast = self.folded && dsts.len() > 1;
+        let targets = if fold_multicast { &dsts[..1] } else { dsts };
+        for &dst in targets {
+            self.topo.route_into(src, dst, &mut self.route);
+            latency = latency.max(self.topo.path_latency(&self.route));
+            let last = self.route.last().copied();
+            for &l in &self.route {
+                if self.links.iter().any(|&(x, _)| x == l) {
+                    continue;
+                }
+                let weight = match (self.folded, self.topo.rank_orbit(l, self.ranks).is_some()) {
+                    (false, _) => 1,
+                    // A link used by every rank's image of this flow is shared by all N of them.
+                    (true, false) => self.ranks as u32,
+                    (true, true) if fold_multicast && Some(l) == last => dsts.len() as u32,
+                    (true, true) => 1,
+                };
+                self.links.push((l, weight));
+            }
         }
-        let latency = self.topo.path_latency(&self.route) + self.overhead;
-        let watched = src == self.watched_host || dst == self.watched_host;
+        self.start(src, dsts, bytes, latency + extra, user, notify_sent);
+    }
+
+    /// Starts a message over explicit links (e.g. to or from a switch that aggregates).
+    pub fn send_over(&mut self, links: &[LinkId], watched_end: usize, bytes: f64, user: u64, notify_sent: bool) {
+        self.links.clear();
+        self.links.extend(links.iter().map(|&l| (l, 1)));
+        let latency = self.topo.path_latency(links);
+        self.start(watched_end, &[], bytes, latency, user, notify_sent);
+    }
+
+    fn start(&mut self, src: usize, dsts: &[usize], bytes: f64, latency: Nanos, user: u64, notify_sent: bool) {
+        let latency = latency + self.overhead;
+        let watched = src == self.watched_host || dsts.contains(&self.watched_host);
         if watched {
             if self.watched_active == 0 {
                 self.busy_since = self.now;

@@ -29,16 +29,18 @@ use std::collections::BinaryHeap;
 
 use self::core::{Core, Note, Protocol};
 use self::slab::Slab;
-use std::collections::HashMap;
-use crate::collectives::{Ring, StepSchedule};
+use crate::collectives::{
+    BinomialTree, DoubleBinaryTree, HalvingDoubling, RecursiveDoubling, Ring, RingMulticast, StepSchedule,
+};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::network::{FlowEvent, ModelKind};
-use crate::sched::{partition, Group, Policy, Scheduler, Task, TaskRef};
-use crate::strategy::{Algorithm, Family, Strategy};
+use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
+use crate::strategy::{Algorithm, Family, Placement, Strategy};
 use crate::topology::{Shape, TopologySpec};
 use crate::units::{nanos_to_seconds, seconds_to_nanos, Nanos};
 use crate::workload::Workload;
+use std::collections::HashMap;
 
 /// Everything a simulation needs.
 #[derive(Debug, Clone)]
@@ -214,32 +216,76 @@ struct Engine<'a> {
 pub fn simulate(sc: &Scenario) -> Result<Report> {
     sc.validate()?;
     let n = sc.workers;
-    let symmetric_schedule: Option<Box<dyn StepSchedule>> = match &sc.strategy.family {
-        Family::AllReduce(Algorithm::Ring) => Some(Box::new(Ring)),
+    let strategy = &sc.strategy;
+    let schedule: Option<Box<dyn StepSchedule>> = match &strategy.family {
+        Family::AllReduce(a) => Some(match a {
+            Algorithm::Ring => Box::new(Ring),
+            Algorithm::RingMulticast => Box::new(RingMulticast),
+            Algorithm::Butterfly | Algorithm::RecursiveDoubling => Box::new(RecursiveDoubling),
+            Algorithm::HalvingDoubling => Box::new(HalvingDoubling),
+            Algorithm::Tree => Box::new(BinomialTree),
+            Algorithm::DoubleTree => Box::new(DoubleBinaryTree),
+        }),
         Family::ParameterServer(_) => None,
     };
-    let servers = match &sc.strategy.family {
+    let servers = match &strategy.family {
         Family::ParameterServer(c) => c.num_ps,
         _ => 0,
     };
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n + servers, sc.bandwidth, latency);
+    if let Family::ParameterServer(c) = &strategy.family {
+        if c.in_network_aggregation && !matches!(topo.shape(), Shape::Star) {
+            return Err(Error::invalid(
+                "topology",
+                "in-network aggregation is modelled on a star (one aggregating switch)",
+            ));
+        }
+        if c.switch_memory.is_some() && strategy.limits.credit_bytes.is_some() {
+            return Err(Error::invalid(
+                "strategy.credit",
+                "cannot be combined with switch_memory (pushes could wait on each other forever)",
+            ));
+        }
+        if c.placement == Placement::Sharded && strategy.partition.is_some() {
+            return Err(Error::invalid(
+                "strategy.placement",
+                "sharded placement splits tensors itself; drop pipeline/partition",
+            ));
+        }
+    }
+    let multicast = matches!(strategy.family, Family::AllReduce(Algorithm::RingMulticast))
+        || matches!(&strategy.family, Family::ParameterServer(c) if c.multicast);
+    if multicast && !matches!(topo.shape(), Shape::Star | Shape::LeafSpine { .. }) {
+        return Err(Error::invalid("topology", "multicast needs switches to replicate packets (star or leaf-spine)"));
+    }
     let folded = sc.allow_folding
         && n > 1
         && sc.variability.is_uniform()
         && sc.rank_to_host.is_none()
-        && match &symmetric_schedule {
-            Some(s) => topo.rotation_symmetric(n) && (matches!(topo.shape(), Shape::Star) || s.neighbours_only()),
+        && match &schedule {
+            Some(s) => {
+                s.rank_symmetric(n)
+                    && topo.rotation_symmetric(n)
+                    && (matches!(topo.shape(), Shape::Star) || s.neighbours_only())
+            }
             None => false,
         };
     let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
     let net = sc.network.build(caps);
-    let overhead = seconds_to_nanos("per_message_overhead", sc.per_message_overhead)?;
-    let copy_cap = sc.copy_bandwidth.map_or(f64::INFINITY, |c| c / 1e9);
+    let (overhead_s, copy) = match strategy.transport {
+        Some(t) => (t.overhead_s, t.copy_bytes_per_s),
+        None => (sc.per_message_overhead, sc.copy_bandwidth),
+    };
+    let overhead = seconds_to_nanos("per_message_overhead", overhead_s)?;
+    let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..n).collect());
     let core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
 
-    let tasks = partition(&sc.workload, sc.strategy.partition)?;
+    let tasks = match &strategy.family {
+        Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
+        _ => partition(&sc.workload, strategy.partition)?,
+    };
     let layers = sc.workload.layers.len();
     let mut layer_tasks = vec![Vec::new(); layers];
     for t in tasks.iter().rev() {
@@ -251,16 +297,27 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     }
     let layer_pieces: Vec<u32> = layer_tasks.iter().map(|l| l.len() as u32).collect();
     let syncable_layers = layer_pieces.iter().filter(|&&p| p > 0).count() as u32;
-    let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&sc.strategy.family, symmetric_schedule) {
+    let wire_factor = 1.0 / strategy.compression;
+    let reduce_ns_per_byte = strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r);
+    let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&strategy.family, schedule) {
         (Family::ParameterServer(c), _) => {
             let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
-            (Box::new(ps::ParameterServer::new(c.clone(), tasks.clone(), &sizes, n)), Gate::PerLayer)
+            let settings = ps::PsSettings { wire_factor, reduce_ns_per_byte };
+            (Box::new(ps::ParameterServer::new(c.clone(), settings, tasks.clone(), &sizes, n)), Gate::PerLayer)
         }
         // Crossing the global barrier comes with priority scheduling (ByteScheduler, seed 004).
-        (_, Some(schedule)) => (
-            Box::new(step::StepCollective::new(schedule, n, folded)),
-            if sc.strategy.policy == Policy::Priority { Gate::PerLayer } else { Gate::Global },
-        ),
+        (_, Some(schedule)) => {
+            let settings = step::StepSettings {
+                wire_factor,
+                reduce_ns_per_byte,
+                pipeline_bytes: strategy.pipeline_chunk,
+                max_pipeline: 256,
+            };
+            (
+                Box::new(step::StepCollective::new(schedule, settings, n, folded)),
+                if strategy.policy == Policy::Priority { Gate::PerLayer } else { Gate::Global },
+            )
+        }
         _ => unreachable!("every all-reduce has a schedule"),
     };
     let simulated = if folded { 1 } else { n };

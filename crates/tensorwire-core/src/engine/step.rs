@@ -1,48 +1,71 @@
-//! Executor for step-synchronous, rank-symmetric collectives (ring, ...): the schedule
-//! says what each rank sends and receives at each step; a rank moves to step s+1 when
-//! its step-s message was delivered and its step-s message from its peer arrived.
-//! A message is only sent once the receiver has itself started the collective (an
-//! NCCL-style rendezvous: the receiving kernel must be running).
+//! Executor for step-synchronous collectives (ring, doubling, trees): the schedule says
+//! what each rank sends and receives at each step; a rank moves to step s+1 when all its
+//! step-s messages were delivered and all its step-s receives arrived. A message is sent
+//! only once every receiver has itself started the collective (an NCCL-style rendezvous:
+//! the receiving kernel must be running). A received chunk that is added to local data
+//! costs `reduce_ns_per_byte` per byte at the receiver (seed 001's AddEst), charged to
+//! the message's arrival.
 //!
 //! Folded mode simulates rank 0 only. By symmetry every rank is at the same step at the
-//! same time and the message rank 0 receives at step s arrives exactly when rank 0's own
-//! step-s message is delivered, so one flow per step stands for all N.
+//! same time and what rank 0 receives at step s arrives exactly when its own step-s
+//! messages are delivered, so one flow per message stands for all N.
 
 use std::collections::HashMap;
 
 use super::core::{Core, Note, Protocol};
 use super::slab::Slab;
 use crate::collectives::StepSchedule;
+use crate::sched::TaskRef;
+use crate::units::Nanos;
 
 #[derive(Debug, Default, Clone)]
 struct RankState {
     started: bool,
     step: usize,
-    send_done: bool,
-    recv_done: bool,
+    sends_left: usize,
+    recvs_left: usize,
+    /// Receives that arrived before this rank reached their step: (step, count).
     early: Vec<usize>,
 }
 
 #[derive(Debug)]
 struct Op {
+    /// Bytes on the wire (after compression).
     bytes: f64,
+    pipeline: usize,
+    chunks: usize,
+    steps: usize,
     ranks: Vec<RankState>,
-    /// Sends waiting for their receiver (index) to start: (sender, step).
-    deferred: Vec<Vec<(usize, usize)>>,
+    /// Sends waiting for a receiver to start: (sender, step, index of the send in the step).
+    deferred: Vec<(usize, usize, usize)>,
     finished: usize,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Msg {
-    task: u64,
+    op: u64,
     src: usize,
-    dst: usize,
+    dsts: Vec<usize>,
     step: usize,
+}
+
+/// Settings of the executor that come from the strategy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StepSettings {
+    /// Bytes on the wire per payload byte (1 / compression ratio).
+    pub wire_factor: f64,
+    /// Time to add one received byte into local data, ns.
+    pub reduce_ns_per_byte: f64,
+    /// Pipeline piece size for pipelined schedules, bytes.
+    pub pipeline_bytes: f64,
+    /// Most pieces a pipelined collective is cut into.
+    pub max_pipeline: usize,
 }
 
 /// See the module documentation.
 pub(crate) struct StepCollective {
     schedule: Box<dyn StepSchedule>,
+    settings: StepSettings,
     /// Ranks in the collective.
     n: usize,
     /// Ranks simulated: `n`, or 1 when folded.
@@ -53,9 +76,10 @@ pub(crate) struct StepCollective {
 }
 
 impl StepCollective {
-    pub fn new(schedule: Box<dyn StepSchedule>, n: usize, folded: bool) -> Self {
+    pub fn new(schedule: Box<dyn StepSchedule>, settings: StepSettings, n: usize, folded: bool) -> Self {
         StepCollective {
             schedule,
+            settings,
             n,
             simulated: if folded { 1 } else { n },
             folded,
@@ -64,73 +88,114 @@ impl StepCollective {
         }
     }
 
-    fn send(&mut self, core: &mut Core, task: u64, src: usize, dst: usize, step: usize) {
-        let op = &self.ops[&task];
-        let bytes = op.bytes * self.schedule.step(src, self.n, step).fraction;
-        let user = self.msgs.insert(Msg { task, src, dst, step }) as u64;
-        core.send(core.host_of_rank[src], core.host_of_rank[dst], bytes, user, false);
+    fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, index: usize) {
+        let op = &self.ops[&op_id];
+        let plan = self.schedule.step(src, self.n, op.pipeline, step);
+        let send = &plan.sends[index];
+        let bytes = op.bytes * send.chunks.len() as f64 / op.chunks as f64;
+        // The receivers' add time, if they reduce what they receive (all alike by construction).
+        let first = send.to[0];
+        let reduces = self
+            .schedule
+            .step(if self.folded { src } else { first }, self.n, op.pipeline, step)
+            .recvs
+            .iter()
+            .any(|r| r.reduce && (self.folded || r.from == src));
+        let extra: Nanos = if reduces { (bytes * self.settings.reduce_ns_per_byte).round() as Nanos } else { 0 };
+        let dsts: Vec<usize> = send.to.iter().map(|&d| core.host_of_rank[d]).collect();
+        let user = self.msgs.insert(Msg { op: op_id, src, dsts: send.to.clone(), step }) as u64;
+        core.send(core.host_of_rank[src], &dsts, bytes, extra, user, false);
     }
 
     /// Sets up the current step of `rank` and runs through steps that complete at once.
-    fn begin_step(&mut self, core: &mut Core, task: u64, rank: usize) {
+    fn begin_step(&mut self, core: &mut Core, op_id: u64, rank: usize) {
         loop {
-            let steps = self.schedule.steps(self.n);
-            let op = self.ops.get_mut(&task).expect("op exists");
+            let op = self.ops.get_mut(&op_id).expect("op exists");
             let step = op.ranks[rank].step;
-            if step == steps {
-                core.notes.push(Note::OpDone { rank, op: task, synced: true });
+            if step == op.steps {
+                core.notes.push(Note::OpDone { rank, op: op_id, synced: true });
                 op.finished += 1;
                 if op.finished == self.simulated {
-                    self.ops.remove(&task);
+                    self.ops.remove(&op_id);
                 }
                 return;
             }
-            let plan = self.schedule.step(rank, self.n, step);
+            let plan = self.schedule.step(rank, self.n, op.pipeline, step);
             let st = &mut op.ranks[rank];
-            st.send_done = plan.send_to.is_none();
-            st.recv_done = plan.recv_from.is_none();
-            if let Some(i) = st.early.iter().position(|&s| s == step) {
-                st.early.swap_remove(i);
-                st.recv_done = true;
+            st.sends_left = plan.sends.len();
+            st.recvs_left = plan.recvs.len();
+            if self.folded {
+                // Mirror images: every receive arrives with this rank's own sends.
+                st.recvs_left = if st.sends_left == 0 { 0 } else { st.recvs_left };
             }
-            if let Some(peer) = plan.send_to {
-                if self.folded || op.ranks[peer].started {
-                    self.send(core, task, rank, peer, step);
+            let early = st.early.iter().filter(|&&s| s == step).count();
+            st.early.retain(|&s| s != step);
+            st.recvs_left -= early;
+            let folded = self.folded;
+            let go: Vec<bool> =
+                plan.sends.iter().map(|send| folded || send.to.iter().all(|&d| op.ranks[d].started)).collect();
+            for (index, go) in go.into_iter().enumerate() {
+                if go {
+                    self.send(core, op_id, rank, step, index);
                 } else {
-                    op.deferred[peer].push((rank, step));
+                    self.ops.get_mut(&op_id).unwrap().deferred.push((rank, step, index));
                 }
             }
-            let st = &mut self.ops.get_mut(&task).unwrap().ranks[rank];
-            if !(st.send_done && st.recv_done) {
+            let st = &mut self.ops.get_mut(&op_id).unwrap().ranks[rank];
+            if st.sends_left > 0 || st.recvs_left > 0 {
                 return;
             }
             st.step += 1;
         }
     }
 
-    fn try_advance(&mut self, core: &mut Core, task: u64, rank: usize) {
-        let st = &mut self.ops.get_mut(&task).unwrap().ranks[rank];
-        if st.send_done && st.recv_done {
+    fn try_advance(&mut self, core: &mut Core, op_id: u64, rank: usize) {
+        let Some(op) = self.ops.get_mut(&op_id) else { return };
+        let st = &mut op.ranks[rank];
+        if st.started && st.sends_left == 0 && st.recvs_left == 0 && st.step < op.steps {
             st.step += 1;
-            self.begin_step(core, task, rank);
+            self.begin_step(core, op_id, rank);
         }
     }
 }
 
 impl Protocol for StepCollective {
-    fn start_op(&mut self, core: &mut Core, rank: usize, task: u64, _tasks: &[crate::sched::TaskRef], bytes: u64) {
-        let simulated = self.simulated;
-        let op = self.ops.entry(task).or_insert_with(|| Op {
-            bytes: bytes as f64,
+    fn start_op(&mut self, core: &mut Core, rank: usize, op_id: u64, _tasks: &[TaskRef], bytes: u64) {
+        let settings = self.settings;
+        let wire = bytes as f64 * settings.wire_factor;
+        let pipeline = if self.schedule.pipelines() {
+            ((wire / settings.pipeline_bytes).ceil() as usize).clamp(1, settings.max_pipeline)
+        } else {
+            1
+        };
+        let (n, simulated) = (self.n, self.simulated);
+        let schedule = &self.schedule;
+        let op = self.ops.entry(op_id).or_insert_with(|| Op {
+            bytes: wire,
+            pipeline,
+            chunks: schedule.chunk_count(n, pipeline),
+            steps: schedule.steps(n, pipeline),
             ranks: vec![RankState::default(); simulated],
-            deferred: vec![Vec::new(); simulated],
+            deferred: Vec::new(),
             finished: 0,
         });
         op.ranks[rank].started = true;
-        let deferred = std::mem::take(&mut op.deferred[rank]);
-        self.begin_step(core, task, rank);
-        for (src, step) in deferred {
-            self.send(core, task, src, rank, step);
+        self.begin_step(core, op_id, rank);
+        // Deferred sends whose receivers have now all started.
+        if let Some(op) = self.ops.get_mut(&op_id) {
+            let ready: Vec<(usize, usize, usize)> = op
+                .deferred
+                .iter()
+                .copied()
+                .filter(|&(src, step, index)| {
+                    let plan = self.schedule.step(src, n, op.pipeline, step);
+                    plan.sends[index].to.iter().all(|&d| op.ranks[d].started)
+                })
+                .collect();
+            op.deferred.retain(|d| !ready.contains(d));
+            for (src, step, index) in ready {
+                self.send(core, op_id, src, step, index);
+            }
         }
     }
 
@@ -138,22 +203,24 @@ impl Protocol for StepCollective {
         if !delivered {
             return;
         }
-        let Msg { task, src, dst, step } = self.msgs.remove(user as usize);
+        let Msg { op: op_id, src, dsts, step } = self.msgs.remove(user as usize);
         if self.folded {
-            let op = self.ops.get_mut(&task).unwrap();
-            let st = &mut op.ranks[0];
-            st.send_done = true;
-            st.recv_done = true; // the mirror image of this message reached rank 0
-            self.try_advance(core, task, 0);
+            let st = &mut self.ops.get_mut(&op_id).unwrap().ranks[0];
+            st.sends_left -= 1;
+            if st.sends_left == 0 {
+                st.recvs_left = 0;
+            }
+            self.try_advance(core, op_id, 0);
             return;
         }
-        self.ops.get_mut(&task).unwrap().ranks[src].send_done = true;
-        self.try_advance(core, task, src);
-        if let Some(op) = self.ops.get_mut(&task) {
+        self.ops.get_mut(&op_id).unwrap().ranks[src].sends_left -= 1;
+        self.try_advance(core, op_id, src);
+        for dst in dsts {
+            let Some(op) = self.ops.get_mut(&op_id) else { return };
             let st = &mut op.ranks[dst];
             if st.started && st.step == step {
-                st.recv_done = true;
-                self.try_advance(core, task, dst);
+                st.recvs_left -= 1;
+                self.try_advance(core, op_id, dst);
             } else {
                 st.early.push(step);
             }

@@ -50,6 +50,23 @@ pub fn partition(workload: &Workload, piece_bytes: Option<u64>) -> Result<Vec<Ta
     Ok(tasks)
 }
 
+/// Splits every tensor into `parts` pieces of near-equal size (the first `bytes mod parts`
+/// pieces one byte larger): parameter-server sharding, piece i on server i.
+pub fn partition_even(workload: &Workload, parts: usize) -> Vec<Task> {
+    let parts = parts.max(1) as u64;
+    let mut tasks = Vec::new();
+    for (t, tensor) in workload.tensors.iter().enumerate() {
+        let (base, extra) = (tensor.bytes / parts, tensor.bytes % parts);
+        let mut offset = 0;
+        for p in 0..parts {
+            let bytes = base + u64::from(p < extra);
+            tasks.push(Task { id: tasks.len(), tensor: t, piece: p as usize, offset, bytes, layer: tensor.layer });
+            offset += bytes;
+        }
+    }
+    tasks
+}
+
 /// Order in which ready tasks are released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {

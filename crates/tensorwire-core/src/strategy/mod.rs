@@ -2,9 +2,14 @@
 //! The table [`STRATEGIES`] is the single definition of every strategy and option: the
 //! parser validates against it and the `strategies` listing prints it.
 
+mod options;
+
+pub use options::{HOST_OPTIONS, PS_OPTIONS};
+
 use crate::error::{Error, Result};
 use crate::sched::{Fusion, Limits, Policy};
-use crate::spec::{self, OptionInfo, OptionKind, Spec};
+use crate::spec::{self, OptionInfo, Spec};
+use crate::units::seconds_to_nanos;
 
 /// Description of a strategy for listings.
 #[derive(Debug, Clone, Copy)]
@@ -13,62 +18,37 @@ pub struct StrategyInfo {
     pub name: &'static str,
     /// One line on what it does.
     pub summary: &'static str,
-    /// Its options.
+    /// Options specific to this strategy (the host options apply too, see [`HOST_OPTIONS`]).
     pub options: &'static [OptionInfo],
 }
 
-const PARTITION: OptionInfo = OptionInfo {
-    name: "partition",
-    kind: OptionKind::Bytes,
-    default: "",
-    help: "split each tensor into pieces of at most this size, synchronised separately and pipelined (seed 000 'messaging')",
-};
-
-static PS_OPTIONS: &[OptionInfo] = &[
-    OptionInfo { name: "num_ps", kind: OptionKind::Count, default: "1", help: "parameter servers, on hosts of their own" },
-    OptionInfo {
-        name: "placement",
-        kind: OptionKind::Choice(&["round-robin", "balanced"]),
-        default: "round-robin",
-        help: "tensor to server: round-robin by tensor (TensorFlow's default) or balanced by bytes (greedy, least-loaded server)",
-    },
-    OptionInfo {
-        name: "distribution",
-        kind: OptionKind::Choice(&["round-robin", "block"]),
-        default: "round-robin",
-        help: "order of the updated parameters sent back: one tensor to every worker in turn, or the whole model to one worker at a time",
-    },
-    OptionInfo {
-        name: "barrier",
-        kind: OptionKind::Flag,
-        default: "true",
-        help: "global barrier: servers send nothing back until every update of the iteration has arrived",
-    },
-];
-
-static RING_OPTIONS: &[OptionInfo] = &[PARTITION];
+static NONE: &[OptionInfo] = &[];
+static PIPELINED: &[OptionInfo] = &[options::CHUNK];
 
 /// Every built-in strategy.
 pub static STRATEGIES: &[StrategyInfo] = &[
-    StrategyInfo {
-        name: "ps",
-        summary: "parameter server: workers push gradients to servers, which aggregate and send parameters back",
-        options: PS_OPTIONS,
-    },
-    StrategyInfo {
-        name: "ring",
-        summary: "ring all-reduce: reduce-scatter then all-gather around a ring, 2(N-1) steps of S/N bytes",
-        options: RING_OPTIONS,
-    },
+    StrategyInfo { name: "ps", summary: "parameter servers: workers push gradients, servers aggregate and send parameters back (seed 000)", options: PS_OPTIONS },
+    StrategyInfo { name: "ps+multicast", summary: "parameter servers that send each parameter once, replicated by the switch (IP multicast)", options: PS_OPTIONS },
+    StrategyInfo { name: "ps+ina", summary: "parameter servers with in-network aggregation: the switch forwards a chunk once every worker's copy arrived", options: PS_OPTIONS },
+    StrategyInfo { name: "ps+multicast+ina", summary: "in-network aggregation and multicast distribution together", options: PS_OPTIONS },
+    StrategyInfo { name: "ring", summary: "ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of S/N bytes", options: NONE },
+    StrategyInfo { name: "ring+multicast", summary: "ring reduce-scatter, then every rank multicasts its reduced chunk (seed 000 section 8.4)", options: NONE },
+    StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (seed 000 section 3.3.2)", options: NONE },
+    StrategyInfo { name: "recursive-doubling", summary: "recursive doubling all-reduce, one collective at a time (MPI)", options: NONE },
+    StrategyInfo { name: "halving-doubling", summary: "Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling", options: NONE },
+    StrategyInfo { name: "tree", summary: "binomial tree reduce to rank 0 then broadcast (MPI)", options: NONE },
+    StrategyInfo { name: "double-tree", summary: "NCCL-style double binary tree, each tree half the data, pipelined in chunks", options: PIPELINED },
 ];
 
 /// Where each tensor lives on the parameter servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// Tensor `i` on server `i mod P`.
+    /// Tensor `i` on server `i mod P` (TensorFlow's default).
     RoundRobin,
     /// Each tensor, in order, on the server with the fewest bytes so far.
     Balanced,
+    /// Every tensor split evenly over all servers (seed 000 section 9.1).
+    Sharded,
 }
 
 /// Order of the distribution phase.
@@ -76,7 +56,7 @@ pub enum Placement {
 pub enum Distribution {
     /// Tensor-major: tensor 0 to every worker, then tensor 1, ...
     RoundRobin,
-    /// Worker-major: everything to worker 0, then worker 1, ...
+    /// Worker-major: everything to worker 0, then worker 1, ... (seed 000 section 9.4)
     Block,
 }
 
@@ -91,6 +71,12 @@ pub struct PsConfig {
     pub distribution: Distribution,
     /// Global barrier before distribution.
     pub barrier: bool,
+    /// Send each parameter once to all workers by multicast.
+    pub multicast: bool,
+    /// Aggregate in the switch.
+    pub in_network_aggregation: bool,
+    /// Switch memory for partial aggregates, bytes (`None`: unlimited).
+    pub switch_memory: Option<u64>,
 }
 
 /// All-reduce algorithms.
@@ -98,6 +84,18 @@ pub struct PsConfig {
 pub enum Algorithm {
     /// Ring reduce-scatter + all-gather.
     Ring,
+    /// Ring reduce-scatter + multicast all-gather.
+    RingMulticast,
+    /// Recursive doubling, tensors pipelined (seed 000's butterfly mixing).
+    Butterfly,
+    /// Recursive doubling, one collective at a time.
+    RecursiveDoubling,
+    /// Rabenseifner.
+    HalvingDoubling,
+    /// Binomial reduce + broadcast.
+    Tree,
+    /// Double binary tree, pipelined.
+    DoubleTree,
 }
 
 /// The collective family.
@@ -105,8 +103,17 @@ pub enum Algorithm {
 pub enum Family {
     /// Parameter servers.
     ParameterServer(PsConfig),
-    /// A rank-symmetric all-reduce among the workers.
+    /// An all-reduce among the workers.
     AllReduce(Algorithm),
+}
+
+/// Host transport costs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transport {
+    /// Per-message host overhead, s.
+    pub overhead_s: f64,
+    /// Host copy bandwidth limiting each flow, bytes/s (`None`: zero-copy).
+    pub copy_bytes_per_s: Option<f64>,
 }
 
 /// A parsed, validated strategy.
@@ -124,6 +131,14 @@ pub struct Strategy {
     pub limits: Limits,
     /// Tensor fusion, if any.
     pub fusion: Option<Fusion>,
+    /// Gradient compression ratio (bytes on the wire = bytes / ratio), >= 1.
+    pub compression: f64,
+    /// Rate at which a host adds received gradients into its own, bytes/s (`None`: free).
+    pub reduce_bytes_per_s: Option<f64>,
+    /// Transport override (`None`: the cluster's).
+    pub transport: Option<Transport>,
+    /// Pipeline piece size of pipelined collectives, bytes.
+    pub pipeline_chunk: f64,
 }
 
 impl Strategy {
@@ -137,34 +152,105 @@ impl Strategy {
                 format!("unknown strategy {name:?}; choose one of {}", names.join(", ")),
             ));
         };
-        let given = spec::parse_options("strategy", &name, &pairs, info.options)?;
+        let given = spec::parse_options("strategy", &name, &pairs, &[info.options, HOST_OPTIONS])?;
         let spec = Spec { name, given };
-        let partition = spec.bytes("partition").map(|b| b.round() as u64);
+        let family = family(&spec)?;
+        let all_reduce = matches!(family, Family::AllReduce(_));
+        let partition = spec.bytes("partition").or(spec.bytes("pipeline")).map(|b| b.round() as u64);
         if partition == Some(0) {
             return Err(Error::invalid("strategy.partition", "must be at least 1 byte"));
         }
-        let (family, limits) = match spec.name.as_str() {
-            "ps" => (
-                Family::ParameterServer(PsConfig {
-                    num_ps: spec.count("num_ps").unwrap_or(1) as usize,
-                    placement: match spec.choice("placement") {
-                        Some("balanced") => Placement::Balanced,
-                        _ => Placement::RoundRobin,
-                    },
-                    distribution: match spec.choice("distribution") {
-                        Some("block") => Distribution::Block,
-                        _ => Distribution::RoundRobin,
-                    },
-                    barrier: spec.flag("barrier").unwrap_or(true),
-                }),
-                // Workers push every gradient as soon as it exists (TensorFlow's gRPC sends).
-                Limits { credit_bytes: None, max_tasks: None },
-            ),
-            // One collective at a time, in order, as on an NCCL stream.
-            _ => (Family::AllReduce(Algorithm::Ring), Limits { credit_bytes: None, max_tasks: Some(1) }),
+        let policy = match spec.choice("schedule") {
+            Some("priority") => Policy::Priority,
+            _ => Policy::Fifo,
         };
-        Ok(Strategy { spec: text.trim().to_string(), family, partition, policy: Policy::Fifo, limits, fusion: None })
+        let credit = spec.bytes("credit").map(|b| b.round().max(1.0) as u64);
+        // Without a credit: one collective at a time for all-reduce, as on an NCCL stream
+        // (butterfly mixing pipelines tensors, seed 000); parameter-server workers push
+        // every gradient as soon as it exists (TensorFlow's gRPC sends).
+        let limits = match (credit, &family) {
+            (Some(c), _) => Limits { credit_bytes: Some(c), max_tasks: None },
+            (None, Family::AllReduce(Algorithm::Butterfly)) | (None, Family::ParameterServer(_)) => {
+                Limits { credit_bytes: None, max_tasks: None }
+            }
+            (None, Family::AllReduce(_)) => Limits { credit_bytes: None, max_tasks: Some(1) },
+        };
+        let fusion = match (spec.bytes("fusion"), spec.duration("cycle")) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(Error::invalid("strategy.cycle", "needs fusion=SIZE too")),
+            (Some(b), cycle) => {
+                if !all_reduce {
+                    return Err(Error::invalid("strategy.fusion", "fusion applies to all-reduce strategies"));
+                }
+                if policy == Policy::Priority {
+                    return Err(Error::invalid(
+                        "strategy.fusion",
+                        "fusion releases in ready order; it cannot be combined with schedule=priority",
+                    ));
+                }
+                Some(Fusion {
+                    threshold_bytes: b.round().max(1.0) as u64,
+                    cycle: seconds_to_nanos("strategy.cycle", cycle.unwrap_or(0.005))?,
+                })
+            }
+        };
+        let compression = spec.real("compression").unwrap_or(1.0);
+        if compression < 1.0 {
+            return Err(Error::invalid("strategy.compression", "must be a ratio >= 1 (bytes before / bytes after)"));
+        }
+        let transport = options::transport(&spec);
+        Ok(Strategy {
+            spec: text.trim().to_string(),
+            family,
+            partition,
+            policy,
+            limits,
+            fusion,
+            compression,
+            reduce_bytes_per_s: spec.rate("reduce"),
+            transport,
+            pipeline_chunk: spec.bytes("chunk").unwrap_or(1048576.0).max(1.0),
+        })
     }
+}
+
+fn family(spec: &Spec) -> Result<Family> {
+    let name = spec.name.as_str();
+    if let Some(variant) = name.strip_prefix("ps") {
+        let multicast = variant.contains("+multicast");
+        let ina = variant.contains("+ina");
+        if spec.get("switch_memory").is_some() && !ina {
+            return Err(Error::invalid(
+                "strategy.switch_memory",
+                "applies to in-network aggregation (ps+ina, ps+multicast+ina)",
+            ));
+        }
+        return Ok(Family::ParameterServer(PsConfig {
+            num_ps: spec.count("num_ps").unwrap_or(1) as usize,
+            placement: match spec.choice("placement") {
+                Some("balanced") => Placement::Balanced,
+                Some("sharded") => Placement::Sharded,
+                _ => Placement::RoundRobin,
+            },
+            distribution: match spec.choice("distribution") {
+                Some("block") => Distribution::Block,
+                _ => Distribution::RoundRobin,
+            },
+            barrier: spec.flag("barrier").unwrap_or(true),
+            multicast,
+            in_network_aggregation: ina,
+            switch_memory: spec.bytes("switch_memory").map(|b| b.round() as u64),
+        }));
+    }
+    Ok(Family::AllReduce(match name {
+        "ring" => Algorithm::Ring,
+        "ring+multicast" => Algorithm::RingMulticast,
+        "butterfly" => Algorithm::Butterfly,
+        "recursive-doubling" => Algorithm::RecursiveDoubling,
+        "halving-doubling" => Algorithm::HalvingDoubling,
+        "tree" => Algorithm::Tree,
+        _ => Algorithm::DoubleTree,
+    }))
 }
 
 #[cfg(test)]
@@ -178,11 +264,24 @@ mod tests {
             Family::ParameterServer(c) => {
                 assert_eq!(c.num_ps, 4);
                 assert_eq!(c.placement, Placement::Balanced);
-                assert!(c.barrier);
+                assert!(c.barrier && !c.multicast && !c.in_network_aggregation);
             }
             _ => panic!("not ps"),
         }
         assert_eq!(Strategy::parse("ring:partition=1MiB").unwrap().partition, Some(1 << 20));
+        let b = Strategy::parse("ring:schedule=priority,partition=4MB,credit=8MB").unwrap();
+        assert_eq!((b.policy, b.limits.credit_bytes), (Policy::Priority, Some(8_000_000)));
+        let f = Strategy::parse("ring:fusion=64MiB,cycle=5ms").unwrap();
+        assert_eq!(f.fusion.unwrap().cycle, 5_000_000);
+        assert!(matches!(
+            Strategy::parse("ps+multicast+ina").unwrap().family,
+            Family::ParameterServer(PsConfig { multicast: true, in_network_aggregation: true, .. })
+        ));
+        assert_eq!(Strategy::parse("ps:pipeline=1MB").unwrap().partition, Some(1_000_000));
+        assert_eq!(Strategy::parse("ring:transport=rdma-optimized").unwrap().transport.unwrap().copy_bytes_per_s, None);
+        for info in STRATEGIES {
+            Strategy::parse(info.name).unwrap();
+        }
     }
 
     #[test]
@@ -191,5 +290,10 @@ mod tests {
         assert_eq!(Strategy::parse("ring:num_ps=2").unwrap_err().field(), "strategy.num_ps");
         assert_eq!(Strategy::parse("ps:num_ps=0").unwrap_err().field(), "strategy.num_ps");
         assert_eq!(Strategy::parse("ring:partition=0B").unwrap_err().field(), "strategy.partition");
+        assert_eq!(Strategy::parse("ps:fusion=1MB").unwrap_err().field(), "strategy.fusion");
+        assert_eq!(Strategy::parse("ring:cycle=1ms").unwrap_err().field(), "strategy.cycle");
+        assert_eq!(Strategy::parse("ring:compression=0.5").unwrap_err().field(), "strategy.compression");
+        assert_eq!(Strategy::parse("ps:switch_memory=1MB").unwrap_err().field(), "strategy.switch_memory");
+        assert_eq!(Strategy::parse("ring:chunk=1MB").unwrap_err().field(), "strategy.chunk");
     }
 }

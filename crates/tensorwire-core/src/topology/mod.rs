@@ -207,6 +207,19 @@ impl Topology {
         }
     }
 
+    /// The link from host `h` to its switch (or ring neighbour).
+    pub fn uplink(&self, h: NodeId) -> LinkId {
+        2 * h
+    }
+
+    /// The link from the switch (or ring neighbour) to host `h`.
+    pub fn downlink(&self, h: NodeId) -> LinkId {
+        match self.shape {
+            Shape::Ring => 2 * ((h + self.hosts - 1) % self.hosts),
+            _ => 2 * h + 1,
+        }
+    }
+
     /// Sum of link latencies along the route.
     pub fn path_latency(&self, path: &[LinkId]) -> Nanos {
         path.iter().map(|&l| self.links[l].latency).sum()

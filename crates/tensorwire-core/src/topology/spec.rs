@@ -40,7 +40,7 @@ impl TopologySpec {
                 format!("unknown topology {name:?}; choose one of {}", names.join(", ")),
             ));
         };
-        let given = spec::parse_options("topology", &name, &pairs, table)?;
+        let given = spec::parse_options("topology", &name, &pairs, &[table])?;
         Ok(TopologySpec(Spec { name, given }))
     }
 

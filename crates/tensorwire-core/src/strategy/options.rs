@@ -1,0 +1,79 @@
+//! Option tables: each option defined once, with its help text.
+
+use super::Transport;
+use crate::spec::{OptionInfo, OptionKind, Spec};
+
+pub(super) const CHUNK: OptionInfo = OptionInfo {
+    name: "chunk",
+    kind: OptionKind::Bytes,
+    default: "1MiB",
+    help: "pipeline piece size: each collective is cut into pieces that flow through the trees one step apart",
+};
+
+/// Options of the parameter-server family.
+pub static PS_OPTIONS: &[OptionInfo] = &[
+    OptionInfo { name: "num_ps", kind: OptionKind::Count, default: "1", help: "parameter servers, on hosts of their own" },
+    OptionInfo {
+        name: "placement",
+        kind: OptionKind::Choice(&["round-robin", "balanced", "sharded"]),
+        default: "round-robin",
+        help: "tensor to server: round-robin by tensor (TensorFlow), balanced by bytes (greedy), or sharded: every tensor split evenly over all servers",
+    },
+    OptionInfo {
+        name: "distribution",
+        kind: OptionKind::Choice(&["round-robin", "block"]),
+        default: "round-robin",
+        help: "order of parameters sent back: one tensor to every worker in turn, or the whole model to one worker at a time",
+    },
+    OptionInfo { name: "barrier", kind: OptionKind::Flag, default: "true", help: "global barrier: nothing is sent back until every update of the iteration arrived" },
+    OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (seed 000 section 9.2)" },
+    OptionInfo { name: "switch_memory", kind: OptionKind::Bytes, default: "", help: "in-network aggregation: switch memory for partial aggregates (default unlimited)" },
+];
+
+/// Options every strategy takes: scheduling, fusion, compression, reduction cost, transport.
+pub static HOST_OPTIONS: &[OptionInfo] = &[
+    OptionInfo { name: "partition", kind: OptionKind::Bytes, default: "", help: "split each tensor into pieces of at most this size, synchronised separately" },
+    OptionInfo {
+        name: "schedule",
+        kind: OptionKind::Choice(&["fifo", "priority"]),
+        default: "fifo",
+        help: "release order: as ready, or lowest layer first with the next forward pass waiting per layer (ByteScheduler)",
+    },
+    OptionInfo { name: "credit", kind: OptionKind::Bytes, default: "", help: "bytes in flight at most (default: one collective at a time for all-reduce)" },
+    OptionInfo { name: "fusion", kind: OptionKind::Bytes, default: "", help: "fusion buffer (Horovod): ready tensors are fused until this size..." },
+    OptionInfo { name: "cycle", kind: OptionKind::Duration, default: "5ms", help: "...or until the oldest has waited this long" },
+    OptionInfo { name: "compression", kind: OptionKind::Real, default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (seed 001)" },
+    OptionInfo { name: "reduce", kind: OptionKind::Rate, default: "", help: "rate at which hosts add received gradients (seed 001's AddEst), e.g. 800Gbps; default free" },
+    OptionInfo {
+        name: "transport",
+        kind: OptionKind::Choice(&["tcp", "rdma", "rdma-optimized"]),
+        default: "",
+        help: "host transport preset (per-message overhead, copy bandwidth; seed 004); default: the cluster's",
+    },
+    OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's" },
+    OptionInfo { name: "copy", kind: OptionKind::Rate, default: "", help: "host copy bandwidth per message, overriding the transport's" },
+];
+
+/// Transport presets (seed 004). The numbers are illustrative defaults, not
+/// measurements: calibrate `overhead` and `copy` for a real cluster (the testbed does).
+/// - `tcp`: 20 us per message in the kernel stack, data copied at 40 Gbps (one core's memcpy).
+/// - `rdma`: vanilla verbs: memory registration and a rendezvous per message (15 us), and
+///   the copies on the data path (40 Gbps).
+/// - `rdma-optimized`: tensor buffers registered once, one-way writes (2 us), zero copy.
+pub(super) fn transport(spec: &Spec) -> Option<Transport> {
+    let preset = match spec.choice("transport") {
+        Some("tcp") => Some(Transport { overhead_s: 20e-6, copy_bytes_per_s: Some(40e9 / 8.0) }),
+        Some("rdma") => Some(Transport { overhead_s: 15e-6, copy_bytes_per_s: Some(40e9 / 8.0) }),
+        Some("rdma-optimized") => Some(Transport { overhead_s: 2e-6, copy_bytes_per_s: None }),
+        _ => None,
+    };
+    let (overhead, copy) = (spec.duration("overhead"), spec.rate("copy"));
+    if preset.is_none() && overhead.is_none() && copy.is_none() {
+        return None;
+    }
+    let base = preset.unwrap_or(Transport { overhead_s: 0.0, copy_bytes_per_s: None });
+    Some(Transport {
+        overhead_s: overhead.unwrap_or(base.overhead_s),
+        copy_bytes_per_s: copy.or(base.copy_bytes_per_s),
+    })
+}

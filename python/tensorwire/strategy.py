@@ -59,6 +59,11 @@ def strategies() -> list[StrategyInfo]:
     ]
 
 
+def host_options() -> tuple[OptionInfo, ...]:
+    """Options every strategy takes: partition, schedule, credit, fusion, compression, transport, ..."""
+    return tuple(OptionInfo(**o) for o in _core.host_options())
+
+
 def split_specs(text: str) -> list[str]:
     """Splits ``ps,ring:partition=4MiB,credit=1MiB`` into specs: a comma-separated piece that
     is ``key=value`` (no name before a colon) continues the previous spec's options.

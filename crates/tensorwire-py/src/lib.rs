@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyList};
 use tensorwire_core::network::ModelKind;
 use tensorwire_core::sched::{self, Limits, Policy, TaskRef};
 use tensorwire_core::spec::OptionInfo;
-use tensorwire_core::strategy::{Strategy, STRATEGIES};
+use tensorwire_core::strategy::{Strategy, HOST_OPTIONS, STRATEGIES};
 use tensorwire_core::topology::spec::TOPOLOGIES;
 use tensorwire_core::topology::TopologySpec;
 use tensorwire_core::units::{self, seconds_to_nanos};
@@ -190,6 +190,12 @@ fn strategies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         list.append(d)?;
     }
     Ok(list)
+}
+
+/// Options every strategy takes (scheduling, fusion, compression, transport, ...).
+#[pyfunction]
+fn host_options(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    options_list(py, HOST_OPTIONS)
 }
 
 /// Every topology builder: name, summary, options.
@@ -371,6 +377,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
+    m.add_function(wrap_pyfunction!(host_options, m)?)?;
     m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;

@@ -14,7 +14,7 @@ from tensorwire.api import simulate
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result
-from tensorwire.strategy import Strategy, split_specs, strategies
+from tensorwire.strategy import Strategy, host_options, split_specs, strategies
 from tensorwire.workload import Workload
 from tensorwire.workloads import load_model, models
 
@@ -169,13 +169,14 @@ def strategies_cmd(as_json: bool) -> None:
     """List the built-in strategies and their options."""
     infos = strategies()
     if as_json:
+        common = [o.__dict__ for o in host_options()]
         _emit_json(
             [
-                {"name": s.name, "summary": s.summary, "options": [o.__dict__ for o in s.options]}
+                {"name": s.name, "summary": s.summary, "options": [o.__dict__ for o in s.options] + common}
                 for s in infos
             ]
         )
     else:
-        render.strategies(infos, _core.topologies())
+        render.strategies(infos, host_options(), _core.topologies())
 
 

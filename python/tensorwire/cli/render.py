@@ -12,7 +12,7 @@ from rich.table import Table
 
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result
-from tensorwire.strategy import StrategyInfo
+from tensorwire.strategy import OptionInfo, StrategyInfo
 from tensorwire.units import format_bytes, format_rate, format_seconds
 from tensorwire.workload import Workload
 from tensorwire.workloads import ModelInfo
@@ -101,8 +101,8 @@ def models(infos: list[ModelInfo]) -> None:
     console.print(t)
 
 
-def strategies(infos: list[StrategyInfo], topologies: list[dict[str, Any]]) -> None:
-    """Strategies with their options, then topologies."""
+def strategies(infos: list[StrategyInfo], common: tuple[OptionInfo, ...], topologies: list[dict[str, Any]]) -> None:
+    """Strategies with their own options, the options every strategy takes, then topologies."""
     t = Table(title="strategies: NAME[:key=value,...]", show_lines=True)
     t.add_column("strategy")
     t.add_column("what it does")
@@ -110,6 +110,14 @@ def strategies(infos: list[StrategyInfo], topologies: list[dict[str, Any]]) -> N
     for s in infos:
         opts = "\n".join(f"{o.name}={o.accepts}" + (f" ({o.default})" if o.default else "") + f": {o.help}" for o in s.options)
         t.add_row(s.name, s.summary, opts or "-")
+    console.print(t)
+    t = Table(title="options every strategy takes (e.g. ring:partition=4MiB,schedule=priority,credit=8MiB)")
+    t.add_column("option")
+    t.add_column("accepts")
+    t.add_column("default")
+    t.add_column("what it does")
+    for o in common:
+        t.add_row(o.name, o.accepts, o.default or "-", o.help)
     console.print(t)
     t = Table(title="topologies (--topology)")
     t.add_column("topology")

@@ -23,6 +23,7 @@ def simulate(
     spread: float = 0.0,
     slowdowns: Optional[Sequence[float]] = None,
     fold: bool = True,
+    timeline: bool = False,
 ) -> Result:
     """Simulates ``iterations`` training iterations and reports the steady state.
 
@@ -57,6 +58,7 @@ def simulate(
         spread=float(spread),
         slowdowns=list(slowdowns) if slowdowns is not None else None,
         allow_folding=fold,
+        timeline=timeline,
     )
     return Result(
         model=workload.name,
@@ -75,4 +77,25 @@ def simulate(
         folded=raw["folded"],
         events=raw["events"],
         flows=raw["flows"],
+        timeline=tuple(_spans(raw["timeline"], workload, cluster.workers)),
     )
+
+
+def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, float]], workload: Workload, workers: int) -> list[dict[str, object]]:
+    """Core spans as dicts: compute per worker; flows per sending worker and per link."""
+    def host(h: int) -> str:
+        return f"worker {h}" if h < workers else f"server {h - workers}"
+
+    out: list[dict[str, object]] = []
+    for kind, src, to, label, links, start, end, nbytes in raw:
+        if kind != "flow":
+            out.append({"kind": "compute", "worker": src, "link": None, "name": f"{kind} {label}",
+                        "start_s": start, "end_s": end, "bytes": None})
+            continue
+        name = f"{host(src)} -> {', '.join(host(t) for t in to) if len(to) < 4 else f'{len(to)} hosts'}"
+        out.append({"kind": "flow", "worker": src if src < workers else None, "link": None, "name": name,
+                    "start_s": start, "end_s": end, "bytes": nbytes})
+        for link in links:
+            out.append({"kind": "flow", "worker": None, "link": link, "name": name,
+                        "start_s": start, "end_s": end, "bytes": nbytes})
+    return out

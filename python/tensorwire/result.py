@@ -33,6 +33,7 @@ class Result:
     folded: bool
     events: int
     flows: int
+    timeline: tuple[dict[str, Any], ...] = ()
 
     @property
     def max_link_utilization(self) -> float:
@@ -48,4 +49,5 @@ class Result:
         d = asdict(self)
         d["completions_s"] = list(self.completions_s)
         d["max_link_utilization"] = self.max_link_utilization
+        d["timeline"] = list(self.timeline)
         return d

@@ -2,6 +2,38 @@
 //! holds the synchronised parameters of iteration `k`; the iteration time is the mean
 //! spacing of completions after the first (warm-up) one.
 
+/// What a recorded span was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    /// A layer's forward pass on a worker.
+    Forward,
+    /// A layer's backward pass on a worker.
+    Backward,
+    /// A message from one host to one or more hosts (multicast).
+    Flow,
+}
+
+/// One recorded interval of the last simulated iteration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// What it was.
+    pub kind: SpanKind,
+    /// Compute: the worker rank. Flow: the sending host.
+    pub host: usize,
+    /// Flow: the receiving hosts.
+    pub to: Vec<usize>,
+    /// Compute: the layer's name; flow: empty.
+    pub label: String,
+    /// Flow: the links crossed, by name.
+    pub links: Vec<String>,
+    /// Start, s.
+    pub start_s: f64,
+    /// End (flows: delivery), s.
+    pub end_s: f64,
+    /// Flow: bytes on the wire.
+    pub bytes: f64,
+}
+
 /// Result of one simulation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
@@ -31,4 +63,7 @@ pub struct Report {
     pub folded: bool,
     /// Network model used.
     pub network_model: String,
+    /// Spans of the last iteration, when recording was asked for (hosts after the
+    /// workers are parameter servers; in folded mode only rank 0 is recorded).
+    pub timeline: Vec<Span>,
 }

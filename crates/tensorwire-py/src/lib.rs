@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use tensorwire_core::metrics::SpanKind;
 use tensorwire_core::network::ModelKind;
 use tensorwire_core::sched::{self, Limits, Policy, TaskRef};
 use tensorwire_core::spec::OptionInfo;
@@ -92,6 +93,16 @@ fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDic
     d.set_item("flows", r.flows)?;
     d.set_item("folded", r.folded)?;
     d.set_item("network_model", r.network_model.clone())?;
+    let spans = PyList::empty(py);
+    for s in &r.timeline {
+        let kind = match s.kind {
+            SpanKind::Forward => "forward",
+            SpanKind::Backward => "backward",
+            SpanKind::Flow => "flow",
+        };
+        spans.append((kind, s.host, s.to.clone(), s.label.clone(), s.links.clone(), s.start_s, s.end_s, s.bytes))?;
+    }
+    d.set_item("timeline", spans)?;
     Ok(d)
 }
 
@@ -100,7 +111,7 @@ fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDic
 #[pyo3(signature = (
     workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
     seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
-    slowdowns = None, rank_to_host = None, allow_folding = true
+    slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -121,6 +132,7 @@ fn simulate<'py>(
     slowdowns: Option<Vec<f64>>,
     rank_to_host: Option<Vec<usize>>,
     allow_folding: bool,
+    timeline: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let build = || -> Result<Scenario, Error> {
         if workers < 1 {
@@ -146,6 +158,7 @@ fn simulate<'py>(
         sc.variability = variability_from(stragglers, spread, slowdowns)?;
         sc.rank_to_host = rank_to_host;
         sc.allow_folding = allow_folding;
+        sc.record_timeline = timeline;
         Ok(sc)
     };
     let scenario = guarded(build)?;

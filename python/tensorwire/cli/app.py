@@ -15,8 +15,11 @@ from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, split_specs, strategies
+from tensorwire.stragglers import parse_stragglers
+from tensorwire.trace import write_trace
 from tensorwire.workload import Workload
 from tensorwire.workloads import load_model, models
+from tensorwire.workloads.synthetic import add_modules
 
 DEFAULT_MODELS = ("resnet50", "vgg16", "bert_base")
 DEFAULT_WORKERS = 32
@@ -33,6 +36,14 @@ def _cluster(workers: int, bandwidth: float, latency: float, topology: str, netw
     return Cluster(workers, bandwidth, latency, topology, network, overhead)
 
 
+def _whatif(workload: Workload, compute_speedup: Optional[float], modules: Optional[str]) -> Workload:
+    if modules is not None:
+        workload = add_modules(workload, modules)
+    if compute_speedup is not None:
+        workload = workload.with_compute_speedup(compute_speedup)
+    return workload
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=1))
 
@@ -46,6 +57,8 @@ def _emit_json(data: Any) -> None:
 @options.network_options
 @options.compute_options
 @click.option("--strategy", "-s", required=True, help="Strategy spec NAME[:key=value,...]; see `tensorwire strategies`.")
+@options.whatif_options
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace of the last iteration.")
 @options.run_options
 def simulate_cmd(
     model: Optional[str],
@@ -60,6 +73,10 @@ def simulate_cmd(
     gpu: Optional[str],
     batch: Optional[int],
     strategy: str,
+    compute_speedup: Optional[float],
+    add_modules: Optional[str],
+    stragglers: str,
+    trace_file: Optional[str],
     iterations: int,
     seed: int,
     as_json: bool,
@@ -79,7 +96,12 @@ def simulate_cmd(
         workload = Workload.from_file(workload_file)
     else:
         workload = Workload.collective(collective or "")
-    result = simulate(workload, _cluster(workers, bandwidth, latency, topology, network, overhead), spec, iterations=iterations, seed=seed)
+    workload = _whatif(workload, compute_speedup, add_modules)
+    variability = parse_stragglers(stragglers, workers)
+    cluster = _cluster(workers, bandwidth, latency, topology, network, overhead)
+    result = simulate(workload, cluster, spec, iterations=iterations, seed=seed, timeline=trace_file is not None, **variability)
+    if trace_file is not None:
+        write_trace(trace_file, result)
     if as_json:
         _emit_json(result.to_dict())
     else:
@@ -93,6 +115,7 @@ def simulate_cmd(
 @click.option("--strategies", "strategy_list", default=None, help="Comma-separated specs (default: every built-in strategy).")
 @options.network_options
 @options.compute_options
+@options.whatif_options
 @options.run_options
 def compare_cmd(
     model_names: tuple[str, ...],
@@ -105,6 +128,9 @@ def compare_cmd(
     overhead: float,
     gpu: Optional[str],
     batch: Optional[int],
+    compute_speedup: Optional[float],
+    add_modules: Optional[str],
+    stragglers: str,
     iterations: int,
     seed: int,
     as_json: bool,
@@ -130,13 +156,14 @@ def compare_cmd(
         network,
         overhead,
     )
-    workloads = [load_model(n, gpu, batch) for n in names]
+    workloads = [_whatif(load_model(n, gpu, batch), compute_speedup, add_modules) for n in names]
+    variability = parse_stragglers(stragglers, cluster.workers)
     results: dict[str, list[Result]] = {}
     with render.progress(len(workloads) * len(checked), "simulating") as advance:
         for w in workloads:
             results[w.name] = []
             for s in checked:
-                results[w.name].append(simulate(w, cluster, s, iterations=iterations, seed=seed))
+                results[w.name].append(simulate(w, cluster, s, iterations=iterations, seed=seed, **variability))
                 advance()
     if as_json:
         out = []
@@ -145,6 +172,7 @@ def compare_cmd(
             for r in sorted(rs, key=lambda r: r.iteration_time_s):
                 d = r.to_dict()
                 d.pop("link_utilization")
+                d.pop("timeline")
                 d["speedup_over_ps"] = base.iteration_time_s / r.iteration_time_s
                 out.append(d)
         _emit_json(out)

@@ -64,5 +64,16 @@ run_options = _stack(
     click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the random streams."),
     click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
 )
+def _speedup(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
+    if value is not None and not value > 0:
+        raise _core.InputError("compute_speedup", f"{value} must be a number > 0")
+    return value
+
+
+whatif_options = _stack(
+    click.option("--compute-speedup", type=float, callback=_speedup, default=None, help="What if compute were X times faster (seed 000 section 8.6)."),
+    click.option("--add-modules", default=None, help="Synthetic model: compute:N or network:N more Inception-v3 modules, or BLOCK:N (seed 000 section 8.5)."),
+    click.option("--stragglers", default="none", show_default=True, help="none | normal:CV | lognormal:SIGMA | fixed:M0,M1,... | empirical:FILE"),
+)
 bandwidth = click.option("--bandwidth", "-b", callback=_rate, help="Host link rate per direction, e.g. 25Gbps.")
 model_help = f"Built-in model: {', '.join(names())}."

@@ -21,7 +21,12 @@ pub(crate) enum Note {
 struct FlowMeta {
     watched: bool,
     user: u64,
+    /// Recorded start, source, destinations, bytes and links (when recording).
+    record: Option<(Nanos, usize, Vec<usize>, f64, Vec<LinkId>)>,
 }
+
+/// A finished flow, as recorded: start, end, source, destinations, bytes, links.
+pub(crate) type FlowRecord = (Nanos, Nanos, usize, Vec<usize>, f64, Vec<LinkId>);
 
 /// Engine state shared with protocols.
 pub(crate) struct Core {
@@ -48,6 +53,8 @@ pub(crate) struct Core {
     watched_active: u32,
     busy_since: Nanos,
     busy_total: Nanos,
+    /// Finished flows, when recording.
+    pub recorded: Option<Vec<FlowRecord>>,
 }
 
 impl Core {
@@ -79,6 +86,7 @@ impl Core {
             watched_active: 0,
             busy_since: 0,
             busy_total: 0,
+            recorded: None,
         }
     }
 
@@ -131,7 +139,11 @@ impl Core {
             }
             self.watched_active += 1;
         }
-        let tag = self.flows.insert(FlowMeta { watched, user }) as u64;
+        let record = self
+            .recorded
+            .as_ref()
+            .map(|_| (self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect()));
+        let tag = self.flows.insert(FlowMeta { watched, user, record }) as u64;
         self.flows_started += 1;
         let flow = FlowSpec { links: &self.links, bytes, latency, rate_cap: self.copy_cap, tag, notify_sent };
         self.net.start(self.now, flow);
@@ -143,6 +155,9 @@ impl Core {
             return self.flows.get(tag as usize).user;
         }
         let meta = self.flows.remove(tag as usize);
+        if let (Some(out), Some((start, src, dsts, bytes, links))) = (self.recorded.as_mut(), meta.record) {
+            out.push((start, self.now, src, dsts, bytes, links));
+        }
         if meta.watched {
             self.watched_active -= 1;
             if self.watched_active == 0 {

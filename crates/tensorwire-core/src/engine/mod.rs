@@ -33,7 +33,7 @@ use crate::collectives::{
     BinomialTree, DoubleBinaryTree, HalvingDoubling, RecursiveDoubling, Ring, RingMulticast, StepSchedule,
 };
 use crate::error::{Error, Result};
-use crate::metrics::Report;
+use crate::metrics::{Report, Span, SpanKind};
 use crate::network::{FlowEvent, ModelKind};
 use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
 use crate::strategy::{Algorithm, Family, Placement, Strategy};
@@ -73,6 +73,8 @@ pub struct Scenario {
     pub rank_to_host: Option<Vec<usize>>,
     /// Allow folding symmetric scenarios (results are the same; it is only faster).
     pub allow_folding: bool,
+    /// Record the spans of the last iteration into [`Report::timeline`].
+    pub record_timeline: bool,
 }
 
 impl Scenario {
@@ -93,6 +95,7 @@ impl Scenario {
             variability: Variability::None,
             rank_to_host: None,
             allow_folding: true,
+            record_timeline: false,
         }
     }
 
@@ -210,6 +213,8 @@ struct Engine<'a> {
     busy_at_first: Nanos,
     link_bytes_at_first: Vec<f64>,
     released: Vec<Group>,
+    /// Compute spans (rank, layer, backward?, start, end), when recording.
+    compute_spans: Option<Vec<(usize, usize, bool, Nanos, Nanos)>>,
 }
 
 /// Simulates the scenario and reports its steady state.
@@ -280,7 +285,10 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     let overhead = seconds_to_nanos("per_message_overhead", overhead_s)?;
     let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..n).collect());
-    let core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    if sc.record_timeline {
+        core.recorded = Some(Vec::new());
+    }
 
     let tasks = match &strategy.family {
         Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
@@ -367,6 +375,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         busy_at_first: 0,
         link_bytes_at_first: Vec::new(),
         released: Vec::new(),
+        compute_spans: sc.record_timeline.then(Vec::new),
     };
     engine.run()
 }
@@ -431,6 +440,14 @@ impl Engine<'_> {
         let worker = &mut self.workers[w];
         let d = (duration as f64 * worker.slowdown).round() as Nanos;
         worker.busy += d;
+        if let Some(spans) = self.compute_spans.as_mut() {
+            let (layer, backward) = match worker.op {
+                Op::Forward(l) => (l, false),
+                Op::Backward(l) => (l, true),
+                _ => unreachable!("compute is scheduled for a forward or backward op"),
+            };
+            spans.push((w, layer, backward, self.core.now, self.core.now + d));
+        }
         self.seq += 1;
         self.queue.push(Reverse((self.core.now + d, self.seq, Event::Compute(w))));
     }
@@ -637,6 +654,38 @@ impl Engine<'_> {
                 (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
             })
             .collect();
+        // The last iteration: from the previous completion to the last.
+        let from = if k > 1 { self.completions[k - 2] } else { 0 };
+        let mut timeline = Vec::new();
+        if let Some(spans) = self.compute_spans.take() {
+            for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
+                timeline.push(Span {
+                    kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
+                    host: rank,
+                    to: Vec::new(),
+                    label: sc.workload.layers[layer].name.clone(),
+                    links: Vec::new(),
+                    start_s: nanos_to_seconds(start),
+                    end_s: nanos_to_seconds(stop),
+                    bytes: 0.0,
+                });
+            }
+        }
+        if let Some(flows) = self.core.recorded.take() {
+            for (start, stop, src, to, bytes, links) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
+                timeline.push(Span {
+                    kind: SpanKind::Flow,
+                    host: src,
+                    to,
+                    label: String::new(),
+                    links: links.iter().map(|&l| topo.link_name(l)).collect(),
+                    start_s: nanos_to_seconds(start),
+                    end_s: nanos_to_seconds(stop),
+                    bytes,
+                });
+            }
+        }
+        timeline.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.host.cmp(&b.host)));
         Report {
             iteration_time_s: iteration_time,
             completions_s: self.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
@@ -654,6 +703,7 @@ impl Engine<'_> {
             flows: self.core.flows_started,
             folded: self.core.folded,
             network_model: self.core.net.name().to_string(),
+            timeline,
         }
     }
 }

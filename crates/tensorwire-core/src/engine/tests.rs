@@ -500,3 +500,20 @@ mod closed_forms {
         }
     }
 }
+
+#[test]
+fn timeline_records_the_last_iteration() {
+    let mut sc = scenario(workload(&[4000, 8000], 1000), 4, "ring", 100);
+    sc.record_timeline = true;
+    let r = run(&sc);
+    let (from, to) = (r.completions_s[1], r.completions_s[2]);
+    let compute: Vec<&crate::metrics::Span> =
+        r.timeline.iter().filter(|s| s.kind != crate::metrics::SpanKind::Flow).collect();
+    // Folded: rank 0's two forward and two backward passes of the last iteration.
+    assert_eq!(compute.len(), 4);
+    let flows = r.timeline.iter().filter(|s| s.kind == crate::metrics::SpanKind::Flow).count();
+    assert_eq!(flows, 2 * 2 * 3, "two tensors, 2(N-1) ring steps each");
+    assert!(r.timeline.iter().all(|s| s.end_s > from - 1e-12 && s.start_s < to + 1e-12 && s.start_s <= s.end_s));
+    sc.record_timeline = false;
+    assert!(run(&sc).timeline.is_empty());
+}

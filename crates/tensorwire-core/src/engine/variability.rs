@@ -26,6 +26,8 @@ pub enum Variability {
     },
     /// Fixed multiplier per worker (1.0 = nominal, 2.0 = twice as slow).
     Slowdowns(Vec<f64>),
+    /// Multiplier drawn uniformly from measured values (e.g. iteration times / their mean).
+    Empirical(Vec<f64>),
 }
 
 impl Variability {
@@ -36,6 +38,10 @@ impl Variability {
             Variability::Normal { cv } if cv.is_finite() && *cv >= 0.0 => Ok(()),
             Variability::LogNormal { sigma } if sigma.is_finite() && *sigma >= 0.0 => Ok(()),
             Variability::Slowdowns(s) if s.len() == workers && s.iter().all(|x| x.is_finite() && *x > 0.0) => Ok(()),
+            Variability::Empirical(v) if !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0) => Ok(()),
+            Variability::Empirical(_) => {
+                Err(Error::invalid("stragglers", "an empirical distribution needs at least one multiplier, all > 0"))
+            }
             Variability::Slowdowns(s) => Err(Error::invalid(
                 "stragglers",
                 format!("needs one multiplier > 0 per worker ({workers}), got {}", s.len()),
@@ -51,6 +57,7 @@ impl Variability {
             Variability::Normal { cv } => *cv == 0.0,
             Variability::LogNormal { sigma } => *sigma == 0.0,
             Variability::Slowdowns(s) => s.iter().all(|&x| x == s[0]),
+            Variability::Empirical(v) => v.iter().all(|&x| x == v[0]),
         }
     }
 }
@@ -79,6 +86,7 @@ impl Sampler {
                 LogNormal::new(-sigma * sigma / 2.0, *sigma).expect("validated").sample(&mut self.streams[rank])
             }
             Variability::Slowdowns(s) => s[rank],
+            Variability::Empirical(v) => v[rand::Rng::gen_range(&mut self.streams[rank], 0..v.len())],
         }
     }
 }

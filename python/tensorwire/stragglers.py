@@ -1,0 +1,65 @@
+"""Straggler and load-imbalance specs: how compute time varies across workers.
+
+- ``none``: every worker computes in exactly the workload's time.
+- ``normal:CV``: each worker's iteration compute is multiplied by a draw from
+  Normal(1, CV) (clamped at 0.05).
+- ``lognormal:SIGMA``: multiplier from a log-normal with mean 1.
+- ``fixed:M0,M1,...``: one fixed multiplier per worker (``2`` = twice as slow).
+- ``empirical:FILE``: multipliers drawn from measured values, one positive number per line
+  (e.g. per-iteration compute times); normalised to mean 1.
+
+Draws are seeded by ``--seed``, one stream per worker.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from tensorwire._core import InputError
+
+
+def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
+    """Keyword arguments for :func:`tensorwire.simulate` from a spec.
+
+    >>> parse_stragglers("lognormal:0.2", 8)
+    {'stragglers': 'lognormal', 'spread': 0.2}
+    >>> parse_stragglers("fixed:1,2", 2)["slowdowns"]
+    [1.0, 2.0]
+    """
+    kind, _, arg = spec.partition(":")
+    if kind == "none" and not arg:
+        return {"stragglers": "none"}
+    if kind in ("normal", "lognormal"):
+        try:
+            spread = float(arg)
+        except ValueError:
+            raise InputError("stragglers", f"{spec!r}: {kind} needs a number, e.g. {kind}:0.1") from None
+        if not (math.isfinite(spread) and spread >= 0):
+            raise InputError("stragglers", f"{spec!r}: the spread must be a number >= 0")
+        return {"stragglers": kind, "spread": spread}
+    if kind == "fixed":
+        values = _numbers(arg.split(","), spec)
+        if len(values) != workers:
+            raise InputError("stragglers", f"{spec!r}: fixed needs one multiplier per worker ({workers}), got {len(values)}")
+        return {"stragglers": "fixed", "slowdowns": values}
+    if kind == "empirical":
+        try:
+            lines = Path(arg).read_text().split()
+        except OSError as e:
+            raise InputError("stragglers", f"cannot read {arg!r}: {e.strerror}") from None
+        values = _numbers(lines, spec)
+        mean = sum(values) / len(values)
+        return {"stragglers": "empirical", "slowdowns": [v / mean for v in values]}
+    raise InputError("stragglers", f"{spec!r} is not none, normal:CV, lognormal:SIGMA, fixed:M0,M1,... or empirical:FILE")
+
+
+def _numbers(texts: list[str], spec: str) -> list[float]:
+    try:
+        values = [float(t) for t in texts if t.strip()]
+    except ValueError:
+        raise InputError("stragglers", f"{spec!r}: expected positive numbers") from None
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise InputError("stragglers", f"{spec!r}: expected positive numbers")
+    return values

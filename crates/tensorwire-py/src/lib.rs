@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use tensorwire_core::gputopo::{self, GpuTopology};
 use tensorwire_core::metrics::SpanKind;
 use tensorwire_core::network::ModelKind;
 use tensorwire_core::sched::{self, Limits, Policy, TaskRef};
@@ -380,6 +381,123 @@ fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> P
     })
 }
 
+/// (sends: [(to ranks, first chunk, end chunk)], receives: [(from, first chunk, end chunk, reduce)])
+type StepTuple = (Vec<(Vec<usize>, usize, usize)>, Vec<(usize, usize, usize, bool)>);
+
+/// The all-reduce step schedule of `rank` among `n` ranks: (chunk count, steps).
+#[pyfunction]
+#[pyo3(signature = (algorithm, n, rank, pipeline = 1))]
+fn collective_schedule(algorithm: &str, n: usize, rank: usize, pipeline: usize) -> PyResult<(usize, Vec<StepTuple>)> {
+    guarded(|| {
+        let Some(schedule) = tensorwire_core::collectives::by_name(algorithm) else {
+            return Err(Error::invalid("algorithm", format!("{algorithm:?} has no step schedule; choose ring, ring+multicast, recursive-doubling, halving-doubling, tree or double-tree")));
+        };
+        if n == 0 || rank >= n || pipeline == 0 {
+            return Err(Error::invalid(
+                "rank",
+                format!("need 0 <= rank < n, n >= 1 and pipeline >= 1 (got rank {rank}, n {n}, pipeline {pipeline})"),
+            ));
+        }
+        let steps = (0..schedule.steps(n, pipeline))
+            .map(|s| {
+                let st = schedule.step(rank, n, pipeline, s);
+                (
+                    st.sends.into_iter().map(|m| (m.to, m.chunks.start, m.chunks.end)).collect(),
+                    st.recvs.into_iter().map(|m| (m.from, m.chunks.start, m.chunks.end, m.reduce)).collect(),
+                )
+            })
+            .collect();
+        Ok((schedule.chunk_count(n, pipeline), steps))
+    })
+}
+
+/// Activation tree of a partial collective: (parent, children) of `rank` when
+/// `initiator` starts it (seed 002).
+#[pyfunction]
+fn activation_tree(rank: usize, n: usize, initiator: usize) -> PyResult<(Option<usize>, Vec<usize>)> {
+    if n == 0 || rank >= n || initiator >= n {
+        return Err(InputError::new_err((
+            "rank",
+            format!("need 0 <= rank, initiator < n (got {rank}, {initiator}, {n})"),
+        )));
+    }
+    use tensorwire_core::collectives::{activation_children, activation_parent};
+    Ok((activation_parent(rank, n, initiator), activation_children(rank, n, initiator)))
+}
+
+fn gpu_topology_from(preset: Option<&str>, adjacency: Option<Vec<Vec<i64>>>) -> Result<GpuTopology, Error> {
+    match (preset, adjacency) {
+        (Some(p), None) => GpuTopology::preset(p),
+        (None, Some(a)) => GpuTopology::from_adjacency(&a),
+        _ => Err(Error::invalid("topology", "give exactly one of a preset name or an adjacency matrix")),
+    }
+}
+
+/// A GPU topology: (gpus, links as (i, j, weight)); weights 3 double NVLink, 2 NVLink, 1 PCIe.
+#[pyfunction]
+#[pyo3(signature = (preset = None, adjacency = None))]
+fn gpu_topology(preset: Option<&str>, adjacency: Option<Vec<Vec<i64>>>) -> PyResult<(usize, Vec<(usize, usize, u32)>)> {
+    guarded(|| gpu_topology_from(preset, adjacency).map(|t| (t.gpus(), t.links())))
+}
+
+/// Trees for tree all-reduce (seed 003): each (root, [(parent, child, level)], method, weight).
+#[pyfunction]
+#[pyo3(signature = (preset = None, adjacency = None, count = 1, penalty = 0.7))]
+#[allow(clippy::type_complexity)]
+fn gpu_trees(
+    preset: Option<&str>,
+    adjacency: Option<Vec<Vec<i64>>>,
+    count: usize,
+    penalty: f64,
+) -> PyResult<Vec<(usize, Vec<(usize, usize, usize)>, String, u64)>> {
+    guarded(|| {
+        let topology = gpu_topology_from(preset, adjacency)?;
+        Ok(gputopo::generate_trees(&topology, count, penalty)?
+            .into_iter()
+            .map(|g| {
+                let edges = g.tree.edges().iter().map(|e| (e.parent, e.child, e.level)).collect();
+                let method = match g.method {
+                    gputopo::Method::KernighanLin => "kernighan-lin",
+                    gputopo::Method::Exhaustive => "exhaustive",
+                };
+                (g.tree.root(), edges, method.to_string(), g.tree.weight(&topology))
+            })
+            .collect())
+    })
+}
+
+/// Tree all-reduce plan for `elements` elements: one tree below `array_bound` elements,
+/// all trees (one slice each) above it. Returns (slices as (start, end), rounds of
+/// (slice, from, to, reduce)).
+#[pyfunction]
+#[pyo3(signature = (elements, preset = None, adjacency = None, count = 0, penalty = 0.7, array_bound = 10_000_000))]
+#[allow(clippy::type_complexity)]
+fn tree_allreduce_plan(
+    elements: usize,
+    preset: Option<&str>,
+    adjacency: Option<Vec<Vec<i64>>>,
+    count: usize,
+    penalty: f64,
+    array_bound: usize,
+) -> PyResult<(Vec<(usize, usize)>, Vec<Vec<(usize, usize, usize, bool)>>)> {
+    guarded(|| {
+        let topology = gpu_topology_from(preset, adjacency)?;
+        let count = if count == 0 { topology.gpus() } else { count };
+        let trees: Vec<gputopo::Tree> =
+            gputopo::generate_trees(&topology, count, penalty)?.into_iter().map(|g| g.tree).collect();
+        let plan = gputopo::Schedule::plan(&trees, elements, array_bound)?;
+        Ok((
+            plan.slices().iter().map(|r| (r.start, r.end)).collect(),
+            plan.rounds()
+                .iter()
+                .map(|round| {
+                    round.iter().map(|t| (t.slice, t.from, t.to, matches!(t.op, gputopo::Op::Reduce))).collect()
+                })
+                .collect(),
+        ))
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<InputError>())?;
@@ -391,6 +509,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;
+    m.add_function(wrap_pyfunction!(collective_schedule, m)?)?;
+    m.add_function(wrap_pyfunction!(activation_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_topology, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_trees, m)?)?;
+    m.add_function(wrap_pyfunction!(tree_allreduce_plan, m)?)?;
     m.add_function(wrap_pyfunction!(collective, m)?)?;
     m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;

@@ -5,10 +5,12 @@
 //! Every schedule is checked by executing it on integer vectors (`check::all_reduce`):
 //! after the last step every rank must hold the sum.
 
+mod activation;
 mod doubling;
 mod ring;
 mod tree;
 
+pub use activation::{activation_children, activation_parent};
 pub use doubling::{HalvingDoubling, RecursiveDoubling};
 pub use ring::{Ring, RingMulticast};
 pub use tree::{BinomialTree, DoubleBinaryTree};
@@ -67,6 +69,20 @@ pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
     fn pipelines(&self) -> bool {
         false
     }
+}
+
+/// The step schedule of an all-reduce algorithm by name: `ring`, `ring+multicast`,
+/// `recursive-doubling` (also `butterfly`), `halving-doubling`, `tree`, `double-tree`.
+pub fn by_name(name: &str) -> Option<Box<dyn StepSchedule>> {
+    Some(match name {
+        "ring" => Box::new(Ring),
+        "ring+multicast" => Box::new(RingMulticast),
+        "recursive-doubling" | "butterfly" => Box::new(RecursiveDoubling),
+        "halving-doubling" => Box::new(HalvingDoubling),
+        "tree" => Box::new(BinomialTree),
+        "double-tree" => Box::new(DoubleBinaryTree),
+        _ => return None,
+    })
 }
 
 /// Largest power of two <= n (n >= 1).

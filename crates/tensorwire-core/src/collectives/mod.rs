@@ -7,11 +7,15 @@
 
 mod activation;
 mod doubling;
+mod gputree;
+mod hierarchical;
 mod ring;
 mod tree;
 
 pub use activation::{activation_children, activation_parent};
 pub use doubling::{HalvingDoubling, RecursiveDoubling};
+pub use gputree::GpuTrees;
+pub use hierarchical::Hierarchical;
 pub use ring::{Ring, RingMulticast};
 pub use tree::{BinomialTree, DoubleBinaryTree};
 
@@ -68,6 +72,15 @@ pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
     /// Whether the payload is pipelined through the schedule in pieces.
     fn pipelines(&self) -> bool {
         false
+    }
+    /// The `pipeline` argument for a payload of `wire_bytes`: pipelined schedules cut it
+    /// into pieces of `piece_bytes` (at most `max`); others take 1.
+    fn pieces_for(&self, wire_bytes: f64, piece_bytes: f64, max: usize) -> usize {
+        if self.pipelines() {
+            ((wire_bytes / piece_bytes).ceil() as usize).clamp(1, max)
+        } else {
+            1
+        }
     }
 }
 

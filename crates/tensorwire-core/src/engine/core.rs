@@ -22,8 +22,11 @@ struct FlowMeta {
     watched: bool,
     user: u64,
     /// Recorded start, source, destinations, bytes and links (when recording).
-    record: Option<(Nanos, usize, Vec<usize>, f64, Vec<LinkId>)>,
+    record: Option<FlowStart>,
 }
+
+/// A flow as it started: start, source, destinations, bytes, links.
+type FlowStart = (Nanos, usize, Vec<usize>, f64, Vec<LinkId>);
 
 /// A finished flow, as recorded: start, end, source, destinations, bytes, links.
 pub(crate) type FlowRecord = (Nanos, Nanos, usize, Vec<usize>, f64, Vec<LinkId>);

@@ -30,7 +30,8 @@ use std::collections::BinaryHeap;
 use self::core::{Core, Note, Protocol};
 use self::slab::Slab;
 use crate::collectives::{
-    BinomialTree, DoubleBinaryTree, HalvingDoubling, RecursiveDoubling, Ring, RingMulticast, StepSchedule,
+    BinomialTree, DoubleBinaryTree, GpuTrees, HalvingDoubling, Hierarchical, RecursiveDoubling, Ring, RingMulticast,
+    StepSchedule,
 };
 use crate::error::{Error, Result};
 use crate::metrics::{Report, Span, SpanKind};
@@ -170,6 +171,9 @@ struct OpState {
     done: usize,
 }
 
+/// A recorded compute interval: rank, layer, backward?, start, end.
+type ComputeSpan = (usize, usize, bool, Nanos, Nanos);
+
 /// Queue entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -214,7 +218,7 @@ struct Engine<'a> {
     link_bytes_at_first: Vec<f64>,
     released: Vec<Group>,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
-    compute_spans: Option<Vec<(usize, usize, bool, Nanos, Nanos)>>,
+    compute_spans: Option<Vec<ComputeSpan>>,
 }
 
 /// Simulates the scenario and reports its steady state.
@@ -222,23 +226,36 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     sc.validate()?;
     let n = sc.workers;
     let strategy = &sc.strategy;
-    let schedule: Option<Box<dyn StepSchedule>> = match &strategy.family {
-        Family::AllReduce(a) => Some(match a {
-            Algorithm::Ring => Box::new(Ring),
-            Algorithm::RingMulticast => Box::new(RingMulticast),
-            Algorithm::Butterfly | Algorithm::RecursiveDoubling => Box::new(RecursiveDoubling),
-            Algorithm::HalvingDoubling => Box::new(HalvingDoubling),
-            Algorithm::Tree => Box::new(BinomialTree),
-            Algorithm::DoubleTree => Box::new(DoubleBinaryTree),
-        }),
-        Family::ParameterServer(_) => None,
-    };
     let servers = match &strategy.family {
         Family::ParameterServer(c) => c.num_ps,
         _ => 0,
     };
     let latency = seconds_to_nanos("latency", sc.latency)?;
-    let topo = sc.topology.build(n + servers, sc.bandwidth, latency);
+    let topo = sc.topology.build(n, servers, sc.bandwidth, latency);
+    // Inside one multi-GPU machine, trees follow its links (seed 003).
+    let machine = sc.topology.machine().filter(|m| m.gpus() == n);
+    let schedule: Option<Box<dyn StepSchedule>> = match &strategy.family {
+        Family::AllReduce(a) => Some(match (a, &machine) {
+            (Algorithm::Ring, _) => Box::new(Ring),
+            (Algorithm::RingMulticast, _) => Box::new(RingMulticast),
+            (Algorithm::Butterfly | Algorithm::RecursiveDoubling, _) => Box::new(RecursiveDoubling),
+            (Algorithm::HalvingDoubling, _) => Box::new(HalvingDoubling),
+            (Algorithm::Tree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?),
+            (Algorithm::Tree, None) => Box::new(BinomialTree),
+            (Algorithm::MultiTree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?),
+            (Algorithm::MultiTree, None) => {
+                return Err(Error::invalid(
+                    "strategy",
+                    "multitree runs inside one multi-GPU machine: use --topology nodes with as many workers as the machine has GPUs",
+                ))
+            }
+            (Algorithm::DoubleTree, _) => Box::new(DoubleBinaryTree),
+            (Algorithm::Hierarchical, _) => Box::new(Hierarchical {
+                group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8),
+            }),
+        }),
+        Family::ParameterServer(_) => None,
+    };
     if let Family::ParameterServer(c) = &strategy.family {
         if c.in_network_aggregation && !matches!(topo.shape(), Shape::Star) {
             return Err(Error::invalid(

@@ -163,11 +163,7 @@ impl Protocol for StepCollective {
     fn start_op(&mut self, core: &mut Core, rank: usize, op_id: u64, _tasks: &[TaskRef], bytes: u64) {
         let settings = self.settings;
         let wire = bytes as f64 * settings.wire_factor;
-        let pipeline = if self.schedule.pipelines() {
-            ((wire / settings.pipeline_bytes).ceil() as usize).clamp(1, settings.max_pipeline)
-        } else {
-            1
-        };
+        let pipeline = self.schedule.pieces_for(wire, settings.pipeline_bytes, settings.max_pipeline);
         let (n, simulated) = (self.n, self.simulated);
         let schedule = &self.schedule;
         let op = self.ops.entry(op_id).or_insert_with(|| Op {

@@ -24,6 +24,8 @@ pub struct StrategyInfo {
 
 static NONE: &[OptionInfo] = &[];
 static PIPELINED: &[OptionInfo] = &[options::CHUNK];
+static HIERARCHICAL: &[OptionInfo] = &[options::GPUS_PER_NODE];
+static TREES: &[OptionInfo] = &[options::TREES, options::PENALTY];
 
 /// Every built-in strategy.
 pub static STRATEGIES: &[StrategyInfo] = &[
@@ -36,8 +38,10 @@ pub static STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (seed 000 section 3.3.2)", options: NONE },
     StrategyInfo { name: "recursive-doubling", summary: "recursive doubling all-reduce, one collective at a time (MPI)", options: NONE },
     StrategyInfo { name: "halving-doubling", summary: "Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling", options: NONE },
-    StrategyInfo { name: "tree", summary: "binomial tree reduce to rank 0 then broadcast (MPI)", options: NONE },
+    StrategyInfo { name: "tree", summary: "binomial tree reduce then broadcast; inside one multi-GPU machine (--topology nodes) the heaviest such tree on its links (seed 003)", options: TREES },
+    StrategyInfo { name: "multitree", summary: "seed 003's multi-tree all-reduce inside one multi-GPU machine: one slice per tree, link reuse penalised", options: TREES },
     StrategyInfo { name: "double-tree", summary: "NCCL-style double binary tree, each tree half the data, pipelined in chunks", options: PIPELINED },
+    StrategyInfo { name: "hierarchical", summary: "reduce inside each machine, ring across machines, broadcast inside each machine", options: HIERARCHICAL },
 ];
 
 /// Where each tensor lives on the parameter servers.
@@ -92,8 +96,12 @@ pub enum Algorithm {
     RecursiveDoubling,
     /// Rabenseifner.
     HalvingDoubling,
-    /// Binomial reduce + broadcast.
+    /// Binomial reduce + broadcast (topology-aware inside one multi-GPU machine).
     Tree,
+    /// Seed 003's multi-tree inside one multi-GPU machine.
+    MultiTree,
+    /// Reduce inside machines, ring across, broadcast inside.
+    Hierarchical,
     /// Double binary tree, pipelined.
     DoubleTree,
 }
@@ -139,6 +147,12 @@ pub struct Strategy {
     pub transport: Option<Transport>,
     /// Pipeline piece size of pipelined collectives, bytes.
     pub pipeline_chunk: f64,
+    /// Ranks per machine for `hierarchical` (`None`: the topology's machine size).
+    pub gpus_per_node: Option<usize>,
+    /// Trees for `tree`/`multitree` inside a machine (`None`: one per GPU).
+    pub trees: Option<usize>,
+    /// Multiplicative link-usage penalty between trees (seed 003), in (0, 1].
+    pub tree_penalty: f64,
 }
 
 impl Strategy {
@@ -210,6 +224,13 @@ impl Strategy {
             reduce_bytes_per_s: spec.rate("reduce"),
             transport,
             pipeline_chunk: spec.bytes("chunk").unwrap_or(1048576.0).max(1.0),
+            gpus_per_node: spec.count("gpus_per_node").map(|g| g as usize),
+            trees: spec.count("trees").map(|t| t as usize),
+            tree_penalty: match spec.real("penalty") {
+                Some(p) if p > 1.0 => return Err(Error::invalid("strategy.penalty", "must be in (0, 1]")),
+                Some(p) => p,
+                None => 0.7,
+            },
         })
     }
 }
@@ -249,6 +270,8 @@ fn family(spec: &Spec) -> Result<Family> {
         "recursive-doubling" => Algorithm::RecursiveDoubling,
         "halving-doubling" => Algorithm::HalvingDoubling,
         "tree" => Algorithm::Tree,
+        "multitree" => Algorithm::MultiTree,
+        "hierarchical" => Algorithm::Hierarchical,
         _ => Algorithm::DoubleTree,
     }))
 }

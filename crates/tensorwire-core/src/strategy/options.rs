@@ -10,6 +10,27 @@ pub(super) const CHUNK: OptionInfo = OptionInfo {
     help: "pipeline piece size: each collective is cut into pieces that flow through the trees one step apart",
 };
 
+pub(super) const GPUS_PER_NODE: OptionInfo = OptionInfo {
+    name: "gpus_per_node",
+    kind: OptionKind::Count,
+    default: "",
+    help: "ranks per machine (default: the machines of --topology nodes, else 8)",
+};
+
+pub(super) const TREES: OptionInfo = OptionInfo {
+    name: "trees",
+    kind: OptionKind::Count,
+    default: "",
+    help: "trees inside a machine (default one per GPU)",
+};
+
+pub(super) const PENALTY: OptionInfo = OptionInfo {
+    name: "penalty",
+    kind: OptionKind::Real,
+    default: "0.7",
+    help: "link-usage penalty: weights of links used by a tree are multiplied by this for the next tree",
+};
+
 /// Options of the parameter-server family.
 pub static PS_OPTIONS: &[OptionInfo] = &[
     OptionInfo { name: "num_ps", kind: OptionKind::Count, default: "1", help: "parameter servers, on hosts of their own" },

@@ -39,6 +39,17 @@ pub enum Shape {
     /// and link `2h+1` from `h+1` back to `h` (counter-clockwise). Messages take the shorter
     /// way round (clockwise on ties) and are forwarded by the hosts in between.
     Ring,
+    /// Multi-GPU machines: inside each, GPUs wired pairwise as a GPU topology says
+    /// (NVLink, PCIe; see `gputopo`), and each GPU on PCIe to its machine's NIC; the NICs
+    /// and any extra hosts (parameter servers) on one top switch.
+    Nodes {
+        /// GPUs per machine.
+        gpus_per_node: usize,
+        /// Machines.
+        nodes: usize,
+        /// GPU hosts (the first `gpus` hosts); the rest hang off the top switch.
+        gpus: usize,
+    },
     /// Two-tier Clos: hosts under leaf switches, every leaf wired to every spine.
     LeafSpine {
         /// Hosts attached to each leaf.
@@ -57,6 +68,8 @@ pub struct Topology {
     hosts: usize,
     nodes: usize,
     links: Vec<Link>,
+    /// Links by their ends, for shapes routed through arbitrary wiring (`Nodes`).
+    by_ends: std::collections::HashMap<(NodeId, NodeId), LinkId>,
 }
 
 impl Topology {
@@ -68,7 +81,7 @@ impl Topology {
             links.push(Link { from: h, to: switch, bytes_per_ns, latency });
             links.push(Link { from: switch, to: h, bytes_per_ns, latency });
         }
-        Topology { shape: Shape::Star, hosts, nodes: hosts + 1, links }
+        Topology { shape: Shape::Star, hosts, nodes: hosts + 1, links, by_ends: Default::default() }
     }
 
     /// `hosts` hosts in a cycle (bidirectional neighbour links).
@@ -79,7 +92,7 @@ impl Topology {
             links.push(Link { from: h, to: next, bytes_per_ns, latency });
             links.push(Link { from: next, to: h, bytes_per_ns, latency });
         }
-        Topology { shape: Shape::Ring, hosts, nodes: hosts, links }
+        Topology { shape: Shape::Ring, hosts, nodes: hosts, links, by_ends: Default::default() }
     }
 
     /// Leaf-spine with `hosts_per_leaf` hosts per leaf and `spines` spines; host links run at
@@ -113,7 +126,56 @@ impl Topology {
             hosts,
             nodes: hosts + leaves + spines,
             links,
+            by_ends: Default::default(),
         }
+    }
+
+    /// `gpus` GPU hosts in machines wired like `machine`, plus `extra` hosts on the top
+    /// switch. GPU links run at the GPU topology's rates; each GPU reaches its NIC over
+    /// PCIe; NICs and extra hosts reach the top switch at `nic_bytes_per_ns`.
+    pub fn machines(
+        gpus: usize,
+        extra: usize,
+        machine: &crate::gputopo::GpuTopology,
+        nic_bytes_per_ns: f64,
+        latency: Nanos,
+    ) -> Self {
+        use crate::gputopo::{link_bytes_per_s, PCIE};
+        let g = machine.gpus();
+        let nodes = gpus.div_ceil(g).max(1);
+        let hosts = gpus + extra;
+        let nic = |n: usize| hosts + n;
+        let top = hosts + nodes;
+        let mut links = Vec::new();
+        let mut by_ends = std::collections::HashMap::new();
+        let mut add = |links: &mut Vec<Link>, a: NodeId, b: NodeId, bw: f64| {
+            for (from, to) in [(a, b), (b, a)] {
+                by_ends.insert((from, to), links.len());
+                links.push(Link { from, to, bytes_per_ns: bw, latency });
+            }
+        };
+        let pcie = link_bytes_per_s(PCIE).expect("PCIe has a rate") / 1e9;
+        for n in 0..nodes {
+            let first = n * g;
+            for (i, j, w) in machine.links() {
+                if first + j < gpus {
+                    add(
+                        &mut links,
+                        first + i,
+                        first + j,
+                        link_bytes_per_s(w).expect("preset weights have rates") / 1e9,
+                    );
+                }
+            }
+            for gpu in first..(first + g).min(gpus) {
+                add(&mut links, gpu, nic(n), pcie);
+            }
+            add(&mut links, nic(n), top, nic_bytes_per_ns);
+        }
+        for h in gpus..hosts {
+            add(&mut links, h, top, nic_bytes_per_ns);
+        }
+        Topology { shape: Shape::Nodes { gpus_per_node: g, nodes, gpus }, hosts, nodes: top + 1, links, by_ends }
     }
 
     /// The wiring.
@@ -144,6 +206,14 @@ impl Topology {
         match &self.shape {
             Shape::Star => "sw".to_string(),
             Shape::Ring => unreachable!("ring topologies have no switches"),
+            Shape::Nodes { nodes, .. } => {
+                let i = n - self.hosts;
+                if i < *nodes {
+                    format!("nic{i}")
+                } else {
+                    "top".to_string()
+                }
+            }
             Shape::LeafSpine { leaves, .. } => {
                 let i = n - self.hosts;
                 if i < *leaves {
@@ -192,6 +262,38 @@ impl Topology {
                     }
                 }
             }
+            Shape::Nodes { gpus_per_node, nodes, gpus } => {
+                let (g, gpus, nodes) = (*gpus_per_node, *gpus, *nodes);
+                let link = |a: NodeId, b: NodeId| self.by_ends[&(a, b)];
+                // The node switch (NIC) of a host: GPUs have their machine's; others the top.
+                let attach = |h: NodeId| if h < gpus { Some(self.hosts + h / g) } else { None };
+                if let Some(&l) = self.by_ends.get(&(src, dst)) {
+                    path.push(l);
+                    return;
+                }
+                let top = self.hosts + nodes;
+                match (attach(src), attach(dst)) {
+                    (Some(a), Some(b)) if a == b => {
+                        path.push(link(src, a));
+                        path.push(link(a, dst));
+                    }
+                    (a, b) => {
+                        let up = a.unwrap_or(top);
+                        if let Some(a) = a {
+                            path.push(link(src, a));
+                            path.push(link(a, top));
+                        } else {
+                            path.push(link(src, up));
+                        }
+                        if let Some(b) = b {
+                            path.push(link(top, b));
+                            path.push(link(b, dst));
+                        } else {
+                            path.push(link(top, dst));
+                        }
+                    }
+                }
+            }
             Shape::LeafSpine { hosts_per_leaf, spines, .. } => {
                 let (la, lb) = (src / hosts_per_leaf, dst / hosts_per_leaf);
                 path.push(2 * src);
@@ -207,7 +309,8 @@ impl Topology {
         }
     }
 
-    /// The link from host `h` to its switch (or ring neighbour).
+    /// The first link from host `h` towards its switch (or ring neighbour) on `star`,
+    /// `ring` and `leaf-spine` topologies.
     pub fn uplink(&self, h: NodeId) -> LinkId {
         2 * h
     }
@@ -236,13 +339,21 @@ impl Topology {
         }
     }
 
+    /// GPUs per machine, for `Nodes` topologies.
+    pub fn gpus_per_node(&self) -> Option<usize> {
+        match self.shape {
+            Shape::Nodes { gpus_per_node, .. } => Some(gpus_per_node),
+            _ => None,
+        }
+    }
+
     /// Whether every rank-rotation of the first `ranks` hosts maps the network onto itself,
     /// so that one representative rank can stand for all (see `engine` symmetric mode).
     pub fn rotation_symmetric(&self, ranks: usize) -> bool {
         match self.shape {
             Shape::Star => true,
             Shape::Ring => self.hosts == ranks,
-            Shape::LeafSpine { .. } => false,
+            Shape::LeafSpine { .. } | Shape::Nodes { .. } => false,
         }
     }
 }
@@ -277,6 +388,30 @@ mod tests {
             }
             assert_eq!(at, b);
         }
+    }
+
+    fn assert_connected(t: &Topology, a: usize, b: usize) {
+        let mut at = a;
+        for &l in &t.route(a, b) {
+            assert_eq!(t.links()[l].from, at);
+            at = t.links()[l].to;
+        }
+        assert_eq!(at, b);
+    }
+
+    #[test]
+    fn nodes_route_over_nvlink_inside_and_nics_outside() {
+        let machine = crate::gputopo::GpuTopology::p3_16xlarge();
+        let t = Topology::machines(16, 1, &machine, 12.5, 1);
+        for a in 0..17 {
+            for b in 0..17 {
+                assert_connected(&t, a, b);
+            }
+        }
+        assert_eq!(t.route(0, 1).len(), 1, "GPUs 0 and 1 share an NVLink");
+        assert_eq!(t.route(0, 9).len(), 4, "GPU -> NIC -> top -> NIC -> GPU");
+        assert_eq!(t.route(3, 16).len(), 3, "GPU -> NIC -> top -> server");
+        assert_eq!(t.link_name(t.route(0, 9)[1]), "nic0->top");
     }
 
     #[test]

@@ -18,11 +18,19 @@ static LEAF_SPINE: &[OptionInfo] = &[
     },
 ];
 
+static NODES: &[OptionInfo] = &[OptionInfo {
+    name: "machine",
+    kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
+    default: "p3.16xlarge",
+    help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
+}];
+
 /// The topology builders and their options, for listings.
 pub static TOPOLOGIES: &[(&str, &str, &[OptionInfo])] = &[
     ("star", "every host on one non-blocking switch", STAR),
     ("ring", "hosts wired in a cycle, no switch; hosts forward for each other", STAR),
     ("leaf-spine", "two-tier Clos with deterministic ECMP over the spines", LEAF_SPINE),
+    ("nodes", "multi-GPU machines (NVLink/PCIe inside), one NIC each to a switch; workers are GPUs", NODES),
 ];
 
 /// A parsed topology spec, built later for a given number of hosts.
@@ -49,12 +57,23 @@ impl TopologySpec {
         &self.0.name
     }
 
-    /// Builds it for `hosts` hosts at `bytes_per_s` per host link and `latency` per hop.
-    pub fn build(&self, hosts: usize, bytes_per_s: f64, latency: Nanos) -> Topology {
+    /// The GPU wiring of each machine, for `nodes`.
+    pub fn machine(&self) -> Option<crate::gputopo::GpuTopology> {
+        (self.0.name == "nodes").then(|| {
+            crate::gputopo::GpuTopology::preset(self.0.choice("machine").unwrap_or("p3.16xlarge"))
+                .expect("listed presets exist")
+        })
+    }
+
+    /// Builds it for `workers` worker hosts plus `extra` other hosts (servers) at
+    /// `bytes_per_s` per host link (per NIC for `nodes`) and `latency` per hop.
+    pub fn build(&self, workers: usize, extra: usize, bytes_per_s: f64, latency: Nanos) -> Topology {
         let bw = bytes_per_s / 1e9;
+        let hosts = workers + extra;
         match self.0.name.as_str() {
             "star" => Topology::star(hosts, bw, latency),
             "ring" => Topology::ring(hosts, bw, latency),
+            "nodes" => Topology::machines(workers, extra, &self.machine().expect("nodes"), bw, latency),
             _ => {
                 let per_leaf = self.0.count("hosts_per_leaf").unwrap_or(16) as usize;
                 let spines = self.0.count("spines").unwrap_or(4) as usize;

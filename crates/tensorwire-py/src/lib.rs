@@ -436,6 +436,7 @@ fn gpu_topology_from(preset: Option<&str>, adjacency: Option<Vec<Vec<i64>>>) -> 
 /// A GPU topology: (gpus, links as (i, j, weight)); weights 3 double NVLink, 2 NVLink, 1 PCIe.
 #[pyfunction]
 #[pyo3(signature = (preset = None, adjacency = None))]
+#[allow(clippy::type_complexity)]
 fn gpu_topology(preset: Option<&str>, adjacency: Option<Vec<Vec<i64>>>) -> PyResult<(usize, Vec<(usize, usize, u32)>)> {
     guarded(|| gpu_topology_from(preset, adjacency).map(|t| (t.gpus(), t.links())))
 }

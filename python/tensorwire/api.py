@@ -78,6 +78,7 @@ def simulate(
         events=raw["events"],
         flows=raw["flows"],
         timeline=tuple(_spans(raw["timeline"], workload, cluster.workers)),
+        nap=raw["nap"],
     )
 
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Optional
 
 
 @dataclass(frozen=True)
 class Result:
     """Steady-state metrics of a simulated job (seconds, samples/s, fractions).
+
+    With a partial collective (``partial=solo|majority``) fast workers run ahead, so
+    ``iteration_time_s`` is the mean of each worker's own time per iteration, the
+    throughput is the sum of the workers' rates, and ``nap`` is the mean number of active
+    processes per round (the initiator and the ranks ready before it, seed 002).
 
     ``scaling_factor`` is T_n / (n T_1) as seed 001 defines it: the job's throughput over
     n times the throughput of one worker that only computes. ``exposed_comm_s`` is the time
@@ -34,6 +39,7 @@ class Result:
     events: int
     flows: int
     timeline: tuple[dict[str, Any], ...] = ()
+    nap: Optional[float] = None
 
     @property
     def max_link_utilization(self) -> float:

@@ -63,6 +63,9 @@ pub struct Report {
     pub folded: bool,
     /// Network model used.
     pub network_model: String,
+    /// Partial collectives: mean number of active processes per round in the steady
+    /// state (the initiator and the ranks ready before it, seed 002); `None` otherwise.
+    pub nap: Option<f64>,
     /// Spans of the last iteration, when recording was asked for (hosts after the
     /// workers are parameter servers; in folded mode only rank 0 is recorded).
     pub timeline: Vec<Span>,

@@ -37,7 +37,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{Report, Span, SpanKind};
 use crate::network::{FlowEvent, ModelKind};
 use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
-use crate::strategy::{Algorithm, Family, Placement, Strategy};
+use crate::strategy::{Algorithm, Family, Partial, Placement, Strategy};
 use crate::topology::{Shape, TopologySpec};
 use crate::units::{nanos_to_seconds, seconds_to_nanos, Nanos};
 use crate::workload::Workload;
@@ -150,6 +150,8 @@ struct Worker {
     backward_done: u32,
     /// Iterations complete (backward over and every parameter synchronised).
     complete: u32,
+    /// When each iteration completed on this worker, ns.
+    completed_at: Vec<Nanos>,
     /// Compute multiplier of the current iteration.
     slowdown: f64,
     /// Total compute time so far, ns.
@@ -181,6 +183,8 @@ enum Event {
     Compute(usize),
     /// A scheduler's fusion deadline.
     Timer(usize),
+    /// A partial collective's activation reaches a rank: it starts the op.
+    Activate { rank: usize, op: u64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +221,13 @@ struct Engine<'a> {
     busy_at_first: Nanos,
     link_bytes_at_first: Vec<f64>,
     released: Vec<Group>,
+    /// Partial collectives: the stream drawing majority initiators, each task's drawn
+    /// initiator, each released task's (initiator, ranks ready at release), and
+    /// (release time, active ranks) per round.
+    initiators: rand_pcg::Pcg64,
+    designated: HashMap<TaskRef, usize>,
+    round_of: HashMap<TaskRef, (usize, usize)>,
+    active: Vec<(Nanos, usize)>,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
     compute_spans: Option<Vec<ComputeSpan>>,
 }
@@ -283,6 +294,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     }
     let folded = sc.allow_folding
         && n > 1
+        && strategy.partial.is_none()
         && sc.variability.is_uniform()
         && sc.rank_to_host.is_none()
         && match &schedule {
@@ -355,6 +367,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             synced_layers: vec![0; sc.iterations as usize],
             backward_done: 0,
             complete: 0,
+            completed_at: Vec::new(),
             slowdown: 1.0,
             busy: 0,
         })
@@ -393,6 +406,10 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         link_bytes_at_first: Vec::new(),
         released: Vec::new(),
         compute_spans: sc.record_timeline.then(Vec::new),
+        initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
+        designated: HashMap::new(),
+        round_of: HashMap::new(),
+        active: Vec::new(),
     };
     engine.run()
 }
@@ -438,6 +455,11 @@ impl Engine<'_> {
                                 self.scheds[scope].timer_at = None;
                             }
                             self.release(scope);
+                        }
+                        Event::Activate { rank, op } => {
+                            let state = self.ops.get(op as usize);
+                            let (tasks, bytes) = (state.tasks.clone(), state.bytes);
+                            self.protocol.start_op(&mut self.core, rank, op, &tasks, bytes);
                         }
                     }
                     self.drain_notes();
@@ -512,17 +534,12 @@ impl Engine<'_> {
                 let now = self.core.now;
                 for i in 0..self.layer_tasks[l].len() {
                     let id = self.layer_tasks[l][i];
-                    let task = &self.tasks[id as usize];
+                    let (layer, bytes) = (self.tasks[id as usize].layer, self.tasks[id as usize].bytes);
                     let r = TaskRef { iteration: k, task: id };
-                    if self.coordinated {
-                        let count = self.ready_on.entry(r).or_insert(0);
-                        *count += 1;
-                        if *count < self.workers.len() {
-                            continue;
-                        }
-                        self.ready_on.remove(&r);
+                    if self.coordinated && !self.ready_everywhere(w, r) {
+                        continue;
                     }
-                    self.scheds[scope].sched.notify_ready(now, r, task.layer, task.bytes);
+                    self.scheds[scope].sched.notify_ready(now, r, layer, bytes);
                 }
                 self.release(scope);
                 if l > 0 {
@@ -536,6 +553,47 @@ impl Engine<'_> {
             }
             op => unreachable!("compute finished while {op:?}"),
         }
+    }
+
+    /// Coordinated scheduling: counts rank `w` as ready for `r` and says whether the
+    /// coordinator may now schedule it: once every rank has it, or, for partial
+    /// collectives, when its initiator has it (seed 002): the first rank (solo) or a rank
+    /// drawn for the round from the shared seed (majority).
+    fn ready_everywhere(&mut self, w: usize, r: TaskRef) -> bool {
+        let n = self.workers.len();
+        let count = self.ready_on.entry(r).or_insert(0);
+        *count += 1;
+        let count = *count;
+        let release = match self.sc.strategy.partial {
+            None => count == n,
+            Some(Partial::Solo) => count == 1,
+            Some(Partial::Majority) => {
+                let initiators = &mut self.initiators;
+                w == *self.designated.entry(r).or_insert_with(|| rand::Rng::gen_range(initiators, 0..n))
+            }
+        };
+        if count == n {
+            self.ready_on.remove(&r);
+            self.designated.remove(&r);
+        }
+        if release && self.sc.strategy.partial.is_some() {
+            self.round_of.insert(r, (w, count));
+        }
+        release
+    }
+
+    /// Time for a partial collective's activation to travel from `initiator` to `rank`
+    /// along the binomial activation tree: one small message per hop of the tree.
+    fn activation_delay(&self, initiator: usize, rank: usize) -> Nanos {
+        let n = self.workers.len();
+        let mut delay = 0;
+        let mut at = rank;
+        while let Some(parent) = crate::collectives::activation_parent(at, n, initiator) {
+            let (a, b) = (self.core.host_of_rank[parent], self.core.host_of_rank[at]);
+            delay += self.core.topo.path_latency(&self.core.topo.route(a, b)) + self.core.overhead;
+            at = parent;
+        }
+        delay
     }
 
     /// Starts what scheduler `scope` releases now, and arms its fusion timer.
@@ -555,7 +613,16 @@ impl Engine<'_> {
         for group in &released {
             let tasks: Vec<TaskRef> = group.tasks.iter().map(|&(t, _)| t).collect();
             let op = self.ops.insert(OpState { tasks: tasks.clone(), bytes: group.bytes, scope, done: 0 }) as u64;
-            if self.coordinated {
+            if let Some((initiator, ready)) = self.round_of.remove(&tasks[0]) {
+                // A partial round: the initiator starts now, the others when activated.
+                self.active.push((now, ready));
+                self.protocol.start_op(&mut self.core, initiator, op, &tasks, group.bytes);
+                for rank in (0..self.workers.len()).filter(|&r| r != initiator) {
+                    let at = now + self.activation_delay(initiator, rank);
+                    self.seq += 1;
+                    self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
+                }
+            } else if self.coordinated {
                 for rank in 0..self.workers.len() {
                     self.protocol.start_op(&mut self.core, rank, op, &tasks, group.bytes);
                 }
@@ -618,6 +685,7 @@ impl Engine<'_> {
             return;
         }
         worker.complete = k + 1;
+        worker.completed_at.push(self.core.now);
         self.completed[k as usize] += 1;
         if self.completed[k as usize] as usize == self.workers.len() {
             self.completions.push(self.core.now);
@@ -640,7 +708,28 @@ impl Engine<'_> {
             if k > 1 { (self.completions[0], self.completions[k - 1]) } else { (0, self.completions[0]) };
         let periods = if k > 1 { (k - 1) as f64 } else { 1.0 };
         let window = end - start;
-        let iteration_time = nanos_to_seconds(window) / periods;
+        // With partial collectives fast workers run ahead (eager-SGD): each worker's own
+        // pace is what it achieves, and the job's rate is the sum of the workers' rates.
+        let paces: Vec<f64> = self
+            .workers
+            .iter()
+            .map(|w| {
+                let t = &w.completed_at;
+                if t.len() > 1 {
+                    nanos_to_seconds(t[t.len() - 1] - t[0]) / (t.len() - 1) as f64
+                } else {
+                    nanos_to_seconds(t[0])
+                }
+            })
+            .collect();
+        let partial = sc.strategy.partial.is_some();
+        let iteration_time =
+            if partial { paces.iter().sum::<f64>() / paces.len() as f64 } else { nanos_to_seconds(window) / periods };
+        let samples_per_s: f64 = if partial {
+            paces.iter().map(|p| sc.workload.batch_size as f64 / p).sum()
+        } else {
+            n as f64 * sc.workload.batch_size as f64 / iteration_time
+        };
         let compute = nanos_to_seconds(sc.workload.compute_time());
         let comm = nanos_to_seconds(self.core.comm_busy() - if k > 1 { self.busy_at_first } else { 0 }) / periods;
         let now = self.core.now;
@@ -706,11 +795,7 @@ impl Engine<'_> {
         Report {
             iteration_time_s: iteration_time,
             completions_s: self.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
-            throughput_samples_per_s: if iteration_time > 0.0 {
-                (n as f64) * sc.workload.batch_size as f64 / iteration_time
-            } else {
-                f64::INFINITY
-            },
+            throughput_samples_per_s: if iteration_time > 0.0 { samples_per_s } else { f64::INFINITY },
             scaling_factor: if iteration_time > 0.0 { (compute / iteration_time).min(1.0) } else { 1.0 },
             compute_time_s: compute,
             comm_time_s: comm,
@@ -720,6 +805,15 @@ impl Engine<'_> {
             flows: self.core.flows_started,
             folded: self.core.folded,
             network_model: self.core.net.name().to_string(),
+            nap: sc.strategy.partial.map(|_| {
+                let rounds: Vec<usize> =
+                    self.active.iter().filter(|&&(t, _)| t >= start && t < end).map(|&(_, a)| a).collect();
+                if rounds.is_empty() {
+                    0.0
+                } else {
+                    rounds.iter().sum::<usize>() as f64 / rounds.len() as f64
+                }
+            }),
             timeline,
         }
     }

@@ -124,6 +124,15 @@ pub struct Transport {
     pub copy_bytes_per_s: Option<f64>,
 }
 
+/// Partial collectives (seed 002).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partial {
+    /// The first rank to be ready initiates each round.
+    Solo,
+    /// A rank drawn per round from a seed shared by all ranks initiates it.
+    Majority,
+}
+
 /// A parsed, validated strategy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Strategy {
@@ -153,6 +162,8 @@ pub struct Strategy {
     pub trees: Option<usize>,
     /// Multiplicative link-usage penalty between trees (seed 003), in (0, 1].
     pub tree_penalty: f64,
+    /// Partial collective, if any.
+    pub partial: Option<Partial>,
 }
 
 impl Strategy {
@@ -213,6 +224,14 @@ impl Strategy {
             return Err(Error::invalid("strategy.compression", "must be a ratio >= 1 (bytes before / bytes after)"));
         }
         let transport = options::transport(&spec);
+        let partial = match spec.choice("partial") {
+            Some(_) if !all_reduce => {
+                return Err(Error::invalid("strategy.partial", "partial collectives apply to all-reduce strategies"))
+            }
+            Some("solo") => Some(Partial::Solo),
+            Some(_) => Some(Partial::Majority),
+            None => None,
+        };
         Ok(Strategy {
             spec: text.trim().to_string(),
             family,
@@ -231,6 +250,7 @@ impl Strategy {
                 Some(p) => p,
                 None => 0.7,
             },
+            partial,
         })
     }
 }

@@ -72,6 +72,12 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         help: "host transport preset (per-message overhead, copy bandwidth; seed 004); default: the cluster's",
     },
     OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's" },
+    OptionInfo {
+        name: "partial",
+        kind: OptionKind::Choice(&["solo", "majority"]),
+        default: "",
+        help: "partial collective (seed 002): a round starts when its initiator is ready (solo: the first rank; majority: a seeded random rank); all-reduce only",
+    },
     OptionInfo { name: "copy", kind: OptionKind::Rate, default: "", help: "host copy bandwidth per message, overriding the transport's" },
 ];
 

@@ -47,7 +47,7 @@ pub static PS_OPTIONS: &[OptionInfo] = &[
         help: "order of parameters sent back: one tensor to every worker in turn, or the whole model to one worker at a time",
     },
     OptionInfo { name: "barrier", kind: OptionKind::Flag, default: "true", help: "global barrier: nothing is sent back until every update of the iteration arrived" },
-    OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (seed 000 section 9.2)" },
+    OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (seed 000 section 9.2); add credit=SIZE, or all pieces go at once and share the link" },
     OptionInfo { name: "switch_memory", kind: OptionKind::Bytes, default: "", help: "in-network aggregation: switch memory for partial aggregates (default unlimited)" },
 ];
 

@@ -208,3 +208,13 @@ def strategies_cmd(as_json: bool) -> None:
         render.strategies(infos, host_options(), _core.topologies())
 
 
+
+
+def _register() -> None:
+    """Commands that live beside the parts they drive."""
+    from tensorwire.gputopo_cli import topology
+
+    cli.add_command(topology)
+
+
+_register()

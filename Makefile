@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: help demo test test-rust test-python lint bench build env clean
+.PHONY: help demo test test-rust test-python lint bench build build-test system env clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -18,8 +18,15 @@ $(PY):
 
 env: $(PY)  ## create .venv with the build tool
 
-build: $(PY)  ## build the Rust core into .venv (release) with the test extras
-	maturin develop --release -q --extras test
+build: $(PY)  ## build the Rust core into .venv (release): what the simulator needs
+	maturin develop --release -q
+
+build-test: $(PY)  ## build with everything the tests use: pytest, torch (CPU), plotly, pyarrow
+	maturin develop --release -q --extras test,torch,report
+
+system:  ## system packages for the testbed (iproute2) and the report test (chromium), when root
+	sh scripts/setup-system.sh
+	sh scripts/setup-chromium.sh
 
 demo: build  ## compare strategies on the default scenario
 	tensorwire compare
@@ -29,11 +36,11 @@ test: test-rust test-python  ## every test: Rust (cargo) and Python (pytest)
 test-rust:  ## Rust unit and property tests of the core
 	cargo test -p tensorwire-core
 
-test-python: build  ## Python tests, doctests and the stub check
+test-python: build-test system  ## Python tests (unit, docs, distributed, testbed) and the stub check
 	$(PY) -m pytest -q
 	$(PY) -m mypy.stubtest tensorwire._core --allowlist tests/stubtest-allowlist.txt
 
-lint: build  ## clippy, rustfmt check, mypy
+lint: build-test  ## clippy, rustfmt check, mypy
 	cargo clippy -p tensorwire-core -p tensorwire-py --all-targets -- -D warnings
 	cargo fmt --all --check
 	$(PY) -m mypy

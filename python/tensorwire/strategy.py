@@ -59,6 +59,26 @@ def strategies() -> list[StrategyInfo]:
     ]
 
 
+def probe(spec: str, workers: int, topology: str = "star", network: str = "flow") -> None:
+    """Raises :class:`InputError` when the core rejects ``spec`` for ``workers`` workers on
+    ``topology`` (it tries a 1 KiB all-reduce): e.g. ``multitree`` needs one multi-GPU machine."""
+    tiny = ("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)])
+    _core.simulate(tiny, workers, spec, 1e9, 0.0, topology=topology, network=network, iterations=1)
+
+
+def runs_on(spec: str, workers: int, topology: str = "star", network: str = "flow") -> bool:
+    """Whether :func:`probe` accepts the combination.
+
+    >>> runs_on("ring", 4), runs_on("multitree", 4)
+    (True, False)
+    """
+    try:
+        probe(spec, workers, topology, network)
+    except _core.InputError:
+        return False
+    return True
+
+
 def host_options() -> tuple[OptionInfo, ...]:
     """Options every strategy takes: partition, schedule, credit, fusion, compression, transport, ..."""
     return tuple(OptionInfo(**o) for o in _core.host_options())

@@ -14,7 +14,7 @@ from tensorwire.api import simulate
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result
-from tensorwire.strategy import Strategy, host_options, split_specs, strategies
+from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
 from tensorwire.trace import write_trace
 from tensorwire.workload import Workload
@@ -140,7 +140,13 @@ def compare_cmd(
     With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps.
     """
     names = list(model_names) or list(DEFAULT_MODELS)
-    specs = split_specs(strategy_list) if strategy_list else [s.name for s in strategies()]
+    n = workers or DEFAULT_WORKERS
+    # By default every built-in strategy that runs on this cluster (multitree needs one machine).
+    specs = (
+        split_specs(strategy_list)
+        if strategy_list
+        else [s.name for s in strategies() if runs_on(s.name, n, topology, network)]
+    )
     checked = [Strategy(s) for s in specs]
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
@@ -149,7 +155,7 @@ def compare_cmd(
         baseline = Strategy("ps")
         checked.insert(0, baseline)
     cluster = _cluster(
-        workers or DEFAULT_WORKERS,
+        n,
         bandwidth if bandwidth is not None else _core.parse_rate("bandwidth", DEFAULT_BANDWIDTH),
         latency,
         topology,
@@ -213,8 +219,11 @@ def strategies_cmd(as_json: bool) -> None:
 def _register() -> None:
     """Commands that live beside the parts they drive."""
     from tensorwire.gputopo_cli import topology
+    from tensorwire.report.cli import report
+    from tensorwire.sweep.cli import sweep
 
-    cli.add_command(topology)
+    for command in (topology, sweep, report):
+        cli.add_command(command)
 
 
 _register()

@@ -228,6 +228,8 @@ struct Engine<'a> {
     designated: HashMap<TaskRef, usize>,
     round_of: HashMap<TaskRef, (usize, usize)>,
     active: Vec<(Nanos, usize)>,
+    /// When the first worker started the last iteration (the recorded window's start).
+    last_started: Option<Nanos>,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
     compute_spans: Option<Vec<ComputeSpan>>,
 }
@@ -406,6 +408,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         link_bytes_at_first: Vec::new(),
         released: Vec::new(),
         compute_spans: sc.record_timeline.then(Vec::new),
+        last_started: None,
         initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
         designated: HashMap::new(),
         round_of: HashMap::new(),
@@ -511,6 +514,9 @@ impl Engine<'_> {
 
     fn try_forward(&mut self, w: usize, layer: usize) {
         if self.gate_open(w, layer) {
+            if layer == 0 && self.workers[w].iteration + 1 == self.sc.iterations && self.last_started.is_none() {
+                self.last_started = Some(self.core.now);
+            }
             self.workers[w].op = Op::Forward(layer);
             self.schedule_compute(w, self.sc.workload.layers[layer].forward);
         } else {
@@ -760,8 +766,9 @@ impl Engine<'_> {
                 (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
             })
             .collect();
-        // The last iteration: from the previous completion to the last.
-        let from = if k > 1 { self.completions[k - 2] } else { 0 };
+        // The last iteration: from when its first forward pass began (parameter-server
+        // workers start it while the previous distribution is still going on).
+        let from = self.last_started.unwrap_or(0);
         let mut timeline = Vec::new();
         if let Some(spans) = self.compute_spans.take() {
             for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {

@@ -1,0 +1,56 @@
+"""Recording one simulated iteration for the report's timeline.
+
+``tensorwire.simulate(..., timeline=True)`` returns ``Result.timeline``: a list of spans
+(see :data:`Span`). Builds of the core without it still give a
+report, without the timeline section.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Optional
+
+from tensorwire.api import simulate
+from tensorwire.cluster import Cluster
+from tensorwire.sweep.table import Row
+from tensorwire.workloads import load_model
+
+
+#: A span of a recorded iteration, as ``Result.timeline`` gives it: ``kind`` (compute or
+#: flow), ``worker`` (int or None), ``link`` (str or None), ``name``, ``start_s``,
+#: ``end_s`` (seconds) and ``bytes`` (None for compute).
+Span = dict[str, Any]
+
+#: Up to this many workers the timeline run computes every worker's transfers.
+UNFOLD_UP_TO = 128
+
+
+def supported() -> bool:
+    """Whether this build's :func:`tensorwire.simulate` can record a timeline."""
+    return "timeline" in inspect.signature(simulate).parameters
+
+
+def record(row: Row) -> Optional[list[Span]]:
+    """The spans of one iteration of the configuration in ``row`` (a sweep row), or None
+    when this build cannot record them."""
+    if not supported():
+        return None
+    workload = load_model(str(row["model"]), row.get("gpu"), row.get("batch"))
+    speedup = float(row.get("compute_speedup") or 1.0)
+    if speedup != 1.0:
+        workload = workload.with_compute_speedup(speedup)
+    cluster = Cluster(
+        int(row["workers"]),
+        float(row["bandwidth"]),
+        float(row["latency_s"]),
+        str(row["topology"]),
+        str(row["network"]),
+    )
+    # Without the symmetric shortcut every worker's transfers are recorded (the folded run
+    # records one representative); same timing either way, the cost grows with the workers.
+    options: dict[str, Any] = {"timeline": True, "fold": int(row["workers"]) > UNFOLD_UP_TO}
+    result = simulate(
+        workload, cluster, str(row["strategy"]), iterations=int(row["iterations"]), seed=int(row["seed"]), **options
+    )
+    spans = getattr(result, "timeline", None)
+    return None if spans is None else [dict(s) for s in spans]

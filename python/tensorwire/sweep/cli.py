@@ -1,0 +1,48 @@
+"""``tensorwire sweep``: the grid options, a progress bar, and one output file."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+import click
+
+from tensorwire.cli import render
+from tensorwire.sweep import options
+from tensorwire.sweep.grid import expand
+from tensorwire.sweep.run import run_configs
+from tensorwire.sweep.table import check_path, write_rows
+
+
+@click.command("sweep")
+@options.grid_options(models="resnet50", workers="32", bandwidths="25Gbps", strategies=None)
+@click.option(
+    "--out", "-o", required=True, metavar="FILE",
+    help="Results file: .csv, .json or .parquet (chosen by the suffix), written atomically.",
+)
+@options.jobs
+@options.ray
+def sweep(out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any) -> None:
+    """Simulate every configuration of a grid; write one row per configuration.
+
+    Every grid option takes a comma-separated list and the grid is their cross product:
+
+    \b
+      tensorwire sweep -m resnet50,vgg16 -n 4,8,16,32 -b 1Gbps,10Gbps,25Gbps,100Gbps \\
+          -s "ps,ring,ring:partition=4MiB" --out results.parquet
+
+    The whole grid is checked before any simulation starts. Columns: docs/sweep-and-report.md.
+    """
+    path = check_path(out)
+    configs = expand(**grid)
+    started = time.perf_counter()
+    with render.progress(len(configs), "simulating") as advance:
+
+        def done(k: int) -> None:
+            for _ in range(k):
+                advance()
+
+        rows = run_configs(configs, jobs=jobs, ray_address=ray_address, progress=done)
+    write_rows(path, rows)
+    where = f"Ray at {ray_address}" if ray_address else "local cores"
+    click.echo(f"{path}: {len(rows)} configuration{'s' if len(rows) != 1 else ''} in {time.perf_counter() - started:.1f} s on {where}")

@@ -1,0 +1,217 @@
+"""The grid of a sweep: every axis validated up front, then expanded into configurations.
+
+An axis is given as a list of values or as the command line's comma-separated text
+(``"4,8,16"``, ``"1Gbps,25Gbps"``, ``"ps,ring:partition=4MiB,credit=1MiB"``); text is split
+by the same rule in the API and the CLI (:func:`tensorwire.strategy.split_specs` for
+strategies and topologies, whose specs contain commas themselves). Every value of every axis
+is checked, and every strategy is tried once on every topology and worker count with a tiny
+collective, before any simulation of the sweep starts: bad input fails in well under a
+second, naming the field, instead of after minutes of work.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence, TypeVar, Union
+
+from tensorwire import _core
+from tensorwire._core import InputError
+from tensorwire.strategy import Strategy, probe, runs_on, split_specs
+from tensorwire.strategy import strategies as builtin_strategies
+from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
+from tensorwire.workloads import load_model
+from tensorwire.workloads import models as zoo_models
+
+T = TypeVar("T")
+Scalar = Union[str, int, float]
+Axis = Union[None, str, int, float, Iterable[Optional[Scalar]]]
+
+#: Defaults of each axis when it is not given (a 32-worker, 25 Gbps star, as ``compare``);
+#: strategies default to every built-in strategy.
+DEFAULTS: dict[str, tuple[Optional[Scalar], ...]] = {
+    "model": ("resnet50",),
+    "workers": (32,),
+    "bandwidth": ("25Gbps",),
+    "latency": ("5us",),
+    "topology": ("star",),
+    "network": ("flow",),
+    "gpu": (None,),
+    "batch": (None,),
+    "compute_speedup": (1.0,),
+    "seed": (0,),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One point of a grid: everything one :func:`tensorwire.simulate` call needs.
+
+    ``gpu`` and ``batch`` are resolved (the model's default device and its measured batch
+    size when not given), so that a row says exactly what was simulated. ``bandwidth`` is
+    bytes/s per direction of each host link, ``latency`` seconds per hop.
+    """
+
+    model: str
+    gpu: str
+    batch: int
+    compute_speedup: float
+    topology: str
+    network: str
+    latency: float
+    workers: int
+    bandwidth: float
+    strategy: str
+    iterations: int
+    seed: int
+
+    def describe(self) -> str:
+        """One line naming the configuration, for error messages."""
+        return (
+            f"{self.model} ({self.gpu}, batch {self.batch}, compute x{self.compute_speedup:g}) on {self.workers} "
+            f"workers, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}, "
+            f"{self.strategy}"
+        )
+
+
+def _items(value: Axis, field: str, specs: bool = False) -> list[Optional[Scalar]]:
+    """The values of one axis: text is a comma-separated list, anything else an iterable."""
+    if value is None:
+        return list(DEFAULTS[field])
+    if isinstance(value, str):
+        items: list[Optional[Scalar]] = list(split_specs(value) if specs else [p.strip() for p in value.split(",") if p.strip()])
+    elif isinstance(value, (int, float)):
+        items = [value]
+    else:
+        items = []
+        for v in value:
+            if isinstance(v, str) and not specs and "," in v:
+                items.extend(p.strip() for p in v.split(",") if p.strip())
+            elif isinstance(v, str) and specs:
+                items.extend(split_specs(v))
+            else:
+                items.append(v)
+    if not items:
+        raise InputError(field, "give at least one value")
+    return items
+
+
+def _unique(values: Iterable[T]) -> list[T]:
+    """The values in first-seen order, each once."""
+    return list(dict.fromkeys(values))
+
+
+def _int(value: Optional[Scalar], field: str, minimum: int) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise InputError(field, f"{value!r} is not an integer") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(field, f"{value!r} is not allowed; need an integer >= {minimum}")
+    return value
+
+
+def _positive_float(value: Optional[Scalar], field: str) -> float:
+    try:
+        x = float(value) if value is not None and not isinstance(value, bool) else math.nan
+    except ValueError:
+        raise InputError(field, f"{value!r} is not a number") from None
+    if not x > 0 or math.isinf(x):
+        raise InputError(field, f"{value!r} is not allowed; need a number > 0")
+    return x
+
+
+def expand(
+    models: Axis = None,
+    workers: Axis = None,
+    bandwidths: Axis = None,
+    strategies: Axis = None,
+    *,
+    latencies: Axis = None,
+    topologies: Axis = None,
+    networks: Axis = None,
+    gpus: Axis = None,
+    batches: Axis = None,
+    compute_speedups: Axis = None,
+    seeds: Axis = None,
+    iterations: int = 3,
+) -> list[Config]:
+    """Validates every axis and returns the cross product, strategies varying fastest.
+
+    An axis left out takes its :data:`DEFAULTS` value; ``strategies`` left out is every
+    built-in strategy that runs on all the grid's topologies and worker counts.
+
+    Raises :class:`tensorwire.InputError` naming the field (``model``, ``gpu``, ``batch``,
+    ``workers``, ``bandwidth``, ``latency``, ``topology``, ``network``, ``strategy``,
+    ``compute_speedup``, ``seed``, ``iterations``) for the first bad value.
+
+    >>> [(c.workers, c.strategy) for c in expand("vgg16", "4,8", "10Gbps", "ps,ring")]
+    [(4, 'ps'), (4, 'ring'), (8, 'ps'), (8, 'ring')]
+    """
+    iters = _int(iterations, "iterations", 1)
+    model_names = _unique(str(m).strip() for m in _items(models, "model"))
+    gpu_names = _unique(None if g in (None, "") else str(g).strip() for g in _items(gpus, "gpu"))
+    batch_sizes = _unique(None if b in (None, "") else _int(b, "batch", 1) for b in _items(batches, "batch"))
+    speedups = _unique(_positive_float(x, "compute_speedup") for x in _items(compute_speedups, "compute_speedup"))
+    topos = _unique(str(t).strip() for t in _items(topologies, "topology", specs=True))
+    for t in topos:
+        _core.check_topology(t)
+    nets = _unique(str(n).strip() for n in _items(networks, "network"))
+    for n in nets:
+        if n not in ("flow", "analytical"):
+            raise InputError("network", f"{n!r} is not a network model; choose flow or analytical")
+    lats = _unique(to_seconds(v if isinstance(v, (int, float)) else str(v), "latency") for v in _items(latencies, "latency"))
+    ns = _unique(_int(n, "workers", 1) for n in _items(workers, "workers"))
+    rates = _unique(to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth"))
+    if strategies is None:  # every built-in strategy that runs on every topology and size of the grid
+        specs = [s.name for s in builtin_strategies() if _runs(s.name, topos, ns, nets)]
+    else:
+        specs = _unique(Strategy(str(s)).spec for s in _items(strategies, "strategy", specs=True))
+    seed_values = _unique(_int(s, "seed", 0) for s in _items(seeds, "seed"))
+
+    # Every (model, gpu, batch) must load; resolve the defaults so rows say what ran.
+    default_device = {m.name: m.default_device for m in zoo_models()}
+    resolved: list[tuple[str, str, int]] = []
+    for name, gpu, batch in itertools.product(model_names, gpu_names, batch_sizes):
+        size = load_model(name, gpu, batch).batch_size  # raises InputError (model, gpu, batch)
+        resolved.append((name, gpu or default_device[name], size))
+    resolved = _unique(resolved)
+
+    _probe(specs, topos, ns, nets)
+
+    return [
+        Config(
+            model=name,
+            gpu=device,
+            batch=batch,
+            compute_speedup=speedup,
+            topology=topo,
+            network=net,
+            latency=lat,
+            workers=n,
+            bandwidth=rate,
+            strategy=spec,
+            iterations=iters,
+            seed=seed,
+        )
+        for (name, device, batch), speedup, topo, net, lat, n, rate, spec, seed in itertools.product(
+            resolved, speedups, topos, nets, lats, ns, rates, specs, seed_values
+        )
+    ]
+
+
+def _runs(spec: str, topologies: Sequence[str], workers: Sequence[int], networks: Sequence[str]) -> bool:
+    return all(runs_on(spec, n, topo, net) for topo, n, net in itertools.product(topologies, workers, networks))
+
+
+def _probe(specs: Sequence[str], topologies: Sequence[str], workers: Sequence[int], networks: Sequence[str]) -> None:
+    """Tries each strategy on each topology and worker count with a 1 KiB all-reduce, so that
+    a combination the core rejects (multicast on a ring, ...) fails before the sweep starts."""
+    for spec, topo, n, net in itertools.product(specs, topologies, workers, networks):
+        try:
+            probe(spec, n, topo, net)
+        except InputError as e:
+            field, message = e.args if len(e.args) == 2 else ("strategy", str(e))
+            raise InputError(field, f"{spec} with {n} workers on topology {topo!r}: {message}") from None

@@ -1,0 +1,200 @@
+"""Rows of a sweep and the files they go to: CSV, JSON or Parquet, chosen by the suffix.
+
+One row per configuration: the configuration's columns, then the result's. The columns are
+defined once, here (name, type, meaning with unit); the writers, the readers (which restore
+the types of a CSV file) and docs/sweep-and-report.md follow this list. Files are written
+atomically: a temporary file beside the target, then a rename.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from tensorwire._core import InputError
+from tensorwire.io import write_atomic
+
+Row = dict[str, Any]
+
+FORMATS = (".csv", ".json", ".parquet")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the sweep table: ``kind`` is ``str``, ``int``, ``float`` or ``bool``."""
+
+    name: str
+    kind: str
+    help: str
+    nullable: bool = False
+
+
+CONFIG_COLUMNS: tuple[Column, ...] = (
+    Column("model", "str", "zoo model name"),
+    Column("gpu", "str", "device whose measured compute times were used"),
+    Column("batch", "int", "per-worker batch size, samples"),
+    Column("compute_speedup", "float", "compute times divided by this (1 = as measured)"),
+    Column("topology", "str", "topology spec (star, ring, leaf-spine[:...])"),
+    Column("network", "str", "network model: flow (max-min fair sharing) or analytical"),
+    Column("latency_s", "float", "latency per hop, seconds"),
+    Column("workers", "int", "number of workers"),
+    Column("bandwidth", "float", "host link rate per direction, bytes/s"),
+    Column("bandwidth_gbps", "float", "the same rate in Gbps (10^9 bit/s)"),
+    Column("strategy", "str", "strategy spec NAME[:key=value,...], as the core writes it"),
+    Column("strategy_name", "str", "the strategy's name without options"),
+    Column("iterations", "int", "iterations simulated (the first is warm-up when there are several)"),
+    Column("seed", "int", "seed of the random streams"),
+)
+
+RESULT_COLUMNS: tuple[Column, ...] = (
+    Column("iteration_time_s", "float", "steady-state time of one training iteration, seconds"),
+    Column("throughput_samples_per_s", "float", "samples per second of the whole job"),
+    Column("scaling_factor", "float", "throughput over n times one worker's compute-only throughput (0..1)"),
+    Column("compute_time_s", "float", "forward plus backward compute per iteration on one worker, seconds"),
+    Column("comm_time_s", "float", "time per iteration rank 0 had any message in flight, seconds"),
+    Column("exposed_comm_s", "float", "communication time per iteration not hidden under compute, seconds"),
+    Column("max_link_utilization", "float", "busy fraction of the busiest directed link (0..1)"),
+    Column(
+        "speedup_over_ps",
+        "float",
+        "iteration time of plain `ps` with the same other columns over this row's; empty when no plain ps is in the grid",
+        nullable=True,
+    ),
+)
+
+COLUMNS: tuple[Column, ...] = CONFIG_COLUMNS + RESULT_COLUMNS
+
+#: The configuration columns that, with the strategy, identify a scenario.
+SCENARIO_KEYS: tuple[str, ...] = tuple(c.name for c in CONFIG_COLUMNS if c.name not in ("strategy", "strategy_name"))
+
+
+def add_speedup(rows: list[Row]) -> list[Row]:
+    """Sets ``speedup_over_ps`` on every row whose scenario has a plain ``ps`` row; returns ``rows``.
+
+    >>> rows = [{"model": "m", "strategy": "ps", "iteration_time_s": 2.0}, {"model": "m", "strategy": "ring", "iteration_time_s": 1.0}]
+    >>> [r["speedup_over_ps"] for r in add_speedup(rows)]
+    [1.0, 2.0]
+    """
+    baseline: dict[tuple[Any, ...], float] = {}
+    for r in rows:
+        if r.get("strategy") == "ps":
+            baseline[_scenario(r)] = float(r["iteration_time_s"])
+    for r in rows:
+        base = baseline.get(_scenario(r))
+        r["speedup_over_ps"] = None if base is None else base / float(r["iteration_time_s"])
+    return rows
+
+
+def _scenario(row: Row) -> tuple[Any, ...]:
+    return tuple(row.get(k) for k in SCENARIO_KEYS)
+
+
+def check_path(path: str | Path, field: str = "out") -> Path:
+    """The path, if its suffix names a format this module writes (and the library for it is here)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(field, f"{str(p)!r}: choose a file ending in {', '.join(FORMATS)}")
+    if suffix == ".parquet":
+        _pyarrow(field)
+    return p
+
+
+def write_rows(path: str | Path, rows: list[Row]) -> Path:
+    """Writes ``rows`` atomically as CSV, JSON (a list of objects) or Parquet, by suffix."""
+    p = check_path(path)
+    writer: Callable[[list[Row]], bytes] = {".csv": _csv, ".json": _json, ".parquet": _parquet}[p.suffix.lower()]
+    write_atomic(p, writer(rows))
+    return p
+
+
+def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
+    """Reads a file written by :func:`write_rows` (types restored for CSV)."""
+    p = check_path(path, field)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise InputError(field, f"cannot read {str(p)!r}: {e.strerror}") from None
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".csv":
+            rows = [_typed(r) for r in csv.DictReader(io.StringIO(data.decode()))]
+        elif suffix == ".json":
+            loaded = json.loads(data)
+            if not isinstance(loaded, list) or not all(isinstance(r, dict) for r in loaded):
+                raise ValueError("expected a list of objects")
+            rows = loaded
+        else:
+            import pyarrow.parquet as pq  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+            rows = pq.read_table(io.BytesIO(data)).to_pylist()
+    except (ValueError, UnicodeDecodeError, OSError) as e:
+        raise InputError(field, f"{p.name}: not a sweep file ({e})") from None
+    missing = [c.name for c in COLUMNS if rows and c.name not in rows[0]]
+    if missing:
+        raise InputError(field, f"{p.name}: missing columns {', '.join(missing)}; write it with `tensorwire sweep`")
+    return rows
+
+
+# -- formats ------------------------------------------------------------------------------
+def _names(rows: list[Row]) -> list[str]:
+    known = [c.name for c in COLUMNS]
+    extra = [k for r in rows[:1] for k in r if k not in known]
+    return known + extra
+
+
+def _csv(rows: list[Row]) -> bytes:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=_names(rows), lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)  # None is written as an empty cell, floats with repr's round-trip digits
+    return buf.getvalue().encode()
+
+
+def _json(rows: list[Row]) -> bytes:
+    clean = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in rows]
+    return (json.dumps(clean, indent=1) + "\n").encode()
+
+
+def _pyarrow(field: str) -> None:
+    try:
+        import pyarrow  # noqa: F401  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError:
+        raise InputError(field, "Parquet needs pyarrow: pip install 'tensorwire[report]' (or write .csv or .json)") from None
+
+
+def _parquet(rows: list[Row]) -> bytes:
+    import pyarrow as pa  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+    fields = [pa.field(c.name, types[c.kind], nullable=c.nullable) for c in COLUMNS]
+    schema = pa.schema(fields)
+    table = pa.Table.from_pylist([{c.name: r.get(c.name) for c in COLUMNS} for r in rows], schema=schema)
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+_PARSE: dict[str, Callable[[str], Any]] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": lambda s: s.strip().lower() in ("true", "1"),
+}
+
+
+def _typed(raw: dict[str, Optional[str]]) -> Row:
+    kinds = {c.name: c.kind for c in COLUMNS}
+    row: Row = {}
+    for k, v in raw.items():
+        if v is None or (v == "" and kinds.get(k, "str") != "str"):
+            row[k] = None
+        else:
+            row[k] = _PARSE[kinds.get(k, "str")](v)
+    return row

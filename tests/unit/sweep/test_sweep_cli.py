@@ -1,0 +1,99 @@
+"""``tensorwire sweep``: options, the output file, one-line errors before any work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tensorwire as tw
+from tensorwire.sweep import read_rows
+from tensorwire.sweep.cli import sweep
+
+# The main CLI with the sweep command registered, as the tensorwire console script has it.
+MAIN = (
+    "import sys; from tensorwire.cli import app, main; from tensorwire.sweep.cli import sweep; "
+    "app.cli.add_command(sweep); sys.exit(main(sys.argv[1:]))"
+)
+
+
+def tensorwire(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_the_issue_example_writes_one_row_per_configuration(tmp_path: Path) -> None:
+    out = tmp_path / "results.parquet"
+    result = CliRunner().invoke(
+        sweep,
+        ["--model", "resnet50,vgg16", "--workers", "4,8", "--bandwidth", "1Gbps,100Gbps",
+         "--strategies", "ps,ring,ring:partition=4MiB", "--out", str(out), "--jobs", "2"],
+    )
+    assert result.exit_code == 0, result.output
+    assert f"{out}: 24 configurations" in result.output
+    rows = read_rows(out)
+    assert len(rows) == 24
+    assert {r["strategy"] for r in rows} == {"ps", "ring", "ring:partition=4MiB"}
+    assert all(r["speedup_over_ps"] is not None for r in rows)
+
+
+def test_every_grid_option(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    result = CliRunner().invoke(
+        sweep,
+        ["-m", "resnet50", "-n", "4", "-b", "10Gbps", "-s", "ps,ring", "--latency", "5us,50us", "--gpu", "v100",
+         "--batch", "16", "--topology", "star,leaf-spine:hosts_per_leaf=2,spines=2", "--network", "flow,analytical",
+         "--iterations", "2", "--seed", "0,7", "--compute-speedup", "1,4", "-o", str(out), "-j", "1"],
+    )
+    assert result.exit_code == 0, result.output
+    rows = read_rows(out)
+    assert len(rows) == 2 * 2 * 2 * 2 * 2 * 2
+    assert {r["topology"] for r in rows} == {"star", "leaf-spine:hosts_per_leaf=2,spines=2"}
+    assert {(r["batch"], r["iterations"]) for r in rows} == {(16, 2)}
+    assert {r["latency_s"] for r in rows} == {5e-6, 50e-6}
+    assert {r["compute_speedup"] for r in rows} == {1.0, 4.0}
+
+
+def test_json_output_and_deterministic(tmp_path: Path) -> None:
+    args = ["-m", "vgg16", "-n", "4,8", "-b", "10Gbps", "-s", "ps,ring", "-o"]
+    for name in ("a.json", "b.json"):
+        assert CliRunner().invoke(sweep, [*args, str(tmp_path / name)]).exit_code == 0
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+
+
+def test_bad_input_fails_before_any_simulation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tensorwire.sweep.run as run
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simulated before validating")
+
+    monkeypatch.setattr(run, "simulate", never)
+    out = tmp_path / "r.csv"
+    result = CliRunner().invoke(sweep, ["-m", "vgg16", "-n", "4,8", "-b", "10Gbps,5Gbs", "-o", str(out)])
+    assert isinstance(result.exception, tw.InputError) and result.exception.args[0] == "bandwidth"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-n", "4,zero"], "tensorwire: error: workers: 'zero' is not an integer"),
+        (["-s", "ps,ring:partition=huge"], "tensorwire: error: strategy.partition"),
+        (["--topology", "ring", "-s", "ring+multicast"], "tensorwire: error: topology: ring+multicast with 4 workers"),
+        (["--compute-speedup", "-1"], "tensorwire: error: compute_speedup"),
+        (["--out", "r.xlsx"], "tensorwire: error: out: 'r.xlsx': choose a file ending in .csv, .json, .parquet"),
+        (["--jobs", "0"], "tensorwire: error: Invalid value for '--jobs' / '-j'"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    base = {"-n": "4", "-b": "10Gbps", "-m": "vgg16", "--out": "r.csv"}
+    for i in range(0, len(args), 2):
+        base.pop(args[i], None)
+    full = [x for kv in base.items() for x in kv] + args
+    p = tensorwire("sweep", *full, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(message), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,86 @@
+"""Sweep files: CSV, JSON and Parquet round trips, atomic writes, the documented columns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tensorwire as tw
+from tensorwire.sweep import COLUMNS, read_rows, run_grid, write_rows
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "sweep-and-report.md"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, object]]:
+    # the last row's scenario has no plain ps: its speedup is None (an empty cell, a null)
+    with_ps = run_grid("resnet50", "4,8", "10Gbps", "ps,ring:partition=4MiB,credit=1MiB", jobs=1)
+    without_ps = run_grid("vgg16", "4", "10Gbps", "ring", jobs=1)
+    return with_ps + without_ps
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
+def test_round_trip_is_exact(tmp_path: Path, rows: list[dict[str, object]], suffix: str) -> None:
+    path = tmp_path / f"results{suffix}"
+    write_rows(path, rows)
+    back = read_rows(path)
+    assert back == rows
+    assert [type(v) for v in back[0].values()] == [type(v) for v in rows[0].values()]
+    assert back[-1]["speedup_over_ps"] is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary file left
+
+
+def test_csv_header_and_json_shape(tmp_path: Path, rows: list[dict[str, object]]) -> None:
+    write_rows(tmp_path / "r.csv", rows)
+    header = (tmp_path / "r.csv").read_text().splitlines()[0]
+    assert header.split(",") == [c.name for c in COLUMNS]
+    write_rows(tmp_path / "r.json", rows)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert isinstance(data, list) and data[0]["strategy"] == "ps"
+
+
+def test_parquet_schema_has_the_column_types(tmp_path: Path, rows: list[dict[str, object]]) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    write_rows(tmp_path / "r.parquet", rows)
+    schema = pq.read_schema(tmp_path / "r.parquet")
+    assert schema.names == [c.name for c in COLUMNS]
+    assert str(schema.field("workers").type) == "int64" and str(schema.field("iteration_time_s").type) == "double"
+
+
+def test_a_failed_write_keeps_the_old_file(tmp_path: Path, rows: list[dict[str, object]], monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "r.csv"
+    write_rows(path, rows)
+    before = path.read_bytes()
+    import tensorwire.io
+
+    def no_rename(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tensorwire.io.os, "replace", no_rename)
+    with pytest.raises(OSError):
+        write_rows(path, rows[:1])
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
+
+
+def test_unknown_suffix_and_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(tw.InputError) as e:
+        write_rows(tmp_path / "r.xlsx", [])
+    assert e.value.args[0] == "out"
+    with pytest.raises(tw.InputError) as e:
+        read_rows(tmp_path / "missing.csv")
+    assert e.value.args[0] == "sweep" and "cannot read" in e.value.args[1]
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(tw.InputError, match="missing columns"):
+        read_rows(tmp_path / "other.csv")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(tw.InputError, match="not a sweep file"):
+        read_rows(tmp_path / "bad.json")
+
+
+def test_every_column_is_documented() -> None:
+    text = DOCS.read_text()
+    for c in COLUMNS:
+        assert f"`{c.name}`" in text, c.name

@@ -221,8 +221,9 @@ def _register() -> None:
     from tensorwire.gputopo_cli import topology
     from tensorwire.report.cli import report
     from tensorwire.sweep.cli import sweep
+    from tensorwire.testbed.cli import validate
 
-    for command in (topology, sweep, report):
+    for command in (topology, sweep, report, validate):
         cli.add_command(command)
 
 

@@ -8,7 +8,20 @@ real torch.distributed (Gloo) processes, one per host (:mod:`tensorwire.testbed.
 times. Needs root; see docs/testbed.md.
 """
 
+from tensorwire.testbed.calibrate import Calibration, calibrate
+from tensorwire.testbed.jobs import JobFailed, JobResult, run_job
 from tensorwire.testbed.netns import TestbedUnavailable, cleanup_leftovers, unavailable_reason
 from tensorwire.testbed.testbed import Testbed, Throughput
 
-__all__ = ["Testbed", "TestbedUnavailable", "Throughput", "cleanup_leftovers", "unavailable_reason"]
+__all__ = [
+    "Calibration",
+    "JobFailed",
+    "JobResult",
+    "Testbed",
+    "TestbedUnavailable",
+    "Throughput",
+    "calibrate",
+    "cleanup_leftovers",
+    "run_job",
+    "unavailable_reason",
+]

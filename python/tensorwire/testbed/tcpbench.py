@@ -10,7 +10,8 @@ Run inside host namespaces by :meth:`tensorwire.testbed.Testbed.measure_throughp
 Both are bounded: the sender stops after ``--max-bytes`` bytes or ``--max-seconds``
 seconds, whichever comes first; the receiver gives up after ``--timeout-s`` seconds. The
 receiver prints one JSON object: bytes received and the time from the first to the last
-byte (seconds), measured on its side, so that the sender's socket buffer does not count.
+byte (seconds), measured on its side, so that the sender's socket buffer does not count,
+and those two instants (``time.perf_counter``, comparable across processes).
 ``ping`` sends ``--count`` one-byte messages (``TCP_NODELAY``) to an ``echo`` server, one at
 a time, and prints the median round-trip time in seconds.
 """
@@ -51,7 +52,13 @@ def receive(bind: str, port: int, timeout_s: float, ready_file: Optional[str] = 
                 received += n
                 last = now
     seconds = last - first
-    return {"bytes": float(received), "seconds": seconds, "rate_bytes_per_s": received / seconds if seconds > 0 else 0.0}
+    return {
+        "bytes": float(received),
+        "seconds": seconds,
+        "rate_bytes_per_s": received / seconds if seconds > 0 else 0.0,
+        "first_s": first,
+        "last_s": last,
+    }
 
 
 def send(to: str, port: int, max_bytes: int, max_seconds: float, connect_timeout_s: float = 10.0) -> dict[str, float]:

@@ -4,20 +4,24 @@ Rank ``r`` runs on host ``r`` inside its namespace (``ip netns exec``), with ran
 address as ``MASTER_ADDR`` and ``GLOO_SOCKET_IFNAME`` set to the host's interface. Each
 worker records when it finished each iteration (``time.perf_counter``, which is
 ``CLOCK_MONOTONIC`` and so comparable across processes on one machine); an iteration is
-complete when every worker finished it, and the steady-state iteration time is
-``(C[n-1] - C[w-1]) / (n - w)`` over those completion times ``C`` after ``w`` warm-up
-iterations, as in the simulator.
+complete when every worker finished it. The steady-state iteration time is the median of
+``C[k] - C[k-1]`` over the iterations ``k >= w`` after ``w`` warm-up iterations (the
+simulator averages the same differences; the median keeps one iteration slowed by
+something else on the machine from moving the result).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import shutil
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -25,19 +29,9 @@ from tensorwire._core import InputError
 from tensorwire.strategy import Strategy
 from tensorwire.testbed.jobs.registry import job_strategy
 from tensorwire.testbed.jobs.spec import JobSpec, StrategyOptions, check_iterations
-from tensorwire.testbed.testbed import Testbed
+from tensorwire.testbed.netns import TestbedUnavailable
+from tensorwire.testbed.testbed import DEFAULT_SCHEDULING, Testbed, scheduling_prefix
 from tensorwire.workload import Workload
-
-
-#: How job processes are scheduled: ``fifo`` (real-time SCHED_FIFO priority 10, via
-#: ``chrt``), ``nice`` (nice -10) or ``normal``. The testbed shares two cores with whatever
-#: else runs on the machine; each Gloo message crosses three threads, and with ordinary
-#: priority a busy machine delays every wake-up. Measured on 4 hosts at 1 Gbit/s while
-#: compilers ran: a 4 KiB all-reduce took 8.0 ms at ``nice`` and 1.7 ms at ``fifo``, a
-#: 4-byte send 0.9 ms and 0.085 ms. Job processes block on I/O or sleep, so real-time
-#: priority does not starve the machine (and Linux keeps 5% for everyone else).
-SCHEDULING = {"fifo": ("chrt", "-f", "10"), "nice": ("nice", "-n", "-10"), "normal": ()}
-DEFAULT_SCHEDULING = "fifo"
 
 
 class JobFailed(RuntimeError):
@@ -59,15 +53,27 @@ class JobResult:
     completions_s: tuple[float, ...]
     #: Duration of each iteration after the first (``C[k] - C[k-1]``), seconds.
     iteration_times_s: tuple[float, ...]
-    #: Steady-state iteration time, seconds.
+    #: Steady-state iteration time: the median of the iteration times after warm-up, seconds.
     iteration_time_s: float
     wall_s: float
+    #: The transport probe's results (empty unless ``probe=True``).
+    probe: dict[str, Any] = field(default_factory=dict)
+    #: Each rank's measurement file (completions, notes such as traces), for analysis.
+    ranks: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["completions_s"] = list(self.completions_s)
         d["iteration_times_s"] = list(self.iteration_times_s)
+        d.pop("ranks")
         return d
+
+
+def require_torch() -> None:
+    """Raises :class:`TestbedUnavailable` when this interpreter (which runs the job
+    processes) has no torch."""
+    if importlib.util.find_spec("torch") is None:
+        raise TestbedUnavailable(f"torch is not installed for {sys.executable}; the testbed's jobs need it (pip install torch)")
 
 
 def hosts_needed(strategy: Union[str, Strategy], workers: int) -> int:
@@ -86,18 +92,22 @@ def run_job(
     warmup: int = 2,
     timeout_s: float = 300.0,
     scheduling: str = DEFAULT_SCHEDULING,
+    probe: bool = False,
 ) -> JobResult:
     """Runs data-parallel training of ``workload`` on the testbed and measures it.
 
     ``workers`` defaults to every host not needed by the strategy (a ``ps`` job on 5 hosts
     has 4 workers and a server). Raises :class:`JobFailed` when a process fails or the job
     takes longer than ``timeout_s`` seconds. ``scheduling`` is how the job's processes are
-    scheduled (:data:`SCHEDULING`).
+    scheduled (:data:`SCHEDULING`). ``probe`` runs :mod:`tensorwire.testbed.jobs.probe` in
+    the job's processes before training (about a second; results in ``JobResult.probe``).
     """
     spec_text = str(strategy)
     options = StrategyOptions.parse(spec_text)
     job = job_strategy(options.name)
     check_iterations(iterations, warmup)
+    if not workload.tensors:
+        raise InputError("workload", f"{workload.name!r} has no gradient tensors to synchronise")
     extra = job.extra_hosts(options)
     if workers is None:
         workers = testbed.hosts - extra
@@ -110,6 +120,7 @@ def run_job(
         )
     if not timeout_s > 0:
         raise InputError("timeout_s", f"{timeout_s!r} must be > 0")
+    require_torch()
     out_dir = Path(tempfile.mkdtemp(prefix=f"tensorwire-job-{testbed.run_id}-"))
     try:
         spec = JobSpec(
@@ -123,8 +134,10 @@ def run_job(
             iterations=iterations,
             warmup=warmup,
             delay_s=testbed.delay,
+            link_rate_bytes_per_s=testbed.rate,
             out_dir=str(out_dir),
             timeout_s=timeout_s,
+            probe=probe,
         )
         spec_path = out_dir / "spec.json"
         spec_path.write_text(spec.to_json())
@@ -140,7 +153,7 @@ def run_job(
             scheduling=scheduling,
         )
         wall = time.monotonic() - start
-        ranks = [json.loads((out_dir / f"rank-{r}.json").read_text()) for r in range(workers)]
+        ranks = [json.loads((out_dir / f"rank-{r}.json").read_text()) for r in range(world)]
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
     return _result(spec, testbed, ranks, wall)
@@ -158,10 +171,8 @@ def launch_ranks(
 ) -> None:
     """Runs ``python -m module SPEC RANK`` for ranks ``0..world-1``, rank ``r`` on host ``r``,
     and waits for all; raises :class:`JobFailed` with the log tail of the first failure."""
-    if scheduling not in SCHEDULING:
-        raise InputError("scheduling", f"{scheduling!r} is not allowed; choose one of {', '.join(SCHEDULING)}")
     procs: list[tuple[int, subprocess.Popen[str], Path]] = []
-    prefix = list(SCHEDULING[scheduling])
+    prefix = list(scheduling_prefix(scheduling))
     try:
         for rank in range(world):
             log = log_dir / f"rank-{rank}.log"
@@ -193,7 +204,7 @@ def launch_ranks(
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
-            testbed._forget(proc)
+            testbed.release(proc)
 
 
 def _tail(log: Path, lines: int = 12) -> str:
@@ -206,11 +217,12 @@ def _tail(log: Path, lines: int = 12) -> str:
 
 def _result(spec: JobSpec, testbed: Testbed, ranks: list[dict[str, Any]], wall: float) -> JobResult:
     n = spec.iterations
-    origin = min(r["started_at"] for r in ranks)
-    completions = [max(r["completions"][k] for r in ranks) - origin for k in range(n)]
+    workers = [r for r in ranks if r["role"] == "worker"]
+    origin = min(r["started_at"] for r in workers)
+    completions = [max(r["completions"][k] for r in workers) - origin for k in range(n)]
     periods = [completions[k] - completions[k - 1] for k in range(1, n)]
     w = spec.warmup
-    steady = (completions[n - 1] - completions[w - 1]) / (n - w)
+    steady = statistics.median(periods[w - 1 :])
     return JobResult(
         strategy=spec.strategy,
         workload=str(spec.workload.get("name", "")),
@@ -223,4 +235,6 @@ def _result(spec: JobSpec, testbed: Testbed, ranks: list[dict[str, Any]], wall: 
         iteration_times_s=tuple(periods),
         iteration_time_s=steady,
         wall_s=wall,
+        probe=dict(workers[0]["notes"].get("probe", {})),
+        ranks=tuple(ranks),
     )

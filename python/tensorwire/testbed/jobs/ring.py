@@ -3,9 +3,11 @@
 Each worker runs its emulated forward and backward passes on the main thread; as the
 backward pass produces each layer's gradients, it hands their pieces to a communication
 thread. That thread asks the core's :class:`tensorwire._core.Scheduler` (FIFO, one task in
-flight: the simulator's ``ring`` settings) which piece to start and runs
+flight: the simulator's ``ring`` settings) which group of pieces to start (one piece, or
+several fused into one buffer when the scheduler fuses) and runs
 ``torch.distributed.all_reduce`` on it, one at a time and in production order on every
-rank, as an NCCL stream would. The next forward pass waits for the whole model (a global
+rank, as an NCCL stream would. Every rank makes the same decisions because every rank
+sees its pieces become ready in the same order (the compute is emulated identically). The next forward pass waits for the whole model (a global
 gate), as in DDP and the simulator.
 
 Gloo's all-reduce on CPU tensors is a ring (reduce-scatter then all-gather, 2(N-1) steps
@@ -34,6 +36,7 @@ RING_POLICY = ("fifo", None, 1)
 def run_ring(ctx: Context, policy: tuple[str, Optional[int], Optional[int]] = RING_POLICY) -> None:
     """Runs the job on this rank; every rank is a worker. ``policy`` is the scheduler's
     ``(policy, credit_bytes, max_tasks)``, the hook for the runtime's scheduler modes."""
+    import torch
     import torch.distributed as dist
 
     spec = ctx.spec
@@ -47,32 +50,58 @@ def run_ring(ctx: Context, policy: tuple[str, Optional[int], Optional[int]] = RI
     synced_at = [0.0] * n_iter
     step_latency = 2 * (spec.world_size - 1) * ctx.path_delay_s
     errors: list[BaseException] = []
+    trace: list[tuple[int, list[int], float, float]] = []
+
+    origin = time.perf_counter()
+
+    def now_s() -> float:
+        return time.perf_counter() - origin
 
     def notify(item: tuple[int, int]) -> None:
         k, tid = item
-        sched.notify_ready(k, tid, tasks[tid].layer, tasks[tid].bytes)
+        sched.notify_ready(k, tid, tasks[tid].layer, tasks[tid].bytes, now_s())
+
+    def all_reduce(group: list[tuple[int, int, int]]) -> None:
+        """One all-reduce over the group's pieces (several: a fused buffer, copied back)."""
+        if len(group) == 1:
+            dist.all_reduce(views[group[0][1]])
+            return
+        parts = [views[tid] for _, tid, _ in group]
+        fused = torch.cat(parts)
+        dist.all_reduce(fused)
+        offset = 0
+        for part in parts:
+            part.copy_(fused[offset : offset + part.numel()])
+            offset += part.numel()
 
     def communicate() -> None:
         done = [0] * n_iter
         open_ = True
         try:
             while open_ or sched.waiting():
-                started = sched.poll()
-                if not started:
-                    item = ready.get()
+                groups = sched.poll(now_s())
+                if not groups:
+                    deadline = sched.next_deadline()  # a fusion buffer waiting for its cycle
+                    try:
+                        item = ready.get(timeout=None if deadline is None else max(0.0, deadline - now_s()))
+                    except queue.Empty:
+                        continue
                     if item is None:
                         open_ = False
                         continue
                     notify(item)
-                for k, tid, nbytes in started:
+                for group in groups:
                     if step_latency > 0:
                         time.sleep(step_latency)
-                    dist.all_reduce(views[tid])
-                    sched.notify_finish(nbytes)
-                    done[k] += 1
-                    if done[k] == len(tasks):
-                        synced_at[k] = time.perf_counter()
-                        synced[k].set()
+                    t0 = time.perf_counter()
+                    all_reduce(group)
+                    trace.append((group[0][0], [tid for _, tid, _ in group], t0, time.perf_counter()))
+                    sched.notify_finish(sum(nbytes for _, _, nbytes in group))
+                    for k, _, _ in group:
+                        done[k] += 1
+                        if done[k] == len(tasks):
+                            synced_at[k] = time.perf_counter()
+                            synced[k].set()
                 while True:  # take in what became ready meanwhile
                     try:
                         item = ready.get_nowait()
@@ -113,3 +142,5 @@ def run_ring(ctx: Context, policy: tuple[str, Optional[int], Optional[int]] = RI
         raise errors[0]
     ctx.completions = [max(b, s) for b, s in zip(backward_end, synced_at)]
     ctx.notes["compute_busy_s"] = clock.busy_s
+    ctx.notes["backward_end"] = backward_end
+    ctx.notes["trace"] = trace

@@ -67,8 +67,12 @@ class JobSpec:
     iterations: int
     warmup: int
     delay_s: float
+    #: The testbed's shaped rate per link direction, bytes/s.
+    link_rate_bytes_per_s: float
     out_dir: str
     timeout_s: float
+    #: Run :mod:`tensorwire.testbed.jobs.probe` before training.
+    probe: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -44,7 +44,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     try:
         ctx = Context(spec, rank)
+        if spec.probe:
+            from tensorwire.testbed.jobs.probe import combine, run_probe
+
+            before = run_probe(ctx)
         strategy.run(ctx)
+        if spec.probe:
+            ctx.notes["probe"] = combine(before, run_probe(ctx))
         ctx.write_result("worker" if rank < spec.workers else "server")
         dist.barrier()
     finally:

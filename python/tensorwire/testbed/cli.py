@@ -1,0 +1,130 @@
+"""``tensorwire validate``: measured against predicted iteration times on the testbed.
+
+The command object :data:`validate` is registered in the main CLI. It prints a table (or
+JSON with ``--json``) and, with ``--out DIR``, writes ``results.json`` and a
+self-contained ``results.html`` there (each written atomically).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import click
+
+from tensorwire.io import write_atomic
+from tensorwire.testbed.validate import summary
+
+
+def _table(results: Sequence[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    t = Table(title="testbed (measured) against simulator (predicted), steady-state iteration time")
+    for col, just in (("scenario", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right"), ("spread", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in results:
+        t.add_row(
+            r["scenario"],
+            f"{r['measured_s'] * 1e3:.1f} ms",
+            f"{r['predicted_s'] * 1e3:.1f} ms",
+            f"{r['error']:+.1%}",
+            f"{r.get('spread', 0.0):.1%}",
+        )
+    console.print(t)
+    s = summary(results)
+    console.print(
+        f"{s['scenarios']} scenarios: median |error| {s['median_abs_error']:.1%}, "
+        f"max |error| {s['max_abs_error']:.1%}, within 10%: {s['within_10pct']:.0%}"
+    )
+
+
+def render_html(results: Sequence[dict[str, Any]], command: str = "tensorwire validate") -> str:
+    """A self-contained HTML page with the results table and the summary."""
+    s = summary(results)
+    rows = []
+    for r in results:
+        bad = abs(r["error"]) > 0.10 if math.isfinite(r["error"]) else True
+        rows.append(
+            "<tr>"
+            f"<td>{html.escape(str(r['scenario']))}</td>"
+            f"<td>{r['workers']}</td>"
+            f"<td>{r['rate_bps'] / 1e6:g} Mbit/s</td>"
+            f"<td>{r['measured_s'] * 1e3:.1f}</td>"
+            f"<td>{r['predicted_s'] * 1e3:.1f}</td>"
+            f"<td class=\"{'bad' if bad else 'ok'}\">{r['error']:+.1%}</td>"
+            f"<td>{r.get('spread', 0.0):.1%}</td>"
+            "</tr>"
+        )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tensorwire validate</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; }}
+th, td {{ padding: 0.3em 0.8em; border-bottom: 1px solid #ddd; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+td.ok {{ color: #1a7f37; }} td.bad {{ color: #cf222e; font-weight: bold; }}
+code {{ background: #f4f4f4; padding: 0 0.3em; }}
+</style></head><body>
+<h1>Testbed against simulator</h1>
+<p>Steady-state iteration time measured on the emulated cluster and predicted by
+<code>tensorwire.simulate</code> on the calibrated cluster; error = (predicted &minus; measured) / measured.
+Spread: coefficient of variation of the measured iteration times.</p>
+<p>Command: <code>{html.escape(command)}</code> &middot; host: {html.escape(platform.node())}, {html.escape(platform.platform())}
+&middot; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}</p>
+<table>
+<thead><tr><th>scenario</th><th>workers</th><th>rate</th><th>measured (ms)</th><th>predicted (ms)</th><th>error</th><th>spread</th></tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody></table>
+<p>{s['scenarios']} scenarios: median |error| {s['median_abs_error']:.1%}, max |error| {s['max_abs_error']:.1%},
+within 10%: {s['within_10pct']:.0%}.</p>
+</body></html>
+"""
+
+
+@click.command("validate")
+@click.option("--quick", is_flag=True, help="Four scenarios on a 3-host testbed (about a minute) instead of the full matrix.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write results.json and results.html into this folder.")
+def validate(quick: bool, as_json: bool, out_dir: Optional[str]) -> None:
+    """Run scenarios on the emulated testbed and in the simulator; compare iteration times.
+
+    Needs root (network namespaces, tc) and torch.
+    """
+    from tensorwire.testbed.jobs import JobFailed
+    from tensorwire.testbed.netns import TestbedUnavailable
+    from tensorwire.testbed.validate import validate as run
+
+    command = "tensorwire validate" + (" --quick" if quick else "")
+    try:
+        results = run(quick, progress=lambda m: click.echo(f"validate: {m}", err=True))
+    except TestbedUnavailable as e:
+        raise click.ClickException(f"testbed unavailable: {e}") from None
+    except JobFailed as e:
+        raise click.ClickException(f"a testbed job failed: {e}") from None
+    if out_dir is not None:
+        out = Path(out_dir)
+        write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
+        write_atomic(out / "results.html", render_html(results, command))
+    if as_json:
+        click.echo(json.dumps(results, indent=1))
+    else:
+        _table(results)
+
+
+if __name__ == "__main__":  # ``python -m tensorwire.testbed.cli`` until the main CLI registers it
+    from tensorwire._core import InputError
+
+    try:
+        validate.main(prog_name="tensorwire validate", standalone_mode=True)
+    except InputError as e:
+        click.echo(f"tensorwire: error: {e.args[0]}: {e.args[1] if len(e.args) > 1 else ''}", err=True)
+        sys.exit(2)

@@ -1,0 +1,211 @@
+"""Validation: the same scenarios measured on the testbed and predicted by the simulator.
+
+A scenario is a workload, a strategy, a number of workers and a link rate. For each
+(rate, workers) pair the matrix builds one testbed (workers + 1 hosts, so a parameter
+server fits), calibrates it (:func:`tensorwire.testbed.calibrate.calibrate`) and runs every
+scenario of that pair as a real job; :func:`tensorwire.simulate` predicts the same
+workload on the calibrated cluster. The rates and the latency come from the calibration;
+the per-message overheads from a probe the job's own processes run just before training
+(:mod:`tensorwire.testbed.jobs.probe`), because Gloo's software cost on a shared machine
+drifts between a calibration and a job minutes later. ``error`` is
+``(predicted - measured) / measured``.
+
+Workloads are the zoo's VGG-16 (32 tensors, one of 74% of the bytes) and ResNet-50 (161
+tensors, half of them under 2 KiB), scaled so that each iteration takes about half a
+second: gradient bytes so that the strategy's traffic on its busiest link takes
+``COMM_TARGET_S`` at the calibrated rate, compute times so that forward plus backward take
+``COMPUTE_TARGET_S``. The simulator gets exactly the scaled workload the testbed runs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from tensorwire._core import InputError
+from tensorwire.api import simulate
+from tensorwire.units import format_rate, to_rate
+from tensorwire.workload import Layer, Tensor, Workload
+from tensorwire.workloads import load_model
+
+#: Base workloads: name in scenario ids -> zoo model.
+WORKLOADS = {"vgg": "vgg16", "resnet": "resnet50"}
+#: Time the strategy's traffic on its busiest link takes at the calibrated rate, seconds.
+COMM_TARGET_S = 0.25
+#: Forward plus backward compute per iteration, seconds.
+COMPUTE_TARGET_S = 0.2
+#: (rate, workers) pairs of the full matrix; each runs both workloads under ps and ring.
+FULL_MATRIX = (("1Gbps", 2), ("100Mbps", 4), ("400Mbps", 8), ("1Gbps", 8))
+QUICK_MATRIX = (("1Gbps", 2),)
+STRATEGIES = ("ring", "ps")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One cell of the matrix."""
+
+    workload: str
+    strategy: str
+    workers: int
+    rate: str
+
+    @property
+    def id(self) -> str:
+        """``ring/vgg/4x100Mbps``-style name."""
+        return f"{self.strategy}/{self.workload}/{self.workers}x{self.rate}"
+
+
+def scenarios(quick: bool) -> list[Scenario]:
+    """The matrix: every (rate, workers) pair x workload x strategy."""
+    return [
+        Scenario(w, s, workers, rate)
+        for rate, workers in (QUICK_MATRIX if quick else FULL_MATRIX)
+        for w in WORKLOADS
+        for s in STRATEGIES
+    ]
+
+
+#: Smallest scaled tensor, bytes (unless the original is smaller): 256 float32 elements.
+MIN_TENSOR_BYTES = 1024
+
+
+def scale_workload(base: Workload, bytes_scale: float, time_scale: float, name: Optional[str] = None) -> Workload:
+    """``base`` with every tensor's bytes times ``bytes_scale`` and every compute time times
+    ``time_scale``.
+
+    Sizes are rounded to whole float32 elements and kept at least ``MIN_TENSOR_BYTES`` (or
+    the original size, if smaller): scaling a 64-element bias by 1/100 would leave less
+    than one element per ring segment, where Gloo skips empty segments and the cost of a
+    message is no longer the one calibration measures (2N segments of at least 16 floats
+    for up to 8 workers).
+    """
+    if not bytes_scale > 0 or not time_scale > 0:
+        raise InputError("scale", "scales must be > 0")
+
+    def size(b: int) -> int:
+        return max(min(b, MIN_TENSOR_BYTES), 4, int(round(b * bytes_scale / 4)) * 4)
+
+    layers = tuple(
+        Layer(
+            layer.name,
+            layer.forward_s * time_scale,
+            layer.backward_s * time_scale,
+            tuple(Tensor(t.name, size(t.bytes)) for t in layer.tensors),
+        )
+        for layer in base.layers
+    )
+    return Workload(name or base.name, base.batch_size, layers, f"{base.name} scaled: bytes x{bytes_scale:.3g}, time x{time_scale:.3g}")
+
+
+def scenario_workload(sc: Scenario, effective_rate: float) -> Workload:
+    """The scaled workload of a scenario (see the module documentation)."""
+    base = load_model(WORKLOADS[sc.workload])
+    n = sc.workers
+    # Bytes of the model whose traffic fills the busiest link for COMM_TARGET_S.
+    if sc.strategy == "ps":
+        model_bytes = COMM_TARGET_S * effective_rate / n  # the server's link carries N copies
+    else:
+        model_bytes = COMM_TARGET_S * effective_rate * n / (2 * (n - 1)) if n > 1 else COMM_TARGET_S * effective_rate
+    return scale_workload(
+        base, model_bytes / base.total_bytes, COMPUTE_TARGET_S / base.compute_time_s, name=f"{sc.workload}-scaled"
+    )
+
+
+def validate(
+    quick: bool = False,
+    *,
+    matrix: Optional[Sequence[tuple[str, int]]] = None,
+    iterations: int = 7,
+    warmup: int = 2,
+    progress: Optional[Callable[[str], None]] = None,
+) -> list[dict[str, Any]]:
+    """Runs the matrix on the testbed and in the simulator; one dict per scenario.
+
+    Each dict has ``scenario``, ``measured_s``, ``predicted_s`` and ``error`` (relative,
+    (predicted - measured) / measured), plus the scenario's parameters, the measured
+    iteration times and the calibration used. ``matrix`` overrides the (rate, workers)
+    pairs. Needs root and torch; takes about a minute with ``quick``.
+    """
+    from tensorwire.testbed.calibrate import calibrate
+    from tensorwire.testbed.jobs import hosts_needed, run_job
+    from tensorwire.testbed.testbed import Testbed
+
+    pairs = list(matrix) if matrix is not None else list(QUICK_MATRIX if quick else FULL_MATRIX)
+    for rate, workers in pairs:
+        to_rate(rate, "rate")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 2:
+            raise InputError("workers", f"{workers!r} must be an integer >= 2")
+    from tensorwire.testbed.jobs.launcher import require_torch
+
+    require_torch()
+    say = progress or (lambda _: None)
+    results: list[dict[str, Any]] = []
+    for rate, workers in pairs:
+        cells = [Scenario(w, s, workers, rate) for w in WORKLOADS for s in STRATEGIES]
+        hosts = max(hosts_needed(s, workers) for s in STRATEGIES)
+        with Testbed(hosts=hosts, rate=rate) as tb:
+            say(f"calibrating {hosts} hosts at {format_rate(tb.rate)}")
+            cal = calibrate(tb, quick=quick, workers=workers)
+            for sc in cells:
+                workload = scenario_workload(sc, cal.effective_rate_bytes_per_s)
+                say(f"running {sc.id}")
+                started = time.monotonic()
+                job = run_job(
+                    tb, workload, sc.strategy, workers=workers, iterations=iterations, warmup=warmup, probe=True
+                )
+                used = cal.with_probe(job.probe)
+                cluster = used.cluster(workers, sc.strategy)
+                predicted = simulate(workload, cluster, sc.strategy, iterations=max(3, iterations - warmup + 1))
+                measured = job.iteration_time_s
+                results.append(
+                    {
+                        "scenario": sc.id,
+                        "workload": sc.workload,
+                        "strategy": sc.strategy,
+                        "workers": workers,
+                        "rate_bps": tb.rate * 8,
+                        "model_bytes": workload.total_bytes,
+                        "tensors": len(workload.tensors),
+                        "compute_s": workload.compute_time_s,
+                        "measured_s": measured,
+                        "predicted_s": predicted.iteration_time_s,
+                        "error": (predicted.iteration_time_s - measured) / measured,
+                        "iteration_times_s": list(job.iteration_times_s),
+                        "spread": _spread(job.iteration_times_s[warmup - 1 :]),
+                        "wall_s": time.monotonic() - started,
+                        "calibration": {
+                            "payload_efficiency": used.payload_efficiency,
+                            "latency_s": used.latency_s,
+                            "per_message_overhead_s": used.per_message_overhead(sc.strategy),
+                            "calibrated_overhead_s": cal.per_message_overhead(sc.strategy),
+                            "probe": job.probe,
+                        },
+                    }
+                )
+                say(f"{sc.id}: measured {measured:.4f} s, predicted {predicted.iteration_time_s:.4f} s, error {results[-1]['error']:+.1%}")
+    return results
+
+
+def _spread(xs: Sequence[float]) -> float:
+    """Coefficient of variation of the steady-state iteration times."""
+    xs = list(xs)
+    if len(xs) < 2:
+        return 0.0
+    mean = statistics.fmean(xs)
+    return statistics.pstdev(xs) / mean if mean > 0 else 0.0
+
+
+def summary(results: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Median and largest absolute error, and the share of scenarios within 10%."""
+    errors = [abs(r["error"]) for r in results if math.isfinite(r["error"])]
+    if not errors:
+        return {"scenarios": 0, "median_abs_error": math.nan, "max_abs_error": math.nan, "within_10pct": math.nan}
+    return {
+        "scenarios": len(errors),
+        "median_abs_error": statistics.median(errors),
+        "max_abs_error": max(errors),
+        "within_10pct": sum(e <= 0.10 for e in errors) / len(errors),
+    }

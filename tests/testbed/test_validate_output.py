@@ -1,0 +1,70 @@
+"""The validate matrix, its summary and the CLI's files (no testbed needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import tensorwire as tw
+from tensorwire.testbed import cli as testbed_cli
+from tensorwire.testbed import validate as v
+
+
+def _row(scenario: str, measured: float, predicted: float) -> dict[str, Any]:
+    return {
+        "scenario": scenario,
+        "workers": 2,
+        "rate_bps": 1e9,
+        "measured_s": measured,
+        "predicted_s": predicted,
+        "error": (predicted - measured) / measured,
+        "spread": 0.01,
+    }
+
+
+def test_matrix_covers_both_strategies_workloads_and_the_ranges() -> None:
+    full = v.scenarios(quick=False)
+    assert len(full) >= 12
+    assert {s.strategy for s in full} == {"ps", "ring"} and {s.workload for s in full} == {"vgg", "resnet"}
+    assert min(s.workers for s in full) == 2 and max(s.workers for s in full) == 8
+    rates = {tw.units.to_rate(s.rate) for s in full}
+    assert min(rates) == tw.units.to_rate("100Mbps") and max(rates) == tw.units.to_rate("1Gbps")
+    assert len(v.scenarios(quick=True)) < len(full)
+
+
+def test_scenario_workloads_are_scaled_to_whole_floats() -> None:
+    sc = v.Scenario("resnet", "ring", 4, "100Mbps")
+    w = v.scenario_workload(sc, 12e6)
+    assert all(t.bytes % 4 == 0 and t.bytes >= 4 for t in w.tensors)
+    assert w.compute_time_s == pytest.approx(v.COMPUTE_TARGET_S)
+    assert len(w.tensors) == len(tw.load_model("resnet50").tensors)
+
+
+def test_summary_and_html() -> None:
+    rows = [_row("a", 1.0, 1.02), _row("b", 1.0, 0.95), _row("c", 2.0, 2.5)]
+    s = v.summary(rows)
+    assert s["median_abs_error"] == pytest.approx(0.05) and s["max_abs_error"] == pytest.approx(0.25)
+    page = testbed_cli.render_html(rows)
+    assert page.startswith("<!DOCTYPE html>") and "+25.0%" in page and "class=\"bad\"" in page
+
+
+def test_cli_writes_json_and_html(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    rows = [_row("ring/vgg/2x1Gbps", 0.5, 0.51)]
+    monkeypatch.setattr(v, "validate", lambda quick, **kw: rows)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(testbed_cli.validate, ["--quick", "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "results.json").read_text()) == rows
+    assert "ring/vgg/2x1Gbps" in (out / "results.html").read_text()
+    assert json.loads(result.stdout)[0]["scenario"] == "ring/vgg/2x1Gbps"
+
+
+def test_bad_matrix_is_an_input_error() -> None:
+    with pytest.raises(tw.InputError):
+        v.validate(matrix=[("fast", 2)])
+    with pytest.raises(tw.InputError):
+        v.validate(matrix=[("1Gbps", 1)])

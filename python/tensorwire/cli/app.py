@@ -222,8 +222,10 @@ def _register() -> None:
     from tensorwire.report.cli import report
     from tensorwire.sweep.cli import sweep
     from tensorwire.testbed.cli import validate
+    from tensorwire.torch.cli import measure, profile
+    from tensorwire.torch.partial.cli import bench
 
-    for command in (topology, sweep, report, validate):
+    for command in (topology, sweep, report, validate, profile, measure, bench):
         cli.add_command(command)
 
 

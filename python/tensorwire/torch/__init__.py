@@ -1,0 +1,77 @@
+"""The runtime: the core's scheduling policies on torch.distributed (Gloo on CPU, NCCL on GPU).
+
+>>> import tensorwire.torch as twt                       # doctest: +SKIP
+>>> twt.init_process_group()                             # torchrun's environment
+>>> model = twt.ScheduledDataParallel(net, opt, mode="priority", partition="512KiB", credit="2MiB")
+>>> for x, y in data:                                    # the loop stays as it is
+...     opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+>>> model.synchronize()                                  # before evaluation or a checkpoint
+
+Also: :func:`profile` (a real model -> a workload file for ``tensorwire simulate``),
+:func:`measure` (scaling factor and network throughput on 1 and N processes), the task
+API (:mod:`tensorwire.torch.tasks`) and transports (:class:`AllReduce`,
+:class:`ParameterServer`). ``import tensorwire`` never imports torch; this package imports
+it on first use of a name that needs it (``pip install 'tensorwire[torch]'``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tensorwire.torch.data_parallel import ScheduledDataParallel
+    from tensorwire.torch.engine import CommunicationError, ConfigChange
+    from tensorwire.torch.launch import LocalRunError, init_process_group, run_local
+    from tensorwire.torch.emulate import EmulatedModel, emulated
+    from tensorwire.torch.measuring import Job, Measurement, measure
+    from tensorwire.torch.profiling import profile
+    from tensorwire.torch.tasks import Group, SchedulerConfig, Task, TaskScheduler, partition
+    from tensorwire.torch.transport import AllReduce, ParameterServer, Pending, Transport
+    from tensorwire.torch.tuning import AutoTune, Trial
+
+_WHERE = {
+    "ScheduledDataParallel": "data_parallel",
+    "CommunicationError": "engine",
+    "ConfigChange": "engine",
+    "LocalRunError": "launch",
+    "init_process_group": "launch",
+    "run_local": "launch",
+    "EmulatedModel": "emulate",
+    "emulated": "emulate",
+    "Job": "measuring",
+    "Measurement": "measuring",
+    "measure": "measuring",
+    "profile": "profiling",
+    "Group": "tasks",
+    "SchedulerConfig": "tasks",
+    "Task": "tasks",
+    "TaskScheduler": "tasks",
+    "partition": "tasks",
+    "AllReduce": "transport",
+    "ParameterServer": "transport",
+    "Pending": "transport",
+    "Transport": "transport",
+    "AutoTune": "tuning",
+    "Trial": "tuning",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tensorwire.torch' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(f"tensorwire.torch.{module}"), name)
+    except ModuleNotFoundError as e:
+        if e.name in ("torch", "optuna", "torchvision"):
+            raise ImportError(f"tensorwire.torch.{name} needs {e.name}: pip install 'tensorwire[torch]'") from e
+        raise
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

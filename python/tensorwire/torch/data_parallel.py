@@ -1,0 +1,371 @@
+"""``ScheduledDataParallel``: data-parallel training whose gradient traffic follows the
+core's scheduling policies (seed 004's ByteScheduler; DDP-like FIFO; Horovod-like fusion).
+
+What happens in one iteration:
+
+1. ``loss.backward()``: a post-accumulate-grad hook on every parameter takes its gradient
+   (``param.grad`` is left ``None``) and hands it to the engine: one task per piece of at
+   most ``partition`` bytes (the core's ``partition``).
+2. The leader's core scheduler releases groups of tasks by the mode's policy within the
+   credit; every worker starts the same operations in the same order on the transport
+   (all-reduce by default), asynchronously, while backward goes on.
+3. When every piece of a parameter is averaged, that parameter alone is stepped by the
+   user's optimizer class (see :mod:`tensorwire.torch.optim`: exactly the same arithmetic).
+4. ``optimizer.step()`` only closes the iteration: it does not wait. The next forward pass
+   waits, module by module, only for the parameters that module owns (forward pre-hooks):
+   layer 1 of the next iteration can run while the last layers' gradients are still on the
+   wire. This is seed 004's "crossing the global barrier".
+
+The training loop stays ``zero_grad(); loss.backward(); optimizer.step()``; call
+:meth:`ScheduledDataParallel.synchronize` before reading parameters outside a forward
+pass (evaluation on another copy, checkpointing, comparing).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Any, Callable, Optional, Union
+
+import torch
+import torch.distributed as dist
+
+from tensorwire._core import InputError
+from tensorwire.torch import optim as _optim
+from tensorwire.torch.engine import CommunicationError, ConfigChange, Engine
+from tensorwire.torch.tasks import SchedulerConfig, Size
+from tensorwire.torch.transport import AllReduce, Transport, member_group
+from tensorwire.torch.tuning import AutoTune, Trial, Tuner
+
+
+class ScheduledDataParallel(torch.nn.Module):
+    """Wraps ``module`` for data-parallel training with scheduled gradient communication.
+
+    Args:
+        module: the model (already on its device).
+        optimizer: the user's optimizer over ``module``'s parameters; its ``step`` becomes
+            the end-of-iteration marker and each parameter is stepped on its own with the
+            same class and hyperparameters (SGD, Adam, AdamW, ...).
+        mode: ``priority`` (layers nearest the input first, partition and credit; seed 004),
+            ``fifo`` (ready order, like DDP) or ``fusion`` (ready order through a Horovod
+            fusion buffer).
+        partition: largest piece of a tensor, bytes or text (``"512KiB"``); default 4 MiB
+            in ``priority``, whole tensors otherwise. Rounded down to whole elements.
+        credit: most bytes in flight, bytes or text; default 16 MiB in ``priority``;
+            otherwise one all-reduce at a time (as on an NCCL stream; the simulator's rule).
+        fusion_bytes, fusion_cycle_s: fusion buffer threshold (bytes) and cycle (seconds);
+            ``fusion`` only (defaults 64 MiB and 5 ms, Horovod's before 0.21).
+        group: the data-parallel process group (None: the default group, or the
+            transport's). Its first rank is the leader, which decides the order.
+        transport: where bytes go (default: :class:`~tensorwire.torch.AllReduce` on ``group``;
+            or a :class:`~tensorwire.torch.ParameterServer`). A transport you pass stays
+            yours: close it when done (for a parameter server that releases the server).
+        autotune: ``True`` or an :class:`~tensorwire.torch.AutoTune` to tune partition and
+            credit while training (``priority`` only).
+        timeout_s: bound on every communication wait (Gloo's timeout); a dead or stuck
+            peer makes every rank raise :class:`~tensorwire.torch.CommunicationError`.
+        broadcast: copy the leader's parameters and buffers to every worker first (as DDP).
+
+    Construct it on every worker of ``group`` in the same order (it creates a process
+    group). Limits: one ``backward`` per ``step`` (no gradient accumulation), dense
+    gradients of one dtype, buffers are not synchronised after the first broadcast, and
+    ``param.grad`` stays ``None`` (clipping by global norm is not possible).
+    """
+
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        mode: str = "priority",
+        partition: Size = None,
+        credit: Size = None,
+        fusion_bytes: Size = None,
+        fusion_cycle_s: Union[float, str, None] = None,
+        group: Optional[dist.ProcessGroup] = None,
+        *,
+        transport: Optional[Transport] = None,
+        autotune: Union[bool, AutoTune, None] = None,
+        timeout_s: Optional[float] = None,
+        broadcast: bool = True,
+    ) -> None:
+        super().__init__()
+        if not isinstance(module, torch.nn.Module):
+            raise InputError("module", f"{type(module).__name__} is not a torch.nn.Module")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise InputError("optimizer", f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
+        config = SchedulerConfig.make(mode, partition, credit, fusion_bytes, fusion_cycle_s)
+        if autotune is True:
+            autotune = AutoTune()
+        if autotune is not None and autotune is not False and not isinstance(autotune, AutoTune):
+            raise InputError("autotune", f"{autotune!r} must be True, False or an AutoTune")
+        if isinstance(autotune, AutoTune) and config.mode != "priority":
+            raise InputError("autotune", f"tunes partition and credit, which mode {config.mode!r} does not use; use mode='priority'")
+        if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0):
+            raise InputError("timeout_s", f"{timeout_s!r} must be a number of seconds > 0")
+        if not dist.is_available() or not dist.is_initialized():
+            raise InputError(
+                "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() (torchrun sets the environment)"
+            )
+        if transport is not None and getattr(transport, "is_server", False):
+            raise InputError("transport", f"rank {dist.get_rank()} is the parameter server; call transport.serve() there")
+        if transport is not None and group is None:
+            group = transport.group
+        self.module = module
+        self.optimizer = optimizer
+        self.group = group
+        ranks = dist.get_process_group_ranks(group) if group is not None else list(range(dist.get_world_size()))
+        if dist.get_rank() not in ranks:
+            raise InputError("group", f"rank {dist.get_rank()} is not in the data-parallel group {ranks}")
+        timeout = datetime.timedelta(seconds=timeout_s) if timeout_s is not None else None
+        self._own_transport: Optional[AllReduce] = None
+        if transport is None:
+            # A group of its own: the timeout applies, and the user's collectives on the
+            # default group never interleave with the communication thread's.
+            data = member_group(ranks, timeout, local=True) if len(ranks) > 1 else group
+            transport = self._own_transport = AllReduce(data)
+        self.transport: Transport = transport
+        config = config.for_transport(getattr(transport, "collective", True))
+        self.ranks = ranks
+        self.leader = ranks[0]
+        self.is_leader = dist.get_rank() == self.leader
+
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad and p.numel() > 0]
+        if not named:
+            raise InputError("module", "has no parameters that need gradients")
+        dtypes = {p.dtype for _, p in named}
+        if len(dtypes) != 1:
+            raise InputError("module", f"parameters of several dtypes {sorted(map(str, dtypes))}; one dtype is supported")
+        self._names = [n for n, _ in named]
+        self._params = [p for _, p in named]
+        self._dtype = self._params[0].dtype
+        self.element_bytes = self._params[0].element_size()
+        if broadcast:
+            self._broadcast_state()
+        self._steps = _optim.split(optimizer, self._params, self._names)
+        self._hyper: dict[int, list[dict[str, Any]]] = {}
+
+        # Which module's forward waits for which parameters is decided after the first
+        # forward pass (see _assign): every module gets a pre-hook until then.
+        self._index = {id(p): i for i, p in enumerate(self._params)}
+        self._mname = {m: name for name, m in module.named_modules()}
+        self._depth = {m: (name.count(".") + 1 if name else 0) for m, name in self._mname.items()}
+        self._first_call: dict[torch.nn.Module, int] = {}
+        self._waits: Optional[dict[torch.nn.Module, list[int]]] = None
+
+        control = member_group(ranks, timeout, local=True, backend="gloo") if len(ranks) > 1 else None
+        self._engine = Engine(
+            numels=[p.numel() for p in self._params],
+            element_bytes=self.element_bytes,
+            layers=self._layers,
+            config=config,
+            transport=self.transport,
+            ranks=ranks,
+            control_group=control,
+            timeout_s=timeout_s,
+            on_reduced=self._apply_update,
+            owns_transport=self._own_transport is not None,
+        )
+        self._iteration = 0
+        self._seen: set[int] = set()
+        self._handles: list[Any] = []
+        for i, p in enumerate(self._params):
+            self._handles.append(p.register_post_accumulate_grad_hook(self._grad_hook(i)))  # type: ignore[no-untyped-call]
+        for m in self._depth:
+            self._handles.append(m.register_forward_pre_hook(self._pre_hook))
+        self._tuner = Tuner(autotune, self.element_bytes) if isinstance(autotune, AutoTune) and self.is_leader else None
+        self._original_step = optimizer.step
+        self._patch_optimizer()
+        self._closed = False
+
+    # -- public ---------------------------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs the wrapped module (its forward pre-hooks wait for fresh parameters)."""
+        return self.module(*args, **kwargs)
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Ends the iteration (what ``optimizer.step()`` now does); does not wait.
+
+        Parameters that got no gradient this iteration contribute zeros (as DDP's
+        ``find_unused_parameters``). With a closure, runs it (under grad) first.
+        """
+        self._check_open()
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        it = self._iteration
+        self._begin(it)
+        for i, p in enumerate(self._params):
+            if i not in self._seen:
+                self._engine.notify_ready(it, i, torch.zeros(p.numel(), dtype=p.dtype, device=p.device))
+        self._seen = set()
+        self._iteration += 1
+        if self._tuner is not None:
+            cfg, since = self._engine.active_config
+            ask = self._tuner.after_step(it, time.monotonic(), (cfg.partition_bytes, cfg.credit_bytes, since))
+            if ask is not None:
+                self._engine.request_config(cfg.with_limits(*ask))
+        return loss
+
+    def synchronize(self) -> None:
+        """Waits until every gradient handed in is averaged and every parameter updated."""
+        self._engine.synchronize()
+
+    def close(self) -> None:
+        """Synchronizes, stops the communication threads, removes the hooks and gives the
+        optimizer its own ``step`` back (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._engine.close()
+        finally:
+            for h in self._handles:
+                h.remove()
+            self._handles = []
+            self.optimizer.step = self._original_step  # type: ignore[method-assign]
+
+    def __enter__(self) -> ScheduledDataParallel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def iteration(self) -> int:
+        """Iterations ended so far (``step()`` calls)."""
+        return self._iteration
+
+    @property
+    def config(self) -> SchedulerConfig:
+        """The configuration the leader schedules with now (followers: the one they were built with)."""
+        return self._engine.config
+
+    @property
+    def config_history(self) -> list[ConfigChange]:
+        """Every configuration in effect and the iteration it began; the same on every rank
+        once those iterations are synchronized."""
+        return list(self._engine.history)
+
+    @property
+    def tuning_trials(self) -> list[Trial]:
+        """Auto-tuning trials so far (leader only; empty elsewhere)."""
+        return list(self._tuner.trials) if self._tuner is not None else []
+
+    @property
+    def groups_started(self) -> int:
+        """Communication operations started on this rank so far."""
+        return self._engine.groups_started
+
+    # -- internals --------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this ScheduledDataParallel is closed")
+        failed = self._engine.failed
+        if failed is not None:
+            raise failed
+
+    def _broadcast_state(self) -> None:
+        tensors = [p.detach() for p in self.module.parameters()] + [b for b in self.module.buffers()]
+        by_dtype: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
+        for t in tensors:
+            by_dtype.setdefault((t.dtype, t.device), []).append(t)
+        with torch.no_grad():
+            for ts in by_dtype.values():
+                flat = torch.cat([t.reshape(-1) for t in ts])
+                dist.broadcast(flat, src=self.leader, group=self.group)
+                for t, src in zip(ts, torch.split(flat, [t.numel() for t in ts])):
+                    t.copy_(src.view_as(t))
+
+    def _patch_optimizer(self) -> None:
+        opt = self.optimizer
+
+        def step(closure: Optional[Callable[[], Any]] = None) -> Any:
+            opt._opt_called = True  # type: ignore[attr-defined]  # torch LR schedulers check this
+            return self.step(closure)
+
+        step._wrapped_by_lr_sched = True  # type: ignore[attr-defined]  # keep schedulers from re-wrapping
+        opt.step = step  # type: ignore[method-assign]
+
+    def _assign(self) -> dict[torch.nn.Module, list[int]]:
+        """Each parameter waits in the pre-hook of the deepest module that ran in the first
+        forward pass and holds it (directly or below): a Linear for its weight, the module
+        that reads a ParameterList, or the wrapped model for anything else. A tied
+        parameter waits in each such module."""
+        if self._waits is None:
+            called = sorted(self._first_call, key=lambda m: self._depth[m])
+            holders: dict[int, list[torch.nn.Module]] = {}
+            for m in called:
+                for p in m.parameters():
+                    i = self._index.get(id(p))
+                    if i is None:
+                        continue
+                    # Deeper holders replace the ancestors they sit in.
+                    keep = [h for h in holders.get(i, []) if not self._contains(h, m)]
+                    holders[i] = keep + [m]
+            waits: dict[torch.nn.Module, list[int]] = {}
+            for i in range(len(self._params)):
+                for m in holders.get(i, [self.module]):
+                    waits.setdefault(m, []).append(i)
+            self._waits = waits
+        return self._waits
+
+    def _contains(self, outer: torch.nn.Module, inner: torch.nn.Module) -> bool:
+        o, i = self._mname[outer], self._mname[inner]
+        return bool(o != i and (o == "" or i.startswith(o + ".")))
+
+    def _layers(self) -> list[int]:
+        """Forward position of each tensor (first-call order of the module it waits in)."""
+        late = len(self._first_call)
+        layers = [late] * len(self._params)
+        for m, idx in self._assign().items():
+            pos = self._first_call.get(m, late)
+            for i in idx:
+                layers[i] = min(layers[i], pos)
+        return layers
+
+    def _begin(self, it: int) -> None:
+        if it not in self._hyper:
+            self._hyper[it] = _optim.hyperparameters(self.optimizer)
+            oldest = min(self._engine.updated)
+            for k in [k for k in self._hyper if k <= oldest]:
+                del self._hyper[k]
+
+    def _grad_hook(self, i: int) -> Callable[[torch.Tensor], None]:
+        def hook(p: torch.Tensor) -> None:
+            g = p.grad
+            if g is None:
+                return
+            p.grad = None
+            if self._closed:
+                raise RuntimeError("this ScheduledDataParallel is closed; backward cannot synchronise gradients")
+            if g.is_sparse:
+                raise InputError("module", f"parameter {self._names[i]!r} has a sparse gradient; only dense gradients are supported")
+            if i in self._seen:
+                raise RuntimeError(
+                    f"parameter {self._names[i]!r} got a second gradient in iteration {self._iteration}: call "
+                    "optimizer.step() after every backward (gradient accumulation is not supported)"
+                )
+            self._seen.add(i)
+            it = self._iteration
+            self._begin(it)
+            self._engine.notify_ready(it, i, g.detach().contiguous().view(-1))
+
+        return hook
+
+    def _pre_hook(self, module: torch.nn.Module, args: Any) -> None:
+        if self._waits is None:
+            if module not in self._first_call:
+                self._first_call[module] = len(self._first_call)
+            if self._iteration == 0:
+                return
+        wait = self._assign().get(module)
+        if wait and self._iteration > 0:
+            self._engine.wait_for(wait, self._iteration - 1, f"the forward pass of {type(module).__name__}")
+
+    def _apply_update(self, it: int, i: int, grad: torch.Tensor) -> None:
+        s = self._steps[i]
+        s.step(grad, self._hyper[it][s.group_index])
+
+
+__all__ = ["CommunicationError", "ScheduledDataParallel"]

@@ -1,0 +1,83 @@
+"""Models with emulated compute: real gradient tensors, compute replaced by sleeping.
+
+For runtime benchmarks and measurements on machines with few cores (or no GPU): each layer
+owns real parameters of the workload's sizes and a custom autograd function that sleeps
+for the layer's forward time in the forward pass and for its backward time in the backward
+pass (releasing the GIL and the CPU, as a GPU kernel would), then produces a gradient of the
+parameter's shape. The network traffic is therefore exactly that of the real model, and the
+timing that of the device the workload was measured on (times ``time_scale``).
+
+>>> import tensorwire as tw
+>>> m = emulated(tw.load_model("alexnet"), size_scale=0.001)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from tensorwire._core import InputError
+from tensorwire.workload import Workload
+
+
+class _Sleep(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, *args: Any) -> torch.Tensor:
+        *weights, forward_s, backward_s = args
+        ctx.backward_s = backward_s
+        ctx.shapes = [w.shape for w in weights]
+        if forward_s > 0:
+            time.sleep(forward_s)
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Any:
+        if ctx.backward_s > 0:
+            time.sleep(ctx.backward_s)
+        value = float(grad.mean())
+        return (grad, *(torch.full(s, value, dtype=grad.dtype) for s in ctx.shapes), None, None)
+
+
+class EmulatedLayer(torch.nn.Module):
+    """One layer: parameters of the given element counts; sleeps ``forward_s``/``backward_s``."""
+
+    def __init__(self, numels: list[int], forward_s: float, backward_s: float) -> None:
+        super().__init__()
+        self.weights = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(n) * 0.01) for n in numels])
+        self.forward_s = forward_s
+        self.backward_s = backward_s
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = _Sleep.apply(x, *self.weights, self.forward_s, self.backward_s)
+        return out
+
+
+class EmulatedModel(torch.nn.Module):
+    """A stack of :class:`EmulatedLayer`; input: any float tensor (``(batch, 16)`` is plenty)."""
+
+    def __init__(self, layers: list[EmulatedLayer]) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.detach().requires_grad_(True)  # so parameter-free layers' backward runs too
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def emulated(workload: Workload, *, size_scale: float = 1.0, time_scale: float = 1.0) -> EmulatedModel:
+    """An :class:`EmulatedModel` of ``workload`` (float32 tensors of ``bytes/4 * size_scale``
+    elements, at least 1; compute times times ``time_scale``)."""
+    if not size_scale > 0 or not time_scale >= 0:
+        raise InputError("size_scale", "size_scale must be > 0 and time_scale >= 0")
+    layers = []
+    for layer in workload.layers:
+        numels = [max(1, int(t.bytes // 4 * size_scale)) for t in layer.tensors]
+        layers.append(EmulatedLayer(numels, layer.forward_s * time_scale, layer.backward_s * time_scale))
+    return EmulatedModel(layers)
+
+
+__all__ = ["EmulatedLayer", "EmulatedModel", "emulated"]

@@ -1,0 +1,312 @@
+"""``measure``: is the network the bottleneck? (seed 001)
+
+Runs the same training job on 1 process and on N processes and reports
+
+- the scaling factor ``T_n / (n T_1)`` (``T``: samples per second; 1 is linear scaling);
+- the gradient bytes each worker sends per iteration: counted on a network interface
+  when one is named (``interface``, e.g. a testbed host's), else the ring all-reduce's
+  ``2 (N-1)/N x gradient bytes`` (what Gloo's and NCCL's ring algorithms send);
+- the achieved network throughput (those bytes over the iteration time) and, given the
+  link rate, the utilisation: throughput / link rate. Seed 001 found utilisation high at
+  1-10 Gbps and low at 100 Gbps, i.e. the software, not the link, was the limit there.
+
+Jobs: a torchvision model by name (real compute), ``package.module:factory``, or
+``zoo:NAME`` — a zoo workload with emulated compute (:mod:`tensorwire.torch.emulate`: real
+tensor sizes times ``size_scale``, the zoo's compute times times ``time_scale``), which is
+what makes loopback measurements meaningful on a machine with few cores.
+
+Processes run on this machine over Gloo (127.0.0.1, or a testbed's addresses). Under
+torchrun, ``python -m tensorwire.torch.measuring --job '{"model": "resnet50", "mode": "priority"}'``
+runs one worker of the job with torchrun's environment and prints rank 0's timing as JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from tensorwire._core import InputError
+from tensorwire.torch.tasks import MODES, Size, SchedulerConfig
+from tensorwire.units import to_rate
+
+JOB_MODES = (*MODES, "ddp")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job to time (see the module docstring for ``model``).
+
+    ``mode``: ``priority``, ``fifo``, ``fusion`` (:class:`~tensorwire.torch.ScheduledDataParallel`)
+    or ``ddp`` (torch's DistributedDataParallel); one process always trains without either.
+    """
+
+    model: str = "resnet18"
+    batch_size: int = 8
+    mode: str = "priority"
+    partition: Size = None
+    credit: Size = None
+    fusion_bytes: Size = None
+    fusion_cycle_s: Union[float, str, None] = None
+    iterations: int = 10
+    warmup: int = 3
+    input_shape: Optional[tuple[int, ...]] = None
+    size_scale: float = 1.0
+    time_scale: float = 1.0
+    interface: Optional[str] = None
+    seed: int = 0
+    timeout_s: Optional[float] = None
+    #: DDP's bucket size in MB (torch's default 25 MB when None).
+    bucket_cap_mb: Optional[float] = None
+    #: ``priority`` only: auto-tune partition and credit for this many trials (of 3
+    #: iterations each) before the timed iterations.
+    autotune_trials: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in JOB_MODES:
+            raise InputError("mode", f"{self.mode!r} is not a mode; choose one of {', '.join(JOB_MODES)}")
+        if self.mode != "ddp":
+            SchedulerConfig.make(self.mode, self.partition, self.credit, self.fusion_bytes, self.fusion_cycle_s)
+        for field, v, least in (("batch_size", self.batch_size, 1), ("iterations", self.iterations, 1), ("warmup", self.warmup, 0)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise InputError(field, f"{v!r} must be an integer >= {least}")
+        if self.interface is not None and not Path(f"/sys/class/net/{self.interface}").exists():
+            raise InputError("interface", f"{self.interface!r} is not a network interface here")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What :func:`measure` found (seconds, bytes, bytes/s)."""
+
+    model: str
+    mode: str
+    workers: int
+    batch_size: int
+    iteration_time_1_s: float
+    iteration_time_n_s: float
+    gradient_bytes: int
+    bytes_per_iteration: float
+    bytes_counted_on: str
+    link_rate: Optional[float]
+
+    @property
+    def throughput_1(self) -> float:
+        """Samples per second on one process."""
+        return self.batch_size / self.iteration_time_1_s
+
+    @property
+    def throughput_n(self) -> float:
+        """Samples per second on all ``workers`` together."""
+        return self.workers * self.batch_size / self.iteration_time_n_s
+
+    @property
+    def scaling_factor(self) -> float:
+        """``T_n / (n T_1)``; 1 is linear scaling."""
+        return self.throughput_n / (self.workers * self.throughput_1)
+
+    @property
+    def network_throughput(self) -> float:
+        """Bytes per second each worker sent, averaged over the iteration."""
+        return self.bytes_per_iteration / self.iteration_time_n_s
+
+    @property
+    def utilization(self) -> Optional[float]:
+        """Network throughput over the link rate (None without a link rate)."""
+        return None if self.link_rate is None else self.network_throughput / self.link_rate
+
+    @property
+    def ideal_comm_s(self) -> Optional[float]:
+        """Time the bytes of one iteration take at the full link rate, seconds."""
+        return None if self.link_rate is None else self.bytes_per_iteration / self.link_rate
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields and derived numbers, JSON-ready."""
+        d = dataclasses.asdict(self)
+        for k in ("throughput_1", "throughput_n", "scaling_factor", "network_throughput", "utilization", "ideal_comm_s"):
+            d[k] = getattr(self, k)
+        return d
+
+
+def _counters(interface: Optional[str]) -> tuple[int, int]:
+    if interface is None:
+        return 0, 0
+    base = Path(f"/sys/class/net/{interface}/statistics")
+    return int((base / "tx_bytes").read_text()), int((base / "rx_bytes").read_text())
+
+
+def build(job: Job) -> tuple[Any, Any]:
+    """The job's module and a batch of random inputs (same module on every rank)."""
+    import torch
+
+    torch.manual_seed(job.seed)
+    if job.model.startswith("zoo:"):
+        from tensorwire.torch.emulate import emulated
+        from tensorwire.workloads import load_model
+
+        zoo = emulated(load_model(job.model[4:]), size_scale=job.size_scale, time_scale=job.time_scale)
+        return zoo, torch.randn(job.batch_size, 16)
+    from tensorwire.torch.profiling import INPUT_SHAPES, load_module
+
+    module, name = load_module(job.model)
+    shape = job.input_shape or INPUT_SHAPES.get(name, (3, 224, 224))
+    return module, torch.randn(job.batch_size, *shape)
+
+
+def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
+    """Trains ``job`` on this process (of ``world``) and times it; for :func:`run_local` or torchrun."""
+    import torch
+
+    from tensorwire.torch.profiling import training_loss
+
+    module, x = build(job)
+    x = x + 0.01 * rank  # each worker its own data
+    opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
+    model: Any = module
+    sdp = None
+    if world > 1 and job.mode == "ddp":
+        ddp = torch.nn.parallel.DistributedDataParallel
+        model = ddp(module) if job.bucket_cap_mb is None else ddp(module, bucket_cap_mb=job.bucket_cap_mb)
+    elif world > 1:
+        from tensorwire.torch.data_parallel import ScheduledDataParallel
+
+        from tensorwire.torch.tuning import AutoTune
+
+        tune = AutoTune(partition=("64KiB", "16MiB"), credit_factor=(1, 8), trials=job.autotune_trials, steps_per_trial=2, warmup_steps=1) if job.autotune_trials else None
+        sdp = model = ScheduledDataParallel(
+            module, opt, job.mode, job.partition, job.credit, job.fusion_bytes, job.fusion_cycle_s, timeout_s=job.timeout_s, autotune=tune
+        )
+
+    def one() -> None:
+        opt.zero_grad()
+        training_loss(model(x)).backward()  # type: ignore[no-untyped-call]
+        opt.step()
+
+    for _ in range(job.warmup + 4 * job.autotune_trials):
+        one()
+    if sdp is not None:
+        sdp.synchronize()
+    if world > 1:
+        torch.distributed.barrier()
+    tx0, rx0 = _counters(job.interface)
+    t0 = time.perf_counter()
+    marks = [t0]
+    for _ in range(job.iterations):
+        one()
+        marks.append(time.perf_counter())
+    if sdp is not None:
+        sdp.synchronize()
+    elapsed = time.perf_counter() - t0
+    tx1, rx1 = _counters(job.interface)
+    steps = [b - a for a, b in zip(marks, marks[1:])]
+    groups = sdp.groups_started if sdp is not None else 0
+    final = sdp.config_history[-1] if sdp is not None and sdp.config_history else None
+    trials = [(t.partition_bytes, t.credit_bytes, t.iteration_time_s) for t in sdp.tuning_trials] if sdp is not None else []
+    if sdp is not None:
+        sdp.close()
+    grad_bytes = sum(p.numel() * p.element_size() for p in module.parameters() if p.requires_grad)
+    # The median spacing of step() calls is the iteration period (robust to a stray stall);
+    # the mean includes draining the last iteration's communication.
+    return {
+        "iteration_time_s": statistics.median(steps),
+        "mean_iteration_time_s": elapsed / job.iterations,
+        "iteration_times_s": steps,
+        "groups_started": groups,
+        "config": None if final is None else {"partition_bytes": final.partition_bytes, "credit_bytes": final.credit_bytes},
+        "tuning_trials": trials,
+        "gradient_bytes": grad_bytes,
+        "tx_bytes_per_iteration": (tx1 - tx0) / job.iterations,
+        "rx_bytes_per_iteration": (rx1 - rx0) / job.iterations,
+    }
+
+
+def measure(
+    job: Job,
+    workers: int = 2,
+    *,
+    link_rate: Union[float, str, None] = None,
+    threads: Optional[int] = 1,
+    timeout_s: float = 600.0,
+) -> Measurement:
+    """Times ``job`` on 1 process and on ``workers`` processes (Gloo on 127.0.0.1).
+
+    ``link_rate``: the network's rate per host (bytes/s or text such as ``"10Gbps"``) for the
+    utilisation; ``threads``: torch threads per process (1 keeps processes from competing
+    for cores).
+    """
+    from tensorwire.torch.launch import run_local
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 2:
+        raise InputError("workers", f"{workers!r} must be an integer >= 2")
+    rate = to_rate(link_rate, "link_rate") if link_rate is not None else None
+    one = run_local(run_job, 1, job, timeout_s=timeout_s, threads=threads)[0]
+    many = run_local(run_job, workers, job, timeout_s=timeout_s, threads=threads, pg_timeout_s=job.timeout_s)[0]
+    grad = int(many["gradient_bytes"])
+    if job.interface is not None:
+        sent, where = float(many["tx_bytes_per_iteration"]), f"interface {job.interface} (tx)"
+    else:
+        sent, where = 2 * (workers - 1) / workers * grad, "ring all-reduce estimate 2(N-1)/N x gradient bytes"
+    return Measurement(
+        model=job.model,
+        mode=job.mode,
+        workers=workers,
+        batch_size=job.batch_size,
+        iteration_time_1_s=float(one["iteration_time_s"]),
+        iteration_time_n_s=float(many["iteration_time_s"]),
+        gradient_bytes=grad,
+        bytes_per_iteration=sent,
+        bytes_counted_on=where,
+        link_rate=rate,
+    )
+
+
+def job_from_json(text: str) -> Job:
+    """A :class:`Job` from its JSON form (``dataclasses.asdict``), e.g. for another process."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError("job", f"not valid JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise InputError("job", "must be a JSON object of Job fields")
+    unknown = set(data) - {f.name for f in dataclasses.fields(Job)}
+    if unknown:
+        raise InputError("job", f"unknown fields {sorted(unknown)}")
+    if data.get("input_shape") is not None:
+        data["input_shape"] = tuple(data["input_shape"])
+    return Job(**data)
+
+
+def _torchrun_main(argv: list[str]) -> int:
+    """One worker under torchrun: ``python -m tensorwire.torch.measuring --job '{"model": "resnet50"}'``."""
+    import argparse
+
+    from tensorwire.torch.launch import init_process_group
+
+    ap = argparse.ArgumentParser(prog="python -m tensorwire.torch.measuring")
+    ap.add_argument("--job", default="{}", help="Job fields as JSON, e.g. '{\"model\": \"zoo:vgg16\", \"mode\": \"fifo\"}'")
+    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    a = ap.parse_args(argv)
+    job = job_from_json(a.job)
+    if a.threads is not None:
+        import torch
+
+        torch.set_num_threads(a.threads)
+    rank, world = init_process_group("gloo", timeout_s=job.timeout_s)
+    out = run_job(rank, world, job)
+    if rank == 0:
+        print(json.dumps({"world": world, **out}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    if "RANK" not in os.environ:
+        sys.exit("run this module under torchrun; for a local measurement use `tensorwire measure`")
+    sys.exit(_torchrun_main(sys.argv[1:]))
+
+
+__all__ = ["JOB_MODES", "Job", "Measurement", "build", "job_from_json", "measure", "run_job"]

@@ -1,0 +1,66 @@
+"""Partial collectives and eager-SGD (seed 002) on torch.distributed.
+
+>>> from tensorwire.torch.partial import PartialAllreduce, EagerSGD   # doctest: +SKIP
+>>> pa = PartialAllreduce(numel=1024, kind="solo")                     # every rank
+>>> r = pa(grad)             # returns at once if a faster rank already ran the round
+>>> r.tensor, r.round, r.contributors
+>>> leftover = pa.flush(); pa.close()                                  # every rank
+
+>>> opt = EagerSGD(torch.optim.SGD(model.parameters(), lr=0.1), kind="majority")
+>>> for x, y in data:                       # the training loop stays as it is
+...     opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+>>> opt.finish()                            # leftover gradients, then close
+
+Modules: :mod:`~tensorwire.torch.partial.schedule` (schedules as DAGs of operations and
+their executor), :mod:`~tensorwire.torch.partial.collective` (solo and majority
+all-reduce), :mod:`~tensorwire.torch.partial.eager` (eager-SGD),
+:mod:`~tensorwire.torch.partial.bench` (seed 002's microbenchmark and the hyperplane
+regression experiment). Importing this package does not import torch; the names do.
+See docs/partial-collectives.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tensorwire.torch.partial.bench import BenchResult, HyperplaneResult, hyperplane, microbenchmark
+    from tensorwire.torch.partial.collective import PartialAllreduce, PartialCollectiveError, PartialResult
+    from tensorwire.torch.partial.eager import EagerSGD
+    from tensorwire.torch.partial.schedule import Executor, Instance, Op, Schedule
+
+_WHERE = {
+    "PartialAllreduce": "collective",
+    "PartialCollectiveError": "collective",
+    "PartialResult": "collective",
+    "EagerSGD": "eager",
+    "Executor": "schedule",
+    "Instance": "schedule",
+    "Op": "schedule",
+    "Schedule": "schedule",
+    "BenchResult": "bench",
+    "HyperplaneResult": "bench",
+    "hyperplane": "bench",
+    "microbenchmark": "bench",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tensorwire.torch.partial' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(f"tensorwire.torch.partial.{module}"), name)
+    except ModuleNotFoundError as e:
+        if e.name == "torch":
+            raise ImportError(f"tensorwire.torch.partial.{name} needs torch: pip install 'tensorwire[torch]'") from e
+        raise
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,225 @@
+"""``profile``: run a real PyTorch model and write what the network sees as a workload.
+
+A *layer* is a module that owns parameters directly (``Conv2d``, ``Linear``, ``BatchNorm``,
+...). For each training iteration (random inputs, no downloads) the profiler records:
+
+- forward: the time from the end of the previous layer's forward to the end of this
+  layer's, so parameter-free modules in between (activations, pooling) are charged to the
+  next layer and the layers' times add up to the whole forward pass;
+- backward: the moment each parameter's gradient is accumulated (a post-accumulate-grad
+  hook); a layer's gradient-ready time is that of its last parameter, and its ``backward_s``
+  is the gap since the gradients of the layers after it were ready (the layer nearest the
+  output: since ``backward()`` began). Gaps are taken against the latest ready time of any
+  later layer and clamped at zero, so ready times are monotone in reverse layer order, as
+  the workload format assumes.
+
+The median over ``iterations`` (after ``warmup``) is kept. On CUDA every hook synchronises
+the device, which serialises kernels and overstates small layers a little. Tensors are the
+layers' trainable parameters (bytes = elements x element size), in ``parameters()`` order
+within each layer; layers in first-forward order. ``tensorwire simulate --workload FILE``
+reads the file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import statistics
+import time
+from typing import Any, Callable, Optional, Sequence, Union
+
+import torch
+
+from tensorwire._core import InputError
+from tensorwire.workload import Layer, Tensor, Workload
+
+#: Input (channels, height, width) of torchvision models that need another than 3x224x224.
+INPUT_SHAPES = {"inception_v3": (3, 299, 299)}
+
+
+def torchvision_models() -> list[str]:
+    """Names of torchvision's classification models (``resnet50``, ``vgg16``, ...)."""
+    try:
+        import torchvision  # type: ignore[import-untyped]
+    except ImportError:
+        raise InputError("model", "torchvision is not installed: pip install 'tensorwire[torch]'") from None
+    return sorted(torchvision.models.list_models(module=torchvision.models))
+
+
+def load_module(spec: str) -> tuple[torch.nn.Module, str]:
+    """A torchvision model by name (random weights), or ``package.module:factory`` called
+    with no arguments. Returns the module and a name for the workload."""
+    if ":" in spec:
+        mod_name, _, attr = spec.partition(":")
+        try:
+            factory = getattr(importlib.import_module(mod_name), attr)
+        except (ImportError, AttributeError) as e:
+            raise InputError("model", f"cannot load {spec!r}: {e}") from None
+        module = factory()
+        if not isinstance(module, torch.nn.Module):
+            raise InputError("model", f"{spec!r} returned {type(module).__name__}, not a torch.nn.Module")
+        return module, attr
+    names = torchvision_models()
+    if spec not in names:
+        close = [n for n in names if spec.lower() in n][:6]
+        hint = f"; did you mean {', '.join(close)}?" if close else "; see torchvision.models.list_models()"
+        raise InputError("model", f"{spec!r} is not a torchvision classification model{hint}")
+    import torchvision
+
+    return torchvision.models.get_model(spec, weights=None), spec
+
+
+def _first_tensor(out: Any) -> torch.Tensor:
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            if isinstance(o, torch.Tensor):
+                return o
+    raise InputError("model", f"its forward returned {type(out).__name__}; need a tensor (or a tuple/dict holding one)")
+
+
+def training_loss(out: Any) -> torch.Tensor:
+    """Cross-entropy against random labels for (batch, classes) outputs, else the mean."""
+    y = _first_tensor(out)
+    if y.dim() == 2 and y.shape[1] > 1 and y.is_floating_point():
+        target = torch.randint(0, y.shape[1], (y.shape[0],), device=y.device)
+        return torch.nn.functional.cross_entropy(y.float(), target)
+    return y.float().mean()
+
+
+def profile(
+    model: Union[str, torch.nn.Module],
+    *,
+    batch_size: int = 32,
+    input_shape: Optional[Sequence[int]] = None,
+    inputs: Optional[Callable[[int], Any]] = None,
+    iterations: int = 5,
+    warmup: int = 2,
+    device: Union[str, torch.device] = "cpu",
+    name: Optional[str] = None,
+) -> Workload:
+    """Profiles ``model`` training on ``device`` and returns its :class:`~tensorwire.Workload`.
+
+    ``model``: a torchvision model name, ``package.module:factory``, or a module.
+    ``input_shape``: one sample's shape (default 3x224x224; 3x299x299 for inception_v3);
+    ``inputs(batch_size)``: builds a batch instead (a tensor, or a tuple of positional
+    arguments). Save it with ``Workload.save(path)``.
+    """
+    for field, v, least in (("batch_size", batch_size, 1), ("iterations", iterations, 1), ("warmup", warmup, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise InputError(field, f"{v!r} must be an integer >= {least}")
+    if isinstance(model, str):
+        module, default_name = load_module(model)
+    elif isinstance(model, torch.nn.Module):
+        module, default_name = model, type(model).__name__.lower()
+    else:
+        raise InputError("model", f"{type(model).__name__} is neither a model name nor a torch.nn.Module")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise InputError("device", f"{device!r}: {e}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("device", "CUDA is not available on this machine")
+    if input_shape is None:
+        input_shape = INPUT_SHAPES.get(default_name, (3, 224, 224))
+    shape = tuple(int(s) for s in input_shape)
+    if not shape or any(s < 1 for s in shape):
+        raise InputError("input_shape", f"{tuple(input_shape)!r} must be positive sizes")
+    module = module.to(dev).train()
+    make_inputs = inputs or (lambda b: torch.randn((b, *shape), device=dev))
+
+    # Layers and their trainable tensors.
+    layers: list[tuple[str, torch.nn.Module, list[tuple[str, torch.nn.Parameter]]]] = []
+    for mname, m in module.named_modules():
+        own = [(f"{mname}.{pn}" if mname else pn, p) for pn, p in m.named_parameters(recurse=False) if p.requires_grad]
+        if own:
+            layers.append((mname or "(root)", m, own))
+    if not layers:
+        raise InputError("model", "has no trainable parameters")
+    index = {m: i for i, (_, m, _) in enumerate(layers)}
+    sync: Callable[[], None] = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    order: list[int] = []
+    fwd = [0.0] * len(layers)
+    ready = [0.0] * len(layers)
+    mark = [0.0]
+
+    def pre(m: torch.nn.Module, args: Any) -> None:
+        i = index[m]
+        if i not in order:
+            order.append(i)
+
+    def post(m: torch.nn.Module, args: Any, out: Any) -> None:
+        sync()
+        now = time.perf_counter()
+        fwd[index[m]] += now - mark[0]
+        mark[0] = now
+
+    def grad_hook(i: int) -> Callable[[torch.Tensor], None]:
+        def hook(p: torch.Tensor) -> None:
+            sync()
+            ready[i] = max(ready[i], time.perf_counter())
+
+        return hook
+
+    handles: list[Any] = []
+    for i, (_, m, own) in enumerate(layers):
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post))
+        for _, p in own:
+            handles.append(p.register_post_accumulate_grad_hook(grad_hook(i)))  # type: ignore[no-untyped-call]
+
+    samples_f: list[list[float]] = []
+    samples_b: list[list[float]] = []
+    try:
+        for k in range(warmup + iterations):
+            batch = make_inputs(batch_size)
+            args = batch if isinstance(batch, tuple) else (batch,)
+            module.zero_grad(set_to_none=True)
+            fwd[:] = [0.0] * len(layers)
+            ready[:] = [0.0] * len(layers)
+            sync()
+            mark[0] = time.perf_counter()
+            loss = training_loss(module(*args))
+            sync()
+            start_b = time.perf_counter()
+            loss.backward()  # type: ignore[no-untyped-call]
+            sync()
+            if k < warmup:
+                continue
+            samples_f.append(list(fwd))
+            pos = order + [i for i in range(len(layers)) if i not in order]
+            back = [0.0] * len(layers)
+            latest = start_b
+            for i in reversed(pos):
+                r = ready[i] if ready[i] > 0 else latest
+                back[i] = max(0.0, r - latest)
+                latest = max(latest, r)
+            samples_b.append(back)
+    finally:
+        for h in handles:
+            h.remove()
+    pos = [i for i in range(len(layers)) if i not in order] + order  # never-called layers first: ready last
+    out_layers = tuple(
+        Layer(
+            layers[i][0],
+            statistics.median(s[i] for s in samples_f),
+            statistics.median(s[i] for s in samples_b),
+            tuple(Tensor(n, p.numel() * p.element_size()) for n, p in layers[i][2]),
+        )
+        for i in pos
+    )
+    where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    return Workload(
+        name or default_name,
+        batch_size,
+        out_layers,
+        description=f"profiled by tensorwire on {where}: input {'x'.join(map(str, shape))}",
+        sources=(f"tensorwire.torch.profiling: torch {torch.__version__}, median of {iterations} iterations after {warmup} warm-up",),
+    )
+
+
+__all__ = ["load_module", "profile", "torchvision_models"]

@@ -1,0 +1,246 @@
+"""Transports: what ``start`` does with one group of gradient pieces (seed 004's ``start``).
+
+A transport is the pluggable half of the task API, in the style of PyTorch's
+``ddp_comm_hooks``: ``start(pieces)`` launches one communication operation over a group's
+gradient pieces (flat, contiguous views into this rank's gradients) and returns at once;
+after the returned handle's ``wait()`` every piece holds the *average* over the
+data-parallel workers. The scheduler never looks inside. Every worker calls ``start`` for
+the same groups in the same order (the leader decides it), so a transport may rely on that
+order; it is the only thing that makes collectives and point-to-point streams match up.
+
+Two transports come with tensorwire:
+
+- :class:`AllReduce`: ``torch.distributed.all_reduce`` (sum, then divide by the number of
+  workers), fused groups through one concatenated buffer.
+- :class:`ParameterServer`: a server process; workers *push* each group to it and *pull*
+  the average back, by point-to-point ``isend``/``irecv`` (seed 000/004's PS architecture).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Optional, Protocol, Sequence
+
+import torch
+import torch.distributed as dist
+
+from tensorwire._core import InputError
+
+ProcessGroup = dist.ProcessGroup
+
+#: Header a worker sends before each push: payload elements, or ``STOP`` when it leaves.
+STOP = -1
+
+
+class Pending(Protocol):
+    """An operation in progress; ``wait()`` returns when it is done (raises if it failed)."""
+
+    def wait(self) -> None: ...
+
+
+class Transport(Protocol):
+    """Moves one group's gradient pieces; see the module docstring for the contract."""
+
+    #: The data-parallel workers' process group (None: the default group).
+    group: Optional[ProcessGroup]
+    #: Whether ``start`` is a collective (one at a time without a credit) or point-to-point.
+    collective: bool
+
+    def start(self, pieces: Sequence[torch.Tensor]) -> Pending:
+        """Starts averaging ``pieces`` over the workers; returns at once."""
+        ...
+
+    def close(self) -> None:
+        """This worker sends nothing more (called once, after the last operation finished)."""
+        ...
+
+
+def member_group(
+    ranks: Sequence[int], timeout: Optional[datetime.timedelta], local: bool = False, backend: Optional[str] = None
+) -> Optional[ProcessGroup]:
+    """``dist.new_group(ranks)``; ``None`` on a rank outside ``ranks`` (which must not use it).
+
+    ``local=True``: only the members call it (``use_local_synchronization``); otherwise
+    every rank of the default group must, in the same order. ``backend``: default the
+    default group's (``gloo`` for CPU-only traffic such as control messages).
+    """
+    g = dist.new_group(list(ranks), timeout=timeout, backend=backend, use_local_synchronization=local)
+    return g if isinstance(g, ProcessGroup) else None
+
+
+def _concat(pieces: Sequence[torch.Tensor]) -> torch.Tensor:
+    return pieces[0] if len(pieces) == 1 else torch.cat(list(pieces))
+
+
+def _scatter(flat: torch.Tensor, pieces: Sequence[torch.Tensor]) -> None:
+    if len(pieces) == 1 and flat.data_ptr() == pieces[0].data_ptr():
+        return
+    for dst, src in zip(pieces, torch.split(flat, [p.numel() for p in pieces])):
+        dst.copy_(src)
+
+
+class _AllReducePending:
+    def __init__(self, work: dist.Work, flat: torch.Tensor, pieces: Sequence[torch.Tensor], world: int) -> None:
+        self.work, self.flat, self.pieces, self.world = work, flat, pieces, world
+
+    def wait(self) -> None:
+        if self.flat.is_cuda:
+            # NCCL's wait() only orders the current stream after the collective; the
+            # credit must return when the bytes have really moved, so poll its end event.
+            while not self.work.is_completed():
+                time.sleep(50e-6)
+        self.work.wait()
+        self.flat.div_(self.world)
+        _scatter(self.flat, self.pieces)
+
+
+class AllReduce:
+    """All-reduce on ``group`` (None: the default group); one collective per group.
+
+    A single piece is reduced in place; several are concatenated, reduced and copied back
+    (one extra copy of the group's bytes each way).
+    """
+
+    collective = True
+
+    def __init__(self, group: Optional[ProcessGroup] = None) -> None:
+        if not dist.is_initialized():
+            raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
+        self.group = group
+        self.world = dist.get_world_size(group)
+
+    def start(self, pieces: Sequence[torch.Tensor]) -> Pending:
+        flat = _concat(pieces)
+        work = dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.group, async_op=True)
+        assert work is not None
+        return _AllReducePending(work, flat, pieces, self.world)
+
+    def close(self) -> None:
+        return None
+
+
+class _PushPullPending:
+    def __init__(self, works: list[dist.Work], out: torch.Tensor, pieces: Sequence[torch.Tensor], keep: list[torch.Tensor]) -> None:
+        self.works, self.out, self.pieces, self.keep = works, out, pieces, keep
+
+    def wait(self) -> None:
+        for w in self.works:
+            w.wait()
+        _scatter(self.out, self.pieces)
+
+
+class ParameterServer:
+    """A parameter server on rank ``server`` (default: the last rank) of the default group.
+
+    Construct it on **every** rank, server included (it creates process groups, which is
+    collective). Workers pass it to :class:`~tensorwire.torch.ScheduledDataParallel` as
+    ``transport=``; the server calls :meth:`serve`, which returns once every worker closed.
+    For each group the workers push a header (element count) and the payload; the server
+    receives from every worker in rank order, sums in rank order, divides by the number of
+    workers and sends the average back to each (the pull). The server holds no parameters:
+    each worker applies its optimizer to the averaged gradient, which keeps workers exactly
+    in step with all-reduce training.
+
+    ``timeout_s`` bounds each point-to-point operation on the workers; the server waits for
+    the next push up to ``server_timeout_s`` (it idles while workers compute or evaluate).
+    A worker that dies closes its connections, and the others fail at once.
+    """
+
+    collective = False
+
+    def __init__(
+        self,
+        server: Optional[int] = None,
+        *,
+        timeout_s: Optional[float] = None,
+        server_timeout_s: float = 24 * 3600.0,
+    ) -> None:
+        if not dist.is_initialized():
+            raise InputError("transport", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
+        world = dist.get_world_size()
+        if world < 2:
+            raise InputError("transport", "a parameter server needs at least 2 processes (workers plus the server)")
+        server = world - 1 if server is None else server
+        if isinstance(server, bool) or not isinstance(server, int) or not 0 <= server < world:
+            raise InputError("server", f"{server!r} is not a rank; choose 0 to {world - 1}")
+        if timeout_s is not None and not timeout_s > 0:
+            raise InputError("timeout_s", f"{timeout_s!r} must be > 0 seconds")
+        if dist.get_backend() != "gloo":
+            raise InputError("transport", "the parameter server needs the gloo backend (CPU tensors)")
+        self.server = server
+        self.rank = dist.get_rank()
+        self.workers = [r for r in range(world) if r != server]
+        self.is_server = self.rank == server
+        seconds = server_timeout_s if self.is_server else timeout_s
+        timeout = datetime.timedelta(seconds=seconds) if seconds is not None else None
+        #: The workers' group (data-parallel group; the server is not in it).
+        self.group: Optional[ProcessGroup] = member_group(self.workers, timeout)
+        # Point-to-point traffic has a group of its own so it never mixes with the user's.
+        self._p2p = member_group(list(range(world)), timeout)
+        self._closed = False
+
+    # -- worker side --------------------------------------------------------------------
+    def start(self, pieces: Sequence[torch.Tensor]) -> Pending:
+        flat = _concat(pieces)
+        header = torch.tensor([flat.numel()], dtype=torch.int64)
+        out = flat if len(pieces) == 1 else torch.empty_like(flat)
+        works = [
+            dist.isend(header, self.server, group=self._p2p),
+            dist.isend(flat, self.server, group=self._p2p),
+            dist.irecv(out, self.server, group=self._p2p),
+        ]
+        return _PushPullPending([w for w in works if w is not None], out, pieces, [header, flat])
+
+    def close(self) -> None:
+        """Tells the server this worker is done (after its last push was answered)."""
+        if self._closed or self.is_server:
+            return
+        self._closed = True
+        dist.send(torch.tensor([STOP], dtype=torch.int64), self.server, group=self._p2p)
+
+    # -- server side --------------------------------------------------------------------
+    def serve(self, dtype: torch.dtype = torch.float32) -> int:
+        """Runs the server until every worker has closed; returns the number of groups served.
+
+        ``dtype`` is the gradients' element type. Raises ``RuntimeError`` if a worker dies
+        or the workers disagree on a group's size.
+        """
+        if not self.is_server:
+            raise InputError("serve", f"rank {self.rank} is a worker; only rank {self.server} serves")
+        active = list(self.workers)
+        served = 0
+        header = torch.zeros(1, dtype=torch.int64)
+        while active:
+            sizes: dict[int, int] = {}
+            for w in active:
+                dist.recv(header, w, group=self._p2p)
+                sizes[w] = int(header.item())
+            stopping = [w for w, n in sizes.items() if n == STOP]
+            if stopping:
+                if len(stopping) != len(active):
+                    raise RuntimeError(
+                        f"parameter server: workers {stopping} closed while {sorted(set(active) - set(stopping))} still pushed"
+                    )
+                return served
+            if len(set(sizes.values())) != 1:
+                raise RuntimeError(f"parameter server: workers pushed groups of different sizes {sizes}")
+            n = next(iter(sizes.values()))
+            bufs = [torch.empty(n, dtype=dtype) for _ in active]
+            works = [dist.irecv(b, w, group=self._p2p) for b, w in zip(bufs, active)]
+            for wk in works:
+                assert wk is not None
+                wk.wait()
+            total = bufs[0]
+            for b in bufs[1:]:
+                total.add_(b)
+            total.div_(len(active))
+            sends = [dist.isend(total, w, group=self._p2p) for w in active]
+            for wk in sends:
+                assert wk is not None
+                wk.wait()
+            served += 1
+        return served
+
+
+__all__ = ["AllReduce", "ParameterServer", "Pending", "Transport", "member_group"]

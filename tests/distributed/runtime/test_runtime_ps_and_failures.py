@@ -1,0 +1,74 @@
+"""The parameter-server transport, and failures: a dead or stuck rank never hangs the others."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.distributed, pytest.mark.needs_torch]
+
+
+def test_parameter_server_matches_synchronous_training() -> None:
+    import _runtime_jobs as jobs
+
+    from tensorwire.torch import run_local
+
+    workers = 2
+    out: list[Any] = run_local(jobs.parameter_server, workers + 1, timeout_s=180)
+    server = out[-1]
+    for rank, r in enumerate(out[:-1]):
+        assert len(r) == 4
+        for label, got in r.items():
+            assert got["diff"][0] <= 1, f"rank {rank} {label}: differs by up to {got['diff'][1]:.2e}"
+    assert server["served"] == sum(r["groups"] for r in out[0].values()), "one push/pull per group"
+
+
+@pytest.mark.parametrize("victim", [0, 2], ids=["leader-dies", "follower-dies"])
+def test_a_dead_rank_makes_the_others_fail_quickly(victim: int) -> None:
+    import _runtime_jobs as jobs
+
+    from tensorwire.torch import run_local
+
+    t0 = time.monotonic()
+    out = run_local(jobs.dies, 3, victim, timeout_s=120, allow_failures=True)
+    assert time.monotonic() - t0 < 110
+    assert "exited with status 17" in str(out[victim])
+    for rank, r in enumerate(out):
+        if rank == victim:
+            continue
+        assert isinstance(r, dict) and r["type"] == "CommunicationError", f"rank {rank}: {r}"
+        assert f"rank {rank}: gradient communication failed" in r["error"]
+        assert r["after_s"] < 20, f"rank {rank} noticed after {r['after_s']:.1f} s"
+
+
+def test_a_stuck_leader_makes_the_follower_fail_after_the_timeout() -> None:
+    import _runtime_jobs as jobs
+
+    from tensorwire.torch import run_local
+
+    out = run_local(jobs.dies, 2, 0, 12.0, timeout_s=120, allow_failures=True)
+    follower = out[1]
+    assert isinstance(follower, dict) and follower["type"] == "CommunicationError", follower
+    assert "Timed out" in follower["error"] or "timed out" in follower["error"].lower()
+    assert 4 <= follower["after_s"] < 12, f"timeout_s=5, noticed after {follower['after_s']:.1f} s"
+
+
+def test_a_plain_script_runs_under_torchrun(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    script = Path(__file__).with_name("_torchrun_train.py")
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    p = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node=2", str(script), str(out)],
+        capture_output=True, text=True, timeout=180, env=env,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["world"] == 2 and got["identical_on_every_rank"] and got["groups"] > 10

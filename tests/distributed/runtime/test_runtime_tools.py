@@ -1,0 +1,141 @@
+"""The task API without torch, and the profile / measure tools."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tensorwire as tw
+from tensorwire import InputError
+
+
+# -- no torch needed ---------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["tensorwire.torch.tasks", "tensorwire.torch.tuning"])
+def test_doctests(name: str) -> None:
+    if name.endswith("tuning"):
+        pytest.importorskip("optuna")
+    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL)
+    assert tried > 0 and failures == 0
+
+
+def test_importing_the_package_and_its_cli_never_imports_torch() -> None:
+    code = "import sys, tensorwire, tensorwire.torch, tensorwire.torch.cli, tensorwire.torch.tasks; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_options_are_validated_up_front_with_the_field_named() -> None:
+    from tensorwire.torch.tasks import SchedulerConfig
+
+    cases = [
+        (dict(mode="ring"), "mode"),
+        (dict(mode="priority", partition=0), "partition"),
+        (dict(mode="priority", credit="lots"), "credit"),
+        (dict(mode="priority", partition=1.5), "partition"),
+        (dict(mode="fifo", fusion_cycle_s="1ms"), "fusion_cycle_s"),
+        (dict(mode="fusion", fusion_cycle_s=-1.0), "fusion_cycle_s"),
+    ]
+    for kw, field in cases:
+        with pytest.raises(InputError) as e:
+            SchedulerConfig.make(**kw)  # type: ignore[arg-type]
+        assert e.value.args[0] == field, (kw, e.value.args)
+    c = SchedulerConfig.make("priority", partition="1MiB", credit="3MB")
+    assert (c.partition_bytes, c.credit_bytes) == (2**20, 3_000_000)
+
+
+def test_the_scheduler_is_the_cores_priority_credit_and_fusion() -> None:
+    from tensorwire.torch.tasks import SchedulerConfig, TaskScheduler
+
+    # Tensor 0 (layer 2) is ready first, then tensor 1 (layer 0): with room for one piece
+    # in flight, layer 0 overtakes the rest of layer 2.
+    s = TaskScheduler(SchedulerConfig.make("priority", partition=8, credit=8), [24, 8], [2, 0], element_bytes=4)
+    s.notify_ready(0, 0)
+    first = s.poll()
+    assert [(t.tensor, t.piece) for _, t in first[0].tasks] == [(0, 0)]
+    s.notify_ready(0, 1)
+    assert s.poll() == []
+    s.notify_finish(first[0])
+    assert [(t.tensor, t.piece) for g in s.poll() for _, t in g.tasks] == [(1, 0)]
+    # Partition rounds down to whole elements.
+    assert TaskScheduler(SchedulerConfig.make("priority", partition=10), [40], [0], element_bytes=4).piece_bytes == 8
+    # Fusion: one group of everything once the cycle passes.
+    f = TaskScheduler(SchedulerConfig.make("fusion", fusion_bytes=1000, fusion_cycle_s=0.5), [8, 8, 8], [0, 1, 2])
+    for t in (2, 1, 0):
+        f.notify_ready(0, t, now_s=1.0)
+    assert f.poll(1.2) == [] and f.next_deadline() == pytest.approx(1.5)
+    (group,) = f.poll(1.5)
+    assert [t.tensor for _, t in group.tasks] == [2, 1, 0] and group.nbytes == 24
+
+
+def test_autotune_validates_its_ranges() -> None:
+    from tensorwire.torch.tuning import AutoTune
+
+    with pytest.raises(InputError) as e:
+        AutoTune(partition=("4MiB", "1MiB"))
+    assert e.value.args[0] == "autotune.partition"
+    with pytest.raises(InputError):
+        AutoTune(trials=0)
+
+
+# -- torch ---------------------------------------------------------------------------------
+@pytest.mark.needs_torch
+def test_profile_writes_a_workload_that_simulate_reads(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tensorwire.cli import main
+    from tensorwire.torch.cli import profile
+
+    out = tmp_path / "r18.json"
+    r = CliRunner().invoke(
+        profile, ["resnet18", "-o", str(out), "--batch", "2", "--input-shape", "3x64x64", "--iterations", "2", "--warmup", "1", "--threads", "1"]
+    )
+    assert r.exit_code == 0, r.output
+    w = tw.Workload.from_file(out)
+    assert json.loads(out.read_text())["format"] == "tensorwire-workload/1"
+    assert w.total_bytes == 11_689_512 * 4, "resnet18's parameters, float32"
+    assert w.layers[0].name == "conv1" and w.layers[-1].name == "fc"
+    assert all(layer.forward_s >= 0 and layer.backward_s >= 0 for layer in w.layers)
+    assert w.compute_time_s > 0
+    assert main(["simulate", "--workload", str(out), "-n", "4", "-b", "10Gbps", "-s", "ring", "--json"]) == 0
+
+
+@pytest.mark.needs_torch
+def test_profile_takes_the_users_module_and_inputs() -> None:
+    import torch
+
+    from tensorwire.torch import profile
+
+    net = torch.nn.Sequential(torch.nn.Linear(13, 29), torch.nn.Tanh(), torch.nn.Linear(29, 7))
+    w = profile(net, batch_size=4, input_shape=(13,), iterations=2, warmup=0, name="mlp")
+    assert w.name == "mlp" and [layer.name for layer in w.layers] == ["0", "2"]
+    assert [t.bytes for t in w.tensors] == [13 * 29 * 4, 29 * 4, 29 * 7 * 4, 7 * 4]
+    with pytest.raises(InputError) as e:
+        profile("resnet5")
+    assert e.value.args[0] == "model"
+
+
+@pytest.mark.needs_torch
+@pytest.mark.distributed
+def test_measure_reports_scaling_factor_and_network_throughput() -> None:
+    from click.testing import CliRunner
+
+    from tensorwire.torch.cli import measure
+
+    args = ["--model", "zoo:alexnet", "--size-scale", "0.02", "--time-scale", "0.1", "-n", "2", "--iterations", "5",
+            "--warmup", "2", "--batch", "4", "--link-rate", "1Gbps", "--json"]  # fmt: skip
+    r = CliRunner().invoke(measure, args)
+    assert r.exit_code == 0, r.output
+    m = json.loads(r.output)
+    assert m["workers"] == 2 and 0 < m["scaling_factor"] < 1.5
+    grad = m["gradient_bytes"]
+    assert 0.02 * 0.9 * tw.load_model("alexnet").total_bytes < grad < 0.02 * 1.1 * tw.load_model("alexnet").total_bytes
+    assert m["bytes_per_iteration"] == pytest.approx(grad), "ring: 2(N-1)/N = 1 x the gradient bytes for N=2"
+    assert m["network_throughput"] == pytest.approx(grad / m["iteration_time_n_s"])
+    assert m["utilization"] == pytest.approx(m["network_throughput"] / 125e6)

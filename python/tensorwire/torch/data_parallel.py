@@ -106,6 +106,18 @@ class ScheduledDataParallel(torch.nn.Module):
             raise InputError(
                 "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() (torchrun sets the environment)"
             )
+        # Everything that can be refused is refused before any collective call.
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad and p.numel() > 0]
+        if not named:
+            raise InputError("module", "has no parameters that need gradients")
+        dtypes = {p.dtype for _, p in named}
+        if len(dtypes) != 1:
+            raise InputError("module", f"parameters of several dtypes {sorted(map(str, dtypes))}; one dtype is supported")
+        self._names = [n for n, _ in named]
+        self._params = [p for _, p in named]
+        self._dtype = self._params[0].dtype
+        self.element_bytes = self._params[0].element_size()
+        self._steps = _optim.split(optimizer, self._params, self._names)
         if transport is not None and getattr(transport, "is_server", False):
             raise InputError("transport", f"rank {dist.get_rank()} is the parameter server; call transport.serve() there")
         if transport is not None and group is None:
@@ -129,19 +141,8 @@ class ScheduledDataParallel(torch.nn.Module):
         self.leader = ranks[0]
         self.is_leader = dist.get_rank() == self.leader
 
-        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad and p.numel() > 0]
-        if not named:
-            raise InputError("module", "has no parameters that need gradients")
-        dtypes = {p.dtype for _, p in named}
-        if len(dtypes) != 1:
-            raise InputError("module", f"parameters of several dtypes {sorted(map(str, dtypes))}; one dtype is supported")
-        self._names = [n for n, _ in named]
-        self._params = [p for _, p in named]
-        self._dtype = self._params[0].dtype
-        self.element_bytes = self._params[0].element_size()
         if broadcast:
             self._broadcast_state()
-        self._steps = _optim.split(optimizer, self._params, self._names)
         self._hyper: dict[int, list[dict[str, Any]]] = {}
 
         # Which module's forward waits for which parameters is decided after the first

@@ -237,10 +237,11 @@ class Engine:
 
     def _wait(self, done: Callable[[], bool], what: str) -> None:
         with self._cv:
+            began = time.monotonic()
             while not done():
                 self._raise_if_failed()
                 self._cv.wait(0.25)
-                idle = time.monotonic() - self._progress
+                idle = time.monotonic() - max(self._progress, began)
                 if not done() and self._error is None and idle > self._watchdog_s:
                     self._error = CommunicationError(
                         f"rank {self.rank}: no gradient communication progressed for {idle:.0f} s while "

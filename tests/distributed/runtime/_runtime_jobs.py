@@ -140,6 +140,27 @@ def equivalence(rank: int, world: int) -> dict[str, Any]:
                 grads_none=all(p.grad is None for p in net.parameters()),
             )  # fmt: skip
             model.close()
+    # Bad arguments are refused up front, naming the field, before any collective call.
+    from tensorwire import InputError
+    from tensorwire.torch import ScheduledDataParallel
+
+    refused = []
+    net = make_net()
+    for bad in (
+        dict(optimizer=torch.optim.LBFGS(net.parameters())),
+        dict(optimizer=torch.optim.SGD(list(net.parameters())[:2], lr=0.1)),
+        dict(mode="ring"),
+        dict(partition=0),
+        dict(mode="fifo", fusion_bytes="1MiB"),
+        dict(mode="fifo", autotune=True),
+        dict(timeout_s=-1),
+    ):
+        kw = {"optimizer": torch.optim.SGD(net.parameters(), lr=0.1), **bad}
+        try:
+            ScheduledDataParallel(net, **kw)
+        except InputError as e:
+            refused.append(e.args[0])
+    out["refused"] = refused
     # Parameters in a container that is never called.
     ref = reference(rank, "sgd", None, STEPS, kind="list")
     net, _, model = scheduled(rank, "sgd", STEPS, kind="list", mode="priority", partition=300, credit=600)

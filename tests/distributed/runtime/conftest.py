@@ -11,7 +11,14 @@ import importlib.util
 
 import pytest
 
-MISSING = [m for m in ("torch", "torchvision", "optuna") if importlib.util.find_spec(m) is None]
+def _missing(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+MISSING = [m for m in ("torch", "torchvision", "optuna") if _missing(m)]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -59,6 +59,11 @@ def test_whole_tensors_give_bit_identical_parameters(results: list[dict[str, Any
             assert r[f"fifo/{o}"]["diff"][2], "the same all-reduces as the reference, so the same bits"
 
 
+def test_bad_arguments_are_refused_naming_the_field(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        assert r["refused"] == ["optimizer", "optimizer", "mode", "partition", "fusion_bytes", "autotune", "timeout_s"]
+
+
 def test_learning_rate_schedule_is_followed(results: list[dict[str, Any]]) -> None:
     for r in results:
         assert r["priority+StepLR/sgd"]["diff"][0] <= 1

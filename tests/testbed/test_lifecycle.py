@@ -108,7 +108,8 @@ def test_sigterm_and_ctrl_c_clean_up(sig: signal.Signals) -> None:
     script = _KILLED_RUN.replace("time.sleep(60)", "with tb:\n    time.sleep(60)")
     proc, run_id = _start_owner(script)
     proc.send_signal(sig)
-    assert proc.wait(timeout=15) != 0
+    # Cleanup must happen, not be fast: namespace teardown can take seconds on a loaded machine.
+    assert proc.wait(timeout=60) != 0
     assert _ours(run_id) == []
     assert not netns.record_path(run_id).exists()
 

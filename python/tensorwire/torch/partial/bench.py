@@ -74,7 +74,9 @@ def _start_time(margin_s: float) -> float:
     return float(t.item())
 
 
-def _bench_worker(rank: int, world: int, delay_s: float, iterations: int, warmup: int, numel: int, kinds: Sequence[str], seed: int, period_s: float) -> dict[str, Any]:
+def _bench_worker(
+    rank: int, world: int, delay_s: float, iterations: int, warmup: int, numel: int, kinds: Sequence[str], seed: int, period_s: float, wait_s: float
+) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
@@ -83,7 +85,7 @@ def _bench_worker(rank: int, world: int, delay_s: float, iterations: int, warmup
     x = torch.ones(numel)
     out: dict[str, Any] = {"overruns": 0}
     for kind in kinds:
-        pa = PartialAllreduce(numel, kind, seed=seed) if kind != "blocking" else None
+        pa = PartialAllreduce(numel, kind, seed=seed, timeout_s=wait_s) if kind != "blocking" else None
         t0 = _start_time(0.5)
         lat: list[float] = []
         nap: list[int] = []
@@ -138,7 +140,8 @@ def microbenchmark(
     if bad or not kinds:
         raise InputError("kinds", f"{bad or kinds!r}: choose among {', '.join(BENCH_KINDS)}")
     period = period_s if period_s is not None else 1.25 * (processes - 1) * delay_s + 0.1
-    per_rank = run_local(_bench_worker, processes, delay_s, iterations, warmup, numel, list(kinds), seed, period, timeout_s=timeout_s)
+    wait_s = max(10.0, min(120.0, timeout_s / 4))
+    per_rank = run_local(_bench_worker, processes, delay_s, iterations, warmup, numel, list(kinds), seed, period, wait_s, timeout_s=timeout_s)
     latency: dict[str, float] = {}
     by_rank: dict[str, list[float]] = {}
     naps: dict[str, float] = {}

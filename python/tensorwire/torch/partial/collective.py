@@ -28,6 +28,7 @@ Semantics (what the simulator mirrors) are in :class:`PartialAllreduce`'s docstr
 from __future__ import annotations
 
 import datetime
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Callable, Literal, Optional, Sequence
@@ -111,6 +112,14 @@ def activation_edges(rank: int, n: int) -> tuple[list[int], list[int], dict[int,
     return sorted(parents), sorted(children), forward
 
 
+def _work_range(inst: Instance, a: int, b: int) -> torch.Tensor:
+    return inst.data["work"][a:b]  # type: ignore[no-any-return]
+
+
+def _empty(inst: Instance, m: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(m, dtype=dtype)
+
+
 def partial_allreduce_schedule(
     rank: int,
     n: int,
@@ -162,7 +171,7 @@ def partial_allreduce_schedule(
                 continue  # an empty chunk range: the peer skips its receive too
             for d in to:
                 name = f"s{s}.send{j}.{d}"
-                ops.append(send(name, d, 1 + s * chunks + c0, lambda inst, a=a, b=b: inst.data["work"][a:b], [prev]))
+                ops.append(send(name, d, 1 + s * chunks + c0, functools.partial(_work_range, a=a, b=b), [prev]))
                 send_names.append(name)
         applies: list[str] = []
         for j, (src, c0, c1, reduce) in enumerate(recvs):
@@ -170,7 +179,7 @@ def partial_allreduce_schedule(
             if a == b:
                 continue
             rname, aname = f"s{s}.recv{j}", f"s{s}.apply{j}"
-            ops.append(recv(rname, src, 1 + s * chunks + c0, lambda inst, m=b - a: torch.empty(m, dtype=dtype), [prev]))
+            ops.append(recv(rname, src, 1 + s * chunks + c0, functools.partial(_empty, m=b - a, dtype=dtype), [prev]))
 
             def apply(inst: Instance, a: int = a, b: int = b, rname: str = rname, reduce: bool = reduce) -> None:
                 if reduce:
@@ -261,12 +270,12 @@ class PartialAllreduce:
         """Two dedicated Gloo groups: point-to-point schedules, and flush's collective."""
         if not dist.is_initialized():
             raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
-        if group is None:
-            ranks = list(range(dist.get_world_size()))
-            return dist.new_group(backend="gloo", timeout=timeout), dist.new_group(backend="gloo", timeout=timeout), ranks
-        ranks = dist.get_process_group_ranks(group)
-        pg = dist.new_group(ranks, backend="gloo", timeout=timeout, use_local_synchronization=True)
-        ctl = dist.new_group(ranks, backend="gloo", timeout=timeout, use_local_synchronization=True)
+        ranks = list(range(dist.get_world_size())) if group is None else dist.get_process_group_ranks(group)
+        local = group is not None
+        made = [dist.new_group(ranks, backend="gloo", timeout=timeout, use_local_synchronization=local) for _ in range(2)]
+        pg, ctl = made
+        if not isinstance(pg, dist.ProcessGroup) or not isinstance(ctl, dist.ProcessGroup):
+            raise InputError("group", "this rank is not a member of the group")
         return pg, ctl, ranks
 
     def _ctl_max(self, value: int) -> int:

@@ -25,6 +25,7 @@ collectives are for.
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -368,17 +369,12 @@ class Executor:
             name = work.popleft()
             op = self.schedule.ops[name]
             try:
-                if op.kind == "send":
+                if op.kind in ("send", "recv"):
                     assert op.data is not None and op.peer is not None
                     tensor = op.data(inst)
-                    req = self.group.send([tensor], op.peer, self.tag(inst.round, op.slot))
-                    self._waiters.submit(lambda req=req, name=name, keep=tensor: self._wait(inst, name, req, keep))
-                    continue
-                if op.kind == "recv":
-                    assert op.data is not None and op.peer is not None
-                    tensor = op.data(inst)
-                    req = self.group.recv([tensor], op.peer, self.tag(inst.round, op.slot))
-                    self._waiters.submit(lambda req=req, name=name, keep=tensor: self._wait(inst, name, req, keep))
+                    post = self.group.send if op.kind == "send" else self.group.recv
+                    req = post([tensor], op.peer, self.tag(inst.round, op.slot))
+                    self._waiters.submit(functools.partial(self._wait, inst, name, req, tensor))
                     continue
                 if op.kind == "compute":
                     assert op.fn is not None

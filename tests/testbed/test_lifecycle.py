@@ -75,8 +75,16 @@ _KILLED_RUN = textwrap.dedent(
 )
 
 
+def _default_sigint() -> None:
+    # A shell's background jobs start with SIGINT ignored, and a child inherits that;
+    # the owner must react to Ctrl-C as it would in a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_owner(script: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
     assert len(run_id) == netns.RUN_ID_LENGTH, run_id
@@ -105,7 +113,10 @@ def test_next_run_removes_what_a_killed_run_left() -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_and_ctrl_c_clean_up(sig: signal.Signals) -> None:
-    script = _KILLED_RUN.replace("time.sleep(60)", "with tb:\n    time.sleep(60)")
+    # The run id is printed once inside `with`, so the signal arrives with the handler in place.
+    script = _KILLED_RUN.replace("print(tb.run_id, flush=True)\n", "").replace(
+        "time.sleep(60)", "with tb:\n    print(tb.run_id, flush=True)\n    time.sleep(60)"
+    )
     proc, run_id = _start_owner(script)
     proc.send_signal(sig)
     # Cleanup must happen, not be fast: namespace teardown can take seconds on a loaded machine.

@@ -52,13 +52,25 @@ def main() -> None:
     print()
     print("| run | steps/s | speedup | time to target | speedup to target | final loss | late steps |")
     print("|---|---|---|---|---|---|---|")
-    for staleness, r in results:
-        name = "synchronous SGD" if r.mode == "sync" else f"eager-SGD {r.mode}" + (f", staleness {staleness}" if staleness is not None else "")
+    names = ["synchronous SGD" if r.mode == "sync" else f"eager-SGD {r.mode}" + (f", staleness {s}" if s is not None else "") for s, r in results]
+    for name, (staleness, r) in zip(names, results):
         t = r.time_to(target)
         print(
             f"| {name} | {r.steps_per_s:.1f} | {r.steps_per_s / sync.steps_per_s:.2f}x | {t:.1f} s | {t_sync / t:.2f}x | "
             f"{r.final_loss:.3f} | {100 * r.late_fraction:.0f}% |"
         )
+    marks = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0]
+    print()
+    print("Validation loss (rank 0's model) after a given wall time:")
+    print()
+    print("| run | " + " | ".join(f"{m:g} s" for m in marks) + " |")
+    print("|---|" + "---|" * len(marks))
+    for name, (_, r) in zip(names, results):
+        cells = []
+        for m in marks:
+            seen = [v for t, _, v in r.trace if t <= m]
+            cells.append(f"{seen[-1]:.3f}" if seen and m <= r.wall_s + 0.5 else "done" if seen else "")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

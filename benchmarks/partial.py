@@ -36,17 +36,17 @@ def main() -> None:
     if not args.json:
         print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; d = {args.delay}, {args.iterations} iterations, {args.numel} float32")
         print()
-        print("| P | solo latency | majority latency | blocking latency | solo speedup | majority speedup | NAP solo | NAP majority | expected NAP majority |")
+        print("| P | solo latency | majority latency | blocking latency | solo speedup | majority speedup | NAP solo | NAP majority (draws) | late starts |")
         print("|---|---|---|---|---|---|---|---|---|")
     for p in (int(x) for x in args.processes.split(",")):
         r = microbenchmark(p, delay, iterations=args.iterations, numel=args.numel, seed=args.seed)
         results.append(r)
         if not args.json:
             ms = {k: f"{v * 1e3:.2f} ms" for k, v in r.latency_s.items()}
-            note = f" ({r.overruns} overruns)" if r.overruns else ""
+            late = ", ".join(f"{k} {v}" for k, v in r.overruns.items() if v) or "0"
             print(
-                f"| {p} | {ms['solo']} | {ms['majority']} | {ms['blocking']}{note} | {r.speedup('solo'):.1f}x | "
-                f"{r.speedup('majority'):.2f}x | {r.nap['solo']:.2f} | {r.nap['majority']:.2f} | {(p + 1) / 2:.1f} |",
+                f"| {p} | {ms['solo']} | {ms['majority']} | {ms['blocking']} | {r.speedup('solo'):.1f}x | "
+                f"{r.speedup('majority'):.2f}x | {r.nap['solo']:.2f} | {r.nap['majority']:.2f} ({r.expected_majority_nap:.2f}) | {late} |",
                 flush=True,
             )
     if args.json:

@@ -9,8 +9,12 @@
 
 Also: :func:`profile` (a real model -> a workload file for ``tensorwire simulate``),
 :func:`measure` (scaling factor and network throughput on 1 and N processes), the task
-API (:mod:`tensorwire.torch.tasks`) and transports (:class:`AllReduce`,
-:class:`ParameterServer`). ``import tensorwire`` never imports torch; this package imports
+API (:mod:`tensorwire.torch.tasks`), transports (:class:`AllReduce`,
+:class:`ParameterServer`), partial collectives and eager-SGD (:class:`PartialAllreduce`,
+:class:`EagerSGD`, seed 002; :mod:`tensorwire.torch.partial`) and the topology-aware
+tree all-reduce (:class:`TreeAllReduce`, DDP's :func:`tree_allreduce_hook`; the
+function :func:`tensorwire.torch.tree_allreduce.tree_allreduce` lives in its module,
+whose name it shares). ``import tensorwire`` never imports torch; this package imports
 it on first use of a name that needs it (``pip install 'tensorwire[torch]'``).
 """
 
@@ -29,6 +33,9 @@ if TYPE_CHECKING:
     from tensorwire.torch.tasks import Group, SchedulerConfig, Task, TaskScheduler, partition
     from tensorwire.torch.transport import AllReduce, ParameterServer, Pending, Transport
     from tensorwire.torch.tuning import AutoTune, Trial
+    from tensorwire.torch.partial.collective import PartialAllreduce, PartialCollectiveError, PartialResult
+    from tensorwire.torch.partial.eager import EagerSGD
+    from tensorwire.torch.tree_allreduce import TreeAllReduce, TreeAllReduceState, tree_allreduce_hook
 
 _WHERE = {
     "ScheduledDataParallel": "data_parallel",
@@ -54,6 +61,13 @@ _WHERE = {
     "Transport": "transport",
     "AutoTune": "tuning",
     "Trial": "tuning",
+    "PartialAllreduce": "partial.collective",
+    "PartialCollectiveError": "partial.collective",
+    "PartialResult": "partial.collective",
+    "EagerSGD": "partial.eager",
+    "TreeAllReduce": "tree_allreduce",
+    "TreeAllReduceState": "tree_allreduce",
+    "tree_allreduce_hook": "tree_allreduce",
 }
 
 __all__ = sorted(_WHERE)

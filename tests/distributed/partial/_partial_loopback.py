@@ -23,8 +23,9 @@ from tensorwire.torch.partial.collective import PartialAllreduce
 
 
 class _Fabric:
-    def __init__(self, n: int, jitter_s: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, n: int, jitter_s: float = 0.0, seed: int = 0, slow_recv: Optional[dict[int, float]] = None) -> None:
         self.n = n
+        self.slow_recv = dict(slow_recv or {})
         self.cond = threading.Condition()
         self.boxes: dict[tuple[int, int, int], deque[torch.Tensor]] = defaultdict(deque)
         self.jitter_s = jitter_s
@@ -46,6 +47,8 @@ class _Recv:
 
     def wait(self, timeout: Optional[datetime.timedelta] = None) -> bool:
         f = self.fabric
+        if self.key[1] in f.slow_recv:
+            time.sleep(f.slow_recv[self.key[1]])
         with f.cond:
             if not f.cond.wait_for(lambda: bool(f.boxes[self.key]), timeout=30.0):
                 raise RuntimeError(f"loopback receive {self.key} timed out")
@@ -110,5 +113,7 @@ class LoopbackPartialAllreduce(PartialAllreduce):
         pass
 
 
-def fabric(n: int, jitter_s: float = 0.0, seed: int = 0) -> _Fabric:
-    return _Fabric(n, jitter_s, seed)
+def fabric(n: int, jitter_s: float = 0.0, seed: int = 0, slow_recv: Optional[dict[int, float]] = None) -> _Fabric:
+    """A shared fabric for ``n`` loopback ranks; a send sleeps up to ``jitter_s``; a
+    receive at rank ``r`` sleeps ``slow_recv[r]`` seconds first."""
+    return _Fabric(n, jitter_s, seed, slow_recv)

@@ -135,8 +135,10 @@ def run_threads(
     slow_s: float = 0.002,
     algorithm: str = "recursive-doubling",
     jitter_s: float = 0.0,
+    slow_recv: Optional[dict[int, float]] = None,
+    flushes: int = 1,
 ) -> list[dict[str, Any]]:
-    fab = fabric(n, jitter_s, seed)
+    fab = fabric(n, jitter_s, seed, slow_recv)
     pas: list[Any] = [None] * n
     out: list[Any] = [None] * n
 
@@ -161,6 +163,8 @@ def run_threads(
                 seen[k] = (tuple(res.tensor.tolist()), res.contributors)
                 total = [a + b for a, b in zip(total, t)]
             f = pa.flush()
+            for _ in range(flushes - 1):  # more flushes right away: nothing left, zero sums
+                assert pa.flush().tensor.abs().sum() == 0
             pa.close()
             out[r] = {"seen": seen, "total": total, "flush": (tuple(f.tensor.tolist()), f.round), "calls": calls, "ahead": ahead}
         except BaseException as e:  # noqa: BLE001
@@ -220,3 +224,12 @@ def test_staleness_bound_with_one_slow_rank(kind: str, max_lag: int) -> None:
 def test_without_a_bound_the_slow_rank_falls_behind() -> None:
     out = run_threads(4, "solo", 60, seed=1, slow=2, slow_s=0.02)
     assert out[2]["ahead"] > 5
+
+
+@pytest.mark.parametrize("kind", ["solo", "majority"])
+def test_back_to_back_flushes_with_a_slow_rank(kind: str) -> None:
+    """A rank still finishing one flush while the others start the next (or close): a
+    round then mixes marks of two flushes and must not count as either flush round."""
+    for seed in range(3):
+        out = run_threads(4, kind, 30, seed=seed, stop_spread=5, slow_recv={2: 0.003}, flushes=3)
+        check(out, kind, 4, seed)

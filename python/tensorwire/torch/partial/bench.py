@@ -33,11 +33,22 @@ class BenchResult:
     numel: int
     latency_s: dict[str, float]
     nap: dict[str, float]
-    #: Iterations (summed over ranks) in which a rank was still busy when its next call
-    #: was due; non-zero means the period was too short and the skew is not exact.
-    overruns: int = 0
+    #: Per kind: iterations (summed over ranks) in which a rank was still busy when its
+    #: next call was due (the skew of that iteration was not exact).
+    overruns: dict[str, int] = field(default_factory=dict)
     #: Per-rank mean latency (seconds) per kind.
     latency_by_rank_s: dict[str, list[float]] = field(default_factory=dict)
+    warmup: int = 0
+    seed: int = 0
+
+    @property
+    def expected_majority_nap(self) -> float:
+        """Mean NAP of majority rounds if exactly the ranks up to each round's designated
+        initiator arrived in time (the timed rounds' draws; about (P + 1) / 2)."""
+        from tensorwire.torch.partial.collective import majority_initiator
+
+        first = self.warmup
+        return statistics.fmean(majority_initiator(self.seed, k, self.processes) + 1 for k in range(first, first + self.iterations))
 
     def speedup(self, kind: str) -> float:
         """Mean latency of the blocking all-reduce over that of ``kind``."""
@@ -48,6 +59,7 @@ class BenchResult:
         d = asdict(self)
         if "blocking" in self.latency_s:
             d["speedup"] = {k: self.speedup(k) for k in self.latency_s if k != "blocking"}
+        d["expected_majority_nap"] = self.expected_majority_nap
         return d
 
 
@@ -83,15 +95,16 @@ def _bench_worker(
     from tensorwire.torch.partial.collective import PartialAllreduce
 
     x = torch.ones(numel)
-    out: dict[str, Any] = {"overruns": 0}
+    out: dict[str, Any] = {"overruns": {}}
     for kind in kinds:
         pa = PartialAllreduce(numel, kind, seed=seed, timeout_s=wait_s) if kind != "blocking" else None
         t0 = _start_time(0.5)
         lat: list[float] = []
         nap: list[int] = []
+        out["overruns"][kind] = 0
         for it in range(warmup + iterations):
             if not _sleep_until(t0 + it * period_s + rank * delay_s):
-                out["overruns"] += 1
+                out["overruns"][kind] += 1
             start = time.perf_counter()
             if pa is not None:
                 n = pa(x).nap
@@ -150,7 +163,8 @@ def microbenchmark(
         latency[kind] = statistics.fmean(lat)
         by_rank[kind] = [statistics.fmean(r[kind][0]) for r in per_rank]
         naps[kind] = statistics.fmean(per_rank[0][kind][1])  # the same on every rank
-    return BenchResult(processes, delay_s, iterations, numel, latency, naps, sum(r["overruns"] for r in per_rank), by_rank)
+    overruns = {k: sum(r["overruns"][k] for r in per_rank) for k in kinds}
+    return BenchResult(processes, delay_s, iterations, numel, latency, naps, overruns, by_rank, warmup, seed)
 
 
 # --- hyperplane regression (seed 002, section 6.2.1) ------------------------------------

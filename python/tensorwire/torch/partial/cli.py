@@ -66,11 +66,14 @@ def partial(processes: list[int], delay: str, iterations: int, warmup: int, nume
         r = microbenchmark(p, delay_s, iterations=iterations, warmup=warmup, numel=numel, kinds=kinds, seed=seed, period_s=period_s)
         results.append(r)
         if not as_json:
-            click.echo(f"P={p}, d={format_seconds(delay_s)}, {iterations} iterations, {numel} float32" + (f" ({r.overruns} overruns)" if r.overruns else ""))
+            late = sum(r.overruns.values())
+            click.echo(f"P={p}, d={format_seconds(delay_s)}, {iterations} iterations, {numel} float32" + (f" ({late} late starts)" if late else ""))
             for k in kinds:
                 line = f"  {k:<9} mean latency {format_seconds(r.latency_s[k]):>10}   NAP {r.nap[k]:5.2f}"
+                if k == "majority":
+                    line += f" (draws: {r.expected_majority_nap:.2f})"
                 if k != "blocking" and "blocking" in kinds:
-                    line += f"   {r.speedup(k):6.2f}x lower than blocking"
+                    line += f"   speedup over blocking {r.speedup(k):.2f}x"
                 click.echo(line)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=1))

@@ -179,7 +179,9 @@ def partial_allreduce_schedule(
             if a == b:
                 continue
             rname, aname = f"s{s}.recv{j}", f"s{s}.apply{j}"
-            ops.append(recv(rname, src, 1 + s * chunks + c0, functools.partial(_empty, m=b - a, dtype=dtype), [prev]))
+            # Posted when the round starts here, so a peer's data never waits for the
+            # receive to be posted (Gloo's rendezvous would add a one-way delay per step).
+            ops.append(recv(rname, src, 1 + s * chunks + c0, functools.partial(_empty, m=b - a, dtype=dtype), ["SNAP"]))
 
             def apply(inst: Instance, a: int = a, b: int = b, rname: str = rname, reduce: bool = reduce) -> None:
                 if reduce:
@@ -189,7 +191,7 @@ def partial_allreduce_schedule(
 
             # After the step's sends (they read the buffer) and the previous apply (one
             # writer at a time, in the schedule's order: results equal on every rank).
-            ops.append(compute(aname, apply, [rname, *send_names, *applies[-1:]]))
+            ops.append(compute(aname, apply, list(dict.fromkeys([rname, prev, *send_names, *applies[-1:]]))))
             applies.append(aname)
         end = f"s{s}.end"
         ops.append(nop(end, [*send_names, *applies] or [prev]))
@@ -291,7 +293,7 @@ class PartialAllreduce:
         self.rank = pg.rank()
         self.world_size = len(ranks)
         n = self.world_size
-        self._length = self.numel + 2 * n  # data | arrived flags | flushing flags
+        self._length = self.numel + 2 * n  # data | arrived flags | flush marks
 
         self._cond = threading.Condition(threading.RLock())
         self._pending = torch.zeros(self.numel, dtype=self.dtype)
@@ -299,9 +301,10 @@ class PartialAllreduce:
         self._snap = 0  # the next round to run on this rank
         self._results: dict[int, PartialResult] = {}
         self._published = -1  # every round up to this one is published here
-        self._unordered: dict[int, tuple[PartialResult, list[bool]]] = {}
+        self._unordered: dict[int, tuple[PartialResult, list[int]]] = {}
         self._waiting: Optional[int] = None  # the round the call in progress waits for
         self._flushing = False
+        self._flushes = 0  # flush() and close() calls so far (every rank counts the same)
         self._sealed = False
         self._flush_round: Optional[int] = None
         self._closed = False
@@ -359,11 +362,12 @@ class PartialAllreduce:
             self._check()
             final = self._flush()
             self._closed = True
-        self._exec.fire(final.round + 1, "RETIRE")
+        if not self._exec.fire(final.round + 1, "RETIRE"):
+            raise PartialCollectiveError(f"close(): round {final.round + 1} could not be retired ({self._describe()})")
         quiet = self._exec.wait_quiet(self.timeout_s)
         ended = self._exec.close(timeout_s=10.0)
         if self._exec.error is not None:
-            raise PartialCollectiveError(f"close() failed: {self._exec.error}") from self._exec.error
+            raise PartialCollectiveError(f"close() failed at {self._exec.error_where}: {self._exec.error}") from self._exec.error
         if not quiet:
             raise PartialCollectiveError(f"close(): messages still in flight after {self.timeout_s:g} s ({self._exec.describe()})")
         if not ended:
@@ -404,14 +408,14 @@ class PartialAllreduce:
 
     def _check(self) -> None:
         if self._error is not None:
-            raise PartialCollectiveError(f"partial all-reduce failed: {self._error}") from self._error
+            raise PartialCollectiveError(f"partial all-reduce failed at {self._exec.error_where}: {self._error}") from self._error
         if self._closed:
             raise PartialCollectiveError("the partial all-reduce is closed")
 
     def _wait(self, predicate: Callable[[], bool], what: str) -> None:
         ok = self._cond.wait_for(lambda: predicate() or self._error is not None, timeout=self.timeout_s)
         if self._error is not None:
-            raise PartialCollectiveError(f"partial all-reduce failed: {self._error} ({self._describe()})") from self._error
+            raise PartialCollectiveError(f"partial all-reduce failed at {self._exec.error_where}: {self._error} ({self._describe()})") from self._error
         if not ok:
             raise PartialCollectiveError(f"{what} did not complete within {self.timeout_s:g} s ({self._describe()})")
 
@@ -466,10 +470,10 @@ class PartialAllreduce:
             work[: self.numel].copy_(self._pending)
             self._pending.zero_()
             arrived = self._calls > r or self._flushing
-            flushing = self._flushing
+            mark = self._flush_mark() if self._flushing else 0
             self._snap = r + 1
         work[self.numel + self.rank] = float(arrived)
-        work[self.numel + n + self.rank] = float(flushing)
+        work[self.numel + n + self.rank] = float(mark)
         inst.data["work"] = work
 
     def _publish(self, inst: Instance) -> None:
@@ -477,16 +481,18 @@ class PartialAllreduce:
         work: torch.Tensor = inst.data.pop("work")
         meta = work[base:].to(torch.float64).tolist()
         contributors = tuple(q for q in range(n) if meta[q] > 0.5)
-        flushing = [x > 0.5 for x in meta[n:]]
+        marks = [int(round(x)) for x in meta[n:]]
         res = PartialResult(work[:base], r, contributors)
         with self._cond:
             # A rank may run round r + 1 while its round r is finishing (it was activated
             # by a rank that finished r): results are taken in round order.
-            self._unordered[r] = (res, flushing)
+            self._unordered[r] = (res, marks)
             while self._published + 1 in self._unordered:
                 q = self._published + 1
-                res, flushing = self._unordered.pop(q)
-                if self._flushing and self._flush_round is None and all(flushing):
+                res, marks = self._unordered.pop(q)
+                # The flush round: the first whose every part was taken while its rank was
+                # in this same flush (a mark from the previous flush does not count).
+                if self._flushing and self._flush_round is None and all(m == self._flush_mark() for m in marks):
                     self._flush_round = q
                 if q >= self._calls or q == self._waiting:
                     self._results[q] = res  # kept until called for, or until flush
@@ -494,9 +500,15 @@ class PartialAllreduce:
             self._cond.notify_all()
             self._maybe_initiate(inline=False)
 
+    def _flush_mark(self) -> int:
+        """This flush's mark in a round's metadata: 1..250, exact in every dtype; marks of
+        consecutive flushes differ, which is all the flush round needs."""
+        return (self._flushes - 1) % 250 + 1
+
     def _flush(self) -> PartialResult:
         """The flush protocol; the condition's lock is held (released while waiting)."""
         self._flushing = True
+        self._flushes += 1
         self._open_gates()
         self._maybe_initiate()
         calls = self._calls

@@ -272,6 +272,7 @@ class Executor:
         self._on_error = on_error
         self._on_arm = on_arm
         self.error: Optional[BaseException] = None
+        self.error_where = ""
         self._closed = False
 
     # --- public -------------------------------------------------------------------
@@ -380,7 +381,7 @@ class Executor:
                     assert op.fn is not None
                     op.fn(inst)
             except BaseException as e:  # noqa: BLE001 - reported through on_error
-                self._fail(e)
+                self._fail(e, f"round {inst.round}, {op.kind} {name}")
                 return
             work.extend(self._complete(inst, name))
 
@@ -388,7 +389,7 @@ class Executor:
         try:
             req.wait()
         except BaseException as e:  # noqa: BLE001
-            self._fail(e)
+            self._fail(e, f"round {inst.round}, {self.schedule.ops[name].kind} {name}")
             return
         if self.schedule.ops[name].kind == "recv":
             inst.received[name] = tensor
@@ -429,11 +430,13 @@ class Executor:
             self._instances.pop(inst.round, None)
             self._lock.notify_all()
 
-    def _fail(self, e: BaseException) -> None:
+    def _fail(self, e: BaseException, where: str) -> None:
         with self._lock:
             if self.error is not None:
                 return
             self.error = e
+            #: Where the first failure happened (round and operation), and the rounds then.
+            self.error_where = f"{where}; {self.describe()}"
             self._lock.notify_all()
         if self._on_error is not None:
             self._on_error(e)

@@ -66,3 +66,28 @@ def test_user_space_delay_slows_jobs_as_the_simulator_predicts(strategy: str, de
     assert predicted >= 0.9 * 4 * delay
     print(f"{strategy}: delay added {measured * 1e3:.1f} ms, predicted {predicted * 1e3:.1f} ms")
     assert 0.6 * predicted <= measured <= 1.5 * predicted, (measured, predicted)
+
+
+@pytest.mark.parametrize("spec", ["ring", "ring:fusion=2MB", "ring:schedule=priority,partition=256KiB,credit=512KiB"])
+def test_runtime_job_runs_each_scheduler_mode_close_to_the_prediction(spec: str) -> None:
+    """The runtime's ScheduledDataParallel on the testbed: fifo, fusion and priority."""
+    with Testbed(hosts=2, rate="1Gbps") as tb:
+        job = run_job(tb, TOY, spec, iterations=6, warmup=2, runtime=True)
+    assert job.workers == 2 and len(job.completions_s) == 6
+    assert all(b > a for a, b in zip(job.completions_s, job.completions_s[1:]))
+    assert job.iteration_time_s >= TOY.compute_time_s
+    notes = job.ranks[0]["notes"]
+    assert notes["runtime"]["mode"] == {"ring": "fifo", "ring:fusion=2MB": "fusion"}.get(spec, "priority")
+    # Every rank ran the emulated compute of every iteration.
+    assert notes["compute_busy_s"] == pytest.approx(6 * TOY.compute_time_s)
+    cluster = tw.Cluster(2, tb.rate * PAYLOAD_EFFICIENCY, latency="10us", per_message_overhead="100us")
+    predicted = tw.simulate(TOY, cluster, spec, iterations=5).iteration_time_s
+    assert 0.7 * predicted <= job.iteration_time_s <= 1.4 * predicted, (job.iteration_time_s, predicted)
+
+
+def test_runtime_refuses_what_it_cannot_run() -> None:
+    with Testbed(hosts=3) as tb:
+        for spec in ("ps", "ring:compression=4"):
+            with pytest.raises(tw.InputError) as e:
+                run_job(tb, TOY, spec, runtime=True)
+            assert e.value.args[0] == "strategy"

@@ -29,7 +29,7 @@ def _row(scenario: str, measured: float, predicted: float) -> dict[str, Any]:
 def test_matrix_covers_both_strategies_workloads_and_the_ranges() -> None:
     full = v.scenarios(quick=False)
     assert len(full) >= 12
-    assert {s.strategy for s in full} == {"ps", "ring"} and {s.workload for s in full} == {"vgg", "resnet"}
+    assert {s.strategy for s in full} == {"ps", "ring", "fifo", "fusion", "priority"} and {s.workload for s in full} == {"vgg", "resnet"}
     assert min(s.workers for s in full) == 2 and max(s.workers for s in full) == 8
     rates = {tw.units.to_rate(s.rate) for s in full}
     assert min(rates) == tw.units.to_rate("100Mbps") and max(rates) == tw.units.to_rate("1Gbps")
@@ -68,3 +68,33 @@ def test_bad_matrix_is_an_input_error() -> None:
         v.validate(matrix=[("fast", 2)])
     with pytest.raises(tw.InputError):
         v.validate(matrix=[("1Gbps", 1)])
+
+
+def test_runtime_modes_are_scenarios_with_the_specs_the_runtime_runs() -> None:
+    from tensorwire.testbed.jobs.runtime import runtime_options
+    from tensorwire.testbed.jobs.spec import StrategyOptions
+
+    full = v.scenarios(quick=False)
+    assert {s.strategy for s in full if s.runtime} == {"fifo", "fusion", "priority"}
+    modes = {}
+    for sc in full:
+        spec = sc.spec(3 << 20)
+        tw.Strategy(spec)  # the simulator accepts it
+        if sc.runtime:
+            modes[sc.strategy] = runtime_options(StrategyOptions.parse(spec))["mode"]
+    assert modes == {"fifo": "fifo", "fusion": "fusion", "priority": "priority"}
+    prio = runtime_options(StrategyOptions.parse(v.Scenario("vgg", "priority", 2, "1Gbps").spec(16 << 20)))
+    assert prio["partition"] == 1 << 20 and prio["credit"] == 2 << 20
+
+
+@pytest.mark.parametrize(
+    "spec,field",
+    [("ps", "strategy"), ("ring:compression=4", "strategy"), ("ring:schedule=priority,fusion=1MiB", "strategy")],
+)
+def test_specs_the_runtime_does_not_run_are_refused(spec: str, field: str) -> None:
+    from tensorwire.testbed.jobs.runtime import runtime_options
+    from tensorwire.testbed.jobs.spec import StrategyOptions
+
+    with pytest.raises(tw.InputError) as e:
+        runtime_options(StrategyOptions.parse(spec))
+    assert e.value.args[0].startswith(field)

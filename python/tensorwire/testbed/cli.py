@@ -91,7 +91,7 @@ within 10%: {s['within_10pct']:.0%}.</p>
 
 
 @click.command("validate")
-@click.option("--quick", is_flag=True, help="Four scenarios on a 3-host testbed (about a minute) instead of the full matrix.")
+@click.option("--quick", is_flag=True, help="Six scenarios (ring, ps and the runtime's priority mode, both workloads) on a 3-host testbed (about two minutes) instead of the full matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write results.json and results.html into this folder.")
 def validate(quick: bool, as_json: bool, out_dir: Optional[str]) -> None:

@@ -1,6 +1,11 @@
 """Validation: the same scenarios measured on the testbed and predicted by the simulator.
 
-A scenario is a workload, a strategy, a number of workers and a link rate. For each
+A scenario is a workload, a strategy, a number of workers and a link rate. Strategies are
+the testbed's own jobs (``ring``: one Gloo all-reduce per tensor, FIFO; ``ps``: parameter
+server on a host of its own) and the runtime's scheduler modes (``fifo``, ``fusion``,
+``priority``: :class:`tensorwire.torch.ScheduledDataParallel` itself, through
+:mod:`tensorwire.testbed.jobs.runtime`), each with the simulator spec of the same policy
+(:func:`Scenario.spec`). For each
 (rate, workers) pair the matrix builds one testbed (workers + 1 hosts, so a parameter
 server fits), calibrates it (:func:`tensorwire.testbed.calibrate.calibrate`) and runs every
 scenario of that pair as a real job; :func:`tensorwire.simulate` predicts the same
@@ -40,7 +45,16 @@ COMPUTE_TARGET_S = 0.2
 #: (rate, workers) pairs of the full matrix; each runs both workloads under ps and ring.
 FULL_MATRIX = (("1Gbps", 2), ("100Mbps", 4), ("400Mbps", 8), ("1Gbps", 8))
 QUICK_MATRIX = (("1Gbps", 2),)
-STRATEGIES = ("ring", "ps")
+#: Scenario strategies: the testbed's own jobs, then the runtime's scheduler modes.
+STRATEGIES = ("ring", "ps", "fifo", "fusion", "priority")
+#: The runtime's modes (run by ``ScheduledDataParallel``; all-reduce traffic).
+RUNTIME_MODES = ("fifo", "fusion", "priority")
+QUICK_STRATEGIES = ("ring", "ps", "priority")
+#: ``priority``'s piece size and ``fusion``'s buffer, as fractions of the scaled model's
+#: bytes (so that every scale has several pieces and several fused groups); the credit is
+#: two pieces.
+PRIORITY_PARTITION_SHARE = 1 / 16
+FUSION_SHARE = 1 / 4
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,31 @@ class Scenario:
         """``ring/vgg/4x100Mbps``-style name."""
         return f"{self.strategy}/{self.workload}/{self.workers}x{self.rate}"
 
+    @property
+    def runtime(self) -> bool:
+        """Whether the runtime (``ScheduledDataParallel``) runs it."""
+        return self.strategy in RUNTIME_MODES
+
+    def spec(self, model_bytes: int) -> str:
+        """The strategy spec the testbed runs and the simulator predicts, for a model of
+        ``model_bytes`` gradient bytes.
+
+        >>> Scenario("vgg", "priority", 2, "1Gbps").spec(16 << 20)
+        'ring:schedule=priority,partition=1024KiB,credit=2048KiB'
+        >>> Scenario("vgg", "fusion", 2, "1Gbps").spec(16 << 20)
+        'ring:fusion=4096KiB,cycle=5ms'
+        """
+        if self.strategy == "priority":
+            piece = _kib(model_bytes * PRIORITY_PARTITION_SHARE)
+            return f"ring:schedule=priority,partition={piece}KiB,credit={2 * piece}KiB"
+        if self.strategy == "fusion":
+            return f"ring:fusion={_kib(model_bytes * FUSION_SHARE)}KiB,cycle=5ms"
+        return "ring" if self.strategy == "fifo" else self.strategy
+
+
+def _kib(nbytes: float) -> int:
+    return max(4, int(round(nbytes / 1024)))
+
 
 def scenarios(quick: bool) -> list[Scenario]:
     """The matrix: every (rate, workers) pair x workload x strategy."""
@@ -64,7 +103,7 @@ def scenarios(quick: bool) -> list[Scenario]:
         Scenario(w, s, workers, rate)
         for rate, workers in (QUICK_MATRIX if quick else FULL_MATRIX)
         for w in WORKLOADS
-        for s in STRATEGIES
+        for s in (QUICK_STRATEGIES if quick else STRATEGIES)
     ]
 
 
@@ -143,28 +182,32 @@ def validate(
     require_torch()
     say = progress or (lambda _: None)
     results: list[dict[str, Any]] = []
+    strategies = QUICK_STRATEGIES if quick else STRATEGIES
     for rate, workers in pairs:
-        cells = [Scenario(w, s, workers, rate) for w in WORKLOADS for s in STRATEGIES]
-        hosts = max(hosts_needed(s, workers) for s in STRATEGIES)
+        cells = [Scenario(w, s, workers, rate) for w in WORKLOADS for s in strategies]
+        hosts = max(hosts_needed(s.spec(1 << 20), workers) for s in cells)
         with Testbed(hosts=hosts, rate=rate) as tb:
             say(f"calibrating {hosts} hosts at {format_rate(tb.rate)}")
             cal = calibrate(tb, quick=quick, workers=workers)
             for sc in cells:
                 workload = scenario_workload(sc, cal.effective_rate_bytes_per_s)
-                say(f"running {sc.id}")
+                spec = sc.spec(workload.total_bytes)
+                say(f"running {sc.id} ({spec}{', runtime' if sc.runtime else ''})")
                 started = time.monotonic()
                 job = run_job(
-                    tb, workload, sc.strategy, workers=workers, iterations=iterations, warmup=warmup, probe=True
+                    tb, workload, spec, workers=workers, iterations=iterations, warmup=warmup, probe=True, runtime=sc.runtime
                 )
                 used = cal.with_probe(job.probe)
-                cluster = used.cluster(workers, sc.strategy)
-                predicted = simulate(workload, cluster, sc.strategy, iterations=max(3, iterations - warmup + 1))
+                cluster = used.cluster(workers, spec)
+                predicted = simulate(workload, cluster, spec, iterations=max(3, iterations - warmup + 1))
                 measured = job.iteration_time_s
                 results.append(
                     {
                         "scenario": sc.id,
                         "workload": sc.workload,
                         "strategy": sc.strategy,
+                        "spec": spec,
+                        "runtime": sc.runtime,
                         "workers": workers,
                         "rate_bps": tb.rate * 8,
                         "model_bytes": workload.total_bytes,
@@ -179,8 +222,8 @@ def validate(
                         "calibration": {
                             "payload_efficiency": used.payload_efficiency,
                             "latency_s": used.latency_s,
-                            "per_message_overhead_s": used.per_message_overhead(sc.strategy),
-                            "calibrated_overhead_s": cal.per_message_overhead(sc.strategy),
+                            "per_message_overhead_s": used.per_message_overhead(spec),
+                            "calibrated_overhead_s": cal.per_message_overhead(spec),
                             "probe": job.probe,
                         },
                     }

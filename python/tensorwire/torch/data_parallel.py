@@ -65,6 +65,9 @@ class ScheduledDataParallel(torch.nn.Module):
         timeout_s: bound on every communication wait (Gloo's timeout); a dead or stuck
             peer makes every rank raise :class:`~tensorwire.torch.CommunicationError`.
         broadcast: copy the leader's parameters and buffers to every worker first (as DDP).
+        on_synchronized: called with the iteration's number once every parameter of
+            that iteration is updated on this rank (on the communication thread: keep it
+            short; for timing and logging, e.g. the testbed's per-iteration completions).
 
     Construct it on every worker of ``group`` in the same order (it creates a process
     group). Limits: one ``backward`` per ``step`` (no gradient accumulation), dense
@@ -87,6 +90,7 @@ class ScheduledDataParallel(torch.nn.Module):
         autotune: Union[bool, AutoTune, None] = None,
         timeout_s: Optional[float] = None,
         broadcast: bool = True,
+        on_synchronized: Optional[Callable[[int], None]] = None,
     ) -> None:
         super().__init__()
         if not isinstance(module, torch.nn.Module):
@@ -100,6 +104,8 @@ class ScheduledDataParallel(torch.nn.Module):
             raise InputError("autotune", f"{autotune!r} must be True, False or an AutoTune")
         if isinstance(autotune, AutoTune) and config.mode != "priority":
             raise InputError("autotune", f"tunes partition and credit, which mode {config.mode!r} does not use; use mode='priority'")
+        if on_synchronized is not None and not callable(on_synchronized):
+            raise InputError("on_synchronized", f"{on_synchronized!r} is not callable")
         if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0):
             raise InputError("timeout_s", f"{timeout_s!r} must be a number of seconds > 0")
         if not dist.is_available() or not dist.is_initialized():
@@ -144,6 +150,9 @@ class ScheduledDataParallel(torch.nn.Module):
         if broadcast:
             self._broadcast_state()
         self._hyper: dict[int, list[dict[str, Any]]] = {}
+        self._on_synchronized = on_synchronized
+        #: Per iteration in flight: parameters not updated yet (only with on_synchronized).
+        self._left: dict[int, int] = {}
 
         # Which module's forward waits for which parameters is decided after the first
         # forward pass (see _assign): every module gets a pre-hook until then.
@@ -367,6 +376,13 @@ class ScheduledDataParallel(torch.nn.Module):
     def _apply_update(self, it: int, i: int, grad: torch.Tensor) -> None:
         s = self._steps[i]
         s.step(grad, self._hyper[it][s.group_index])
+        if self._on_synchronized is not None:
+            left = self._left.get(it, len(self._params)) - 1
+            if left:
+                self._left[it] = left
+            else:
+                self._left.pop(it, None)
+                self._on_synchronized(it)
 
 
 __all__ = ["CommunicationError", "ScheduledDataParallel"]

@@ -13,8 +13,9 @@ timing that of the device the workload was measured on (times ``time_scale``).
 
 from __future__ import annotations
 
+import math
 import time
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -22,43 +23,102 @@ from tensorwire._core import InputError
 from tensorwire.workload import Workload
 
 
+#: A pause longer than this between two emulated operations is the stream waiting for
+#: something (a forward pre-hook waiting for parameters, the training loop): the next
+#: operation starts when it is called. A shorter lag is the host waking late from the last
+#: sleep (tens of microseconds): the next operation is chained to the last one's deadline,
+#: so those lags never add up over hundreds of layers. Seconds.
+WAIT_THRESHOLD_S = 0.002
+#: Time spent in a layer's forward pre-hooks that counts as waiting for data, seconds
+#: (hooks that return at once take a few microseconds).
+HOOK_WAIT_S = 0.0002
+
+
+class DeviceStream:
+    """One emulated device (a GPU's compute stream): operations run one after another.
+
+    Each operation sleeps until a deadline: the previous operation's deadline plus its own
+    duration, as kernels queued on a GPU run back to back whatever the host does in between.
+    After a real wait (longer than :data:`WAIT_THRESHOLD_S`, or announced with
+    :meth:`waited`) the stream starts again from the current time.
+    """
+
+    def __init__(self) -> None:
+        self._free_at = -math.inf
+        #: Total emulated compute, seconds.
+        self.busy_s = 0.0
+
+    def waited(self) -> None:
+        """The host waited for data: the next operation starts no earlier than now."""
+        self._free_at = max(self._free_at, time.perf_counter())
+
+    def run(self, seconds: float) -> None:
+        """Occupies the device for ``seconds`` (sleeping)."""
+        now = time.perf_counter()
+        start = self._free_at if now - self._free_at <= WAIT_THRESHOLD_S else now
+        self._free_at = start + seconds
+        self.busy_s += seconds
+        remaining = self._free_at - time.perf_counter()
+        if remaining > 0:
+            time.sleep(remaining)
+
+
 class _Sleep(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, *args: Any) -> torch.Tensor:
-        *weights, forward_s, backward_s = args
-        ctx.backward_s = backward_s
+        *weights, layer = args
+        ctx.layer = layer
         ctx.shapes = [w.shape for w in weights]
-        if forward_s > 0:
-            time.sleep(forward_s)
+        if layer.forward_s > 0:
+            layer.stream.run(layer.forward_s)
         return x.clone()
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Any:
-        if ctx.backward_s > 0:
-            time.sleep(ctx.backward_s)
+        layer = ctx.layer
+        if layer.backward_s > 0:
+            layer.stream.run(layer.backward_s)
         value = float(grad.mean())
-        return (grad, *(torch.full(s, value, dtype=grad.dtype) for s in ctx.shapes), None, None)
+        return (grad, *(torch.full(s, value, dtype=grad.dtype) for s in ctx.shapes), None)
 
 
 class EmulatedLayer(torch.nn.Module):
-    """One layer: parameters of the given element counts; sleeps ``forward_s``/``backward_s``."""
+    """One layer: parameters of the given element counts; occupies ``stream`` for
+    ``forward_s``/``backward_s`` seconds (a stream of its own unless one is given)."""
 
-    def __init__(self, numels: list[int], forward_s: float, backward_s: float) -> None:
+    def __init__(self, numels: list[int], forward_s: float, backward_s: float, stream: Optional[DeviceStream] = None) -> None:
         super().__init__()
         self.weights = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(n) * 0.01) for n in numels])
         self.forward_s = forward_s
         self.backward_s = backward_s
+        self.stream = stream if stream is not None else DeviceStream()
+        self._called_at = 0.0
+        self.register_forward_pre_hook(self._note_call, prepend=True)
+
+    def _note_call(self, module: torch.nn.Module, args: Any) -> None:
+        self._called_at = time.perf_counter()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = _Sleep.apply(x, *self.weights, self.forward_s, self.backward_s)
+        if time.perf_counter() - self._called_at > HOOK_WAIT_S:
+            self.stream.waited()  # a pre-hook (registered after ours) blocked: data came late
+        out: torch.Tensor = _Sleep.apply(x, *self.weights, self)
         return out
 
 
 class EmulatedModel(torch.nn.Module):
-    """A stack of :class:`EmulatedLayer`; input: any float tensor (``(batch, 16)`` is plenty)."""
+    """A stack of :class:`EmulatedLayer` sharing one :class:`DeviceStream`; input: any float
+    tensor (``(batch, 16)`` is plenty).
+
+    A forward pre-hook that blocks before a layer (a data-parallel wrapper waiting for that
+    layer's parameters) is detected by timing the layer's pre-hooks: more than
+    :data:`HOOK_WAIT_S` counts as a wait, so the layer then starts when it gets to run.
+    """
 
     def __init__(self, layers: list[EmulatedLayer]) -> None:
         super().__init__()
+        self.stream = DeviceStream()
+        for layer in layers:
+            layer.stream = self.stream
         self.layers = torch.nn.ModuleList(layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -80,4 +140,4 @@ def emulated(workload: Workload, *, size_scale: float = 1.0, time_scale: float =
     return EmulatedModel(layers)
 
 
-__all__ = ["EmulatedLayer", "EmulatedModel", "emulated"]
+__all__ = ["DeviceStream", "EmulatedLayer", "EmulatedModel", "emulated"]

@@ -5,7 +5,9 @@ layer's profiled forward and backward time is slept, see :mod:`.compute`) and re
 gradient tensors of the workload's sizes, synchronised by a strategy:
 
 - ``ring``: one all-reduce per gradient piece, FIFO, one at a time (:mod:`.ring`);
-- ``ps``: parameter servers on hosts of their own over send/recv (:mod:`.ps`).
+- ``ps``: parameter servers on hosts of their own over send/recv (:mod:`.ps`);
+- with ``runtime=True``, the runtime's :class:`~tensorwire.torch.ScheduledDataParallel`
+  runs a ``ring`` spec in its ``fifo``, ``fusion`` or ``priority`` mode (:mod:`.runtime`).
 
 Strategy specs are the simulator's (``ps:num_ps=2``, ``ring:partition=4MiB``), so the
 same spec is measured here and predicted by :func:`tensorwire.simulate`. Needs the

@@ -93,6 +93,7 @@ def run_job(
     timeout_s: float = 300.0,
     scheduling: str = DEFAULT_SCHEDULING,
     probe: bool = False,
+    runtime: bool = False,
 ) -> JobResult:
     """Runs data-parallel training of ``workload`` on the testbed and measures it.
 
@@ -101,10 +102,20 @@ def run_job(
     takes longer than ``timeout_s`` seconds. ``scheduling`` is how the job's processes are
     scheduled (:data:`SCHEDULING`). ``probe`` runs :mod:`tensorwire.testbed.jobs.probe` in
     the job's processes before training (about a second; results in ``JobResult.probe``).
+    ``runtime`` runs the spec with the runtime's ``ScheduledDataParallel``
+    (:mod:`tensorwire.testbed.jobs.runtime`: ``ring`` specs, their ``schedule``,
+    ``partition``, ``credit``, ``fusion`` and ``cycle``) instead of the testbed's own job.
     """
     spec_text = str(strategy)
     options = StrategyOptions.parse(spec_text)
     job = job_strategy(options.name)
+    job.runner(runtime)
+    if runtime:
+        from tensorwire.testbed.jobs.runtime import runtime_options
+
+        runtime_options(options)  # refuses what the runtime would not run, before launching
+        if testbed.delay > 0:
+            raise InputError("delay", "runtime jobs cannot add user-space delay; use a testbed with delay 0")
     check_iterations(iterations, warmup)
     if not workload.tensors:
         raise InputError("workload", f"{workload.name!r} has no gradient tensors to synchronise")
@@ -138,6 +149,7 @@ def run_job(
             out_dir=str(out_dir),
             timeout_s=timeout_s,
             probe=probe,
+            runtime=runtime,
         )
         spec_path = out_dir / "spec.json"
         spec_path.write_text(spec.to_json())

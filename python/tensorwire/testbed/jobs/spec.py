@@ -73,6 +73,8 @@ class JobSpec:
     timeout_s: float
     #: Run :mod:`tensorwire.testbed.jobs.probe` before training.
     probe: bool = False
+    #: Run the spec with the runtime (:mod:`tensorwire.testbed.jobs.runtime`).
+    runtime: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

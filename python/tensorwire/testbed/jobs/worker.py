@@ -32,7 +32,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     torch.set_num_threads(1)
     tighten_timer_slack()
     spec = JobSpec.from_file(spec_path)
-    strategy = job_strategy(spec.options.name)
+    run = job_strategy(spec.options.name).runner(spec.runtime)
     os.environ.setdefault("MASTER_ADDR", spec.master_addr)
     os.environ.setdefault("MASTER_PORT", str(spec.master_port))
     dist.init_process_group(
@@ -48,7 +48,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from tensorwire.testbed.jobs.probe import combine, run_probe
 
             before = run_probe(ctx)
-        strategy.run(ctx)
+        run(ctx)
         if spec.probe:
             ctx.notes["probe"] = combine(before, run_probe(ctx))
         ctx.write_result("worker" if rank < spec.workers else "server")

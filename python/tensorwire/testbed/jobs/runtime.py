@@ -1,0 +1,115 @@
+"""Runtime jobs: the runtime's :class:`~tensorwire.torch.ScheduledDataParallel` on the testbed.
+
+The same strategy spec the simulator predicts is run by the runtime (``tensorwire.torch``,
+issue 4) instead of the testbed's own ``ring`` job, so its scheduler modes are validated
+end to end: leader decisions sent to the followers, the core's scheduler, Gloo
+all-reduces on a group of their own, per-parameter optimiser steps, forward passes that
+wait per layer. The spec selects the mode (docs/runtime.md, "Modes"):
+
+===============================================  ==========================================
+spec                                             runtime
+===============================================  ==========================================
+``ring[:partition=P][,credit=C]``                ``mode="fifo"`` (one all-reduce at a time
+                                                 unless a credit is given)
+``ring:fusion=F[,cycle=T]``                      ``mode="fusion"``, ``fusion_bytes=F``,
+                                                 ``fusion_cycle_s=T`` (default 5 ms)
+``ring:schedule=priority,partition=P,credit=C``  ``mode="priority"``
+===============================================  ==========================================
+
+The model is :func:`tensorwire.torch.emulate.emulated` of the job's workload (real float32
+parameters of the workload's sizes; compute slept on one device stream per process).
+Completion of iteration ``k`` on a rank: when every parameter of ``k`` is updated (the
+wrapper's ``on_synchronized``) or its backward pass ended, whichever is later, as in the
+``ring`` job.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tensorwire._core import InputError
+from tensorwire.testbed.jobs.context import Context
+from tensorwire.testbed.jobs.spec import StrategyOptions
+
+#: Options of a ``ring`` spec the runtime runs; anything else is refused (it would be
+#: predicted but not run).
+RUNTIME_OPTIONS = ("schedule", "credit", "fusion", "cycle")
+
+
+def runtime_options(options: StrategyOptions) -> dict[str, Any]:
+    """The :class:`~tensorwire.torch.ScheduledDataParallel` arguments for a ``ring`` spec.
+
+    >>> runtime_options(StrategyOptions.parse("ring:schedule=priority,partition=1MiB,credit=2MiB"))
+    {'mode': 'priority', 'partition': 1048576, 'credit': 2097152}
+    >>> runtime_options(StrategyOptions.parse("ring:fusion=4MiB"))
+    {'mode': 'fusion', 'partition': None, 'credit': None, 'fusion_bytes': 4194304, 'fusion_cycle_s': '5ms'}
+    >>> runtime_options(StrategyOptions.parse("ring"))
+    {'mode': 'fifo', 'partition': None, 'credit': None}
+    """
+    if options.name != "ring":
+        raise InputError("strategy", f"the runtime runs all-reduce: use a 'ring' spec, not {options.name!r}")
+    extra = dict(options.extra)
+    unknown = sorted(set(extra) - set(RUNTIME_OPTIONS))
+    if unknown:
+        raise InputError(
+            "strategy", f"the runtime does not run option(s) {', '.join(unknown)}; it runs {', '.join(RUNTIME_OPTIONS)} and partition"
+        )
+    priority = extra.get("schedule", "fifo") == "priority"
+    fusion = "fusion" in extra
+    if priority and fusion:
+        raise InputError("strategy", "the runtime's fusion mode keeps ready order: use schedule=priority or fusion=, not both")
+    out: dict[str, Any] = {
+        "mode": "priority" if priority else "fusion" if fusion else "fifo",
+        "partition": options.partition_bytes,
+        "credit": extra.get("credit"),
+    }
+    if out["credit"] is not None:
+        from tensorwire.units import to_bytes
+
+        out["credit"] = int(round(to_bytes(out["credit"], "strategy.credit")))
+    if fusion:
+        from tensorwire.units import to_bytes
+
+        out["fusion_bytes"] = int(round(to_bytes(extra["fusion"], "strategy.fusion")))
+        out["fusion_cycle_s"] = extra.get("cycle", "5ms")
+    return out
+
+
+def run_runtime(ctx: Context) -> None:
+    """Runs the job on this rank with the runtime; every rank is a worker."""
+    import torch
+    import torch.distributed as dist
+
+    from tensorwire.torch.data_parallel import ScheduledDataParallel
+    from tensorwire.torch.emulate import emulated
+
+    spec = ctx.spec
+    if spec.delay_s > 0:
+        raise InputError("delay", "runtime jobs cannot add user-space delay; use a testbed with delay 0")
+    kwargs = runtime_options(ctx.options)
+    n = spec.iterations
+    synced = [0.0] * n
+    backward_end = [0.0] * n
+
+    def on_synchronized(it: int) -> None:
+        if it < n:
+            synced[it] = time.perf_counter()
+
+    model = emulated(ctx.workload)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.zeros(1, 16)
+    with ScheduledDataParallel(model, opt, **kwargs, timeout_s=spec.timeout_s, on_synchronized=on_synchronized) as sdp:
+        dist.barrier()
+        model.stream.waited()
+        for k in range(n):
+            opt.zero_grad(set_to_none=True)
+            sdp(x).sum().backward()
+            opt.step()
+            backward_end[k] = time.perf_counter()
+        sdp.synchronize()
+        ctx.notes["groups_started"] = sdp.groups_started
+    ctx.completions = [max(b, s) for b, s in zip(backward_end, synced)]
+    ctx.notes["compute_busy_s"] = model.stream.busy_s
+    ctx.notes["backward_end"] = backward_end
+    ctx.notes["runtime"] = {k: v for k, v in kwargs.items()}

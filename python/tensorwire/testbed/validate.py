@@ -50,6 +50,11 @@ STRATEGIES = ("ring", "ps", "fifo", "fusion", "priority")
 #: The runtime's modes (run by ``ScheduledDataParallel``; all-reduce traffic).
 RUNTIME_MODES = ("fifo", "fusion", "priority")
 QUICK_STRATEGIES = ("ring", "ps", "priority")
+#: How runtime jobs are scheduled: ``nice``, not real-time. The runtime has four busy
+#: threads per process (training, dispatcher, waiter, Gloo's); at real-time priority, 4-8
+#: such processes on 2 cores starved the kernel's packet processing (a priority job on 4
+#: hosts ran for minutes instead of seconds).
+RUNTIME_SCHEDULING = "nice"
 #: ``priority``'s piece size and ``fusion``'s buffer, as fractions of the scaled model's
 #: bytes (so that every scale has several pieces and several fused groups); the credit is
 #: two pieces.
@@ -170,7 +175,7 @@ def validate(
     """
     from tensorwire.testbed.calibrate import calibrate
     from tensorwire.testbed.jobs import hosts_needed, run_job
-    from tensorwire.testbed.testbed import Testbed
+    from tensorwire.testbed.testbed import DEFAULT_SCHEDULING, Testbed
 
     pairs = list(matrix) if matrix is not None else list(QUICK_MATRIX if quick else FULL_MATRIX)
     for rate, workers in pairs:
@@ -195,11 +200,13 @@ def validate(
                 say(f"running {sc.id} ({spec}{', runtime' if sc.runtime else ''})")
                 started = time.monotonic()
                 job = run_job(
-                    tb, workload, spec, workers=workers, iterations=iterations, warmup=warmup, probe=True, runtime=sc.runtime
+                    tb, workload, spec, workers=workers, iterations=iterations, warmup=warmup, probe=True,
+                    runtime=sc.runtime, scheduling=RUNTIME_SCHEDULING if sc.runtime else DEFAULT_SCHEDULING,
                 )
                 used = cal.with_probe(job.probe)
                 cluster = used.cluster(workers, spec)
-                predicted = simulate(workload, cluster, spec, iterations=max(3, iterations - warmup + 1))
+                predicted_spec = with_dispatch(spec, job.probe)
+                predicted = simulate(workload, cluster, predicted_spec, iterations=max(3, iterations - warmup + 1))
                 measured = job.iteration_time_s
                 results.append(
                     {
@@ -207,6 +214,7 @@ def validate(
                         "workload": sc.workload,
                         "strategy": sc.strategy,
                         "spec": spec,
+                        "predicted_spec": predicted_spec,
                         "runtime": sc.runtime,
                         "workers": workers,
                         "rate_bps": tb.rate * 8,
@@ -230,6 +238,21 @@ def validate(
                 )
                 say(f"{sc.id}: measured {measured:.4f} s, predicted {predicted.iteration_time_s:.4f} s, error {results[-1]['error']:+.1%}")
     return results
+
+
+def with_dispatch(spec: str, probe: dict[str, Any]) -> str:
+    """``spec`` with the runtime's measured dispatch cost per collective (the job's
+    dispatch probe, :func:`tensorwire.testbed.jobs.runtime.probe_dispatch`), if it ran.
+
+    >>> with_dispatch("ring", {"dispatch": {"dispatch_s": 0.00042}})
+    'ring:dispatch=420.0us'
+    >>> with_dispatch("ring:fusion=1MiB", {})
+    'ring:fusion=1MiB'
+    """
+    if "dispatch" not in probe:
+        return spec
+    value = f"dispatch={probe['dispatch']['dispatch_s'] * 1e6:.1f}us"
+    return f"{spec},{value}" if ":" in spec else f"{spec}:{value}"
 
 
 def _spread(xs: Sequence[float]) -> float:

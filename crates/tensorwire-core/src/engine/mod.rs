@@ -230,6 +230,9 @@ struct Engine<'a> {
     active: Vec<(Nanos, usize)>,
     /// When the first worker started the last iteration (the recorded window's start).
     last_started: Option<Nanos>,
+    /// Coordinator's dispatch cost per collective, ns, and when it may start the next one.
+    dispatch: Nanos,
+    dispatch_free: Nanos,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
     compute_spans: Option<Vec<ComputeSpan>>,
 }
@@ -409,6 +412,8 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         released: Vec::new(),
         compute_spans: sc.record_timeline.then(Vec::new),
         last_started: None,
+        dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
+        dispatch_free: 0,
         initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
         designated: HashMap::new(),
         round_of: HashMap::new(),
@@ -625,6 +630,14 @@ impl Engine<'_> {
                 self.protocol.start_op(&mut self.core, initiator, op, &tasks, group.bytes);
                 for rank in (0..self.workers.len()).filter(|&r| r != initiator) {
                     let at = now + self.activation_delay(initiator, rank);
+                    self.seq += 1;
+                    self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
+                }
+            } else if self.coordinated && self.dispatch > 0 {
+                // The coordinator starts collectives one at a time, `dispatch` each.
+                let at = now.max(self.dispatch_free) + self.dispatch;
+                self.dispatch_free = at;
+                for rank in 0..self.workers.len() {
                     self.seq += 1;
                     self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
                 }

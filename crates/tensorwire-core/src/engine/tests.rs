@@ -447,6 +447,26 @@ mod closed_forms {
     }
 
     #[test]
+    fn dispatch_cost_delays_every_collective_in_series() {
+        // One at a time (no credit): each of the 4 all-reduces starts `dispatch` after the
+        // previous one ended. With a credit for all four, the coordinator still starts them
+        // one dispatch apart, and they share the links: the last starts at 4 d.
+        let n = 4;
+        let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();
+        let mut sc = scenario(w, n, "ring", 100);
+        sc.iterations = 2;
+        let step = 2.0 * (n - 1) as f64 * (200.0 + 10_000.0);
+        sc.strategy = crate::strategy::Strategy::parse("ring:dispatch=5us").unwrap();
+        assert!(close(run(&sc).iteration_time_s * 1e9, 4.0 * (step + 5_000.0)));
+        sc.strategy = crate::strategy::Strategy::parse("ring:dispatch=0s").unwrap();
+        assert!(close(run(&sc).iteration_time_s * 1e9, 4.0 * step));
+        sc.strategy = crate::strategy::Strategy::parse("ring:dispatch=1ms,credit=1MB").unwrap();
+        let t = run(&sc).iteration_time_s * 1e9;
+        assert!(close(t, 4.0 * 1e6 + step), "{t}");
+        assert!(crate::strategy::Strategy::parse("ps:dispatch=1us").is_err());
+    }
+
+    #[test]
     fn fusion_turns_many_all_reduces_into_one() {
         let n = 4;
         let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();

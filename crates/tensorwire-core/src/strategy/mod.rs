@@ -164,6 +164,10 @@ pub struct Strategy {
     pub tree_penalty: f64,
     /// Partial collective, if any.
     pub partial: Option<Partial>,
+    /// Coordinator's dispatch cost per collective, s (all-reduce; 0: none). Released
+    /// collectives start one after another, each this long after the previous start or its
+    /// release, whichever is later.
+    pub dispatch_s: f64,
 }
 
 impl Strategy {
@@ -232,6 +236,10 @@ impl Strategy {
             Some(_) => Some(Partial::Majority),
             None => None,
         };
+        let dispatch_s = spec.duration("dispatch").unwrap_or(0.0);
+        if dispatch_s > 0.0 && !all_reduce {
+            return Err(Error::invalid("strategy.dispatch", "a coordinator's dispatch cost applies to all-reduce strategies"));
+        }
         Ok(Strategy {
             spec: text.trim().to_string(),
             family,
@@ -251,6 +259,7 @@ impl Strategy {
                 None => 0.7,
             },
             partial,
+            dispatch_s,
         })
     }
 }

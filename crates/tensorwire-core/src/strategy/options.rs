@@ -73,6 +73,12 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's" },
     OptionInfo {
+        name: "dispatch",
+        kind: OptionKind::Duration,
+        default: "0s",
+        help: "all-reduce only: a coordinator's cost to start each collective (e.g. a leader sending its decision to every follower); collectives start one dispatch apart",
+    },
+    OptionInfo {
         name: "partial",
         kind: OptionKind::Choice(&["solo", "majority"]),
         default: "",

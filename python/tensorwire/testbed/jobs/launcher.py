@@ -219,6 +219,14 @@ def launch_ranks(
             testbed.release(proc)
 
 
+def _probe(notes: dict[str, Any]) -> dict[str, Any]:
+    """Rank 0's probe results; a runtime job's dispatch probe under ``dispatch``."""
+    probe = dict(notes.get("probe", {}))
+    if "dispatch_probe" in notes:
+        probe["dispatch"] = dict(notes["dispatch_probe"])
+    return probe
+
+
 def _tail(log: Path, lines: int = 12) -> str:
     try:
         text = log.read_text().strip().splitlines()
@@ -247,6 +255,6 @@ def _result(spec: JobSpec, testbed: Testbed, ranks: list[dict[str, Any]], wall: 
         iteration_times_s=tuple(periods),
         iteration_time_s=steady,
         wall_s=wall,
-        probe=dict(workers[0]["notes"].get("probe", {})),
+        probe=_probe(workers[0]["notes"]),
         ranks=tuple(ranks),
     )

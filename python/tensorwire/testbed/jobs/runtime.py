@@ -18,7 +18,8 @@ spec                                             runtime
 
 The model is :func:`tensorwire.torch.emulate.emulated` of the job's workload (real float32
 parameters of the workload's sizes; compute slept on one device stream per process).
-Completion of iteration ``k`` on a rank: when every parameter of ``k`` is updated (the
+With the job's probe, :func:`probe_dispatch` first measures what the runtime adds to
+each collective (the simulator's ``dispatch`` option). Completion of iteration ``k`` on a rank: when every parameter of ``k`` is updated (the
 wrapper's ``on_synchronized``) or its backward pass ended, whichever is later, as in the
 ``ring`` job.
 """
@@ -31,6 +32,10 @@ from typing import Any
 from tensorwire._core import InputError
 from tensorwire.testbed.jobs.context import Context
 from tensorwire.testbed.jobs.spec import StrategyOptions
+
+#: Dispatch probe: tensors (one layer each, 2N x 16 floats, no compute), iterations.
+DISPATCH_PROBE_TENSORS = 32
+DISPATCH_PROBE_ITERATIONS = 6
 
 #: Options of a ``ring`` spec the runtime runs; anything else is refused (it would be
 #: predicted but not run).
@@ -76,6 +81,56 @@ def runtime_options(options: StrategyOptions) -> dict[str, Any]:
     return out
 
 
+def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:
+    """Measures the runtime's cost to start a collective (every rank must call it).
+
+    A model of :data:`DISPATCH_PROBE_TENSORS` tiny tensors and no compute, trained in
+    ``fifo`` mode, runs one all-reduce per tensor, one at a time; the same tensors are then
+    all-reduced with plain blocking ``all_reduce`` calls. The difference per tensor is what
+    the runtime adds to each collective (the leader's decision reaching every follower,
+    thread hand-offs): the simulator's ``dispatch`` (time per collective, in series).
+    Returns ``runtime_per_group_s``, ``allreduce_s`` and ``dispatch_s`` (their difference,
+    at least 0), medians over iterations after one warm-up.
+    """
+    import statistics
+
+    import torch
+    import torch.distributed as dist
+
+    from tensorwire.torch.data_parallel import ScheduledDataParallel
+    from tensorwire.torch.emulate import emulated
+    from tensorwire.workload import Layer, Tensor, Workload
+
+    numel = 2 * ctx.spec.world_size * 16
+    k = DISPATCH_PROBE_TENSORS
+    tiny = Workload("dispatch-probe", 1, tuple(Layer(f"l{i}", 0.0, 0.0, (Tensor(f"t{i}", 4 * numel),)) for i in range(k)))
+    model = emulated(tiny)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    x = torch.zeros(1, 16)
+    per_group = []
+    with ScheduledDataParallel(model, opt, mode="fifo", timeout_s=ctx.spec.timeout_s, **kwargs) as sdp:
+        dist.barrier()
+        for it in range(DISPATCH_PROBE_ITERATIONS + 1):
+            t = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            sdp(x).sum().backward()
+            opt.step()
+            sdp.synchronize()
+            if it:
+                per_group.append((time.perf_counter() - t) / k)
+    bufs = [torch.zeros(numel) for _ in range(k)]
+    plain = []
+    dist.barrier()
+    for it in range(DISPATCH_PROBE_ITERATIONS + 1):
+        t = time.perf_counter()
+        for b in bufs:
+            dist.all_reduce(b)
+        if it:
+            plain.append((time.perf_counter() - t) / k)
+    runtime_s, allreduce_s = statistics.median(per_group), statistics.median(plain)
+    return {"runtime_per_group_s": runtime_s, "allreduce_s": allreduce_s, "dispatch_s": max(0.0, runtime_s - allreduce_s)}
+
+
 def run_runtime(ctx: Context) -> None:
     """Runs the job on this rank with the runtime; every rank is a worker."""
     import torch
@@ -96,6 +151,8 @@ def run_runtime(ctx: Context) -> None:
         if it < n:
             synced[it] = time.perf_counter()
 
+    if spec.probe:
+        ctx.notes["dispatch_probe"] = probe_dispatch(ctx)
     model = emulated(ctx.workload)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.zeros(1, 16)

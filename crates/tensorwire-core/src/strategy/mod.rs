@@ -238,7 +238,10 @@ impl Strategy {
         };
         let dispatch_s = spec.duration("dispatch").unwrap_or(0.0);
         if dispatch_s > 0.0 && !all_reduce {
-            return Err(Error::invalid("strategy.dispatch", "a coordinator's dispatch cost applies to all-reduce strategies"));
+            return Err(Error::invalid(
+                "strategy.dispatch",
+                "a coordinator's dispatch cost applies to all-reduce strategies",
+            ));
         }
         Ok(Strategy {
             spec: text.trim().to_string(),

@@ -55,6 +55,10 @@ class ScheduledDataParallel(torch.nn.Module):
             otherwise one all-reduce at a time (as on an NCCL stream; the simulator's rule).
         fusion_bytes, fusion_cycle_s: fusion buffer threshold (bytes) and cycle (seconds);
             ``fusion`` only (defaults 64 MiB and 5 ms, Horovod's before 0.21).
+        in_flight: most collectives in flight at once, also under a credit (e.g. 2, the
+            operations Gloo runs at once per process group: later decisions then stay
+            with the scheduler, where priority applies, instead of queueing in Gloo).
+            Default: one at a time without a credit, unbounded with one.
         group: the data-parallel process group (None: the default group, or the
             transport's). Its first rank is the leader, which decides the order.
         transport: where bytes go (default: :class:`~tensorwire.torch.AllReduce` on ``group``;
@@ -85,6 +89,7 @@ class ScheduledDataParallel(torch.nn.Module):
         fusion_bytes: Size = None,
         fusion_cycle_s: Union[float, str, None] = None,
         group: Optional[dist.ProcessGroup] = None,
+        in_flight: Optional[int] = None,
         *,
         transport: Optional[Transport] = None,
         autotune: Union[bool, AutoTune, None] = None,
@@ -97,7 +102,7 @@ class ScheduledDataParallel(torch.nn.Module):
             raise InputError("module", f"{type(module).__name__} is not a torch.nn.Module")
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise InputError("optimizer", f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
-        config = SchedulerConfig.make(mode, partition, credit, fusion_bytes, fusion_cycle_s)
+        config = SchedulerConfig.make(mode, partition, credit, fusion_bytes, fusion_cycle_s, in_flight)
         if autotune is True:
             autotune = AutoTune()
         if autotune is not None and autotune is not False and not isinstance(autotune, AutoTune):

@@ -56,6 +56,9 @@ MESSAGE = HEADER + 4 * INLINE_ROWS
 _NONE = -1
 #: Added to the timeout before the training thread's watchdog gives up, seconds.
 WATCHDOG_MARGIN_S = 30.0
+#: How long the leader waits before retrying a due fusion flush that the in-flight limit
+#: held back (a finishing collective also retries it at once), seconds.
+FLUSH_RETRY_S = 0.002
 #: Gloo's default timeout (torch.distributed's default_pg_timeout), seconds.
 DEFAULT_TIMEOUT_S = 1800.0
 
@@ -330,8 +333,14 @@ class Engine:
                 left = deadline - self._now()
                 if left > 0:
                     self._cv.wait(left)
-                else:
-                    self._pump()
+                    continue
+                started = self.groups_started
+                self._pump()
+                if self.groups_started == started:
+                    # Due, but the in-flight limit holds the buffer back: a finish pumps
+                    # again. Without this wait the thread spun on the lock (a core's worth
+                    # of CPU taken from the collectives it waits for).
+                    self._cv.wait(FLUSH_RETRY_S)
 
     # follower -------------------------------------------------------------------------
     def _follow(self) -> None:

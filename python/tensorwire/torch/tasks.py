@@ -77,8 +77,9 @@ class SchedulerConfig:
     in flight (a group larger than the credit still goes alone). ``max_groups``: most
     operations in flight; without a credit an all-reduce transport runs one at a time, as
     on an NCCL stream, and a parameter server pushes everything at once (the simulator's
-    rule: :meth:`for_transport`). ``fusion_bytes``/``fusion_cycle_s``: Horovod's buffer
-    threshold (bytes) and cycle (seconds), only in mode ``fusion``.
+    rule: :meth:`for_transport`), unless ``in_flight`` says otherwise (the simulator's
+    ``inflight``). ``fusion_bytes``/``fusion_cycle_s``: Horovod's buffer threshold (bytes)
+    and cycle (seconds), only in mode ``fusion``.
     """
 
     mode: Mode
@@ -86,6 +87,8 @@ class SchedulerConfig:
     credit_bytes: Optional[int]
     fusion_bytes: Optional[int] = None
     fusion_cycle_s: Optional[float] = None
+    #: Most operations in flight as asked for (None: the transport's rule, :meth:`for_transport`).
+    in_flight: Optional[int] = None
     max_groups: Optional[int] = None
 
     @classmethod
@@ -96,11 +99,12 @@ class SchedulerConfig:
         credit: Size = None,
         fusion_bytes: Size = None,
         fusion_cycle_s: Union[float, int, str, None] = None,
+        in_flight: Optional[int] = None,
     ) -> SchedulerConfig:
         """Validates the options and fills in the mode's defaults.
 
         >>> SchedulerConfig.make("fusion")
-        SchedulerConfig(mode='fusion', partition_bytes=None, credit_bytes=None, fusion_bytes=67108864, fusion_cycle_s=0.005, max_groups=None)
+        SchedulerConfig(mode='fusion', partition_bytes=None, credit_bytes=None, fusion_bytes=67108864, fusion_cycle_s=0.005, in_flight=None, max_groups=None)
         >>> SchedulerConfig.make("fifo", fusion_bytes="1MiB")
         Traceback (most recent call last):
         _core.InputError: ('fusion_bytes', "only with mode='fusion' (mode is 'fifo')")
@@ -121,16 +125,20 @@ class SchedulerConfig:
         if mode == "fusion":
             fb = FUSION_BYTES if fb is None else fb
             fc = FUSION_CYCLE_S if fc is None else fc
-        return cls(mode, part, cred, fb, fc)
+        if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(in_flight, int) or in_flight < 1):
+            raise InputError("in_flight", f"{in_flight!r} must be an integer >= 1 (collectives in flight at most)")
+        return cls(mode, part, cred, fb, fc, in_flight)
 
     def with_limits(self, partition_bytes: Optional[int], credit_bytes: Optional[int]) -> SchedulerConfig:
         """The same mode with another partition and credit (what auto-tuning changes)."""
-        max_groups = self.max_groups if credit_bytes is None else None
+        max_groups = self.max_groups if credit_bytes is None or self.in_flight is not None else None
         return replace(self, partition_bytes=partition_bytes, credit_bytes=credit_bytes, max_groups=max_groups)
 
     def for_transport(self, all_reduce: bool) -> SchedulerConfig:
-        """Without a credit: one operation at a time for all-reduce, unbounded for a
-        parameter server (as the simulator's strategies do)."""
+        """``in_flight`` if given; otherwise, without a credit, one operation at a time for
+        all-reduce and unbounded for a parameter server (the simulator's rule)."""
+        if self.in_flight is not None:
+            return replace(self, max_groups=self.in_flight)
         return replace(self, max_groups=1 if all_reduce and self.credit_bytes is None else None)
 
     @property

@@ -467,6 +467,21 @@ mod closed_forms {
     }
 
     #[test]
+    fn inflight_caps_concurrent_collectives_under_a_credit() {
+        // Four equal all-reduces, all ready at once, a credit for all four: inflight=1 still
+        // runs them one after another.
+        let n = 4;
+        let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();
+        let mut sc = scenario(w, n, "ring:credit=1MB,inflight=1", 100);
+        sc.iterations = 2;
+        let step = 2.0 * (n - 1) as f64 * (200.0 + 10_000.0);
+        assert!(close(run(&sc).iteration_time_s * 1e9, 4.0 * step));
+        assert_eq!(crate::strategy::Strategy::parse("ring:credit=1MB,inflight=2").unwrap().limits.max_tasks, Some(2));
+        assert_eq!(crate::strategy::Strategy::parse("ring:credit=1MB").unwrap().limits.max_tasks, None);
+        assert!(crate::strategy::Strategy::parse("ring:inflight=0").is_err());
+    }
+
+    #[test]
     fn fusion_turns_many_all_reduces_into_one() {
         let n = 4;
         let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();

@@ -197,13 +197,19 @@ impl Strategy {
         // Without a credit: one collective at a time for all-reduce, as on an NCCL stream
         // (butterfly mixing pipelines tensors, seed 000); parameter-server workers push
         // every gradient as soon as it exists (TensorFlow's gRPC sends).
-        let limits = match (credit, &family) {
+        let mut limits = match (credit, &family) {
             (Some(c), _) => Limits { credit_bytes: Some(c), max_tasks: None },
             (None, Family::AllReduce(Algorithm::Butterfly)) | (None, Family::ParameterServer(_)) => {
                 Limits { credit_bytes: None, max_tasks: None }
             }
             (None, Family::AllReduce(_)) => Limits { credit_bytes: None, max_tasks: Some(1) },
         };
+        if let Some(n) = spec.count("inflight") {
+            if n == 0 {
+                return Err(Error::invalid("strategy.inflight", "must be at least 1 collective"));
+            }
+            limits.max_tasks = Some(n as usize);
+        }
         let fusion = match (spec.bytes("fusion"), spec.duration("cycle")) {
             (None, None) => None,
             (None, Some(_)) => return Err(Error::invalid("strategy.cycle", "needs fusion=SIZE too")),

@@ -61,6 +61,12 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         help: "release order: as ready, or lowest layer first with the next forward pass waiting per layer (ByteScheduler)",
     },
     OptionInfo { name: "credit", kind: OptionKind::Bytes, default: "", help: "bytes in flight at most (default: one collective at a time for all-reduce)" },
+    OptionInfo {
+        name: "inflight",
+        kind: OptionKind::Count,
+        default: "",
+        help: "collectives in flight at most, with or without a credit (e.g. 2: Gloo runs two per process group at once); default 1 for all-reduce without a credit",
+    },
     OptionInfo { name: "fusion", kind: OptionKind::Bytes, default: "", help: "fusion buffer (Horovod): ready tensors are fused until this size..." },
     OptionInfo { name: "cycle", kind: OptionKind::Duration, default: "5ms", help: "...or until the oldest has waited this long" },
     OptionInfo { name: "compression", kind: OptionKind::Real, default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (seed 001)" },

@@ -39,7 +39,7 @@ DISPATCH_PROBE_ITERATIONS = 6
 
 #: Options of a ``ring`` spec the runtime runs; anything else is refused (it would be
 #: predicted but not run).
-RUNTIME_OPTIONS = ("schedule", "credit", "fusion", "cycle")
+RUNTIME_OPTIONS = ("schedule", "credit", "fusion", "cycle", "inflight", "dispatch")
 
 
 def runtime_options(options: StrategyOptions) -> dict[str, Any]:
@@ -69,6 +69,8 @@ def runtime_options(options: StrategyOptions) -> dict[str, Any]:
         "partition": options.partition_bytes,
         "credit": extra.get("credit"),
     }
+    if "inflight" in extra:
+        out["in_flight"] = int(extra["inflight"])
     if out["credit"] is not None:
         from tensorwire.units import to_bytes
 
@@ -111,9 +113,10 @@ def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:
     with ScheduledDataParallel(model, opt, mode="fifo", timeout_s=ctx.spec.timeout_s, **kwargs) as sdp:
         dist.barrier()
         for it in range(DISPATCH_PROBE_ITERATIONS + 1):
-            t = time.perf_counter()
             opt.zero_grad(set_to_none=True)
-            sdp(x).sum().backward()
+            loss = sdp(x).sum()
+            t = time.perf_counter()  # from the first gradient to the last update
+            loss.backward()
             opt.step()
             sdp.synchronize()
             if it:

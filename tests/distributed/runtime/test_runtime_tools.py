@@ -41,6 +41,7 @@ def test_options_are_validated_up_front_with_the_field_named() -> None:
         (dict(mode="priority", partition=1.5), "partition"),
         (dict(mode="fifo", fusion_cycle_s="1ms"), "fusion_cycle_s"),
         (dict(mode="fusion", fusion_cycle_s=-1.0), "fusion_cycle_s"),
+        (dict(mode="priority", in_flight=0), "in_flight"),
     ]
     for kw, field in cases:
         with pytest.raises(InputError) as e:
@@ -48,6 +49,25 @@ def test_options_are_validated_up_front_with_the_field_named() -> None:
         assert e.value.args[0] == field, (kw, e.value.args)
     c = SchedulerConfig.make("priority", partition="1MiB", credit="3MB")
     assert (c.partition_bytes, c.credit_bytes) == (2**20, 3_000_000)
+    # in_flight caps operations also under a credit; without it the transport's rule holds.
+    assert c.for_transport(all_reduce=True).max_groups is None
+    assert SchedulerConfig.make("priority", in_flight=2).for_transport(all_reduce=True).max_groups == 2
+    assert SchedulerConfig.make("fifo").for_transport(all_reduce=True).max_groups == 1
+
+
+def test_in_flight_holds_later_groups_with_the_scheduler_where_priority_applies() -> None:
+    from tensorwire.torch.tasks import SchedulerConfig, TaskScheduler
+
+    # Three 8-byte tensors of layers 2, 1, 0 ready in that order; credit for all of them.
+    cfg = SchedulerConfig.make("priority", credit=1000, in_flight=1).for_transport(all_reduce=True)
+    s = TaskScheduler(cfg, [8, 8, 8], [2, 1, 0])
+    s.notify_ready(0, 0)
+    (first,) = s.poll()
+    s.notify_ready(0, 1)
+    s.notify_ready(0, 2)
+    assert s.poll() == []  # held: one in flight
+    s.notify_finish(first)
+    assert [t.tensor for g in s.poll() for _, t in g.tasks] == [2]  # layer 0 overtakes layer 1
 
 
 def test_the_scheduler_is_the_cores_priority_credit_and_fusion() -> None:

@@ -22,7 +22,11 @@ def chrome_trace(result: Result) -> dict[str, Any]:
     if not result.timeline:
         raise ValueError("the result has no timeline; simulate with timeline=True")
     t0 = min(float(s["start_s"]) for s in result.timeline)
-    us = lambda t: (float(t) - t0) * 1e6  # noqa: E731
+
+    def us(t: Any) -> float:
+        """Seconds on the simulated clock -> microseconds since the first span."""
+        return (float(t) - t0) * 1e6
+
     events: list[dict[str, Any]] = [
         {"ph": "M", "pid": WORKERS, "name": "process_name", "args": {"name": f"workers ({result.strategy})"}},
         {"ph": "M", "pid": LINKS, "name": "process_name", "args": {"name": "links"}},

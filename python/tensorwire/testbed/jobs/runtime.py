@@ -18,8 +18,9 @@ spec                                             runtime
 
 The model is :func:`tensorwire.torch.emulate.emulated` of the job's workload (real float32
 parameters of the workload's sizes; compute slept on one device stream per process).
-With the job's probe, :func:`probe_dispatch` first measures what the runtime adds to
-each collective (the simulator's ``dispatch`` option). Completion of iteration ``k`` on a rank: when every parameter of ``k`` is updated (the
+With the job's probe, :func:`probe_dispatch` measures what the runtime adds to each
+collective (the simulator's ``dispatch`` option) before and after training; the mean is
+used. Completion of iteration ``k`` on a rank: when every parameter of ``k`` is updated (the
 wrapper's ``on_synchronized``) or its backward pass ended, whichever is later, as in the
 ``ring`` job.
 """
@@ -154,8 +155,7 @@ def run_runtime(ctx: Context) -> None:
         if it < n:
             synced[it] = time.perf_counter()
 
-    if spec.probe:
-        ctx.notes["dispatch_probe"] = probe_dispatch(ctx)
+    before = probe_dispatch(ctx) if spec.probe else None
     model = emulated(ctx.workload)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.zeros(1, 16)
@@ -169,6 +169,14 @@ def run_runtime(ctx: Context) -> None:
             backward_end[k] = time.perf_counter()
         sdp.synchronize()
         ctx.notes["groups_started"] = sdp.groups_started
+    if before is not None:
+        # Before and after training, averaged (as the transport probe): the cost drifts.
+        after = probe_dispatch(ctx)
+        ctx.notes["dispatch_probe"] = {
+            **{k: (before[k] + after[k]) / 2 for k in before},
+            "before": before,
+            "after": after,
+        }
     ctx.completions = [max(b, s) for b, s in zip(backward_end, synced)]
     ctx.notes["compute_busy_s"] = model.stream.busy_s
     ctx.notes["backward_end"] = backward_end

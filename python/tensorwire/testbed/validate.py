@@ -42,7 +42,8 @@ WORKLOADS = {"vgg": "vgg16", "resnet": "resnet50"}
 COMM_TARGET_S = 0.25
 #: Forward plus backward compute per iteration, seconds.
 COMPUTE_TARGET_S = 0.2
-#: (rate, workers) pairs of the full matrix; each runs both workloads under ps and ring.
+#: (rate, workers) pairs of the full matrix; each runs both workloads under every strategy
+#: (the runtime's modes only up to RUNTIME_MAX_WORKERS workers).
 FULL_MATRIX = (("1Gbps", 2), ("100Mbps", 4), ("400Mbps", 8), ("1Gbps", 8))
 QUICK_MATRIX = (("1Gbps", 2),)
 #: Scenario strategies: the testbed's own jobs, then the runtime's scheduler modes.
@@ -55,19 +56,18 @@ QUICK_STRATEGIES = ("ring", "ps", "priority")
 #: the CPU, not the network (fifo/resnet on 8 hosts: 3.1 s against 1.1 s for the testbed's
 #: own ring job).
 RUNTIME_MAX_WORKERS = 4
-#: How runtime jobs are scheduled: ``nice``, not real-time. The runtime has four busy
-#: threads per process (training, dispatcher, waiter, Gloo's); at real-time priority, 4-8
-#: such processes on 2 cores starved the kernel's packet processing (a priority job on 4
-#: hosts ran for minutes instead of seconds).
+#: How runtime jobs are scheduled: ``nice``, not real-time. At real-time (SCHED_FIFO)
+#: priority a 4-host priority job had a thread per process at 96% CPU for minutes: threads
+#: of equal real-time priority never yield, so the peers they waited for starved.
 RUNTIME_SCHEDULING = "nice"
 #: ``priority``'s piece size and ``fusion``'s buffer, as fractions of the scaled model's
 #: bytes (so that every scale has several pieces and several fused groups); the credit is
 #: two pieces.
 PRIORITY_PARTITION_SHARE = 1 / 16
+FUSION_SHARE = 1 / 4
 #: ``priority``'s collectives in flight: Gloo runs two operations of a process group at
 #: once; more would queue inside Gloo in release order, where priority no longer applies.
 PRIORITY_IN_FLIGHT = 2
-FUSION_SHARE = 1 / 4
 
 
 @dataclass(frozen=True)

@@ -446,22 +446,26 @@ mod closed_forms {
         assert!(close(time("ring:copy=4Gbps", n, s, hop), copy));
     }
 
+    /// Four all-reduces of 40 kB on 4 workers, all ready at once: (iteration time, the time
+    /// of one alone), ns.
+    fn four_all_reduces(strategy: &str) -> (f64, f64) {
+        let n = 4;
+        let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();
+        let mut sc = scenario(w, n, strategy, 100);
+        sc.iterations = 2;
+        (run(&sc).iteration_time_s * 1e9, 2.0 * (n - 1) as f64 * (200.0 + 10_000.0))
+    }
+
     #[test]
     fn dispatch_cost_delays_every_collective_in_series() {
         // One at a time (no credit): each of the 4 all-reduces starts `dispatch` after the
         // previous one ended. With a credit for all four, the coordinator still starts them
         // one dispatch apart, and they share the links: the last starts at 4 d.
-        let n = 4;
-        let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();
-        let mut sc = scenario(w, n, "ring", 100);
-        sc.iterations = 2;
-        let step = 2.0 * (n - 1) as f64 * (200.0 + 10_000.0);
-        sc.strategy = crate::strategy::Strategy::parse("ring:dispatch=5us").unwrap();
-        assert!(close(run(&sc).iteration_time_s * 1e9, 4.0 * (step + 5_000.0)));
-        sc.strategy = crate::strategy::Strategy::parse("ring:dispatch=0s").unwrap();
-        assert!(close(run(&sc).iteration_time_s * 1e9, 4.0 * step));
-        sc.strategy = crate::strategy::Strategy::parse("ring:dispatch=1ms,credit=1MB").unwrap();
-        let t = run(&sc).iteration_time_s * 1e9;
+        let (t, step) = four_all_reduces("ring:dispatch=5us");
+        assert!(close(t, 4.0 * (step + 5_000.0)));
+        let (t, step) = four_all_reduces("ring:dispatch=0s");
+        assert!(close(t, 4.0 * step));
+        let (t, step) = four_all_reduces("ring:dispatch=1ms,credit=1MB");
         assert!(close(t, 4.0 * 1e6 + step), "{t}");
         assert!(crate::strategy::Strategy::parse("ps:dispatch=1us").is_err());
     }
@@ -470,12 +474,8 @@ mod closed_forms {
     fn inflight_caps_concurrent_collectives_under_a_credit() {
         // Four equal all-reduces, all ready at once, a credit for all four: inflight=1 still
         // runs them one after another.
-        let n = 4;
-        let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();
-        let mut sc = scenario(w, n, "ring:credit=1MB,inflight=1", 100);
-        sc.iterations = 2;
-        let step = 2.0 * (n - 1) as f64 * (200.0 + 10_000.0);
-        assert!(close(run(&sc).iteration_time_s * 1e9, 4.0 * step));
+        let (t, step) = four_all_reduces("ring:credit=1MB,inflight=1");
+        assert!(close(t, 4.0 * step));
         assert_eq!(crate::strategy::Strategy::parse("ring:credit=1MB,inflight=2").unwrap().limits.max_tasks, Some(2));
         assert_eq!(crate::strategy::Strategy::parse("ring:credit=1MB").unwrap().limits.max_tasks, None);
         assert!(crate::strategy::Strategy::parse("ring:inflight=0").is_err());

@@ -47,6 +47,8 @@ def result(r: Result, workload: Workload) -> None:
     t.add_row("communication (rank 0 busy)", format_seconds(r.comm_time_s))
     t.add_row("exposed communication", format_seconds(r.exposed_comm_s))
     t.add_row("gradient bytes per worker", format_bytes(workload.total_bytes))
+    if r.nap is not None:
+        t.add_row("active processes per round (NAP)", f"{r.nap:.2f} of {r.workers}")
     for name, u in r.busiest_links(3):
         t.add_row(f"link {name}", f"{u:.1%}")
     console.print(t)

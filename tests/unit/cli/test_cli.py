@@ -38,6 +38,17 @@ def test_simulate_collective_and_workload_file(tmp_path: Path, capsys: pytest.Ca
     assert main(["simulate", "--workload", str(path), "-n", "2", "-b", "1Gbps", "-s", "ps", "--json"]) == 0
 
 
+def test_partial_collectives_show_the_number_of_active_processes(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["simulate", "--model", "resnet50", "-n", "8", "-b", "10Gbps", "-s", "ring:partial=solo", "--stragglers", "lognormal:0.3"]
+    assert main([*args, "--json"]) == 0
+    nap = json.loads(capsys.readouterr().out)["nap"]
+    assert 1 <= nap <= 8
+    assert main(args) == 0
+    assert f"{nap:.2f} of 8" in capsys.readouterr().out
+    assert main(["simulate", "--model", "resnet50", "-n", "8", "-b", "10Gbps", "-s", "ring"]) == 0
+    assert "NAP" not in capsys.readouterr().out
+
+
 def test_simulate_is_deterministic() -> None:
     args = ("simulate", "--model", "vgg16", "-n", "4", "-b", "10Gbps", "-s", "ps:num_ps=2", "--json")
     assert run(*args).stdout == run(*args).stdout

@@ -250,17 +250,20 @@ def validate(
 
 
 def with_dispatch(spec: str, probe: dict[str, Any]) -> str:
-    """``spec`` with the runtime's measured dispatch cost per collective (the job's
-    dispatch probe, :func:`tensorwire.testbed.jobs.runtime.probe_dispatch`), if it ran.
+    """``spec`` as the simulator should predict a runtime job: with the runtime's measured
+    dispatch cost per collective (the job's dispatch probe,
+    :func:`tensorwire.testbed.jobs.runtime.probe_dispatch`), if it ran, and one ordered
+    connection per pair of hosts (Gloo's TCP pairs: the runtime's concurrent collectives
+    queue behind each other there, they do not share the link max-min).
 
     >>> with_dispatch("ring", {"dispatch": {"dispatch_s": 0.00042}})
-    'ring:dispatch=420.0us'
+    'ring:dispatch=420.0us,streams=ordered'
     >>> with_dispatch("ring:fusion=1MiB", {})
     'ring:fusion=1MiB'
     """
     if "dispatch" not in probe:
         return spec
-    value = f"dispatch={probe['dispatch']['dispatch_s'] * 1e6:.1f}us"
+    value = f"dispatch={probe['dispatch']['dispatch_s'] * 1e6:.1f}us,streams=ordered"
     return f"{spec},{value}" if ":" in spec else f"{spec}:{value}"
 
 

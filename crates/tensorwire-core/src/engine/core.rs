@@ -1,6 +1,8 @@
 //! The parts of the engine that protocols use: the clock, the network, routing with
 //! folding weights, flow bookkeeping, and the notes protocols leave for the engine.
 
+use std::collections::{HashMap, VecDeque};
+
 use super::slab::Slab;
 use crate::network::{FlowSpec, NetworkModel};
 use crate::sched::TaskRef;
@@ -21,6 +23,10 @@ pub(crate) enum Note {
 struct FlowMeta {
     watched: bool,
     user: u64,
+    /// The (source, destination) connection it holds until sent, with ordered connections.
+    pair: Option<(usize, usize)>,
+    /// Whether the protocol asked for the sent event (ordered connections always get it).
+    wants_sent: bool,
     /// Recorded start, source, destinations, bytes and links (when recording).
     record: Option<FlowStart>,
 }
@@ -58,6 +64,21 @@ pub(crate) struct Core {
     busy_total: Nanos,
     /// Finished flows, when recording.
     pub recorded: Option<Vec<FlowRecord>>,
+    /// One ordered connection per (source, destination) pair (Gloo's TCP pairs): a unicast
+    /// message starts when the one before it on its pair is delivered. Off: every message
+    /// is a flow of its own, sharing links max-min with the others.
+    pub ordered_pairs: bool,
+    /// Per busy pair: the messages waiting for it, in order.
+    waiting: HashMap<(usize, usize), VecDeque<Queued>>,
+}
+
+/// A unicast message waiting for its connection.
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    bytes: f64,
+    extra: Nanos,
+    user: u64,
+    notify_sent: bool,
 }
 
 impl Core {
@@ -90,6 +111,8 @@ impl Core {
             busy_since: 0,
             busy_total: 0,
             recorded: None,
+            ordered_pairs: false,
+            waiting: HashMap::new(),
         }
     }
 
@@ -97,6 +120,31 @@ impl Core {
     /// multicast message, replicated by the switches, arriving everywhere at once);
     /// `extra` is added to its latency; `user` comes back with its events.
     pub fn send(&mut self, src: usize, dsts: &[usize], bytes: f64, extra: Nanos, user: u64, notify_sent: bool) {
+        if self.ordered_pairs && dsts.len() == 1 {
+            let q = Queued { bytes, extra, user, notify_sent };
+            match self.waiting.get_mut(&(src, dsts[0])) {
+                Some(queue) => queue.push_back(q), // the pair is busy: wait in order
+                None => {
+                    self.waiting.insert((src, dsts[0]), VecDeque::new());
+                    self.route_and_start(src, dsts, bytes, extra, user, notify_sent, Some((src, dsts[0])));
+                }
+            }
+            return;
+        }
+        self.route_and_start(src, dsts, bytes, extra, user, notify_sent, None);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn route_and_start(
+        &mut self,
+        src: usize,
+        dsts: &[usize],
+        bytes: f64,
+        extra: Nanos,
+        user: u64,
+        notify_sent: bool,
+        pair: Option<(usize, usize)>,
+    ) {
         self.links.clear();
         let mut latency = 0;
         // Folded multicast (an all-gather by multicast on a star): the representative uses
@@ -122,7 +170,7 @@ impl Core {
                 self.links.push((l, weight));
             }
         }
-        self.start(src, dsts, bytes, latency + extra, user, notify_sent);
+        self.start(src, dsts, bytes, latency + extra, user, notify_sent, pair);
     }
 
     /// Starts a message over explicit links (e.g. to or from a switch that aggregates).
@@ -130,10 +178,20 @@ impl Core {
         self.links.clear();
         self.links.extend(links.iter().map(|&l| (l, 1)));
         let latency = self.topo.path_latency(links);
-        self.start(watched_end, &[], bytes, latency, user, notify_sent);
+        self.start(watched_end, &[], bytes, latency, user, notify_sent, None);
     }
 
-    fn start(&mut self, src: usize, dsts: &[usize], bytes: f64, latency: Nanos, user: u64, notify_sent: bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &mut self,
+        src: usize,
+        dsts: &[usize],
+        bytes: f64,
+        latency: Nanos,
+        user: u64,
+        notify_sent: bool,
+        pair: Option<(usize, usize)>,
+    ) {
         let latency = latency + self.overhead;
         let watched = src == self.watched_host || dsts.contains(&self.watched_host);
         if watched {
@@ -146,16 +204,32 @@ impl Core {
             .recorded
             .as_ref()
             .map(|_| (self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect()));
-        let tag = self.flows.insert(FlowMeta { watched, user, record }) as u64;
+        let tag = self.flows.insert(FlowMeta { watched, user, pair, wants_sent: notify_sent, record }) as u64;
         self.flows_started += 1;
+        let notify_sent = notify_sent || pair.is_some();
         let flow = FlowSpec { links: &self.links, bytes, latency, rate_cap: self.copy_cap, tag, notify_sent };
         self.net.start(self.now, flow);
     }
 
-    /// Resolves a network tag to the protocol's tag; `delivered` frees the flow.
-    pub fn flow_event(&mut self, tag: u64, delivered: bool) -> u64 {
+    /// Resolves a network tag to the protocol's tag (`None`: an event the protocol did not
+    /// ask for); `delivered` frees the flow. With ordered connections, a message's sent
+    /// event frees its connection for the next message (the bytes follow each other on the
+    /// wire; the per-message latency and overhead overlap).
+    pub fn flow_event(&mut self, tag: u64, delivered: bool) -> Option<u64> {
         if !delivered {
-            return self.flows.get(tag as usize).user;
+            let meta = self.flows.get_mut(tag as usize);
+            let (pair, wants, user) = (meta.pair.take(), meta.wants_sent, meta.user);
+            if let Some((src, dst)) = pair {
+                match self.waiting.get_mut(&(src, dst)).and_then(|q| q.pop_front()) {
+                    Some(q) => {
+                        self.route_and_start(src, &[dst], q.bytes, q.extra, q.user, q.notify_sent, Some((src, dst)))
+                    }
+                    None => {
+                        self.waiting.remove(&(src, dst));
+                    }
+                }
+            }
+            return wants.then_some(user);
         }
         let meta = self.flows.remove(tag as usize);
         if let (Some(out), Some((start, src, dsts, bytes, links))) = (self.recorded.as_mut(), meta.record) {
@@ -167,7 +241,7 @@ impl Core {
                 self.busy_total += self.now - self.busy_since;
             }
         }
-        meta.user
+        Some(meta.user)
     }
 
     /// Time rank 0's host has had at least one message in flight, up to now, ns.

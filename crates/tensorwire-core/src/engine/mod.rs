@@ -320,6 +320,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..n).collect());
     let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    core.ordered_pairs = strategy.ordered_streams;
     if sc.record_timeline {
         core.recorded = Some(Vec::new());
     }
@@ -447,9 +448,10 @@ impl Engine<'_> {
                             FlowEvent::Sent(tag) => (tag, false),
                             FlowEvent::Delivered(tag) => (tag, true),
                         };
-                        let user = self.core.flow_event(tag, delivered);
-                        self.protocol.on_flow(&mut self.core, user, delivered);
-                        self.drain_notes();
+                        if let Some(user) = self.core.flow_event(tag, delivered) {
+                            self.protocol.on_flow(&mut self.core, user, delivered);
+                            self.drain_notes();
+                        }
                     }
                 }
                 (None, Some(t)) => {

@@ -482,6 +482,21 @@ mod closed_forms {
     }
 
     #[test]
+    fn ordered_streams_queue_concurrent_collectives_per_connection() {
+        // Four all-reduces in flight at once (credit for all). Fair: every ring step carries
+        // the four 10 kB segments together, 6 steps of 4 x 10 us + 200 ns latency. Ordered:
+        // each connection sends the segments back to back; a collective's next segment
+        // queues behind the others' current ones, so the latency of a step hides behind
+        // them and only the last delivery pays it: 24 x 10 us + 200 ns.
+        let fair = four_all_reduces("ring:credit=1MB").0;
+        assert!(close(fair, 6.0 * (4.0 * 10_000.0 + 200.0)), "{fair}");
+        let ordered = four_all_reduces("ring:credit=1MB,streams=ordered").0;
+        assert!(close(ordered, 24.0 * 10_000.0 + 200.0), "{ordered}");
+        // One at a time, nothing waits for a connection: the same either way.
+        assert!(close(four_all_reduces("ring:streams=ordered").0, four_all_reduces("ring").0));
+    }
+
+    #[test]
     fn fusion_turns_many_all_reduces_into_one() {
         let n = 4;
         let w = crate::workload::collective_benchmark("allreduce:40000Bx4").unwrap();

@@ -168,6 +168,8 @@ pub struct Strategy {
     /// collectives start one after another, each this long after the previous start or its
     /// release, whichever is later.
     pub dispatch_s: f64,
+    /// One ordered connection per pair of hosts (`streams=ordered`).
+    pub ordered_streams: bool,
 }
 
 impl Strategy {
@@ -269,6 +271,7 @@ impl Strategy {
             },
             partial,
             dispatch_s,
+            ordered_streams: spec.choice("streams") == Some("ordered"),
         })
     }
 }

@@ -79,6 +79,12 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's" },
     OptionInfo {
+        name: "streams",
+        kind: OptionKind::Choice(&["fair", "ordered"]),
+        default: "fair",
+        help: "messages between the same two hosts: each its own flow, sharing links max-min (fair), or one ordered connection per pair, each message after the one before (ordered: Gloo's TCP pairs)",
+    },
+    OptionInfo {
         name: "dispatch",
         kind: OptionKind::Duration,
         default: "0s",

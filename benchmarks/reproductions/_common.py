@@ -152,7 +152,8 @@ def args(description: Optional[str]) -> argparse.Namespace:
 
 
 def plot(name: str, draw: Callable[[object], None], enabled: bool = True) -> Optional[Path]:
-    """Calls ``draw(matplotlib.pyplot)`` and saves the current figure as docs/img/NAME.png.
+    """Calls ``draw(matplotlib.pyplot)``, saves the current figure as docs/img/NAME.png and
+    prints where.
 
     Returns the path, or None when plots are disabled or matplotlib is missing (the tables
     are the result; plots are an illustration).
@@ -175,4 +176,5 @@ def plot(name: str, draw: Callable[[object], None], enabled: bool = True) -> Opt
     plt.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
     plt.close("all")
     tmp.replace(path)
+    print(f"\nplot: {path.relative_to(ROOT)}")
     return path

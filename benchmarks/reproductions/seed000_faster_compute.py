@@ -56,9 +56,7 @@ def main() -> None:
             ax.set_title(c.DISPLAY[m])
         axes[0].legend(fontsize=7)
 
-    path = c.plot("seed000_faster_compute", draw, not opts.no_plot)
-    if path:
-        print(f"\nplot: {path.relative_to(c.ROOT)}")
+    c.plot("seed000_faster_compute", draw, not opts.no_plot)
 
 
 if __name__ == "__main__":

@@ -129,9 +129,7 @@ def main() -> None:
             ax.set_ylabel("speedup over 1 PS")
         axes[0].legend(fontsize=8)
 
-    path = c.plot("seed000_headline", draw, not opts.no_plot)
-    if path:
-        print(f"\nplot: {path.relative_to(c.ROOT)}")
+    c.plot("seed000_headline", draw, not opts.no_plot)
 
 
 if __name__ == "__main__":

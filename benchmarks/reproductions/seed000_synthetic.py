@@ -62,9 +62,7 @@ def main() -> None:
             ax.set_title(f"Inception-v3 + {kind}", fontsize=9)
         axes[0].legend(fontsize=7)
 
-    path = c.plot("seed000_synthetic", draw, not opts.no_plot)
-    if path:
-        print(f"plot: {path.relative_to(c.ROOT)}")
+    c.plot("seed000_synthetic", draw, not opts.no_plot)
 
 
 if __name__ == "__main__":

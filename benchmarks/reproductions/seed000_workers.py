@@ -53,9 +53,7 @@ def main() -> None:
             ax.set_title(f"{c.DISPLAY[m]}, 25 Gbps")
         axes[0].legend(fontsize=7)
 
-    path = c.plot("seed000_workers", draw, not opts.no_plot)
-    if path:
-        print(f"plot: {path.relative_to(c.ROOT)}")
+    c.plot("seed000_workers", draw, not opts.no_plot)
 
 
 if __name__ == "__main__":

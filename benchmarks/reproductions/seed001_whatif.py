@@ -104,9 +104,7 @@ def main() -> None:
         ax.set_title(f"{SERVERS} servers, Horovod fusion, network fully used", fontsize=9)
         ax.legend(fontsize=8)
 
-    path = c.plot("seed001_whatif", draw, not opts.no_plot)
-    if path:
-        print(f"\nplot: {path.relative_to(c.ROOT)}")
+    c.plot("seed001_whatif", draw, not opts.no_plot)
 
 
 if __name__ == "__main__":

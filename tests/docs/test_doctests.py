@@ -11,6 +11,7 @@ MODULES = [
     "tensorwire",
     "tensorwire.api",
     "tensorwire.cluster",
+    "tensorwire.lazy",
     "tensorwire.strategy",
     "tensorwire.units",
     "tensorwire.workload",

@@ -20,8 +20,9 @@ it on first use of a name that needs it (``pip install 'tensorwire[torch]'``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tensorwire.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tensorwire.torch.data_parallel import ScheduledDataParallel
@@ -73,19 +74,6 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tensorwire.torch' has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f"tensorwire.torch.{module}"), name)
-    except ModuleNotFoundError as e:
-        if e.name in ("torch", "optuna", "torchvision"):
-            raise ImportError(f"tensorwire.torch.{name} needs {e.name}: pip install 'tensorwire[torch]'") from e
-        raise
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+#: A missing extra is named when a name is first used (``import tensorwire.torch`` never imports torch).
+_EXTRAS = {"torch": "torch", "optuna": "torch", "torchvision": "torch"}
+__getattr__, __dir__ = lazy_exports("tensorwire.torch", _WHERE, globals(), _EXTRAS)

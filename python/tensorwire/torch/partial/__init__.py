@@ -21,8 +21,9 @@ See docs/partial-collectives.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tensorwire.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tensorwire.torch.partial.bench import BenchResult, HyperplaneResult, hyperplane, microbenchmark
@@ -48,19 +49,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tensorwire.torch.partial' has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f"tensorwire.torch.partial.{module}"), name)
-    except ModuleNotFoundError as e:
-        if e.name == "torch":
-            raise ImportError(f"tensorwire.torch.partial.{name} needs torch: pip install 'tensorwire[torch]'") from e
-        raise
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports("tensorwire.torch.partial", _WHERE, globals(), {"torch": "torch"})

@@ -245,6 +245,7 @@ def _bench(spec: dict[str, Any], rank: int) -> None:
     import torch.distributed as dist
 
     from tensorwire.testbed.jobs.compute import tighten_timer_slack
+    from tensorwire.testbed.jobs.probe import ping_pong_rtt_s
 
     torch.set_num_threads(1)
     tighten_timer_slack()
@@ -259,23 +260,11 @@ def _bench(spec: dict[str, Any], rank: int) -> None:
     result: dict[str, Any] = {}
     try:
         # Point-to-point ping-pong of 4 bytes between ranks 0 and 1.
-        tiny = torch.zeros(1)
-        rtts = []
-        for i in range(spec["ping_reps"] + 10):
-            if i % 50 == 0:
-                dist.barrier()
-            t = time.perf_counter()
-            if rank == 0:
-                dist.send(tiny, 1)
-                dist.recv(tiny, 1)
-            elif rank == 1:
-                dist.recv(tiny, 0)
-                dist.send(tiny, 0)
-            if i >= 10:
-                rtts.append(time.perf_counter() - t)
-        if rank == 0:
-            result["ping_rtt_s"] = statistics.median(rtts)
+        rtt = ping_pong_rtt_s(rank, 1, spec["ping_reps"], warmup=10, barrier_every=50)
+        if rtt is not None:
+            result["ping_rtt_s"] = rtt
         # One large message 0 -> 1, acknowledged with 4 bytes.
+        tiny = torch.zeros(1)
         big = torch.zeros(spec["large_bytes"] // 4)
         larges = []
         for i in range(spec["large_reps"] + 1):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
+from typing import Any, Optional
 
 from tensorwire.testbed.jobs.context import Context
 
@@ -53,10 +53,27 @@ def run_probe(ctx: Context) -> dict[str, Any]:
         out["allreduce_s"] = times
         out["allreduce_workers"] = workers
     dist.barrier()
-    peer = world - 1
+    rtt = ping_pong_rtt_s(rank, world - 1, PROBE_REPS, warmup=3)
+    if rtt is not None:
+        out["p2p_rtt_s"] = rtt
+    dist.barrier()
+    return out
+
+
+def ping_pong_rtt_s(rank: int, peer: int, reps: int, *, warmup: int, barrier_every: int = 0) -> Optional[float]:
+    """Median round trip of a 4-byte send/recv ping-pong between rank 0 and ``peer`` over
+    ``reps`` repetitions after ``warmup`` untimed ones (every rank calls it; ranks other than
+    0 and ``peer`` only join the barriers). ``barrier_every``: a barrier of all ranks before
+    every that many repetitions (0: none), so that a long run does not drift apart.
+    Returns the median on rank 0, None elsewhere. Seconds."""
+    import torch
+    import torch.distributed as dist
+
     tiny = torch.zeros(1)
     rtts = []
-    for i in range(PROBE_REPS + 3):
+    for i in range(reps + warmup):
+        if barrier_every and i % barrier_every == 0:
+            dist.barrier()
         t = time.perf_counter()
         if rank == 0:
             dist.send(tiny, peer)
@@ -64,12 +81,9 @@ def run_probe(ctx: Context) -> dict[str, Any]:
         elif rank == peer:
             dist.recv(tiny, 0)
             dist.send(tiny, 0)
-        if i >= 3:
+        if i >= warmup:
             rtts.append(time.perf_counter() - t)
-    if rank == 0:
-        out["p2p_rtt_s"] = statistics.median(rtts)
-    dist.barrier()
-    return out
+    return statistics.median(rtts) if rank == 0 else None
 
 
 def combine(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ MODULES = [
     "tensorwire",
     "tensorwire.api",
     "tensorwire.cluster",
+    "tensorwire.device_stream",
     "tensorwire.lazy",
     "tensorwire.strategy",
     "tensorwire.units",

@@ -13,54 +13,19 @@ timing that of the device the workload was measured on (times ``time_scale``).
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Optional
 
 import torch
 
 from tensorwire._core import InputError
+from tensorwire.device_stream import DeviceStream
 from tensorwire.workload import Workload
 
 
-#: A pause longer than this between two emulated operations is the stream waiting for
-#: something (a forward pre-hook waiting for parameters, the training loop): the next
-#: operation starts when it is called. A shorter lag is the host waking late from the last
-#: sleep (tens of microseconds): the next operation is chained to the last one's deadline,
-#: so those lags never add up over hundreds of layers. Seconds.
-WAIT_THRESHOLD_S = 0.002
 #: Time spent in a layer's forward pre-hooks that counts as waiting for data, seconds
 #: (hooks that return at once take a few microseconds).
 HOOK_WAIT_S = 0.0002
-
-
-class DeviceStream:
-    """One emulated device (a GPU's compute stream): operations run one after another.
-
-    Each operation sleeps until a deadline: the previous operation's deadline plus its own
-    duration, as kernels queued on a GPU run back to back whatever the host does in between.
-    After a real wait (longer than :data:`WAIT_THRESHOLD_S`, or announced with
-    :meth:`waited`) the stream starts again from the current time.
-    """
-
-    def __init__(self) -> None:
-        self._free_at = -math.inf
-        #: Total emulated compute, seconds.
-        self.busy_s = 0.0
-
-    def waited(self) -> None:
-        """The host waited for data: the next operation starts no earlier than now."""
-        self._free_at = max(self._free_at, time.perf_counter())
-
-    def run(self, seconds: float) -> None:
-        """Occupies the device for ``seconds`` (sleeping)."""
-        now = time.perf_counter()
-        start = self._free_at if now - self._free_at <= WAIT_THRESHOLD_S else now
-        self._free_at = start + seconds
-        self.busy_s += seconds
-        remaining = self._free_at - time.perf_counter()
-        if remaining > 0:
-            time.sleep(remaining)
 
 
 class _Sleep(torch.autograd.Function):

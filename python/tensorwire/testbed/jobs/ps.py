@@ -35,7 +35,8 @@ import time
 from typing import Any, Optional
 
 from tensorwire import _core
-from tensorwire.testbed.jobs.compute import ComputeClock, sleep_until
+from tensorwire.device_stream import DeviceStream
+from tensorwire.testbed.jobs.compute import sleep_until
 from tensorwire.testbed.jobs.context import Context
 from tensorwire.testbed.shaping import PAYLOAD_EFFICIENCY
 
@@ -150,17 +151,17 @@ def _worker(ctx: Context) -> None:
     deliverer = threading.Thread(target=deliver, name="ps-delay", daemon=True)
     if ctx.path_delay_s > 0:
         deliverer.start()
-    clock = ComputeClock()
+    clock = DeviceStream(wait_threshold_s=None)  # waits are announced: waited()
     origin = time.perf_counter()
     backward_end = [0.0] * n_iter
     push_works: list[Any] = []
     dist.barrier()
-    clock.resync()
+    clock.waited()
     for k in range(n_iter):
         for li, layer in enumerate(layers):
             if k > 0 and not layer_ready[k - 1][li].is_set():
                 layer_ready[k - 1][li].wait()
-                clock.resync()
+                clock.waited()
             if errors:
                 raise errors[0]
             clock.run(layer.forward_s)

@@ -26,7 +26,7 @@ import time
 from typing import Optional
 
 from tensorwire import _core
-from tensorwire.testbed.jobs.compute import ComputeClock
+from tensorwire.device_stream import DeviceStream
 from tensorwire.testbed.jobs.context import Context
 
 #: Scheduler settings of the simulator's ``ring``: FIFO, one collective in flight.
@@ -119,14 +119,14 @@ def run_ring(ctx: Context, policy: tuple[str, Optional[int], Optional[int]] = RI
     comm = threading.Thread(target=communicate, name="ring-comm", daemon=True)
     comm.start()
     layers = ctx.workload.layers
-    clock = ComputeClock()
+    clock = DeviceStream(wait_threshold_s=None)  # waits are announced: waited()
     backward_end = [0.0] * n_iter
     dist.barrier()
-    clock.resync()
+    clock.waited()
     for k in range(n_iter):
         if k > 0 and not synced[k - 1].is_set():
             synced[k - 1].wait()
-            clock.resync()
+            clock.waited()
         if errors:
             raise errors[0]
         for layer in layers:

@@ -91,3 +91,7 @@ def test_runtime_refuses_what_it_cannot_run() -> None:
             with pytest.raises(tw.InputError) as e:
                 run_job(tb, TOY, spec, runtime=True)
             assert e.value.args[0] == "strategy"
+    with Testbed(hosts=2, delay=1e-3) as tb:
+        with pytest.raises(tw.InputError) as e:
+            run_job(tb, TOY, "ring", runtime=True)
+        assert e.value.args[0] == "delay"

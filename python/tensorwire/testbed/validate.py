@@ -214,7 +214,7 @@ def validate(
                 )
                 used = cal.with_probe(job.probe)
                 cluster = used.cluster(workers, spec)
-                predicted_spec = with_dispatch(spec, job.probe)
+                predicted_spec = runtime_prediction_spec(spec, job.probe)
                 predicted = simulate(workload, cluster, predicted_spec, iterations=max(3, iterations - warmup + 1))
                 measured = job.iteration_time_s
                 results.append(
@@ -249,16 +249,16 @@ def validate(
     return results
 
 
-def with_dispatch(spec: str, probe: dict[str, Any]) -> str:
+def runtime_prediction_spec(spec: str, probe: dict[str, Any]) -> str:
     """``spec`` as the simulator should predict a runtime job: with the runtime's measured
     dispatch cost per collective (the job's dispatch probe,
     :func:`tensorwire.testbed.jobs.runtime.probe_dispatch`), if it ran, and one ordered
     connection per pair of hosts (Gloo's TCP pairs: the runtime's concurrent collectives
     queue behind each other there, they do not share the link max-min).
 
-    >>> with_dispatch("ring", {"dispatch": {"dispatch_s": 0.00042}})
+    >>> runtime_prediction_spec("ring", {"dispatch": {"dispatch_s": 0.00042}})
     'ring:dispatch=420.0us,streams=ordered'
-    >>> with_dispatch("ring:fusion=1MiB", {})
+    >>> runtime_prediction_spec("ring:fusion=1MiB", {})
     'ring:fusion=1MiB'
     """
     if "dispatch" not in probe:

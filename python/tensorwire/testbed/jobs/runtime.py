@@ -33,6 +33,7 @@ from typing import Any
 from tensorwire._core import InputError
 from tensorwire.testbed.jobs.context import Context
 from tensorwire.testbed.jobs.spec import StrategyOptions
+from tensorwire.units import to_bytes
 
 #: Dispatch probe: tensors (one layer each, 2N x 16 floats, no compute), iterations.
 DISPATCH_PROBE_TENSORS = 32
@@ -73,12 +74,8 @@ def runtime_options(options: StrategyOptions) -> dict[str, Any]:
     if "inflight" in extra:
         out["in_flight"] = int(extra["inflight"])
     if out["credit"] is not None:
-        from tensorwire.units import to_bytes
-
         out["credit"] = int(round(to_bytes(out["credit"], "strategy.credit")))
     if fusion:
-        from tensorwire.units import to_bytes
-
         out["fusion_bytes"] = int(round(to_bytes(extra["fusion"], "strategy.fusion")))
         out["fusion_cycle_s"] = extra.get("cycle", "5ms")
     return out
@@ -143,9 +140,7 @@ def run_runtime(ctx: Context) -> None:
     from tensorwire.torch.data_parallel import ScheduledDataParallel
     from tensorwire.torch.emulate import emulated
 
-    spec = ctx.spec
-    if spec.delay_s > 0:
-        raise InputError("delay", "runtime jobs cannot add user-space delay; use a testbed with delay 0")
+    spec = ctx.spec  # run_job refused user-space delay and options the runtime would not run
     kwargs = runtime_options(ctx.options)
     n = spec.iterations
     synced = [0.0] * n
@@ -180,4 +175,4 @@ def run_runtime(ctx: Context) -> None:
     ctx.completions = [max(b, s) for b, s in zip(backward_end, synced)]
     ctx.notes["compute_busy_s"] = model.stream.busy_s
     ctx.notes["backward_end"] = backward_end
-    ctx.notes["runtime"] = {k: v for k, v in kwargs.items()}
+    ctx.notes["runtime"] = dict(kwargs)

@@ -109,7 +109,7 @@ def run_job(
     spec_text = str(strategy)
     options = StrategyOptions.parse(spec_text)
     job = job_strategy(options.name)
-    job.runner(runtime)
+    job.runner(runtime)  # refuses a strategy that cannot run this way, before launching
     if runtime:
         from tensorwire.testbed.jobs.runtime import runtime_options
 

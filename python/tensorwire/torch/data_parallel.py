@@ -34,7 +34,7 @@ from tensorwire._core import InputError
 from tensorwire.torch import optim as _optim
 from tensorwire.torch.engine import CommunicationError, ConfigChange, Engine
 from tensorwire.torch.tasks import SchedulerConfig, Size
-from tensorwire.torch.transport import AllReduce, Transport, member_group
+from tensorwire.torch.transport import AllReduce, Transport, member_group, stream_group
 from tensorwire.torch.tuning import AutoTune, Trial, Tuner
 
 
@@ -145,9 +145,10 @@ class ScheduledDataParallel(torch.nn.Module):
             # A group of its own: the timeout applies, and the user's collectives on the
             # default group never interleave with the communication thread's.
             data = member_group(ranks, timeout, local=True) if len(ranks) > 1 else group
-            transport = self._own_transport = AllReduce(data)
+            stream = stream_group(ranks, timeout) if len(ranks) > 1 else None
+            transport = self._own_transport = AllReduce(data, stream)
         self.transport: Transport = transport
-        config = config.for_transport(getattr(transport, "collective", True))
+        config = config.for_transport(getattr(transport, "collective", True), getattr(transport, "ordered", False))
         self.ranks = ranks
         self.leader = ranks[0]
         self.is_leader = dist.get_rank() == self.leader

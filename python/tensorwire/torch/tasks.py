@@ -134,12 +134,24 @@ class SchedulerConfig:
         max_groups = self.max_groups if credit_bytes is None or self.in_flight is not None else None
         return replace(self, partition_bytes=partition_bytes, credit_bytes=credit_bytes, max_groups=max_groups)
 
-    def for_transport(self, all_reduce: bool) -> SchedulerConfig:
+    def for_transport(self, all_reduce: bool, ordered: bool = False) -> SchedulerConfig:
         """``in_flight`` if given; otherwise, without a credit, one operation at a time for
-        all-reduce and unbounded for a parameter server (the simulator's rule)."""
+        all-reduce and unbounded for a parameter server (the simulator's rule).
+
+        ``ordered``: the all-reduce transport runs its operations one at a time in start
+        order by itself (a stream), so "one at a time" needs no limit here: every ready
+        group is committed at once and the next starts the moment the one before ends,
+        without the leader's decision on that path. ``in_flight`` and the credit then
+        bound what is committed ahead (where priority can still reorder).
+
+        >>> SchedulerConfig.make("fifo").for_transport(all_reduce=True).max_groups
+        1
+        >>> SchedulerConfig.make("fifo").for_transport(all_reduce=True, ordered=True).max_groups is None
+        True
+        """
         if self.in_flight is not None:
             return replace(self, max_groups=self.in_flight)
-        return replace(self, max_groups=1 if all_reduce and self.credit_bytes is None else None)
+        return replace(self, max_groups=1 if all_reduce and not ordered and self.credit_bytes is None else None)
 
     @property
     def policy(self) -> str:

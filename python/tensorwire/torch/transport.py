@@ -11,7 +11,10 @@ order; it is the only thing that makes collectives and point-to-point streams ma
 Two transports come with tensorwire:
 
 - :class:`AllReduce`: ``torch.distributed.all_reduce`` (sum, then divide by the number of
-  workers), fused groups through one concatenated buffer.
+  workers), fused groups through one concatenated buffer; on Gloo, over a *stream*
+  (:func:`stream_group`): a process group with one worker thread, so that collectives run
+  one at a time in the order started, as on an NCCL stream, and the leader can commit
+  groups ahead of time without them sharing the network.
 - :class:`ParameterServer`: a server process; workers *push* each group to it and *pull*
   the average back, by point-to-point ``isend``/``irecv`` (seed 000/004's PS architecture).
 """
@@ -69,6 +72,42 @@ def member_group(
     return g if isinstance(g, ProcessGroup) else None
 
 
+#: Streams created so far per group of ranks (the same count on every member, as every
+#: member creates them in the same order): part of each stream's store prefix.
+_streams: dict[tuple[int, ...], int] = {}
+
+
+def stream_group(ranks: Sequence[int], timeout: Optional[datetime.timedelta]) -> Optional[dist.ProcessGroupGloo]:
+    """A Gloo process group over ``ranks`` (every member calls it, in the same order) with
+    **one** worker thread: collectives started on it run one at a time, in start order.
+
+    ``torch.distributed.new_group`` gives Gloo groups two worker threads (and ignores
+    ``pg_options`` for Gloo), so two collectives started back to back run at once and share
+    the network; with one thread the second waits in Gloo's queue and starts the moment the
+    first ends, with no Python on that path. ``None`` where the default group is not Gloo
+    (NCCL runs a communicator's collectives on one stream already) or this torch has no
+    such constructor.
+    """
+    if dist.get_backend() != "gloo":
+        return None
+    try:
+        import os
+
+        key = tuple(ranks)
+        n = _streams[key] = _streams.get(key, 0) + 1
+        store = dist.PrefixStore(f"tensorwire/stream/{'-'.join(map(str, key))}/{n}/", dist.distributed_c10d._get_default_store())
+        opts = dist.ProcessGroupGloo._Options()
+        opts._threads = 1
+        opts._timeout = timeout if timeout is not None else datetime.timedelta(seconds=1800)
+        names = [x for x in os.environ.get("GLOO_SOCKET_IFNAME", "").split(",") if x]
+        opts._devices = [dist.ProcessGroupGloo.create_device(interface=x) for x in names] or [
+            dist.ProcessGroupGloo.create_default_device()
+        ]
+        return dist.ProcessGroupGloo(store, list(ranks).index(dist.get_rank()), len(ranks), opts)
+    except (AttributeError, TypeError):  # a torch without these (private) constructors
+        return None
+
+
 def _concat(pieces: Sequence[torch.Tensor]) -> torch.Tensor:
     return pieces[0] if len(pieces) == 1 else torch.cat(list(pieces))
 
@@ -99,20 +138,31 @@ class AllReduce:
     """All-reduce on ``group`` (None: the default group); one collective per group.
 
     A single piece is reduced in place; several are concatenated, reduced and copied back
-    (one extra copy of the group's bytes each way).
+    (one extra copy of the group's bytes each way). ``stream``: a group from
+    :func:`stream_group` over the same ranks to run the collectives on instead (one at a
+    time, in start order).
     """
 
     collective = True
 
-    def __init__(self, group: Optional[ProcessGroup] = None) -> None:
+    def __init__(self, group: Optional[ProcessGroup] = None, stream: Optional[dist.ProcessGroupGloo] = None) -> None:
         if not dist.is_initialized():
             raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
         self.group = group
         self.world = dist.get_world_size(group)
+        self._stream = stream
+        self._sum = dist.AllreduceOptions()
+        self._sum.reduceOp = dist.ReduceOp.SUM
+        #: Whether collectives run one at a time in start order (a Gloo stream, or NCCL's
+        #: stream): the scheduler may then commit groups ahead (``SchedulerConfig.for_transport``).
+        self.ordered = stream is not None or dist.get_backend(group) == "nccl"
 
     def start(self, pieces: Sequence[torch.Tensor]) -> Pending:
         flat = _concat(pieces)
-        work = dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.group, async_op=True)
+        if self._stream is not None:
+            work = self._stream.allreduce([flat], self._sum)
+        else:
+            work = dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.group, async_op=True)
         assert work is not None
         return _AllReducePending(work, flat, pieces, self.world)
 

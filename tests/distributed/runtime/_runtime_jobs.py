@@ -236,5 +236,27 @@ def dies(rank: int, world: int, victim: int, hang_s: float = 0.0) -> dict[str, A
     return {"error": None}
 
 
+def stream_order(rank: int, world: int) -> dict[str, Any]:
+    """A big then a tiny all-reduce started back to back, on the runtime's stream and on an
+    ordinary group: whether the big one was complete when the tiny one was, and the sums."""
+    from tensorwire.torch.transport import AllReduce, member_group, stream_group
+
+    ranks = list(range(world))
+    out: dict[str, Any] = {}
+    for name, transport in (
+        ("stream", AllReduce(None, stream_group(ranks, None))),
+        ("group", AllReduce(member_group(ranks, None))),
+    ):
+        dist.barrier()
+        big, tiny = torch.full((8_000_000,), float(rank + 1)), torch.full((4,), float(rank + 1))
+        first = transport.start([big])
+        second = transport.start([tiny])
+        second.wait()
+        done_before = first.work.is_completed()  # type: ignore[attr-defined]
+        first.wait()
+        out[name] = {"big_done_first": done_before, "ordered": transport.ordered, "averages": (big[0].item(), tiny[0].item())}
+    return out
+
+
 def call(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)

@@ -53,6 +53,10 @@ def test_options_are_validated_up_front_with_the_field_named() -> None:
     assert c.for_transport(all_reduce=True).max_groups is None
     assert SchedulerConfig.make("priority", in_flight=2).for_transport(all_reduce=True).max_groups == 2
     assert SchedulerConfig.make("fifo").for_transport(all_reduce=True).max_groups == 1
+    # On a stream (collectives one at a time in start order by themselves) everything ready
+    # is committed at once; in_flight still bounds it.
+    assert SchedulerConfig.make("fifo").for_transport(all_reduce=True, ordered=True).max_groups is None
+    assert SchedulerConfig.make("fifo", in_flight=3).for_transport(all_reduce=True, ordered=True).max_groups == 3
 
 
 def test_in_flight_holds_later_groups_with_the_scheduler_where_priority_applies() -> None:
@@ -159,3 +163,22 @@ def test_measure_reports_scaling_factor_and_network_throughput() -> None:
     assert m["bytes_per_iteration"] == pytest.approx(grad), "ring: 2(N-1)/N = 1 x the gradient bytes for N=2"
     assert m["network_throughput"] == pytest.approx(grad / m["iteration_time_n_s"])
     assert m["utilization"] == pytest.approx(m["network_throughput"] / 125e6)
+
+
+@pytest.mark.distributed
+@pytest.mark.needs_torch
+def test_the_runtime_stream_runs_collectives_one_at_a_time_in_start_order() -> None:
+    import _runtime_jobs as jobs
+
+    from tensorwire.torch import run_local
+
+    results = run_local(jobs.stream_order, 3, timeout_s=120)
+    expected = (2.0, 2.0)  # (1 + 2 + 3) / 3 on every element
+    for r in results:
+        assert r["stream"]["ordered"] and not r["group"]["ordered"]
+        assert r["stream"]["averages"] == expected and r["group"]["averages"] == expected
+        # The tiny all-reduce started second cannot end before the big one on the stream.
+        assert r["stream"]["big_done_first"]
+    # On an ordinary Gloo group (two worker threads) the tiny one overtakes the big one:
+    # the property the stream exists for is not a given.
+    assert not all(r["group"]["big_done_first"] for r in results)

@@ -25,7 +25,7 @@ mod variability;
 pub use variability::Variability;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use self::core::{Core, Note, Protocol};
 use self::slab::Slab;
@@ -233,6 +233,10 @@ struct Engine<'a> {
     /// Coordinator's dispatch cost per collective, ns, and when it may start the next one.
     dispatch: Nanos,
     dispatch_free: Nanos,
+    /// `execution=stream`: released collectives waiting for the stream, each with the
+    /// time its dispatch ends, and whether one runs (or waits for its dispatch) now.
+    stream: Option<VecDeque<(Nanos, u64)>>,
+    stream_busy: bool,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
     compute_spans: Option<Vec<ComputeSpan>>,
 }
@@ -415,6 +419,8 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         last_started: None,
         dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
         dispatch_free: 0,
+        stream: sc.strategy.stream.then(VecDeque::new),
+        stream_busy: false,
         initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
         designated: HashMap::new(),
         round_of: HashMap::new(),
@@ -635,13 +641,17 @@ impl Engine<'_> {
                     self.seq += 1;
                     self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
                 }
-            } else if self.coordinated && self.dispatch > 0 {
-                // The coordinator starts collectives one at a time, `dispatch` each.
-                let at = now.max(self.dispatch_free) + self.dispatch;
+            } else if self.coordinated && (self.dispatch > 0 || self.stream.is_some()) {
+                // The coordinator dispatches collectives one at a time, `dispatch` each; on
+                // a stream a dispatched collective also waits for the one before to end.
+                let at = if self.dispatch > 0 { now.max(self.dispatch_free) + self.dispatch } else { now };
                 self.dispatch_free = at;
-                for rank in 0..self.workers.len() {
-                    self.seq += 1;
-                    self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
+                match self.stream.as_mut() {
+                    Some(waiting) => {
+                        waiting.push_back((at, op));
+                        self.next_on_stream();
+                    }
+                    None => self.activate_all(at, op),
                 }
             } else if self.coordinated {
                 for rank in 0..self.workers.len() {
@@ -652,6 +662,26 @@ impl Engine<'_> {
             }
         }
         self.released = released;
+    }
+
+    /// Starts operation `op` on every rank at `at`.
+    fn activate_all(&mut self, at: Nanos, op: u64) {
+        for rank in 0..self.workers.len() {
+            self.seq += 1;
+            self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
+        }
+    }
+
+    /// `execution=stream`: starts the next waiting collective if the stream is free.
+    fn next_on_stream(&mut self) {
+        if self.stream_busy {
+            return;
+        }
+        if let Some((at, op)) = self.stream.as_mut().and_then(|w| w.pop_front()) {
+            self.stream_busy = true;
+            let at = at.max(self.core.now);
+            self.activate_all(at, op);
+        }
     }
 
     fn drain_notes(&mut self) {
@@ -671,6 +701,10 @@ impl Engine<'_> {
                         state.done += 1;
                         if state.done == needed {
                             let OpState { bytes, scope, .. } = self.ops.remove(op as usize);
+                            if self.stream.is_some() {
+                                self.stream_busy = false;
+                                self.next_on_stream();
+                            }
                             self.scheds[scope].sched.notify_finish(bytes);
                             self.release(scope);
                         }

@@ -471,6 +471,25 @@ mod closed_forms {
     }
 
     #[test]
+    fn stream_execution_runs_collectives_one_at_a_time_and_hides_dispatch() {
+        // On a stream the four all-reduces run one after another whatever the credit, and
+        // each is dispatched while the one before runs: only the first dispatch shows.
+        let (t, step) = four_all_reduces("ring:execution=stream");
+        assert!(close(t, 4.0 * step), "{t}");
+        let (t, step) = four_all_reduces("ring:execution=stream,credit=1MB");
+        assert!(close(t, 4.0 * step), "{t}");
+        let (t, step) = four_all_reduces("ring:execution=stream,dispatch=5us");
+        assert!(close(t, 5_000.0 + 4.0 * step), "{t}");
+        // A dispatch longer than a collective paces the stream: d apart, the last ends at 4d + step.
+        let (t, step) = four_all_reduces("ring:execution=stream,dispatch=1ms");
+        assert!(close(t, 4.0 * 1e6 + step), "{t}");
+        assert_eq!(crate::strategy::Strategy::parse("ring:execution=stream").unwrap().limits.max_tasks, None);
+        for bad in ["ps:execution=stream", "ring:execution=stream,partial=solo"] {
+            assert!(crate::strategy::Strategy::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn inflight_caps_concurrent_collectives_under_a_credit() {
         // Four equal all-reduces, all ready at once, a credit for all four: inflight=1 still
         // runs them one after another.

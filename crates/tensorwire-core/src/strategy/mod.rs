@@ -170,6 +170,8 @@ pub struct Strategy {
     pub dispatch_s: f64,
     /// One ordered connection per pair of hosts (`streams=ordered`).
     pub ordered_streams: bool,
+    /// Released collectives run one at a time in release order (`execution=stream`).
+    pub stream: bool,
 }
 
 impl Strategy {
@@ -196,14 +198,23 @@ impl Strategy {
             _ => Policy::Fifo,
         };
         let credit = spec.bytes("credit").map(|b| b.round().max(1.0) as u64);
+        let stream = spec.choice("execution") == Some("stream");
+        if stream && !all_reduce {
+            return Err(Error::invalid("strategy.execution", "stream execution applies to all-reduce strategies"));
+        }
+        if stream && spec.choice("partial").is_some() {
+            return Err(Error::invalid("strategy.execution", "stream execution cannot be combined with partial"));
+        }
         // Without a credit: one collective at a time for all-reduce, as on an NCCL stream
         // (butterfly mixing pipelines tensors, seed 000); parameter-server workers push
-        // every gradient as soon as it exists (TensorFlow's gRPC sends).
+        // every gradient as soon as it exists (TensorFlow's gRPC sends). On a stream the
+        // stream itself runs one at a time, so everything ready is released (committed).
         let mut limits = match (credit, &family) {
             (Some(c), _) => Limits { credit_bytes: Some(c), max_tasks: None },
             (None, Family::AllReduce(Algorithm::Butterfly)) | (None, Family::ParameterServer(_)) => {
                 Limits { credit_bytes: None, max_tasks: None }
             }
+            (None, Family::AllReduce(_)) if stream => Limits { credit_bytes: None, max_tasks: None },
             (None, Family::AllReduce(_)) => Limits { credit_bytes: None, max_tasks: Some(1) },
         };
         if let Some(n) = spec.count("inflight") {
@@ -272,6 +283,7 @@ impl Strategy {
             partial,
             dispatch_s,
             ordered_streams: spec.choice("streams") == Some("ordered"),
+            stream,
         })
     }
 }

@@ -85,6 +85,12 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         help: "messages between the same two hosts: each its own flow, sharing links max-min (fair), or one ordered connection per pair, each message after the one before (ordered: Gloo's TCP pairs)",
     },
     OptionInfo {
+        name: "execution",
+        kind: OptionKind::Choice(&["concurrent", "stream"]),
+        default: "concurrent",
+        help: "all-reduce only: released collectives run at once, sharing the network (concurrent), or one at a time in release order, as on one NCCL stream or a one-thread Gloo group (stream: everything ready is released at once unless credit or inflight bound it; a dispatch cost overlaps the collective before)",
+    },
+    OptionInfo {
         name: "dispatch",
         kind: OptionKind::Duration,
         default: "0s",

@@ -25,6 +25,7 @@ second: gradient bytes so that the strategy's traffic on its busiest link takes
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -56,18 +57,14 @@ QUICK_STRATEGIES = ("ring", "ps", "priority")
 #: the CPU, not the network (fifo/resnet on 8 hosts: 3.1 s against 1.1 s for the testbed's
 #: own ring job).
 RUNTIME_MAX_WORKERS = 4
-#: How runtime jobs are scheduled: ``nice``, not real-time. At real-time (SCHED_FIFO)
-#: priority a 4-host priority job had a thread per process at 96% CPU for minutes: threads
-#: of equal real-time priority never yield, so the peers they waited for starved.
-RUNTIME_SCHEDULING = "nice"
 #: ``priority``'s piece size and ``fusion``'s buffer, as fractions of the scaled model's
 #: bytes (so that every scale has several pieces and several fused groups); the credit is
 #: two pieces.
 PRIORITY_PARTITION_SHARE = 1 / 16
 FUSION_SHARE = 1 / 4
-#: ``priority``'s collectives in flight: Gloo runs two operations of a process group at
-#: once; more would queue inside Gloo in release order, where priority no longer applies.
-PRIORITY_IN_FLIGHT = 2
+#: CPU cores of this machine: runtime jobs with more emulated hosts than cores are
+#: predicted with the runtime's per-collective cost in series (:func:`runtime_prediction_spec`).
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -94,13 +91,13 @@ class Scenario:
         ``model_bytes`` gradient bytes.
 
         >>> Scenario("vgg", "priority", 2, "1Gbps").spec(16 << 20)
-        'ring:schedule=priority,partition=1024KiB,credit=2048KiB,inflight=2'
+        'ring:schedule=priority,partition=1024KiB,credit=2048KiB'
         >>> Scenario("vgg", "fusion", 2, "1Gbps").spec(16 << 20)
         'ring:fusion=4096KiB,cycle=5ms'
         """
         if self.strategy == "priority":
             piece = _kib(model_bytes * PRIORITY_PARTITION_SHARE)
-            return f"ring:schedule=priority,partition={piece}KiB,credit={2 * piece}KiB,inflight={PRIORITY_IN_FLIGHT}"
+            return f"ring:schedule=priority,partition={piece}KiB,credit={2 * piece}KiB"
         if self.strategy == "fusion":
             return f"ring:fusion={_kib(model_bytes * FUSION_SHARE)}KiB,cycle=5ms"
         return "ring" if self.strategy == "fifo" else self.strategy
@@ -185,7 +182,7 @@ def validate(
     """
     from tensorwire.testbed.calibrate import calibrate
     from tensorwire.testbed.jobs import hosts_needed, run_job
-    from tensorwire.testbed.testbed import DEFAULT_SCHEDULING, Testbed
+    from tensorwire.testbed.testbed import Testbed
 
     pairs = list(matrix) if matrix is not None else list(QUICK_MATRIX if quick else FULL_MATRIX)
     for rate, workers in pairs:
@@ -210,11 +207,11 @@ def validate(
                 started = time.monotonic()
                 job = run_job(
                     tb, workload, spec, workers=workers, iterations=iterations, warmup=warmup, probe=True,
-                    runtime=sc.runtime, scheduling=RUNTIME_SCHEDULING if sc.runtime else DEFAULT_SCHEDULING,
+                    runtime=sc.runtime,
                 )
                 used = cal.with_probe(job.probe)
                 cluster = used.cluster(workers, spec)
-                predicted_spec = runtime_prediction_spec(spec, job.probe)
+                predicted_spec = runtime_prediction_spec(spec, job.probe, oversubscribed=workers > CORES) if sc.runtime else spec
                 predicted = simulate(workload, cluster, predicted_spec, iterations=max(3, iterations - warmup + 1))
                 measured = job.iteration_time_s
                 results.append(
@@ -225,6 +222,7 @@ def validate(
                         "spec": spec,
                         "predicted_spec": predicted_spec,
                         "runtime": sc.runtime,
+                        "cores": CORES,
                         "workers": workers,
                         "rate_bps": tb.rate * 8,
                         "model_bytes": workload.total_bytes,
@@ -249,22 +247,28 @@ def validate(
     return results
 
 
-def runtime_prediction_spec(spec: str, probe: dict[str, Any]) -> str:
-    """``spec`` as the simulator should predict a runtime job: with the runtime's measured
-    dispatch cost per collective (the job's dispatch probe,
-    :func:`tensorwire.testbed.jobs.runtime.probe_dispatch`), if it ran, and one ordered
-    connection per pair of hosts (Gloo's TCP pairs: the runtime's concurrent collectives
-    queue behind each other there, they do not share the link max-min).
+def runtime_prediction_spec(spec: str, probe: dict[str, Any], oversubscribed: bool = False) -> str:
+    """``spec`` as the simulator should predict a runtime job.
+
+    The runtime runs its all-reduces on a stream (one Gloo worker thread: one collective at
+    a time, in the order the leader committed them; the credit bounds what is committed
+    ahead), so the prediction uses ``execution=stream``, with the runtime's measured cost
+    per collective (``dispatch``, from the job's dispatch probe,
+    :func:`tensorwire.testbed.jobs.runtime.probe_dispatch`) overlapping the collective
+    before it, as the leader's decisions and the waiter's updates do when every host has
+    a core of its own. ``oversubscribed``: the emulated hosts outnumber the machine's
+    cores, so that cost takes the CPU the other hosts' collectives need and adds to each
+    collective instead: ``inflight=1``, dispatch in series.
 
     >>> runtime_prediction_spec("ring", {"dispatch": {"dispatch_s": 0.00042}})
-    'ring:dispatch=420.0us,streams=ordered'
-    >>> runtime_prediction_spec("ring:fusion=1MiB", {})
-    'ring:fusion=1MiB'
+    'ring:execution=stream,dispatch=420.0us'
+    >>> runtime_prediction_spec("ring:schedule=priority,partition=1MiB,credit=2MiB", {}, oversubscribed=True)
+    'ring:schedule=priority,partition=1MiB,credit=2MiB,inflight=1'
     """
-    if "dispatch" not in probe:
-        return spec
-    value = f"dispatch={probe['dispatch']['dispatch_s'] * 1e6:.1f}us,streams=ordered"
-    return f"{spec},{value}" if ":" in spec else f"{spec}:{value}"
+    extra = ["inflight=1" if oversubscribed else "execution=stream"]
+    if "dispatch" in probe:
+        extra.append(f"dispatch={probe['dispatch']['dispatch_s'] * 1e6:.1f}us")
+    return f"{spec}{',' if ':' in spec else ':'}{','.join(extra)}"
 
 
 def _spread(xs: Sequence[float]) -> float:

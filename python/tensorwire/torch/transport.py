@@ -22,8 +22,9 @@ Two transports come with tensorwire:
 from __future__ import annotations
 
 import datetime
+import os
 import time
-from typing import Optional, Protocol, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import torch
 import torch.distributed as dist
@@ -77,34 +78,32 @@ def member_group(
 _streams: dict[tuple[int, ...], int] = {}
 
 
-def stream_group(ranks: Sequence[int], timeout: Optional[datetime.timedelta]) -> Optional[dist.ProcessGroupGloo]:
+def stream_group(ranks: Sequence[int], timeout: Optional[datetime.timedelta]) -> Optional[Any]:
     """A Gloo process group over ``ranks`` (every member calls it, in the same order) with
     **one** worker thread: collectives started on it run one at a time, in start order.
 
     ``torch.distributed.new_group`` gives Gloo groups two worker threads (and ignores
     ``pg_options`` for Gloo), so two collectives started back to back run at once and share
     the network; with one thread the second waits in Gloo's queue and starts the moment the
-    first ends, with no Python on that path. ``None`` where the default group is not Gloo
-    (NCCL runs a communicator's collectives on one stream already) or this torch has no
-    such constructor.
+    first ends, with no Python on that path. Built from torch's own (underscored) Gloo
+    constructor and the default group's store; ``None`` where the default group is not Gloo
+    (NCCL runs a communicator's collectives on one stream already) or this torch lacks them.
     """
     if dist.get_backend() != "gloo":
         return None
     try:
-        import os
-
+        gloo: Any = dist.ProcessGroupGloo
         key = tuple(ranks)
         n = _streams[key] = _streams.get(key, 0) + 1
-        store = dist.PrefixStore(f"tensorwire/stream/{'-'.join(map(str, key))}/{n}/", dist.distributed_c10d._get_default_store())
-        opts = dist.ProcessGroupGloo._Options()
+        prefix = f"tensorwire/stream/{'-'.join(map(str, key))}/{n}/"
+        store = getattr(dist, "PrefixStore")(prefix, dist.distributed_c10d._get_default_store())
+        opts = gloo._Options()
         opts._threads = 1
         opts._timeout = timeout if timeout is not None else datetime.timedelta(seconds=1800)
         names = [x for x in os.environ.get("GLOO_SOCKET_IFNAME", "").split(",") if x]
-        opts._devices = [dist.ProcessGroupGloo.create_device(interface=x) for x in names] or [
-            dist.ProcessGroupGloo.create_default_device()
-        ]
-        return dist.ProcessGroupGloo(store, list(ranks).index(dist.get_rank()), len(ranks), opts)
-    except (AttributeError, TypeError):  # a torch without these (private) constructors
+        opts._devices = [gloo.create_device(interface=x) for x in names] or [gloo.create_default_device()]
+        return gloo(store, list(ranks).index(dist.get_rank()), len(ranks), opts)
+    except (AttributeError, TypeError):  # a torch without these constructors
         return None
 
 
@@ -145,7 +144,7 @@ class AllReduce:
 
     collective = True
 
-    def __init__(self, group: Optional[ProcessGroup] = None, stream: Optional[dist.ProcessGroupGloo] = None) -> None:
+    def __init__(self, group: Optional[ProcessGroup] = None, stream: Optional[Any] = None) -> None:
         if not dist.is_initialized():
             raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
         self.group = group

@@ -169,7 +169,7 @@ def validate(
     quick: bool = False,
     *,
     matrix: Optional[Sequence[tuple[str, int]]] = None,
-    iterations: int = 7,
+    iterations: int = 10,
     warmup: int = 2,
     progress: Optional[Callable[[str], None]] = None,
 ) -> list[dict[str, Any]]:

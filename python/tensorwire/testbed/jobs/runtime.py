@@ -37,7 +37,7 @@ from tensorwire.units import to_bytes
 
 #: Dispatch probe: tensors (one layer each, 2N x 16 floats, no compute), iterations.
 DISPATCH_PROBE_TENSORS = 32
-DISPATCH_PROBE_ITERATIONS = 6
+DISPATCH_PROBE_ITERATIONS = 12
 
 #: Options of a ``ring`` spec the runtime runs; anything else is refused (it would be
 #: predicted but not run).

@@ -85,10 +85,12 @@ def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:
     """Measures the runtime's cost to start a collective (every rank must call it).
 
     A model of :data:`DISPATCH_PROBE_TENSORS` tiny tensors and no compute, trained in
-    ``fifo`` mode, runs one all-reduce per tensor, one at a time; the same tensors are then
-    all-reduced with plain blocking ``all_reduce`` calls. The difference per tensor is what
-    the runtime adds to each collective (the leader's decision reaching every follower,
-    thread hand-offs): the simulator's ``dispatch`` (time per collective, in series).
+    ``fifo`` mode, runs one all-reduce per tensor, one at a time on the runtime's stream;
+    the same tensors are then all-reduced with plain blocking ``all_reduce`` calls. The
+    difference per tensor is what the runtime adds to each collective (the leader's
+    decision reaching every follower, thread hand-offs, the update): the simulator's
+    ``dispatch`` (time per collective; ``validate.runtime_prediction_spec`` says whether it
+    overlaps the collective before or adds to it).
     Returns ``runtime_per_group_s``, ``allreduce_s`` and ``dispatch_s`` (their difference,
     at least 0), medians over iterations after one warm-up.
     """

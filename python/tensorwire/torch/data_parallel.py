@@ -51,14 +51,16 @@ class ScheduledDataParallel(torch.nn.Module):
             fusion buffer).
         partition: largest piece of a tensor, bytes or text (``"512KiB"``); default 4 MiB
             in ``priority``, whole tensors otherwise. Rounded down to whole elements.
-        credit: most bytes in flight, bytes or text; default 16 MiB in ``priority``;
-            otherwise one all-reduce at a time (as on an NCCL stream; the simulator's rule).
+        credit: most bytes in flight (committed to the stream), bytes or text; default
+            16 MiB in ``priority``; otherwise one all-reduce at a time (as on an NCCL stream;
+            the simulator's rule), every ready one committed to the stream at once.
         fusion_bytes, fusion_cycle_s: fusion buffer threshold (bytes) and cycle (seconds);
             ``fusion`` only (defaults 64 MiB and 5 ms, Horovod's before 0.21).
-        in_flight: most collectives in flight at once, also under a credit (e.g. 2, the
-            operations Gloo runs at once per process group: later decisions then stay
-            with the scheduler, where priority applies, instead of queueing in Gloo).
-            Default: one at a time without a credit, unbounded with one.
+        in_flight: most collectives in flight (committed to the runtime's stream, which
+            runs one at a time) at once, also under a credit; later decisions stay with
+            the scheduler, where priority applies. Default: unbounded (the credit, if any,
+            bounds them); with a transport that is not a stream, one at a time without a
+            credit.
         group: the data-parallel process group (None: the default group, or the
             transport's). Its first rank is the leader, which decides the order.
         transport: where bytes go (default: :class:`~tensorwire.torch.AllReduce` on ``group``;

@@ -144,10 +144,11 @@ class ScheduledDataParallel(torch.nn.Module):
         timeout = datetime.timedelta(seconds=timeout_s) if timeout_s is not None else None
         self._own_transport: Optional[AllReduce] = None
         if transport is None:
-            # A group of its own: the timeout applies, and the user's collectives on the
-            # default group never interleave with the communication thread's.
-            data = member_group(ranks, timeout, local=True) if len(ranks) > 1 else group
+            # A group of its own (a stream on Gloo, else an ordinary group): the timeout
+            # applies, and the user's collectives on the default group never interleave
+            # with the communication thread's. With a stream, ``group`` only names the ranks.
             stream = stream_group(ranks, timeout) if len(ranks) > 1 else None
+            data = member_group(ranks, timeout, local=True) if len(ranks) > 1 and stream is None else group
             transport = self._own_transport = AllReduce(data, stream)
         self.transport: Transport = transport
         config = config.for_transport(getattr(transport, "collective", True), getattr(transport, "ordered", False))

@@ -237,6 +237,9 @@ struct Engine<'a> {
     /// time its dispatch ends, and whether one runs (or waits for its dispatch) now.
     stream: Option<VecDeque<(Nanos, u64)>>,
     stream_busy: bool,
+    /// `execution=stream`: when the last collective started on the stream; the next starts
+    /// at least `dispatch` later (the per-collective cost paces the stream).
+    stream_started: Option<Nanos>,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
     compute_spans: Option<Vec<ComputeSpan>>,
 }
@@ -421,6 +424,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         dispatch_free: 0,
         stream: sc.strategy.stream.then(VecDeque::new),
         stream_busy: false,
+        stream_started: None,
         initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
         designated: HashMap::new(),
         round_of: HashMap::new(),
@@ -643,7 +647,8 @@ impl Engine<'_> {
                 }
             } else if self.coordinated && (self.dispatch > 0 || self.stream.is_some()) {
                 // The coordinator dispatches collectives one at a time, `dispatch` each; on
-                // a stream a dispatched collective also waits for the one before to end.
+                // a stream a dispatched collective also waits for the one before to end and
+                // starts at least `dispatch` after it started (`next_on_stream`).
                 let at = if self.dispatch > 0 { now.max(self.dispatch_free) + self.dispatch } else { now };
                 self.dispatch_free = at;
                 match self.stream.as_mut() {
@@ -672,14 +677,20 @@ impl Engine<'_> {
         }
     }
 
-    /// `execution=stream`: starts the next waiting collective if the stream is free.
+    /// `execution=stream`: starts the next waiting collective if the stream is free, no
+    /// earlier than its dispatch's end and one `dispatch` after the previous start: the
+    /// per-collective cost (a runtime's CPU work on every host) overlaps the collective
+    /// before, but a collective dispatched early still cannot follow a long one back to
+    /// back, so short collectives run at one per `dispatch` at best.
     fn next_on_stream(&mut self) {
         if self.stream_busy {
             return;
         }
         if let Some((at, op)) = self.stream.as_mut().and_then(|w| w.pop_front()) {
             self.stream_busy = true;
-            let at = at.max(self.core.now);
+            let paced = self.stream_started.map_or(at, |s| s + self.dispatch);
+            let at = at.max(self.core.now).max(paced);
+            self.stream_started = Some(at);
             self.activate_all(at, op);
         }
     }

@@ -471,9 +471,10 @@ mod closed_forms {
     }
 
     #[test]
-    fn stream_execution_runs_collectives_one_at_a_time_and_hides_dispatch() {
+    fn stream_execution_runs_collectives_one_at_a_time_and_overlaps_dispatch() {
         // On a stream the four all-reduces run one after another whatever the credit, and
-        // each is dispatched while the one before runs: only the first dispatch shows.
+        // each is dispatched while the one before runs: a dispatch shorter than a collective
+        // shows only before the first.
         let (t, step) = four_all_reduces("ring:execution=stream");
         assert!(close(t, 4.0 * step), "{t}");
         let (t, step) = four_all_reduces("ring:execution=stream,credit=1MB");
@@ -487,6 +488,30 @@ mod closed_forms {
         for bad in ["ps:execution=stream", "ring:execution=stream,partial=solo"] {
             assert!(crate::strategy::Strategy::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn stream_starts_collectives_one_dispatch_apart_even_when_dispatched_early() {
+        // Backward releases a 4 MB all-reduce, then four 1 kB ones while it is on the wire.
+        // Their dispatches end long before the big one does, yet the stream starts them
+        // one `dispatch` apart: the coordinator's per-collective cost (the runtime's CPU work
+        // per collective on each host) paces the stream, it is not paid once in advance.
+        // Two workers, 1 byte/ns, 100 ns hops: an all-reduce of S bytes takes S + 400 ns.
+        let mut sc = scenario(
+            workload(&[1000, 1000, 1000, 1000, 4_000_000], 1000),
+            2,
+            "ring:execution=stream,dispatch=100us",
+            100,
+        );
+        sc.iterations = 2;
+        let (big, tiny, d) = (4_000_400.0, 1400.0, 100_000.0);
+        // Forward 5 us, then the last layer's backward (2 us) releases the big one: it starts
+        // one dispatch later; the tiny ones follow it one dispatch apart. The next forward
+        // waits for the first layer's tensor, the last one synced.
+        let t = run(&sc).iteration_time_s * 1e9;
+        assert!(close(t, 7_000.0 + d + big + 3.0 * d + tiny), "{t}");
+        // Without the pacing the tiny ones would have run back to back after the big one.
+        assert!(t > 7_000.0 + d + big + 4.0 * tiny + 2.0 * d, "{t}");
     }
 
     #[test]

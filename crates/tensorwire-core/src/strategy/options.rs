@@ -88,7 +88,7 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         name: "execution",
         kind: OptionKind::Choice(&["concurrent", "stream"]),
         default: "concurrent",
-        help: "all-reduce only: released collectives run at once, sharing the network (concurrent), or one at a time in release order, as on one NCCL stream or a one-thread Gloo group (stream: everything ready is released at once unless credit or inflight bound it; a dispatch cost overlaps the collective before)",
+        help: "all-reduce only: released collectives run at once, sharing the network (concurrent), or one at a time in release order, as on one NCCL stream or a one-thread Gloo group (stream: everything ready is released at once unless credit or inflight bound it; a dispatch cost overlaps the collective before, and collectives start at least one dispatch apart)",
     },
     OptionInfo {
         name: "dispatch",

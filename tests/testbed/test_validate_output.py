@@ -34,6 +34,10 @@ def test_matrix_covers_both_strategies_workloads_and_the_ranges() -> None:
     rates = {tw.units.to_rate(s.rate) for s in full}
     assert min(rates) == tw.units.to_rate("100Mbps") and max(rates) == tw.units.to_rate("1Gbps")
     assert len(v.scenarios(quick=True)) < len(full)
+    # The runtime's modes run at both ends of the rate range, each host with a core.
+    runtime = [s for s in full if s.runtime]
+    assert {tw.units.to_rate(s.rate) for s in runtime} == {min(rates), max(rates)}
+    assert max(s.workers for s in runtime) == v.runtime_max_workers() <= max(2, v.CORES)
 
 
 def test_scenario_workloads_are_scaled_to_whole_floats() -> None:

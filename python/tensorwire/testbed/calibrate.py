@@ -11,14 +11,17 @@ A short microbenchmark on a running testbed measures
   time of a 4-byte Gloo ``send``/``recv`` ping-pong, minus the two hops' latency (what
   Gloo, its threads and Python add to each message);
 - the **per-step overhead of all-reduce**: Gloo ``all_reduce`` over the workers at
-  sizes from 2N x 16 floats upwards; :func:`step_overhead` fits the simulator's cost line
-  (slope fixed by the payload rate) through the small ones. A free least-squares line
-  ``t = a + b x bytes`` through all sizes gives the all-reduce's own efficiency from ``b``,
-  reported as a cross-check.
+  sizes from 2N x 16 floats upwards; :func:`step_overhead` takes it from the sizes whose
+  segments are too small to hide it (Gloo keeps two segments in flight, so a ring step
+  costs about latency + max(overhead, segment transfer): the simulator's
+  ``segments=pipelined``). A free least-squares line ``t = a + b x bytes`` through all
+  sizes gives the all-reduce's own efficiency from ``b``, reported as a cross-check.
 
 :meth:`Calibration.cluster` turns these into a :class:`tensorwire.Cluster`:
 ``bandwidth`` = efficiency x shaped rate, ``latency`` per hop (plus the testbed's
-emulated delay) and ``per_message_overhead`` for the strategy's kind of messages.
+emulated delay) and ``per_message_overhead`` for the strategy's kind of messages;
+:meth:`Calibration.spec` adds what the strategy needs to describe Gloo's transport
+(``segments=pipelined`` for all-reduce).
 """
 
 from __future__ import annotations
@@ -76,6 +79,20 @@ class Calibration:
         """Overhead per message for ``strategy``'s messages: point-to-point or all-reduce steps."""
         name = strategy.split(":", 1)[0]
         return self.p2p_overhead_s if name in P2P_STRATEGIES else self.allreduce_step_overhead_s
+
+    @staticmethod
+    def spec(strategy: str) -> str:
+        """``strategy`` as the simulator should run it on this transport: all-reduce steps
+        with ``segments=pipelined`` (the overhead :func:`step_overhead` measured hides
+        behind a step's transfer, as in Gloo's ring); point-to-point strategies unchanged.
+
+        >>> Calibration.spec("ring"), Calibration.spec("ring:partition=1MiB"), Calibration.spec("ps")
+        ('ring:segments=pipelined', 'ring:partition=1MiB,segments=pipelined', 'ps')
+        """
+        name = strategy.split(":", 1)[0]
+        if name in P2P_STRATEGIES or "segments=" in strategy:
+            return strategy
+        return f"{strategy}{',' if ':' in strategy else ':'}segments=pipelined"
 
     def cluster(self, workers: int, strategy: str = "ring", *, network: str = "flow") -> Cluster:
         """The simulator's view of this testbed for ``workers`` workers under ``strategy``."""
@@ -175,26 +192,26 @@ def _allreduce_sizes(hosts: int, rate: float) -> list[int]:
 def step_overhead(times: dict[int, float], n: int, rate: float, latency: float) -> float:
     """Per-step overhead of an N-rank ring all-reduce from its times at several sizes, s.
 
-    The simulator costs an all-reduce of S bytes as ``2(N-1) (o + 2 latency) +
-    2(N-1)/N S / rate``. With ``rate`` and ``latency`` known, ``o`` is the least-squares fit of
-    that line (its slope fixed) through the small messages: the sizes whose data term is at
-    most the smallest size's whole time. Gloo keeps two segments in flight, so for larger
-    messages the overhead hides behind the transfer and the residual shrinks (on 8 hosts at
-    400 Mbit/s: 500 us a step at 1 KiB, 350 us at 64 KiB, 50 us at 256 KiB); a per-message
-    overhead in series with the data cannot describe that, and fitting it over the small
-    messages is the compromise.
+    The simulator with ``segments=pipelined`` costs an all-reduce of S bytes as
+    ``2(N-1) (2 latency + max(o, S / (N rate)))``: Gloo keeps two segments in flight, so a
+    step's overhead hides behind the transfer of a large segment (measured on 8 hosts at
+    400 Mbit/s: 5.8 ms for 1 kB, 6.4 ms for 159 kB, 24.5 ms for 635 kB, where overhead and
+    transfer in series would give 5.0, 10.7 and 28.0 ms). The smallest size is bound by
+    the overhead; so is every size whose segment transfer is shorter than the smallest
+    size's per-step time (minus latency), and ``o`` is the mean of their per-step times
+    minus latency. Larger sizes are bound by their transfer and say nothing about ``o``.
+
+    >>> round(step_overhead({1024: 0.0056, 65536: 0.0058, 1 << 20: 0.03}, 8, 50e6, 15e-6) * 1e6)  # 1 MiB: data-bound
+    377
     """
     steps = 2 * (n - 1)
     sizes = sorted(times)
     if not sizes:
         return 0.0
-    limit = times[sizes[0]]
-    residuals = []
-    for size in sizes:
-        data = steps / n * size / rate
-        if data <= limit:
-            residuals.append(times[size] - data)
-    return max(0.0, statistics.fmean(residuals) / steps - 2 * latency)
+    per_step = {size: times[size] / steps - 2 * latency for size in sizes}
+    limit = per_step[sizes[0]]
+    bound = [per_step[size] for size in sizes if size / n / rate <= limit]
+    return max(0.0, statistics.fmean(bound))
 
 
 def _fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:

@@ -225,7 +225,7 @@ def validate(
                 )
                 used = cal.with_probe(job.probe)
                 cluster = used.cluster(workers, spec)
-                predicted_spec = runtime_prediction_spec(spec, job.probe) if sc.runtime else spec
+                predicted_spec = runtime_prediction_spec(used.spec(spec), job.probe) if sc.runtime else used.spec(spec)
                 predicted = simulate(workload, cluster, predicted_spec, iterations=max(3, iterations - warmup + 1))
                 measured = job.iteration_time_s
                 results.append(
@@ -271,8 +271,8 @@ def runtime_prediction_spec(spec: str, probe: dict[str, Any]) -> str:
     :func:`tensorwire.testbed.jobs.runtime.probe_dispatch`): it overlaps the collective
     before it and paces the stream (collectives start at least one dispatch apart).
 
-    >>> runtime_prediction_spec("ring", {"dispatch": {"dispatch_s": 0.00042}})
-    'ring:execution=stream,dispatch=420.0us'
+    >>> runtime_prediction_spec("ring:segments=pipelined", {"dispatch": {"dispatch_s": 0.00042}})
+    'ring:segments=pipelined,execution=stream,dispatch=420.0us'
     >>> runtime_prediction_spec("ring:schedule=priority,partition=1MiB,credit=2MiB", {})
     'ring:schedule=priority,partition=1MiB,credit=2MiB,execution=stream'
     """

@@ -98,6 +98,8 @@ BAD = [
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:dispatch=-3us"], "strategy.dispatch"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:execution=sideways"], "strategy.execution"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:execution=stream"], "strategy.execution"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:segments=overlapped"], "strategy.segments"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:segments=pipelined"], "strategy.segments"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring", "--latency", "-1us"], "latency"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring", "--topology", "mesh"], "topology"),
     (["simulate", "--model", "resnet50", "--gpu", "tpu", "-n", "4", "-b", "1Gbps", "-s", "ring"], "gpu"),

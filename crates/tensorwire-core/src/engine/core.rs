@@ -51,6 +51,9 @@ pub(crate) struct Core {
     pub folded: bool,
     /// Per-message host overhead added to each message's latency, ns.
     pub overhead: Nanos,
+    /// The overhead hides behind the message's own transfer at its path's free rate
+    /// (`segments=pipelined`): the message costs latency + max(overhead, transfer).
+    pub pipelined_segments: bool,
     /// Host copy bandwidth cap per flow, bytes/ns (`INFINITY` for none).
     pub copy_cap: f64,
     pub notes: Vec<Note>,
@@ -100,6 +103,7 @@ impl Core {
             host_of_rank,
             folded,
             overhead,
+            pipelined_segments: false,
             copy_cap,
             notes: Vec::new(),
             flows: Slab::default(),
@@ -192,7 +196,7 @@ impl Core {
         notify_sent: bool,
         pair: Option<(usize, usize)>,
     ) {
-        let latency = latency + self.overhead;
+        let latency = latency + self.overhead_of(bytes);
         let watched = src == self.watched_host || dsts.contains(&self.watched_host);
         if watched {
             if self.watched_active == 0 {
@@ -209,6 +213,26 @@ impl Core {
         let notify_sent = notify_sent || pair.is_some();
         let flow = FlowSpec { links: &self.links, bytes, latency, rate_cap: self.copy_cap, tag, notify_sent };
         self.net.start(self.now, flow);
+    }
+
+    /// The overhead a message of `bytes` adds to its latency over the links in
+    /// `self.links`: all of it, or with pipelined segments what its transfer at the path's
+    /// free rate (the slowest link's share, the copy cap) does not hide.
+    fn overhead_of(&self, bytes: f64) -> Nanos {
+        if !self.pipelined_segments || self.overhead == 0 {
+            return self.overhead;
+        }
+        let rate = self
+            .links
+            .iter()
+            .map(|&(l, weight)| self.topo.links()[l].bytes_per_ns / f64::from(weight))
+            .fold(self.copy_cap, f64::min);
+        let transfer = if rate > 0.0 { (bytes / rate).round() } else { f64::INFINITY };
+        if transfer >= self.overhead as f64 {
+            0
+        } else {
+            self.overhead - transfer as Nanos
+        }
     }
 
     /// Resolves a network tag to the protocol's tag (`None`: an event the protocol did not

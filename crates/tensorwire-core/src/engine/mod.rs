@@ -328,6 +328,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..n).collect());
     let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
     core.ordered_pairs = strategy.ordered_streams;
+    core.pipelined_segments = strategy.pipelined_segments;
     if sc.record_timeline {
         core.recorded = Some(Vec::new());
     }

@@ -446,6 +446,28 @@ mod closed_forms {
         assert!(close(time("ring:copy=4Gbps", n, s, hop), copy));
     }
 
+    #[test]
+    fn pipelined_segments_hide_the_overhead_behind_the_transfer() {
+        // A ring step costs 2 hops + max(overhead, S/N) instead of 2 hops + overhead + S/N.
+        let (n, hop) = (4usize, 100u64);
+        let steps = 2.0 * (n - 1) as f64;
+        for (s, overhead) in [(4_000u64, 5_000.0), (80_000, 5_000.0), (20_000, 5_000.0)] {
+            let segment = s as f64 / n as f64;
+            let spec = format!("ring:overhead={overhead}ns,segments=pipelined");
+            let pipelined = time(&spec, n, s, hop);
+            assert!(close(pipelined, steps * (2.0 * hop as f64 + segment.max(overhead))), "{s}: {pipelined}");
+            let serial = time(&format!("ring:overhead={overhead}ns"), n, s, hop);
+            assert!(close(serial, steps * (2.0 * hop as f64 + segment + overhead)), "{s}: {serial}");
+        }
+        // Folded and unfolded agree (the folded flow's rate is its share of the link).
+        let mut sc = scenario(workload(&[80_000, 4_000], 1_000), 8, "ring:overhead=5us,segments=pipelined", 100);
+        sc.iterations = 3;
+        let folded = run(&sc);
+        sc.allow_folding = false;
+        assert!(close(run(&sc).iteration_time_s * 1e9, folded.iteration_time_s * 1e9));
+        assert!(crate::strategy::Strategy::parse("ps:segments=pipelined").is_err());
+    }
+
     /// Four all-reduces of 40 kB on 4 workers, all ready at once: (iteration time, the time
     /// of one alone), ns.
     fn four_all_reduces(strategy: &str) -> (f64, f64) {

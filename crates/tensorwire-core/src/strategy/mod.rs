@@ -172,6 +172,9 @@ pub struct Strategy {
     pub ordered_streams: bool,
     /// Released collectives run one at a time in release order (`execution=stream`).
     pub stream: bool,
+    /// A collective's per-message overhead hides behind the transfer of its segment
+    /// (`segments=pipelined`: a step costs latency + max(overhead, transfer)).
+    pub pipelined_segments: bool,
 }
 
 impl Strategy {
@@ -255,6 +258,10 @@ impl Strategy {
             Some(_) => Some(Partial::Majority),
             None => None,
         };
+        let pipelined_segments = spec.choice("segments") == Some("pipelined");
+        if pipelined_segments && !all_reduce {
+            return Err(Error::invalid("strategy.segments", "pipelined segments apply to all-reduce strategies"));
+        }
         let dispatch_s = spec.duration("dispatch").unwrap_or(0.0);
         if dispatch_s > 0.0 && !all_reduce {
             return Err(Error::invalid(
@@ -284,6 +291,7 @@ impl Strategy {
             dispatch_s,
             ordered_streams: spec.choice("streams") == Some("ordered"),
             stream,
+            pipelined_segments,
         })
     }
 }

@@ -85,6 +85,12 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         help: "messages between the same two hosts: each its own flow, sharing links max-min (fair), or one ordered connection per pair, each message after the one before (ordered: Gloo's TCP pairs)",
     },
     OptionInfo {
+        name: "segments",
+        kind: OptionKind::Choice(&["serial", "pipelined"]),
+        default: "serial",
+        help: "all-reduce only: each message's host overhead in series with its transfer (serial), or hidden behind it as when an implementation keeps two segments in flight (pipelined, Gloo's ring: a step costs latency + max(overhead, transfer))",
+    },
+    OptionInfo {
         name: "execution",
         kind: OptionKind::Choice(&["concurrent", "stream"]),
         default: "concurrent",

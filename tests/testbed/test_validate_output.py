@@ -64,6 +64,9 @@ def test_cli_writes_json_and_html(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert json.loads((out / "results.json").read_text()) == rows
     assert "ring/vgg/2x1Gbps" in (out / "results.html").read_text()
+    md = (out / "results.md").read_text().splitlines()
+    assert md[2].startswith("| ring/vgg/2x1Gbps | testbed job |") and "+2.0%" in md[2]
+    assert any(line.startswith("| all | 1 | 2.0% | 2.0% | 1 |") for line in md)
     assert json.loads(result.stdout)[0]["scenario"] == "ring/vgg/2x1Gbps"
 
 

@@ -1,8 +1,9 @@
 """``tensorwire validate``: measured against predicted iteration times on the testbed.
 
 The command object :data:`validate` is registered in the main CLI. It prints a table (or
-JSON with ``--json``) and, with ``--out DIR``, writes ``results.json`` and a
-self-contained ``results.html`` there (each written atomically).
+JSON with ``--json``) and, with ``--out DIR``, writes ``results.json``, a self-contained
+``results.html`` and ``results.md`` (the table of docs/fidelity.md) there (each written
+atomically).
 """
 
 from __future__ import annotations
@@ -44,6 +45,41 @@ def _table(results: Sequence[dict[str, Any]]) -> None:
         f"{s['scenarios']} scenarios: median |error| {s['median_abs_error']:.1%}, "
         f"max |error| {s['max_abs_error']:.1%}, within 10%: {s['within_10pct']:.0%}"
     )
+
+
+def render_markdown(results: Sequence[dict[str, Any]]) -> str:
+    """The results as the Markdown tables of docs/fidelity.md: one row per scenario (with the
+    spec the simulator predicted), then the error summary of the testbed's own jobs, of the
+    runtime's modes, of each mode and of all scenarios.
+
+    >>> row = {"scenario": "ring/vgg/2x1Gbps", "strategy": "ring", "runtime": False, "predicted_spec": "ring",
+    ...        "measured_s": 0.3, "predicted_s": 0.303, "error": 0.01, "spread": 0.004}
+    >>> print(render_markdown([row]).splitlines()[2])
+    | ring/vgg/2x1Gbps | testbed job | `ring` | 300.0 | 303.0 | +1.0% | 0.4% |
+    """
+    lines = [
+        "| scenario | runs | spec predicted | measured (ms) | predicted (ms) | error | spread |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['scenario']} | {'runtime' if r.get('runtime') else 'testbed job'} | "
+            f"`{r.get('predicted_spec', r.get('spec', ''))}` | {r['measured_s'] * 1e3:.1f} | "
+            f"{r['predicted_s'] * 1e3:.1f} | {r['error']:+.1%} | {r.get('spread', 0.0):.1%} |"
+        )
+    lines += ["", "| set | scenarios | median abs error | max abs error | within 10% |", "|---|---|---|---|---|"]
+    sets = [
+        ("`ring` and `ps` (testbed jobs)", [r for r in results if not r.get("runtime")]),
+        ("runtime modes", [r for r in results if r.get("runtime")]),
+        *((f"`{m}`", [r for r in results if r.get("runtime") and r.get("strategy") == m]) for m in ("fifo", "fusion", "priority")),
+        ("all", list(results)),
+    ]
+    for name, rows in sets:
+        if rows:
+            s = summary(rows)
+            within = round(s["within_10pct"] * s["scenarios"])
+            lines.append(f"| {name} | {s['scenarios']} | {s['median_abs_error']:.1%} | {s['max_abs_error']:.1%} | {within} |")
+    return "\n".join(lines) + "\n"
 
 
 def render_html(results: Sequence[dict[str, Any]], command: str = "tensorwire validate") -> str:
@@ -93,7 +129,7 @@ within 10%: {s['within_10pct']:.0%}.</p>
 @click.command("validate")
 @click.option("--quick", is_flag=True, help="Six scenarios (ring, ps and the runtime's priority mode, both workloads) on a 3-host testbed (about two minutes) instead of the full matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write results.json and results.html into this folder.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write results.json, results.html and results.md into this folder.")
 def validate(quick: bool, as_json: bool, out_dir: Optional[str]) -> None:
     """Run scenarios on the emulated testbed and in the simulator; compare iteration times.
 
@@ -114,6 +150,7 @@ def validate(quick: bool, as_json: bool, out_dir: Optional[str]) -> None:
         out = Path(out_dir)
         write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
         write_atomic(out / "results.html", render_html(results, command))
+        write_atomic(out / "results.md", render_markdown(results))
     if as_json:
         click.echo(json.dumps(results, indent=1))
     else:

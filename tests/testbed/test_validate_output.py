@@ -105,3 +105,24 @@ def test_specs_the_runtime_does_not_run_are_refused(spec: str, field: str) -> No
     with pytest.raises(tw.InputError) as e:
         runtime_options(StrategyOptions.parse(spec))
     assert e.value.args[0].startswith(field)
+
+
+def _attempt(spread: float, drift: float, error: float) -> dict[str, float | str]:
+    return {"scenario": "s", "measured_s": 1.0, "predicted_s": 1.0 + error, "error": error, "spread": spread,
+            "probe_drift": drift, "wall_s": 1.0}  # fmt: skip
+
+
+def test_an_unsteady_run_is_repeated_and_the_steadiest_kept_whatever_its_error() -> None:
+    # Steady at once: one attempt.
+    rows = iter([_attempt(0.01, 0.05, 0.2)])
+    best = v.steadiest(lambda: next(rows))
+    assert len(best["attempts"]) == 1 and best["error"] == 0.2
+    # The probe drifted: a second run; it is steadier, so it is kept although its error is larger.
+    rows = iter([_attempt(0.01, 0.6, 0.01), _attempt(0.02, 0.05, 0.09)])
+    best = v.steadiest(lambda: next(rows))
+    assert best["error"] == 0.09 and [a["probe_drift"] for a in best["attempts"]] == [0.6, 0.05]
+    # Both unsteady: at most MAX_ATTEMPTS runs, the less unsteady kept.
+    rows = iter([_attempt(0.20, 0.0, 0.0), _attempt(0.08, 0.0, 0.3), _attempt(0.01, 0.0, 0.0)])
+    best = v.steadiest(lambda: next(rows))
+    assert len(best["attempts"]) == v.MAX_ATTEMPTS == 2 and best["spread"] == 0.08
+    assert next(rows)["spread"] == 0.01  # the third was never run

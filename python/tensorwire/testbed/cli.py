@@ -79,6 +79,9 @@ def render_markdown(results: Sequence[dict[str, Any]]) -> str:
             s = summary(rows)
             within = round(s["within_10pct"] * s["scenarios"])
             lines.append(f"| {name} | {s['scenarios']} | {s['median_abs_error']:.1%} | {s['max_abs_error']:.1%} | {within} |")
+    again = [r["scenario"] for r in results if len(r.get("attempts", ())) > 1]
+    if again:
+        lines += ["", f"Run again because the machine changed speed during the first job: {', '.join(again)}."]
     return "\n".join(lines) + "\n"
 
 

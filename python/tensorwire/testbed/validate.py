@@ -58,13 +58,13 @@ QUICK_STRATEGIES = ("ring", "ps", "priority")
 PRIORITY_PARTITION_SHARE = 1 / 16
 FUSION_SHARE = 1 / 4
 #: Measurement quality. A job whose steady-state iteration times vary by more than
-#: MAX_SPREAD (coefficient of variation), or whose probes before and after training differ
-#: by more than MAX_PROBE_DRIFT, ran while the shared machine changed speed (other guests of
-#: the VM's host): the scenario runs again, up to MAX_ATTEMPTS times in all, and the
-#: steadiest attempt is kept (every attempt is listed in the result's ``attempts``). The
-#: prediction's error plays no part in the choice.
+#: MAX_SPREAD (coefficient of variation), or whose predictions from the probe before and
+#: from the probe after training differ by more than MAX_PROBE_DRIFT of the prediction, ran
+#: while the shared machine changed speed (other guests of the VM's host): the scenario runs
+#: again, up to MAX_ATTEMPTS times in all, and the steadiest attempt is kept (every attempt
+#: is listed in the result's ``attempts``). The prediction's error plays no part.
 MAX_SPREAD = 0.05
-MAX_PROBE_DRIFT = 0.25
+MAX_PROBE_DRIFT = 0.05
 MAX_ATTEMPTS = 2
 #: What each attempt records in ``attempts``.
 ATTEMPT_FIELDS = ("measured_s", "predicted_s", "error", "spread", "probe_drift", "wall_s")
@@ -202,7 +202,8 @@ def validate(
 
     Each dict has ``scenario``, ``measured_s``, ``predicted_s`` and ``error`` (relative,
     (predicted - measured) / measured), plus the scenario's parameters, the measured
-    iteration times, the probe's drift, the calibration used and every attempt (a scenario
+    iteration times, the predictions from each probe alone and their relative difference
+    (``probe_drift``), the calibration used and every attempt (a scenario
     whose machine changed speed during the job runs again: ``MAX_SPREAD``,
     ``MAX_PROBE_DRIFT``). ``matrix`` overrides the (rate, workers) pairs. Needs root and
     torch; takes about two minutes with ``quick``.
@@ -243,10 +244,10 @@ def _run_scenario(tb: Any, cal: Any, sc: Scenario, iterations: int, warmup: int)
     spec = sc.spec(workload.total_bytes)
     started = time.monotonic()
     job = run_job(tb, workload, spec, workers=sc.workers, iterations=iterations, warmup=warmup, probe=True, runtime=sc.runtime)
-    used = cal.with_probe(job.probe)
-    cluster = used.cluster(sc.workers, spec)
-    predicted_spec = runtime_prediction_spec(used.spec(spec), job.probe) if sc.runtime else used.spec(spec)
-    predicted = simulate(workload, cluster, predicted_spec, iterations=max(3, iterations - warmup + 1))
+    steps = max(3, iterations - warmup + 1)
+    used, predicted_spec, predicted = _predict(cal, sc, workload, spec, job.probe, steps)
+    # The same prediction with each probe alone: how far the machine's drift moves it.
+    sides = [_predict(cal, sc, workload, spec, probe_side(job.probe, side), steps)[2] for side in ("before", "after")]
     measured = job.iteration_time_s
     return {
         "scenario": sc.id,
@@ -262,11 +263,12 @@ def _run_scenario(tb: Any, cal: Any, sc: Scenario, iterations: int, warmup: int)
         "tensors": len(workload.tensors),
         "compute_s": workload.compute_time_s,
         "measured_s": measured,
-        "predicted_s": predicted.iteration_time_s,
-        "error": (predicted.iteration_time_s - measured) / measured,
+        "predicted_s": predicted,
+        "error": (predicted - measured) / measured,
         "iteration_times_s": list(job.iteration_times_s),
         "spread": _spread(job.iteration_times_s[warmup - 1 :]),
-        "probe_drift": probe_drift(job.probe),
+        "predicted_before_after_s": sides,
+        "probe_drift": abs(sides[1] - sides[0]) / predicted if predicted > 0 else 0.0,
         "wall_s": time.monotonic() - started,
         "calibration": {
             "payload_efficiency": used.payload_efficiency,
@@ -278,16 +280,41 @@ def _run_scenario(tb: Any, cal: Any, sc: Scenario, iterations: int, warmup: int)
     }
 
 
+def _predict(cal: Any, sc: Scenario, workload: Workload, spec: str, probe: dict[str, Any], iterations: int) -> tuple[Any, str, float]:
+    """(calibration with ``probe``, the spec predicted, predicted iteration time in s)."""
+    used = cal.with_probe(probe)
+    predicted_spec = runtime_prediction_spec(used.spec(spec), probe) if sc.runtime else used.spec(spec)
+    result = simulate(workload, used.cluster(sc.workers, spec), predicted_spec, iterations=iterations)
+    return used, predicted_spec, result.iteration_time_s
+
+
+def probe_side(probe: dict[str, Any], side: str) -> dict[str, Any]:
+    """The job's probe as measured ``side`` (``"before"`` or ``"after"``) training alone
+    (the probe holds their means, and each as measured).
+
+    >>> probe_side({"allreduce_s": {"1": 2.0}, "before": {"allreduce_s": {"1": 1.0}}, "after": {"allreduce_s": {"1": 3.0}},
+    ...             "dispatch": {"dispatch_s": 2.0, "before": {"dispatch_s": 1.0}, "after": {"dispatch_s": 3.0}}}, "after")
+    {'allreduce_s': {'1': 3.0}, 'dispatch': {'dispatch_s': 3.0}}
+    """
+    if side not in probe:
+        return probe
+    out = dict(probe[side])
+    if "dispatch" in probe:
+        out["dispatch"] = dict(probe["dispatch"].get(side, probe["dispatch"]))
+    return out
+
+
 def steadiest(attempt: Callable[[], dict[str, Any]], say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Runs ``attempt`` (one scenario on the testbed, returning its result row) until a run
     is steady or ``MAX_ATTEMPTS`` ran; returns the steadiest row, with every attempt's
-    summary in its ``attempts``. Steady: iteration spread at most ``MAX_SPREAD`` and probe
-    drift at most ``MAX_PROBE_DRIFT``; the prediction's error plays no part.
+    summary in its ``attempts``. Steady: iteration spread at most ``MAX_SPREAD`` and
+    predictions from the probes before and after training within ``MAX_PROBE_DRIFT`` of
+    each other; the prediction's error plays no part.
 
     >>> rows = iter([{"scenario": "s", "measured_s": 1.3, "predicted_s": 1.0, "error": -0.23, "spread": 0.08,
     ...               "probe_drift": 0.0, "wall_s": 9.0},
     ...              {"scenario": "s", "measured_s": 1.1, "predicted_s": 1.0, "error": -0.09, "spread": 0.02,
-    ...               "probe_drift": 0.1, "wall_s": 9.0}])
+    ...               "probe_drift": 0.03, "wall_s": 9.0}])
     >>> best = steadiest(lambda: next(rows))
     >>> best["spread"], [a["spread"] for a in best["attempts"]]
     (0.02, [0.08, 0.02])
@@ -299,27 +326,10 @@ def steadiest(attempt: Callable[[], dict[str, Any]], say: Callable[[str], None] 
         if _unsteadiness(row) <= 1.0 or len(attempts) == MAX_ATTEMPTS:
             break
         say(f"{row['scenario']}: the machine changed speed during the job (iteration spread {row['spread']:.1%}, "
-            f"probe drift {row['probe_drift']:.0%}): running it again")  # fmt: skip
+            f"predictions from the probes before and after {row['probe_drift']:.1%} apart): running it again")  # fmt: skip
     best = min(attempts, key=_unsteadiness)
     best["attempts"] = [{k: a[k] for k in ATTEMPT_FIELDS} for a in attempts]
     return best
-
-
-def probe_drift(probe: dict[str, Any]) -> float:
-    """How much the machine's speed moved during a job: the relative difference between the
-    all-reduce times of the probes before and after training (means over the sizes).
-
-    >>> round(probe_drift({"before": {"allreduce_s": {"1": 0.9, "4": 1.1}}, "after": {"allreduce_s": {"1": 1.4, "4": 1.6}}}), 3)
-    0.4
-    >>> probe_drift({})
-    0.0
-    """
-    try:
-        before = statistics.fmean(probe["before"]["allreduce_s"].values())
-        after = statistics.fmean(probe["after"]["allreduce_s"].values())
-    except (KeyError, statistics.StatisticsError):
-        return 0.0
-    return abs(after - before) / ((after + before) / 2) if after + before > 0 else 0.0
 
 
 def _unsteadiness(row: dict[str, Any]) -> float:

@@ -23,3 +23,6 @@ def test_calibration_measures_efficiency_latency_and_overheads() -> None:
     assert cluster.latency == pytest.approx(cal.latency_s + 50e-6)  # the emulated delay per hop
     assert cluster.per_message_overhead == cal.p2p_overhead_s
     assert cal.cluster(2, "ring").per_message_overhead == cal.allreduce_step_overhead_s
+    # Both hosts sending to each other at once: the ring's rate, a little below one flow's.
+    assert cal.ring_efficiency is not None and 0.8 <= cal.ring_efficiency <= 1.0
+    assert cal.cluster(2, "ring").bandwidth == pytest.approx(cal.ring_efficiency * tb.rate)

@@ -7,6 +7,10 @@ A short microbenchmark on a running testbed measures
 - the **payload efficiency**: Gloo ``send`` of a large message (0.15 s at the shaped
   rate) from host 0 to host 1, timed to the receiver's one-byte acknowledgement, minus
   one small-message time, fastest of several; efficiency = bytes / time / shaped rate;
+- the **ring efficiency**: the same message sent by each of the all-reduce's hosts to the
+  next at once (every uplink and downlink busy, as in a ring's steps), timed to the last
+  arrival: on 8 emulated hosts the machine forwards 8 flows and delivers a few percent
+  less than one flow gets;
 - the **per-message overhead of point-to-point messages**: half the median round-trip
   time of a 4-byte Gloo ``send``/``recv`` ping-pong, minus the two hops' latency (what
   Gloo, its threads and Python add to each message);
@@ -18,7 +22,7 @@ A short microbenchmark on a running testbed measures
   sizes gives the all-reduce's own efficiency from ``b``, reported as a cross-check.
 
 :meth:`Calibration.cluster` turns these into a :class:`tensorwire.Cluster`:
-``bandwidth`` = efficiency x shaped rate, ``latency`` per hop (plus the testbed's
+``bandwidth`` = efficiency (the ring's for all-reduce) x shaped rate, ``latency`` per hop (plus the testbed's
 emulated delay) and ``per_message_overhead`` for the strategy's kind of messages;
 :meth:`Calibration.spec` adds what the strategy needs to describe Gloo's transport
 (``segments=pipelined`` for all-reduce).
@@ -67,6 +71,9 @@ class Calibration:
     allreduce_efficiency: float
     #: Slope of the all-reduce fit, s/byte (0 when hosts < 2).
     allreduce_s_per_byte: float = 0.0
+    #: Payload rate over the shaped rate when every worker sends to the next at once (a
+    #: ring's steps); None: not measured (then ``payload_efficiency`` stands for it).
+    ring_efficiency: Optional[float] = None
     #: The raw measurements (medians, seconds) behind the numbers.
     samples: dict[str, Any] = field(default_factory=dict)
 
@@ -74,6 +81,20 @@ class Calibration:
     def effective_rate_bytes_per_s(self) -> float:
         """Payload rate a host link really carries, bytes/s."""
         return self.payload_efficiency * self.rate_bytes_per_s
+
+    def bandwidth(self, strategy: str) -> float:
+        """Payload rate of a host link for ``strategy``'s traffic, bytes/s: a ring's
+        (every link busy at once: the machine forwards N flows) for all-reduce, one
+        message's for point-to-point strategies.
+
+        >>> c = Calibration(2, 2, 1e8, 0.0, 0.96, 1e-5, 0.0, 0.0, 1.0, ring_efficiency=0.9)
+        >>> c.bandwidth("ring"), c.bandwidth("ps")
+        (90000000.0, 96000000.0)
+        """
+        name = strategy.split(":", 1)[0]
+        if name in P2P_STRATEGIES or self.ring_efficiency is None:
+            return self.effective_rate_bytes_per_s
+        return self.ring_efficiency * self.rate_bytes_per_s
 
     def per_message_overhead(self, strategy: str) -> float:
         """Overhead per message for ``strategy``'s messages: point-to-point or all-reduce steps."""
@@ -98,7 +119,7 @@ class Calibration:
         """The simulator's view of this testbed for ``workers`` workers under ``strategy``."""
         return Cluster(
             workers,
-            bandwidth=self.effective_rate_bytes_per_s,
+            bandwidth=self.bandwidth(strategy),
             latency=self.latency_s + self.delay_s,
             network=network,
             per_message_overhead=self.per_message_overhead(strategy),
@@ -113,7 +134,7 @@ class Calibration:
         step = self.allreduce_step_overhead_s
         if probe.get("allreduce_s") and probe.get("allreduce_workers", 0) > 1:
             times = {int(size): t for size, t in probe["allreduce_s"].items()}
-            step = step_overhead(times, int(probe["allreduce_workers"]), self.effective_rate_bytes_per_s, self.latency_s)
+            step = step_overhead(times, int(probe["allreduce_workers"]), self.bandwidth("ring"), self.latency_s)
         samples = {**self.samples, "probe": dict(probe)}
         return replace(self, p2p_overhead_s=p2p, allreduce_step_overhead_s=step, samples=samples)
 
@@ -227,12 +248,15 @@ def _derive(testbed: Testbed, n: int, latency: float, rtt: float, raw: dict[str,
     one_way = raw["ping_rtt_s"] / 2
     large = raw["large_s"] - one_way
     efficiency = raw["large_bytes"] / large / testbed.rate if large > 0 else 1.0
+    ring = raw.get("ring_s", 0.0) - one_way
+    ring_efficiency = min(1.0, raw["large_bytes"] / ring / testbed.rate) if ring > 0 else None
     sizes = [float(s) for s in raw["allreduce"]]
     times = [raw["allreduce"][s] for s in raw["allreduce"]]
     a, b = _fit_line(sizes, times)
     steps = 2 * (n - 1)
     effective = min(1.0, efficiency) * testbed.rate
-    overhead = step_overhead({int(x): t for x, t in zip(sizes, times)}, n, effective, latency)
+    ring_rate = ring_efficiency * testbed.rate if ring_efficiency is not None else effective
+    overhead = step_overhead({int(x): t for x, t in zip(sizes, times)}, n, ring_rate, latency)
     ar_eff = (steps / n) / (b * testbed.rate) if b > 0 else 1.0
     return Calibration(
         hosts=testbed.hosts,
@@ -245,11 +269,13 @@ def _derive(testbed: Testbed, n: int, latency: float, rtt: float, raw: dict[str,
         allreduce_step_overhead_s=overhead,
         allreduce_efficiency=ar_eff,
         allreduce_s_per_byte=b,
+        ring_efficiency=ring_efficiency,
         samples={
             "tcp_rtt_s": rtt,
             "gloo_ping_rtt_s": raw["ping_rtt_s"],
             "large_bytes": raw["large_bytes"],
             "large_s": raw["large_s"],
+            "ring_s": raw.get("ring_s"),
             "allreduce_s": raw["allreduce"],
             "allreduce_fit": {"intercept_s": a, "slope_s_per_byte": b},
         },
@@ -298,8 +324,26 @@ def _bench(spec: dict[str, Any], rank: int) -> None:
         if rank == 0:
             result["large_bytes"] = spec["large_bytes"]
             result["large_s"] = min(larges)  # the link's capability: noise only slows it
-        # All-reduce over the first `group` ranks at several sizes.
+        # The same message from each of the first `group` ranks to the next at once, as in a
+        # ring's steps (every host's uplink and downlink busy): time to the last arrival.
         group = spec["group"]
+        if group > 1:
+            inbox = torch.zeros_like(big)
+            rings = []
+            for i in range(spec["large_reps"] + 1):
+                dist.barrier()
+                t = time.perf_counter()
+                if rank < group:
+                    for work in (dist.irecv(inbox, (rank - 1) % group), dist.isend(big, (rank + 1) % group)):
+                        if work is not None:
+                            work.wait()
+                elapsed = torch.tensor([time.perf_counter() - t if rank < group else 0.0])
+                dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+                if i > 0:
+                    rings.append(float(elapsed.item()))
+            if rank == 0:
+                result["ring_s"] = min(rings)
+        # All-reduce over the first `group` ranks at several sizes.
         made = dist.new_group(list(range(group))) if group < world else None  # every rank must call it
         pg = made if isinstance(made, dist.ProcessGroup) else None
         ar: dict[str, float] = {}

@@ -272,6 +272,8 @@ def _run_scenario(tb: Any, cal: Any, sc: Scenario, iterations: int, warmup: int)
         "wall_s": time.monotonic() - started,
         "calibration": {
             "payload_efficiency": used.payload_efficiency,
+            "ring_efficiency": used.ring_efficiency,
+            "bandwidth_bytes_per_s": used.bandwidth(spec),
             "latency_s": used.latency_s,
             "per_message_overhead_s": used.per_message_overhead(spec),
             "calibrated_overhead_s": cal.per_message_overhead(spec),

@@ -52,6 +52,17 @@ class Strategy:
         return self.spec
 
 
+def with_options(spec: str, *options: str) -> str:
+    """``spec`` with ``key=value`` options appended (not validated here).
+
+    >>> with_options("ring", "execution=stream"), with_options("ring:partition=1MiB", "a=1", "b=2")
+    ('ring:execution=stream', 'ring:partition=1MiB,a=1,b=2')
+    """
+    if not options:
+        return spec
+    return f"{spec}{',' if ':' in spec else ':'}{','.join(options)}"
+
+
 def strategies() -> list[StrategyInfo]:
     """Every built-in strategy with its options."""
     return [

@@ -44,10 +44,16 @@ from typing import Any, Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.cluster import Cluster
+from tensorwire.strategy import with_options
 from tensorwire.testbed.testbed import Testbed
 
 #: Strategies whose messages are point-to-point (the others are all-reduce steps).
 P2P_STRATEGIES = ("ps",)
+
+
+def _point_to_point(strategy: str) -> bool:
+    """Whether ``strategy`` (a spec) sends point-to-point messages rather than all-reduce steps."""
+    return strategy.split(":", 1)[0] in P2P_STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -91,15 +97,13 @@ class Calibration:
         >>> c.bandwidth("ring"), c.bandwidth("ps")
         (90000000.0, 96000000.0)
         """
-        name = strategy.split(":", 1)[0]
-        if name in P2P_STRATEGIES or self.ring_efficiency is None:
+        if _point_to_point(strategy) or self.ring_efficiency is None:
             return self.effective_rate_bytes_per_s
         return self.ring_efficiency * self.rate_bytes_per_s
 
     def per_message_overhead(self, strategy: str) -> float:
         """Overhead per message for ``strategy``'s messages: point-to-point or all-reduce steps."""
-        name = strategy.split(":", 1)[0]
-        return self.p2p_overhead_s if name in P2P_STRATEGIES else self.allreduce_step_overhead_s
+        return self.p2p_overhead_s if _point_to_point(strategy) else self.allreduce_step_overhead_s
 
     @staticmethod
     def spec(strategy: str) -> str:
@@ -110,10 +114,9 @@ class Calibration:
         >>> Calibration.spec("ring"), Calibration.spec("ring:partition=1MiB"), Calibration.spec("ps")
         ('ring:segments=pipelined', 'ring:partition=1MiB,segments=pipelined', 'ps')
         """
-        name = strategy.split(":", 1)[0]
-        if name in P2P_STRATEGIES or "segments=" in strategy:
+        if _point_to_point(strategy) or "segments=" in strategy:
             return strategy
-        return f"{strategy}{',' if ':' in strategy else ':'}segments=pipelined"
+        return with_options(strategy, "segments=pipelined")
 
     def cluster(self, workers: int, strategy: str = "ring", *, network: str = "flow") -> Cluster:
         """The simulator's view of this testbed for ``workers`` workers under ``strategy``."""
@@ -254,11 +257,8 @@ def _derive(testbed: Testbed, n: int, latency: float, rtt: float, raw: dict[str,
     times = [raw["allreduce"][s] for s in raw["allreduce"]]
     a, b = _fit_line(sizes, times)
     steps = 2 * (n - 1)
-    effective = min(1.0, efficiency) * testbed.rate
-    ring_rate = ring_efficiency * testbed.rate if ring_efficiency is not None else effective
-    overhead = step_overhead({int(x): t for x, t in zip(sizes, times)}, n, ring_rate, latency)
     ar_eff = (steps / n) / (b * testbed.rate) if b > 0 else 1.0
-    return Calibration(
+    cal = Calibration(
         hosts=testbed.hosts,
         allreduce_workers=n,
         rate_bytes_per_s=testbed.rate,
@@ -266,7 +266,7 @@ def _derive(testbed: Testbed, n: int, latency: float, rtt: float, raw: dict[str,
         payload_efficiency=min(1.0, efficiency),
         latency_s=latency,
         p2p_overhead_s=max(0.0, one_way - 2 * latency),
-        allreduce_step_overhead_s=overhead,
+        allreduce_step_overhead_s=0.0,  # fitted below, at the ring's rate
         allreduce_efficiency=ar_eff,
         allreduce_s_per_byte=b,
         ring_efficiency=ring_efficiency,
@@ -280,6 +280,8 @@ def _derive(testbed: Testbed, n: int, latency: float, rtt: float, raw: dict[str,
             "allreduce_fit": {"intercept_s": a, "slope_s_per_byte": b},
         },
     )
+    overhead = step_overhead({int(x): t for x, t in zip(sizes, times)}, n, cal.bandwidth("ring"), latency)
+    return replace(cal, allreduce_step_overhead_s=overhead)
 
 
 # -- the benchmark process ------------------------------------------------------------------

@@ -10,9 +10,9 @@ server on a host of its own) and the runtime's scheduler modes (``fifo``, ``fusi
 server fits), calibrates it (:func:`tensorwire.testbed.calibrate.calibrate`) and runs every
 scenario of that pair as a real job; :func:`tensorwire.simulate` predicts the same
 workload on the calibrated cluster. The rates and the latency come from the calibration;
-the per-message overheads from a probe the job's own processes run just before training
-(:mod:`tensorwire.testbed.jobs.probe`), because Gloo's software cost on a shared machine
-drifts between a calibration and a job minutes later. ``error`` is
+the per-message overheads from a probe the job's own processes run just before and just
+after training (:mod:`tensorwire.testbed.jobs.probe`; their mean), because Gloo's software
+cost on a shared machine drifts between a calibration and a job minutes later. ``error`` is
 ``(predicted - measured) / measured``.
 
 Workloads are the zoo's VGG-16 (32 tensors, one of 74% of the bytes) and ResNet-50 (161
@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.api import simulate
+from tensorwire.strategy import with_options
 from tensorwire.units import format_rate, to_rate
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import load_model
@@ -358,7 +359,7 @@ def runtime_prediction_spec(spec: str, probe: dict[str, Any]) -> str:
     extra = ["execution=stream"]
     if "dispatch" in probe:
         extra.append(f"dispatch={probe['dispatch']['dispatch_s'] * 1e6:.1f}us")
-    return f"{spec}{',' if ':' in spec else ':'}{','.join(extra)}"
+    return with_options(spec, *extra)
 
 
 def _spread(xs: Sequence[float]) -> float:

@@ -89,8 +89,8 @@ def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:
     the same tensors are then all-reduced with plain blocking ``all_reduce`` calls. The
     difference per tensor is what the runtime adds to each collective (the leader's
     decision reaching every follower, thread hand-offs, the update): the simulator's
-    ``dispatch`` (time per collective; ``validate.runtime_prediction_spec`` says whether it
-    overlaps the collective before or adds to it).
+    ``dispatch`` (time per collective, overlapping the collective before it on the stream
+    and pacing the stream: ``validate.runtime_prediction_spec``).
     Returns ``runtime_per_group_s``, ``allreduce_s`` and ``dispatch_s`` (their difference,
     at least 0), medians over iterations after one warm-up.
     """

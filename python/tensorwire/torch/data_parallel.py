@@ -148,8 +148,8 @@ class ScheduledDataParallel(torch.nn.Module):
             # applies, and the user's collectives on the default group never interleave
             # with the communication thread's. With a stream, ``group`` only names the ranks.
             stream = stream_group(ranks, timeout) if len(ranks) > 1 else None
-            data = member_group(ranks, timeout, local=True) if len(ranks) > 1 and stream is None else group
-            transport = self._own_transport = AllReduce(data, stream)
+            made = member_group(ranks, timeout, local=True) if len(ranks) > 1 and stream is None else None
+            transport = self._own_transport = AllReduce(made or group, stream, owns_group=made is not None)
         self.transport: Transport = transport
         config = config.for_transport(getattr(transport, "collective", True), getattr(transport, "ordered", False))
         self.ranks = ranks

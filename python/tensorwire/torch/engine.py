@@ -44,7 +44,7 @@ import torch.distributed as dist
 
 from tensorwire._core import InputError
 from tensorwire.torch.tasks import Group, SchedulerConfig, TaskScheduler
-from tensorwire.torch.transport import Pending, Transport
+from tensorwire.torch.transport import Pending, Transport, release_groups
 
 #: Control message kinds.
 GROUP, CONFIG = 1, 2
@@ -109,7 +109,8 @@ class Engine:
     ``numels``: elements of each managed tensor; ``element_bytes``: bytes per element;
     ``layers``: called once, when the leader first schedules, for each tensor's forward
     position; ``ranks``: global ranks of the data-parallel group, the first is the leader;
-    ``control_group``: a process group over ``ranks`` for control messages only.
+    ``control_group``: a process group over ``ranks`` for control messages only (the
+    engine's: :meth:`close` destroys it).
     """
 
     def __init__(
@@ -210,7 +211,9 @@ class Engine:
         self._wait(lambda: self._outstanding == 0, "synchronize")
 
     def close(self) -> None:
-        """Waits for outstanding work, stops the threads and closes the transport if it owns it."""
+        """Waits for outstanding work, stops the threads, closes the transport if it owns it
+        and destroys the control group (after a failure the threads may be stuck in a
+        transfer, so nothing is closed then)."""
         failed = self._error is not None
         try:
             if not failed:
@@ -222,8 +225,11 @@ class Engine:
             self._waitq.put(None)
             self._dispatcher.join(timeout=5.0)
             self._waiter.join(timeout=5.0)
-            if self._error is None and self._owns_transport:
-                self.transport.close()
+            if self._error is None and not (self._dispatcher.is_alive() or self._waiter.is_alive()):
+                if self._owns_transport:
+                    self.transport.close()
+                release_groups(self._ctrl)
+                self._ctrl = None
 
     @property
     def failed(self) -> Optional[CommunicationError]:

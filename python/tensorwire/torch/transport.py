@@ -73,6 +73,27 @@ def member_group(
     return g if isinstance(g, ProcessGroup) else None
 
 
+def release_groups(*groups: Optional[Any]) -> None:
+    """Destroys process groups this library created, now rather than at interpreter exit.
+
+    A Gloo group's worker threads drop their last reference to a finished operation after
+    the waiter has returned, and that drop takes the GIL (the operation's tensors are
+    Python objects). Left to garbage collection at exit, the drop can come while the
+    interpreter finalizes, where CPython 3.11 ends the thread and the C++ runtime aborts
+    the process ("terminate called without an active exception"). Destroying the group
+    joins its threads while the interpreter is alive. Unregistered groups (a
+    :func:`stream_group`) are released by dropping the last reference, which the caller
+    does. Best effort: call it only after the last operation on the groups finished.
+    """
+    for g in groups:
+        if g is None or not dist.is_initialized():
+            continue
+        try:
+            dist.destroy_process_group(g)
+        except (ValueError, RuntimeError):  # not registered (a stream) or already destroyed
+            pass
+
+
 #: Streams created so far per group of ranks (the same count on every member, as every
 #: member creates them in the same order): part of each stream's store prefix.
 _streams: dict[tuple[int, ...], int] = {}
@@ -139,15 +160,18 @@ class AllReduce:
     A single piece is reduced in place; several are concatenated, reduced and copied back
     (one extra copy of the group's bytes each way). ``stream``: a group from
     :func:`stream_group` over the same ranks to run the collectives on instead (one at a
-    time, in start order).
+    time, in start order). ``owns_group``: :meth:`close` destroys ``group`` (pass it only
+    for a group made for this transport).
     """
 
     collective = True
 
-    def __init__(self, group: Optional[ProcessGroup] = None, stream: Optional[Any] = None) -> None:
+    def __init__(self, group: Optional[ProcessGroup] = None, stream: Optional[Any] = None, owns_group: bool = False) -> None:
         if not dist.is_initialized():
             raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
         self.group = group
+        self._owns_group = owns_group and group is not None
+        self._closed = False
         self.world = dist.get_world_size(group)
         self._stream = stream
         self._sum = dist.AllreduceOptions()
@@ -157,6 +181,8 @@ class AllReduce:
         self.ordered = stream is not None or dist.get_backend(group) == "nccl"
 
     def start(self, pieces: Sequence[torch.Tensor]) -> Pending:
+        if self._closed:
+            raise RuntimeError("this AllReduce transport is closed")
         flat = _concat(pieces)
         if self._stream is not None:
             work = self._stream.allreduce([flat], self._sum)
@@ -166,7 +192,13 @@ class AllReduce:
         return _AllReducePending(work, flat, pieces, self.world)
 
     def close(self) -> None:
-        return None
+        """Drops the stream and destroys an owned group (see :func:`release_groups`); the
+        transport starts nothing after this."""
+        self._closed = True
+        self._stream = None
+        if self._owns_group:
+            release_groups(self.group)
+            self.group, self._owns_group = None, False  # the last reference ends its threads
 
 
 class _PushPullPending:
@@ -231,6 +263,8 @@ class ParameterServer:
 
     # -- worker side --------------------------------------------------------------------
     def start(self, pieces: Sequence[torch.Tensor]) -> Pending:
+        if self._p2p is None:
+            raise RuntimeError("this ParameterServer transport is closed")
         flat = _concat(pieces)
         header = torch.tensor([flat.numel()], dtype=torch.int64)
         out = flat if len(pieces) == 1 else torch.empty_like(flat)
@@ -247,6 +281,12 @@ class ParameterServer:
             return
         self._closed = True
         dist.send(torch.tensor([STOP], dtype=torch.int64), self.server, group=self._p2p)
+        self._release()
+
+    def _release(self) -> None:
+        """Destroys the private point-to-point group (nothing more is sent on it)."""
+        release_groups(self._p2p)
+        self._p2p = None
 
     # -- server side --------------------------------------------------------------------
     def serve(self, dtype: torch.dtype = torch.float32) -> int:
@@ -257,6 +297,8 @@ class ParameterServer:
         """
         if not self.is_server:
             raise InputError("serve", f"rank {self.rank} is a worker; only rank {self.server} serves")
+        if self._p2p is None:
+            raise RuntimeError("this parameter server has already served its workers")
         active = list(self.workers)
         served = 0
         header = torch.zeros(1, dtype=torch.int64)
@@ -271,6 +313,7 @@ class ParameterServer:
                     raise RuntimeError(
                         f"parameter server: workers {stopping} closed while {sorted(set(active) - set(stopping))} still pushed"
                     )
+                self._release()
                 return served
             if len(set(sizes.values())) != 1:
                 raise RuntimeError(f"parameter server: workers pushed groups of different sizes {sizes}")
@@ -292,4 +335,4 @@ class ParameterServer:
         return served
 
 
-__all__ = ["AllReduce", "ParameterServer", "Pending", "Transport", "member_group"]
+__all__ = ["AllReduce", "ParameterServer", "Pending", "Transport", "member_group", "release_groups"]

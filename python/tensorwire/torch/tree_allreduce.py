@@ -200,6 +200,14 @@ class _Runner:
             dist.barrier(group=self.p2p)  # a first collective, so later batches may leave ranks out
         self.worker = _Worker("tensorwire-tree-allreduce")
 
+    def close(self) -> None:
+        """Stops the worker (after the work already submitted) and destroys the private group."""
+        from tensorwire.torch.transport import release_groups
+
+        self.worker.close()
+        release_groups(self.p2p)
+        self.p2p = None
+
     def average(self, flat: torch.Tensor) -> torch.Tensor:
         """Sums the contiguous 1-D ``flat`` over the group in place, divides by the group size."""
         plan = self.topology.plan(flat.numel(), trees=self.trees, penalty=self.penalty, array_bound=self.array_bound)
@@ -239,8 +247,9 @@ class TreeAllReduceState:
         return self._runner.topology
 
     def close(self) -> None:
-        """Stops the background thread (after the buckets already submitted)."""
-        self._runner.worker.close()
+        """Stops the background thread (after the buckets already submitted) and destroys
+        the private group; the state cannot reduce after this."""
+        self._runner.close()
 
 
 def tree_allreduce_hook(state: TreeAllReduceState, bucket: GradBucket) -> Future[torch.Tensor]:
@@ -334,8 +343,8 @@ class TreeAllReduce:
         return _TreePending(runner.worker.submit(lambda: runner.average(flat)), flat, pieces)
 
     def close(self) -> None:
-        """This worker sends nothing more: stops the background thread."""
-        self._runner.worker.close()
+        """This worker sends nothing more: stops the background thread, destroys the private group."""
+        self._runner.close()
 
 
 __all__ = ["TreeAllReduce", "TreeAllReduceState", "tree_allreduce", "tree_allreduce_hook"]

@@ -207,6 +207,26 @@ def parameter_server(rank: int, world: int) -> Any:
     return out
 
 
+def gloo_threads() -> int:
+    """Gloo worker threads of this process (torch names them ``pt_gloo_runloop``)."""
+    tasks = "/proc/self/task"
+    return sum(1 for t in os.listdir(tasks) if open(f"{tasks}/{t}/comm").read().strip() == "pt_gloo_runloop")
+
+
+def teardown(rank: int, world: int) -> dict[str, int]:
+    """Gloo worker threads before, during and after a wrapper's life, and after
+    ``destroy_process_group`` (an optimizer made after init imports torch._dynamo)."""
+    torch.set_num_threads(1)
+    dist.barrier()  # the default group's threads may start with its first collective
+    base = gloo_threads()
+    _, _, model = scheduled(rank, "adam", 2, mode="priority", partition=300, credit=600)
+    during = gloo_threads()
+    model.close()
+    closed = gloo_threads()
+    dist.destroy_process_group()
+    return dict(base=base, during=during, closed=closed, destroyed=gloo_threads())
+
+
 def dies(rank: int, world: int, victim: int, hang_s: float = 0.0) -> dict[str, Any]:
     """Trains with a short timeout; ``victim`` dies (or hangs ``hang_s`` seconds) in step 3
     between forward and backward. Survivors report the error and how long it took."""

@@ -60,6 +60,21 @@ def test_a_stuck_leader_makes_the_follower_fail_after_the_timeout() -> None:
     assert 4 <= follower["after_s"] < 12, f"timeout_s=5, noticed after {follower['after_s']:.1f} s"
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc/self/task (Linux only)")
+def test_closing_ends_the_groups_threads_before_interpreter_exit() -> None:
+    """A Gloo thread still alive at interpreter exit can abort the process (see
+    ``release_groups``): close() and destroy_process_group() must end them."""
+    import _runtime_jobs as jobs
+
+    from tensorwire.torch import run_local
+
+    for rank, r in enumerate(run_local(jobs.teardown, 2, timeout_s=120)):
+        assert r["base"] > 0, f"rank {rank}: no Gloo threads found by name: {r}"
+        assert r["during"] > r["base"], f"rank {rank}: the wrapper made no groups: {r}"
+        assert r["closed"] == r["base"], f"rank {rank}: close() left the wrapper's group threads: {r}"
+        assert r["destroyed"] == 0, f"rank {rank}: destroy_process_group() left the default group's threads: {r}"
+
+
 def test_a_plain_script_runs_under_torchrun(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     torchrun = Path(sys.executable).with_name("torchrun")

@@ -28,6 +28,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from tensorwire.testbed.jobs.context import Context
     from tensorwire.testbed.jobs.registry import job_strategy
     from tensorwire.testbed.jobs.spec import JobSpec
+    from tensorwire.torch.launch import import_dynamo_first
 
     torch.set_num_threads(1)
     tighten_timer_slack()
@@ -35,6 +36,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run = job_strategy(spec.options.name).runner(spec.runtime)
     os.environ.setdefault("MASTER_ADDR", spec.master_addr)
     os.environ.setdefault("MASTER_PORT", str(spec.master_port))
+    import_dynamo_first()  # so that destroy_process_group() ends Gloo's threads before exit
     dist.init_process_group(
         "gloo",
         init_method=f"tcp://{spec.master_addr}:{spec.master_port}",

@@ -40,6 +40,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.torch.engine import CommunicationError
 from tensorwire.torch.partial.schedule import Dep, Executor, Instance, Op, Schedule, compute, nop, recv, send
+from tensorwire.torch.transport import release_groups
 
 Kind = Literal["solo", "majority"]
 KINDS: tuple[str, ...] = ("solo", "majority")
@@ -372,14 +373,7 @@ class PartialAllreduce:
             raise PartialCollectiveError(f"close(): messages still in flight after {self.timeout_s:g} s ({self._exec.describe()})")
         if not ended:
             raise PartialCollectiveError("close(): progress threads did not end")
-        self._release_groups()
-
-    def _release_groups(self) -> None:
-        for g in (self._pg, self._ctl):
-            try:
-                dist.destroy_process_group(g)
-            except Exception:  # noqa: BLE001 - best effort; the groups are ours only
-                pass
+        release_groups(self._pg, self._ctl)
 
     @property
     def rounds_run(self) -> int:

@@ -149,7 +149,7 @@ class ScheduledDataParallel(torch.nn.Module):
             # with the communication thread's. With a stream, ``group`` only names the ranks.
             stream = stream_group(ranks, timeout) if len(ranks) > 1 else None
             made = member_group(ranks, timeout, local=True) if len(ranks) > 1 and stream is None else None
-            transport = self._own_transport = AllReduce(made or group, stream, owns_group=made is not None)
+            transport = self._own_transport = AllReduce(made if made is not None else group, stream, owns_group=made is not None)
         self.transport: Transport = transport
         config = config.for_transport(getattr(transport, "collective", True), getattr(transport, "ordered", False))
         self.ranks = ranks

@@ -199,6 +199,7 @@ class _Runner:
         if dist.get_backend(self.p2p) == "nccl":
             dist.barrier(group=self.p2p)  # a first collective, so later batches may leave ranks out
         self.worker = _Worker("tensorwire-tree-allreduce")
+        self.closed = False
 
     def close(self) -> None:
         """Stops the worker (after the work already submitted) and destroys the private group."""
@@ -206,10 +207,12 @@ class _Runner:
 
         self.worker.close()
         release_groups(self.p2p)
-        self.p2p = None
+        self.p2p, self.closed = None, True
 
     def average(self, flat: torch.Tensor) -> torch.Tensor:
         """Sums the contiguous 1-D ``flat`` over the group in place, divides by the group size."""
+        if self.closed:
+            raise RuntimeError("this tree all-reduce is closed")
         plan = self.topology.plan(flat.numel(), trees=self.trees, penalty=self.penalty, array_bound=self.array_bound)
         _execute(flat, plan, self.gpu, self.peers, self.p2p)
         flat.div_(self.world)

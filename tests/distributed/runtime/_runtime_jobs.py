@@ -213,7 +213,7 @@ def gloo_threads() -> int:
     return sum(1 for t in os.listdir(tasks) if open(f"{tasks}/{t}/comm").read().strip() == "pt_gloo_runloop")
 
 
-def teardown(rank: int, world: int) -> dict[str, int]:
+def teardown(rank: int, world: int) -> dict[str, Any]:
     """Gloo worker threads before, during and after a wrapper's life, and after
     ``destroy_process_group`` (an optimizer made after init imports torch._dynamo)."""
     torch.set_num_threads(1)
@@ -223,8 +223,13 @@ def teardown(rank: int, world: int) -> dict[str, int]:
     during = gloo_threads()
     model.close()
     closed = gloo_threads()
+    try:
+        model.transport.start([torch.ones(2)])
+        refused = ""
+    except RuntimeError as e:
+        refused = str(e)
     dist.destroy_process_group()
-    return dict(base=base, during=during, closed=closed, destroyed=gloo_threads())
+    return dict(base=base, during=during, closed=closed, destroyed=gloo_threads(), refused=refused)
 
 
 def dies(rank: int, world: int, victim: int, hang_s: float = 0.0) -> dict[str, Any]:

@@ -73,6 +73,7 @@ def test_closing_ends_the_groups_threads_before_interpreter_exit() -> None:
         assert r["during"] > r["base"], f"rank {rank}: the wrapper made no groups: {r}"
         assert r["closed"] == r["base"], f"rank {rank}: close() left the wrapper's group threads: {r}"
         assert r["destroyed"] == 0, f"rank {rank}: destroy_process_group() left the default group's threads: {r}"
+        assert "closed" in r["refused"], f"rank {rank}: a closed transport started work: {r}"
 
 
 def test_a_plain_script_runs_under_torchrun(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ FUSION_SHARE = 1 / 4
 #: is listed in the result's ``attempts``). The prediction's error plays no part.
 MAX_SPREAD = 0.05
 MAX_PROBE_DRIFT = 0.05
-MAX_ATTEMPTS = 2
+MAX_ATTEMPTS = 3
 #: What each attempt records in ``attempts``.
 ATTEMPT_FIELDS = ("measured_s", "predicted_s", "error", "spread", "probe_drift", "wall_s")
 #: CPU cores this process may use (recorded with every result).

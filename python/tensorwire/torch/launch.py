@@ -61,7 +61,7 @@ def import_dynamo_first() -> None:
     ``destroy_process_group()`` cannot free it and its Gloo threads live on into interpreter
     shutdown; a thread that drops its last reference to a finished collective then takes
     the GIL during finalization and CPython 3.11 aborts the process ("terminate called
-    without an active exception", 3 of 40 exits of a torchrun test script on 2 cores, 0 of 80 with this).
+    without an active exception", 3 of 40 exits of a torchrun test script on 2 cores, 0 of 120 with this).
     Measured: with the import first, the default group's threads end at ``destroy``.
     """
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import platform
 import sys
 import time
@@ -20,7 +19,7 @@ from typing import Any, Optional, Sequence
 import click
 
 from tensorwire.io import write_atomic
-from tensorwire.testbed.validate import summary
+from tensorwire.testbed.validate import summary, within_10pct
 
 
 def _table(results: Sequence[dict[str, Any]]) -> None:
@@ -77,8 +76,9 @@ def render_markdown(results: Sequence[dict[str, Any]]) -> str:
     for name, rows in sets:
         if rows:
             s = summary(rows)
-            within = round(s["within_10pct"] * s["scenarios"])
-            lines.append(f"| {name} | {s['scenarios']} | {s['median_abs_error']:.1%} | {s['max_abs_error']:.1%} | {within} |")
+            lines.append(
+                f"| {name} | {s['scenarios']} | {s['median_abs_error']:.1%} | {s['max_abs_error']:.1%} | {s['within_10pct_count']} |"
+            )
     again = [r["scenario"] for r in results if len(r.get("attempts", ())) > 1]
     if again:
         lines += ["", f"Run again because the machine changed speed during the first job: {', '.join(again)}."]
@@ -90,7 +90,7 @@ def render_html(results: Sequence[dict[str, Any]], command: str = "tensorwire va
     s = summary(results)
     rows = []
     for r in results:
-        bad = abs(r["error"]) > 0.10 if math.isfinite(r["error"]) else True
+        bad = not within_10pct(r["error"])
         rows.append(
             "<tr>"
             f"<td>{html.escape(str(r['scenario']))}</td>"

@@ -5,6 +5,7 @@
 //! cluster (a [`topology::Topology`] plus hosts) under a [`strategy::Strategy`]; the
 //! [`engine`] simulates several iterations and returns a [`metrics::Report`].
 
+pub mod dtype;
 pub mod error;
 pub mod gputopo;
 pub mod network;

@@ -53,6 +53,9 @@ pub struct Report {
     /// Per iteration, time not covered by rank 0's compute (communication that did not
     /// overlap with compute, plus any wait for other workers), s.
     pub exposed_comm_s: f64,
+    /// Per iteration, bytes rank 0's host put on the wire (every message it started, once
+    /// per message: a multicast counts once), bytes.
+    pub sent_bytes_per_worker: f64,
     /// Utilisation of each directed link over the steady-state window (0..1), by name.
     pub link_utilization: Vec<(String, f64)>,
     /// Events processed.
@@ -69,4 +72,16 @@ pub struct Report {
     /// Spans of the last iteration, when recording was asked for (hosts after the
     /// workers are parameter servers; in folded mode only rank 0 is recorded).
     pub timeline: Vec<Span>,
+}
+
+impl Report {
+    /// Sets the iteration time and throughput, and what follows from them (scaling
+    /// factor, exposed communication).
+    pub fn set_iteration_time(&mut self, iteration_time_s: f64, samples_per_s: f64) {
+        self.iteration_time_s = iteration_time_s;
+        self.throughput_samples_per_s = if iteration_time_s > 0.0 { samples_per_s } else { f64::INFINITY };
+        self.scaling_factor =
+            if iteration_time_s > 0.0 { (self.compute_time_s / iteration_time_s).min(1.0) } else { 1.0 };
+        self.exposed_comm_s = (iteration_time_s - self.compute_time_s).max(0.0);
+    }
 }

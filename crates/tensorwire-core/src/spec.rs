@@ -16,6 +16,8 @@ pub enum OptionKind {
     Duration,
     /// A positive integer.
     Count,
+    /// An integer >= 0.
+    Natural,
     /// A real number > 0.
     Real,
     /// `true` or `false`.
@@ -32,6 +34,7 @@ impl OptionKind {
             OptionKind::Rate => "a rate such as 100Gbps".into(),
             OptionKind::Duration => "a duration such as 5ms".into(),
             OptionKind::Count => "an integer >= 1".into(),
+            OptionKind::Natural => "an integer >= 0".into(),
             OptionKind::Real => "a number > 0".into(),
             OptionKind::Flag => "true or false".into(),
             OptionKind::Choice(words) => format!("one of {}", words.join(", ")),
@@ -110,6 +113,10 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
         OptionKind::Duration => OptionValue::Duration(parse_duration(field, text)?),
         OptionKind::Count => match text.parse::<u64>() {
             Ok(v) if v >= 1 => OptionValue::Count(v),
+            _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
+        },
+        OptionKind::Natural => match text.parse::<u64>() {
+            Ok(v) => OptionValue::Count(v),
             _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
         },
         OptionKind::Real => match text.parse::<f64>() {

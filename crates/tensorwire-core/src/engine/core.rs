@@ -61,6 +61,8 @@ pub(crate) struct Core {
     links: Vec<(LinkId, u32)>,
     route: Vec<LinkId>,
     pub flows_started: u64,
+    /// Bytes of every message rank 0's host started (see [`crate::Report`]'s `sent_bytes_per_worker`).
+    pub sent_bytes: f64,
     watched_host: usize,
     watched_active: u32,
     busy_since: Nanos,
@@ -110,6 +112,7 @@ impl Core {
             links: Vec::new(),
             route: Vec::new(),
             flows_started: 0,
+            sent_bytes: 0.0,
             watched_host,
             watched_active: 0,
             busy_since: 0,
@@ -198,6 +201,9 @@ impl Core {
     ) {
         let latency = latency + self.overhead_of(bytes);
         let watched = src == self.watched_host || dsts.contains(&self.watched_host);
+        if src == self.watched_host {
+            self.sent_bytes += bytes;
+        }
         if watched {
             if self.watched_active == 0 {
                 self.busy_since = self.now;

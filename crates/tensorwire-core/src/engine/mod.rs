@@ -17,7 +17,9 @@
 //! the folded and the full simulation agree.
 
 mod core;
+mod program;
 mod ps;
+mod sharded;
 mod slab;
 mod step;
 mod variability;
@@ -174,7 +176,27 @@ struct OpState {
 }
 
 /// A recorded compute interval: rank, layer, backward?, start, end.
-type ComputeSpan = (usize, usize, bool, Nanos, Nanos);
+pub(crate) type ComputeSpan = (usize, usize, bool, Nanos, Nanos);
+
+/// What an event loop handles next.
+pub(crate) enum Next {
+    /// The network's next event, at this time (network events go first at equal times).
+    Network(Nanos),
+    /// The loop's own queue's next event.
+    Queue(Nanos),
+    /// Nothing is pending.
+    Stalled,
+}
+
+/// Chooses between the network's next event and the head of a loop's queue.
+pub(crate) fn next(queue_head: Option<Nanos>, core: &mut Core) -> Next {
+    match (core.net.next_time(), queue_head) {
+        (Some(t), Some(q)) if t <= q => Next::Network(t),
+        (Some(t), None) => Next::Network(t),
+        (_, Some(q)) => Next::Queue(q),
+        (None, None) => Next::Stalled,
+    }
+}
 
 /// Queue entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -220,6 +242,7 @@ struct Engine<'a> {
     completions: Vec<Nanos>,
     busy_at_first: Nanos,
     link_bytes_at_first: Vec<f64>,
+    sent_at_first: f64,
     released: Vec<Group>,
     /// Partial collectives: the stream drawing majority initiators, each task's drawn
     /// initiator, each released task's (initiator, ranks ready at release), and
@@ -244,11 +267,35 @@ struct Engine<'a> {
     compute_spans: Option<Vec<ComputeSpan>>,
 }
 
+/// The engine state shared with protocols, for `topo` (folded or not).
+fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> Result<Core> {
+    let strategy = &sc.strategy;
+    let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
+    let net = sc.network.build(caps);
+    let (overhead_s, copy) = match strategy.transport {
+        Some(t) => (t.overhead_s, t.copy_bytes_per_s),
+        None => (sc.per_message_overhead, sc.copy_bandwidth),
+    };
+    let overhead = seconds_to_nanos("per_message_overhead", overhead_s)?;
+    let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
+    let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..sc.workers).collect());
+    let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    core.ordered_pairs = strategy.ordered_streams;
+    core.pipelined_segments = strategy.pipelined_segments;
+    if sc.record_timeline {
+        core.recorded = Some(Vec::new());
+    }
+    Ok(core)
+}
+
 /// Simulates the scenario and reports its steady state.
 pub fn simulate(sc: &Scenario) -> Result<Report> {
     sc.validate()?;
     let n = sc.workers;
     let strategy = &sc.strategy;
+    if let Family::Sharded(cfg) = &strategy.family {
+        return sharded::simulate(sc, cfg);
+    }
     let servers = match &strategy.family {
         Family::ParameterServer(c) => c.num_ps,
         _ => 0,
@@ -277,7 +324,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
                 group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8),
             }),
         }),
-        Family::ParameterServer(_) => None,
+        Family::ParameterServer(_) | Family::Sharded(_) => None,
     };
     if let Family::ParameterServer(c) = &strategy.family {
         if c.in_network_aggregation && !matches!(topo.shape(), Shape::Star) {
@@ -317,21 +364,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             }
             None => false,
         };
-    let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
-    let net = sc.network.build(caps);
-    let (overhead_s, copy) = match strategy.transport {
-        Some(t) => (t.overhead_s, t.copy_bytes_per_s),
-        None => (sc.per_message_overhead, sc.copy_bandwidth),
-    };
-    let overhead = seconds_to_nanos("per_message_overhead", overhead_s)?;
-    let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
-    let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..n).collect());
-    let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
-    core.ordered_pairs = strategy.ordered_streams;
-    core.pipelined_segments = strategy.pipelined_segments;
-    if sc.record_timeline {
-        core.recorded = Some(Vec::new());
-    }
+    let core = build_core(sc, topo, folded)?;
 
     let tasks = match &strategy.family {
         Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
@@ -418,6 +451,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         completions: Vec::new(),
         busy_at_first: 0,
         link_bytes_at_first: Vec::new(),
+        sent_at_first: 0.0,
         released: Vec::new(),
         compute_spans: sc.record_timeline.then(Vec::new),
         last_started: None,
@@ -441,15 +475,8 @@ impl Engine<'_> {
         }
         let mut flow_events = Vec::new();
         while self.completions.len() < self.sc.iterations as usize {
-            let tq = self.queue.peek().map(|e| e.0 .0);
-            let tn = self.core.net.next_time();
-            let network_first = match (tq, tn) {
-                (_, None) => None,
-                (None, Some(t)) => Some(t),
-                (Some(q), Some(t)) => (t <= q).then_some(t),
-            };
-            match (network_first, tq) {
-                (Some(t), _) => {
+            match next(self.queue.peek().map(|e| e.0 .0), &mut self.core) {
+                Next::Network(t) => {
                     self.core.now = t;
                     flow_events.clear();
                     self.core.net.advance(t, &mut flow_events);
@@ -465,7 +492,7 @@ impl Engine<'_> {
                         }
                     }
                 }
-                (None, Some(t)) => {
+                Next::Queue(t) => {
                     let Reverse((_, _, event)) = self.queue.pop().unwrap();
                     self.core.now = t;
                     self.events += 1;
@@ -485,7 +512,7 @@ impl Engine<'_> {
                     }
                     self.drain_notes();
                 }
-                (None, None) => {
+                Next::Stalled => {
                     return Err(Error::invalid(
                         "strategy",
                         "the simulation stalled before every iteration completed (internal error; please report)",
@@ -758,6 +785,7 @@ impl Engine<'_> {
             self.completions.push(self.core.now);
             if self.completions.len() == 1 && self.sc.iterations > 1 {
                 self.busy_at_first = self.core.comm_busy();
+                self.sent_at_first = self.core.sent_bytes;
                 self.link_bytes_at_first = self.core.net.link_bytes(self.core.now).to_vec();
             }
         }
@@ -769,12 +797,20 @@ impl Engine<'_> {
 
     fn report(&mut self) -> Report {
         let sc = self.sc;
-        let n = sc.workers;
-        let k = self.completions.len();
-        let (start, end) =
-            if k > 1 { (self.completions[0], self.completions[k - 1]) } else { (0, self.completions[0]) };
-        let periods = if k > 1 { (k - 1) as f64 } else { 1.0 };
-        let window = end - start;
+        let measured = Measured {
+            completions: std::mem::take(&mut self.completions),
+            busy_at_first: self.busy_at_first,
+            link_bytes_at_first: std::mem::take(&mut self.link_bytes_at_first),
+            sent_at_first: self.sent_at_first,
+            last_started: self.last_started,
+            compute_spans: self.compute_spans.take(),
+            events: self.events,
+        };
+        let (start, end) = measured.window();
+        let mut report = build_report(sc, &mut self.core, measured);
+        if sc.strategy.partial.is_none() {
+            return report;
+        }
         // With partial collectives fast workers run ahead (eager-SGD): each worker's own
         // pace is what it achieves, and the job's rate is the sum of the workers' rates.
         let paces: Vec<f64> = self
@@ -789,102 +825,138 @@ impl Engine<'_> {
                 }
             })
             .collect();
-        let partial = sc.strategy.partial.is_some();
-        let iteration_time =
-            if partial { paces.iter().sum::<f64>() / paces.len() as f64 } else { nanos_to_seconds(window) / periods };
-        let samples_per_s: f64 = if partial {
-            paces.iter().map(|p| sc.workload.batch_size as f64 / p).sum()
+        let iteration_time = paces.iter().sum::<f64>() / paces.len() as f64;
+        let samples_per_s: f64 = paces.iter().map(|p| sc.workload.batch_size as f64 / p).sum();
+        report.set_iteration_time(iteration_time, samples_per_s);
+        let rounds: Vec<usize> = self.active.iter().filter(|&&(t, _)| t >= start && t < end).map(|&(_, a)| a).collect();
+        report.nap =
+            Some(if rounds.is_empty() { 0.0 } else { rounds.iter().sum::<usize>() as f64 / rounds.len() as f64 });
+        report
+    }
+}
+
+/// What an event loop measured, turned into a [`Report`] by [`build_report`].
+pub(crate) struct Measured {
+    /// When each iteration completed on every worker, ns.
+    pub completions: Vec<Nanos>,
+    /// Rank 0's host's communication busy time when the first iteration completed, ns.
+    pub busy_at_first: Nanos,
+    /// Bytes every link had carried then.
+    pub link_bytes_at_first: Vec<f64>,
+    /// Bytes rank 0's host had sent then.
+    pub sent_at_first: f64,
+    /// When the first worker started the last iteration, ns.
+    pub last_started: Option<Nanos>,
+    /// Compute spans, when recording.
+    pub compute_spans: Option<Vec<ComputeSpan>>,
+    /// Events processed.
+    pub events: u64,
+}
+
+impl Measured {
+    /// The steady-state window: from the first completion to the last (from 0 with one
+    /// iteration), ns.
+    fn window(&self) -> (Nanos, Nanos) {
+        let k = self.completions.len();
+        if k > 1 {
+            (self.completions[0], self.completions[k - 1])
         } else {
-            n as f64 * sc.workload.batch_size as f64 / iteration_time
-        };
-        let compute = nanos_to_seconds(sc.workload.compute_time());
-        let comm = nanos_to_seconds(self.core.comm_busy() - if k > 1 { self.busy_at_first } else { 0 }) / periods;
-        let now = self.core.now;
-        let bytes_end = self.core.net.link_bytes(now).to_vec();
-        let first = std::mem::take(&mut self.link_bytes_at_first);
-        let topo = &self.core.topo;
-        let delta: Vec<f64> =
-            bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect();
-        // Folded: every link of an orbit carries what the representatives of that orbit carried.
-        let mut orbit_total = [0.0f64; 2];
-        if self.core.folded {
-            for (l, d) in delta.iter().enumerate() {
-                if let Some(o) = topo.rank_orbit(l, n) {
-                    orbit_total[o] += d;
-                }
-            }
-        }
-        let link_utilization = topo
-            .links()
-            .iter()
-            .enumerate()
-            .map(|(l, link)| {
-                let bytes = match (self.core.folded, topo.rank_orbit(l, n)) {
-                    (true, Some(o)) => orbit_total[o],
-                    _ => delta[l],
-                };
-                let capacity = link.bytes_per_ns * window as f64;
-                (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
-            })
-            .collect();
-        // The last iteration: from when its first forward pass began (parameter-server
-        // workers start it while the previous distribution is still going on).
-        let from = self.last_started.unwrap_or(0);
-        let mut timeline = Vec::new();
-        if let Some(spans) = self.compute_spans.take() {
-            for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
-                timeline.push(Span {
-                    kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
-                    host: rank,
-                    to: Vec::new(),
-                    label: sc.workload.layers[layer].name.clone(),
-                    links: Vec::new(),
-                    start_s: nanos_to_seconds(start),
-                    end_s: nanos_to_seconds(stop),
-                    bytes: 0.0,
-                });
-            }
-        }
-        if let Some(flows) = self.core.recorded.take() {
-            for (start, stop, src, to, bytes, links) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
-                timeline.push(Span {
-                    kind: SpanKind::Flow,
-                    host: src,
-                    to,
-                    label: String::new(),
-                    links: links.iter().map(|&l| topo.link_name(l)).collect(),
-                    start_s: nanos_to_seconds(start),
-                    end_s: nanos_to_seconds(stop),
-                    bytes,
-                });
-            }
-        }
-        timeline.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.host.cmp(&b.host)));
-        Report {
-            iteration_time_s: iteration_time,
-            completions_s: self.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
-            throughput_samples_per_s: if iteration_time > 0.0 { samples_per_s } else { f64::INFINITY },
-            scaling_factor: if iteration_time > 0.0 { (compute / iteration_time).min(1.0) } else { 1.0 },
-            compute_time_s: compute,
-            comm_time_s: comm,
-            exposed_comm_s: (iteration_time - compute).max(0.0),
-            link_utilization,
-            events: self.events,
-            flows: self.core.flows_started,
-            folded: self.core.folded,
-            network_model: self.core.net.name().to_string(),
-            nap: sc.strategy.partial.map(|_| {
-                let rounds: Vec<usize> =
-                    self.active.iter().filter(|&&(t, _)| t >= start && t < end).map(|&(_, a)| a).collect();
-                if rounds.is_empty() {
-                    0.0
-                } else {
-                    rounds.iter().sum::<usize>() as f64 / rounds.len() as f64
-                }
-            }),
-            timeline,
+            (0, self.completions[0])
         }
     }
+}
+
+/// The report of a run: steady-state times, link utilisation (folded runs: every link of
+/// an orbit carries what its representatives carried), bytes sent per worker, timeline.
+pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Report {
+    let n = sc.workers;
+    let k = m.completions.len();
+    let (start, end) = m.window();
+    let periods = if k > 1 { (k - 1) as f64 } else { 1.0 };
+    let window = end - start;
+    let iteration_time = nanos_to_seconds(window) / periods;
+    let compute = nanos_to_seconds(sc.workload.compute_time());
+    let comm = nanos_to_seconds(core.comm_busy() - if k > 1 { m.busy_at_first } else { 0 }) / periods;
+    let sent = (core.sent_bytes - if k > 1 { m.sent_at_first } else { 0.0 }) / periods;
+    let now = core.now;
+    let bytes_end = core.net.link_bytes(now).to_vec();
+    let first = &m.link_bytes_at_first;
+    let topo = &core.topo;
+    let delta: Vec<f64> =
+        bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect();
+    let mut orbit_total = [0.0f64; 2];
+    if core.folded {
+        for (l, d) in delta.iter().enumerate() {
+            if let Some(o) = topo.rank_orbit(l, n) {
+                orbit_total[o] += d;
+            }
+        }
+    }
+    let link_utilization = topo
+        .links()
+        .iter()
+        .enumerate()
+        .map(|(l, link)| {
+            let bytes = match (core.folded, topo.rank_orbit(l, n)) {
+                (true, Some(o)) => orbit_total[o],
+                _ => delta[l],
+            };
+            let capacity = link.bytes_per_ns * window as f64;
+            (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
+        })
+        .collect();
+    // The last iteration: from when its first forward pass began (parameter-server
+    // workers start it while the previous distribution is still going on).
+    let from = m.last_started.unwrap_or(0);
+    let mut timeline = Vec::new();
+    if let Some(spans) = m.compute_spans {
+        for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
+            timeline.push(Span {
+                kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
+                host: rank,
+                to: Vec::new(),
+                label: sc.workload.layers[layer].name.clone(),
+                links: Vec::new(),
+                start_s: nanos_to_seconds(start),
+                end_s: nanos_to_seconds(stop),
+                bytes: 0.0,
+            });
+        }
+    }
+    if let Some(flows) = core.recorded.take() {
+        for (start, stop, src, to, bytes, links) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
+            timeline.push(Span {
+                kind: SpanKind::Flow,
+                host: src,
+                to,
+                label: String::new(),
+                links: links.iter().map(|&l| topo.link_name(l)).collect(),
+                start_s: nanos_to_seconds(start),
+                end_s: nanos_to_seconds(stop),
+                bytes,
+            });
+        }
+    }
+    timeline.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.host.cmp(&b.host)));
+    let mut report = Report {
+        iteration_time_s: iteration_time,
+        completions_s: m.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
+        throughput_samples_per_s: 0.0,
+        scaling_factor: 1.0,
+        compute_time_s: compute,
+        comm_time_s: comm,
+        exposed_comm_s: 0.0,
+        sent_bytes_per_worker: sent,
+        link_utilization,
+        events: m.events,
+        flows: core.flows_started,
+        folded: core.folded,
+        network_model: core.net.name().to_string(),
+        nap: None,
+        timeline,
+    };
+    report.set_iteration_time(iteration_time, n as f64 * sc.workload.batch_size as f64 / iteration_time);
+    report
 }
 
 #[cfg(test)]

@@ -30,6 +30,8 @@ struct RankState {
 
 #[derive(Debug)]
 struct Op {
+    /// Index of its schedule in [`StepCollective`]'s list.
+    schedule: usize,
     /// Bytes on the wire (after compression).
     bytes: f64,
     pipeline: usize,
@@ -64,7 +66,9 @@ pub(crate) struct StepSettings {
 
 /// See the module documentation.
 pub(crate) struct StepCollective {
-    schedule: Box<dyn StepSchedule>,
+    /// The schedules operations run (one for gradient all-reduce; several for sharded
+    /// strategies: all-gather, reduce-scatter, all-reduce across groups).
+    schedules: Vec<Box<dyn StepSchedule>>,
     settings: StepSettings,
     /// Ranks in the collective.
     n: usize,
@@ -77,8 +81,18 @@ pub(crate) struct StepCollective {
 
 impl StepCollective {
     pub fn new(schedule: Box<dyn StepSchedule>, settings: StepSettings, n: usize, folded: bool) -> Self {
+        Self::with_schedules(vec![schedule], settings, n, folded)
+    }
+
+    /// An executor for operations of several schedules (see [`StepCollective::start_with`]).
+    pub fn with_schedules(
+        schedules: Vec<Box<dyn StepSchedule>>,
+        settings: StepSettings,
+        n: usize,
+        folded: bool,
+    ) -> Self {
         StepCollective {
-            schedule,
+            schedules,
             settings,
             n,
             simulated: if folded { 1 } else { n },
@@ -90,13 +104,13 @@ impl StepCollective {
 
     fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, index: usize) {
         let op = &self.ops[&op_id];
-        let plan = self.schedule.step(src, self.n, op.pipeline, step);
+        let schedule = &self.schedules[op.schedule];
+        let plan = schedule.step(src, self.n, op.pipeline, step);
         let send = &plan.sends[index];
         let bytes = op.bytes * send.chunks.len() as f64 / op.chunks as f64;
         // The receivers' add time, if they reduce what they receive (all alike by construction).
         let first = send.to[0];
-        let reduces = self
-            .schedule
+        let reduces = schedule
             .step(if self.folded { src } else { first }, self.n, op.pipeline, step)
             .recvs
             .iter()
@@ -120,7 +134,7 @@ impl StepCollective {
                 }
                 return;
             }
-            let plan = self.schedule.step(rank, self.n, op.pipeline, step);
+            let plan = self.schedules[op.schedule].step(rank, self.n, op.pipeline, step);
             let st = &mut op.ranks[rank];
             st.sends_left = plan.sends.len();
             st.recvs_left = plan.recvs.len();
@@ -159,14 +173,18 @@ impl StepCollective {
     }
 }
 
-impl Protocol for StepCollective {
-    fn start_op(&mut self, core: &mut Core, rank: usize, op_id: u64, _tasks: &[TaskRef], bytes: u64) {
+impl StepCollective {
+    /// Rank `rank` starts operation `op_id` of schedule `schedule` over `bytes` payload
+    /// bytes (before the wire factor).
+    pub fn start_with(&mut self, core: &mut Core, rank: usize, op_id: u64, schedule: usize, bytes: u64) {
         let settings = self.settings;
         let wire = bytes as f64 * settings.wire_factor;
-        let pipeline = self.schedule.pieces_for(wire, settings.pipeline_bytes, settings.max_pipeline);
         let (n, simulated) = (self.n, self.simulated);
-        let schedule = &self.schedule;
+        let index = schedule;
+        let schedule = &self.schedules[index];
+        let pipeline = schedule.pieces_for(wire, settings.pipeline_bytes, settings.max_pipeline);
         let op = self.ops.entry(op_id).or_insert_with(|| Op {
+            schedule: index,
             bytes: wire,
             pipeline,
             chunks: schedule.chunk_count(n, pipeline),
@@ -184,7 +202,7 @@ impl Protocol for StepCollective {
                 .iter()
                 .copied()
                 .filter(|&(src, step, index)| {
-                    let plan = self.schedule.step(src, n, op.pipeline, step);
+                    let plan = self.schedules[op.schedule].step(src, n, op.pipeline, step);
                     plan.sends[index].to.iter().all(|&d| op.ranks[d].started)
                 })
                 .collect();
@@ -193,6 +211,12 @@ impl Protocol for StepCollective {
                 self.send(core, op_id, src, step, index);
             }
         }
+    }
+}
+
+impl Protocol for StepCollective {
+    fn start_op(&mut self, core: &mut Core, rank: usize, op_id: u64, _tasks: &[TaskRef], bytes: u64) {
+        self.start_with(core, rank, op_id, 0, bytes);
     }
 
     fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {

@@ -3,9 +3,12 @@
 //! parser validates against it and the `strategies` listing prints it.
 
 mod options;
+mod sharded;
 
 pub use options::{HOST_OPTIONS, PS_OPTIONS};
+pub use sharded::{ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS};
 
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::sched::{Fusion, Limits, Policy};
 use crate::spec::{self, OptionInfo, Spec};
@@ -42,6 +45,11 @@ pub static STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo { name: "multitree", summary: "seed 003's multi-tree all-reduce inside one multi-GPU machine: one slice per tree, link reuse penalised", options: TREES },
     StrategyInfo { name: "double-tree", summary: "NCCL-style double binary tree, each tree half the data, pipelined in chunks", options: PIPELINED },
     StrategyInfo { name: "hierarchical", summary: "reduce inside each machine, ring across machines, broadcast inside each machine", options: HIERARCHICAL },
+    StrategyInfo { name: "zero1", summary: "ZeRO-1 (DeepSpeed): optimizer state sharded; gradients reduce-scattered after the backward pass, updated parameters all-gathered after the step", options: SHARDED_OPTIONS },
+    StrategyInfo { name: "zero2", summary: "ZeRO-2 (DeepSpeed): gradients sharded too, reduce-scattered per bucket during the backward pass; parameters all-gathered after the step", options: SHARDED_OPTIONS },
+    StrategyInfo { name: "fsdp", summary: "FSDP / ZeRO-3: parameters sharded, all-gathered per unit before its forward and again before its backward, gradients reduce-scattered per unit", options: SHARDED_OPTIONS },
+    StrategyInfo { name: "zero3", summary: "the same as fsdp (DeepSpeed's name)", options: SHARDED_OPTIONS },
+    StrategyInfo { name: "hsdp", summary: "hybrid sharding: fsdp inside each shard group (a machine), shards all-reduced across groups", options: SHARDED_OPTIONS },
 ];
 
 /// Where each tensor lives on the parameter servers.
@@ -113,6 +121,8 @@ pub enum Family {
     ParameterServer(PsConfig),
     /// An all-reduce among the workers.
     AllReduce(Algorithm),
+    /// Sharded data parallelism (ZeRO, FSDP, HSDP).
+    Sharded(ShardedConfig),
 }
 
 /// Host transport costs.
@@ -175,6 +185,10 @@ pub struct Strategy {
     /// A collective's per-message overhead hides behind the transfer of its segment
     /// (`segments=pipelined`: a step costs latency + max(overhead, transfer)).
     pub pipelined_segments: bool,
+    /// Element type of parameters on the wire (all-gathers); `None`: as the workload lists them.
+    pub param_dtype: Option<Dtype>,
+    /// Element type of gradients on the wire (all-reduces, reduce-scatters); `None`: as listed.
+    pub reduce_dtype: Option<Dtype>,
 }
 
 impl Strategy {
@@ -192,6 +206,9 @@ impl Strategy {
         let spec = Spec { name, given };
         let family = family(&spec)?;
         let all_reduce = matches!(family, Family::AllReduce(_));
+        if let Family::Sharded(_) = family {
+            refuse_for_sharded(&spec)?;
+        }
         let partition = spec.bytes("partition").or(spec.bytes("pipeline")).map(|b| b.round() as u64);
         if partition == Some(0) {
             return Err(Error::invalid("strategy.partition", "must be at least 1 byte"));
@@ -219,6 +236,7 @@ impl Strategy {
             }
             (None, Family::AllReduce(_)) if stream => Limits { credit_bytes: None, max_tasks: None },
             (None, Family::AllReduce(_)) => Limits { credit_bytes: None, max_tasks: Some(1) },
+            (None, Family::Sharded(_)) => Limits { credit_bytes: None, max_tasks: None },
         };
         if let Some(n) = spec.count("inflight") {
             if n == 0 {
@@ -259,7 +277,7 @@ impl Strategy {
             None => None,
         };
         let pipelined_segments = spec.choice("segments") == Some("pipelined");
-        if pipelined_segments && !all_reduce {
+        if pipelined_segments && matches!(family, Family::ParameterServer(_)) {
             return Err(Error::invalid("strategy.segments", "pipelined segments apply to all-reduce strategies"));
         }
         let dispatch_s = spec.duration("dispatch").unwrap_or(0.0);
@@ -292,8 +310,34 @@ impl Strategy {
             ordered_streams: spec.choice("streams") == Some("ordered"),
             stream,
             pipelined_segments,
+            param_dtype: spec.choice("param_dtype").map(|d| Dtype::parse("strategy.param_dtype", d)).transpose()?,
+            reduce_dtype: spec.choice("reduce_dtype").map(|d| Dtype::parse("strategy.reduce_dtype", d)).transpose()?,
         })
     }
+}
+
+/// Host options that make no sense for sharded strategies, and why.
+fn refuse_for_sharded(spec: &Spec) -> Result<()> {
+    let why = [
+        ("partition", "sharded strategies move whole units or buckets; use unit/min_unit (fsdp) or bucket (zero)"),
+        ("schedule", "sharded strategies run their collectives in program order on one all-gather and one reduce-scatter stream, as FSDP and DeepSpeed do"),
+        ("credit", "the all-gather and reduce-scatter streams run one collective at a time each"),
+        ("inflight", "the all-gather and reduce-scatter streams run one collective at a time each"),
+        ("fusion", "zero1/zero2 bucket gradients with bucket=SIZE"),
+        ("cycle", "zero1/zero2 bucket gradients with bucket=SIZE"),
+        ("execution", "sharded strategies always run on streams"),
+        ("dispatch", "a coordinator's dispatch cost applies to all-reduce strategies"),
+        ("partial", "partial collectives apply to all-reduce strategies"),
+    ];
+    for (name, reason) in why {
+        if spec.get(name).is_some() {
+            return Err(Error::invalid(
+                format!("strategy.{name}"),
+                format!("does not apply to {}: {reason}", spec.name),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn family(spec: &Spec) -> Result<Family> {
@@ -323,6 +367,9 @@ fn family(spec: &Spec) -> Result<Family> {
             in_network_aggregation: ina,
             switch_memory: spec.bytes("switch_memory").map(|b| b.round() as u64),
         }));
+    }
+    if let Some(stage) = sharded::stage_of(name) {
+        return Ok(Family::Sharded(sharded::config(stage, spec)?));
     }
     Ok(Family::AllReduce(match name {
         "ring" => Algorithm::Ring,

@@ -109,6 +109,18 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         help: "partial collective (seed 002): a round starts when its initiator is ready (solo: the first rank; majority: a seeded random rank); all-reduce only",
     },
     OptionInfo { name: "copy", kind: OptionKind::Rate, default: "", help: "host copy bandwidth per message, overriding the transport's" },
+    OptionInfo {
+        name: "param_dtype",
+        kind: OptionKind::Choice(crate::dtype::DTYPE_NAMES),
+        default: "",
+        help: "element type of parameters on the wire (all-gathers of sharded strategies); default: as the workload lists them",
+    },
+    OptionInfo {
+        name: "reduce_dtype",
+        kind: OptionKind::Choice(crate::dtype::DTYPE_NAMES),
+        default: "",
+        help: "element type of gradients on the wire (all-reduces, reduce-scatters); default: as the workload lists them",
+    },
 ];
 
 /// Transport presets (seed 004). The numbers are illustrative defaults, not

@@ -1,0 +1,316 @@
+//! Stream programs: every rank runs, each iteration, one program of compute and
+//! collective instructions on its compute stream, and the collectives run on
+//! communication streams, one at a time each and in issue order. This is how PyTorch FSDP
+//! and DeepSpeed ZeRO execute on a GPU: all-gathers on one CUDA stream, reduce-scatters
+//! on another, the compute stream waiting on events (`Wait`) only where it needs the
+//! result. Sharded strategies compile into such programs (`sharded.rs`).
+//!
+//! A collective starts once every rank has issued it (NCCL's implicit rendezvous: the
+//! kernel cannot progress before its peers launched theirs) and its stream is free.
+//! Iteration `k` completes when every rank has run its program of iteration `k` to the
+//! end; the program ends with the waits that make its parameters usable for `k + 1`.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use super::core::{Core, Note, Protocol};
+use super::slab::Slab;
+use super::step::StepCollective;
+use super::{variability, Measured, Next};
+use crate::error::{Error, Result};
+use crate::network::FlowEvent;
+use crate::units::Nanos;
+use crate::workload::Workload;
+
+/// One instruction of a rank's program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Instr {
+    /// The layer's forward or backward compute, at the workload's time for it.
+    Compute { layer: usize, backward: bool },
+    /// Hand collective `c` (an index into [`Program::collectives`]) to its stream.
+    Issue(usize),
+    /// Block the compute stream until collective `c` has finished on this rank.
+    Wait(usize),
+}
+
+/// A collective of the program.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Collective {
+    /// Index of its schedule in the executor's list.
+    pub schedule: usize,
+    /// Payload bytes on the wire (the full buffer: see docs/collectives.md).
+    pub bytes: u64,
+    /// Communication stream it runs on.
+    pub stream: usize,
+}
+
+/// One iteration's program, the same on every rank.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Program {
+    pub instrs: Vec<Instr>,
+    pub collectives: Vec<Collective>,
+    pub streams: usize,
+}
+
+impl Program {
+    /// Appends a collective and its issue instruction; returns its index.
+    pub fn issue(&mut self, schedule: usize, bytes: u64, stream: usize) -> usize {
+        self.collectives.push(Collective { schedule, bytes, stream });
+        self.streams = self.streams.max(stream + 1);
+        let c = self.collectives.len() - 1;
+        self.instrs.push(Instr::Issue(c));
+        c
+    }
+}
+
+struct Rank {
+    pc: usize,
+    iteration: u32,
+    /// Per collective: iterations in which it finished on this rank.
+    done: Vec<u32>,
+    waiting: Option<usize>,
+    slowdown: f64,
+    /// When the current compute instruction started (for recording).
+    compute_start: Nanos,
+}
+
+#[derive(Default)]
+struct Stream {
+    queue: VecDeque<(u32, usize)>,
+    busy: bool,
+}
+
+struct Running {
+    iteration: u32,
+    collective: usize,
+    done: usize,
+}
+
+/// Runs `program` for `iterations` iterations on `ranks` simulated ranks.
+pub(crate) struct Runner<'a> {
+    workload: &'a Workload,
+    program: &'a Program,
+    iterations: u32,
+    core: &'a mut Core,
+    exec: &'a mut StepCollective,
+    sampler: variability::Sampler,
+    ranks: Vec<Rank>,
+    issued: HashMap<(u32, usize), usize>,
+    streams: Vec<Stream>,
+    running: Slab<Running>,
+    queue: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
+    seq: u64,
+    out: Measured,
+    completed: Vec<usize>,
+}
+
+impl<'a> Runner<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        workload: &'a Workload,
+        program: &'a Program,
+        iterations: u32,
+        ranks: usize,
+        core: &'a mut Core,
+        exec: &'a mut StepCollective,
+        sampler: variability::Sampler,
+        record: bool,
+    ) -> Self {
+        let rank = || Rank {
+            pc: 0,
+            iteration: 0,
+            done: vec![0; program.collectives.len()],
+            waiting: None,
+            slowdown: 1.0,
+            compute_start: 0,
+        };
+        Runner {
+            workload,
+            program,
+            iterations,
+            core,
+            exec,
+            sampler,
+            ranks: (0..ranks).map(|_| rank()).collect(),
+            issued: HashMap::new(),
+            streams: (0..program.streams).map(|_| Stream::default()).collect(),
+            running: Slab::default(),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            out: Measured {
+                completions: Vec::new(),
+                events: 0,
+                busy_at_first: 0,
+                link_bytes_at_first: Vec::new(),
+                sent_at_first: 0.0,
+                last_started: None,
+                compute_spans: record.then(Vec::new),
+            },
+            completed: vec![0; iterations as usize],
+        }
+    }
+
+    /// Runs every iteration to completion.
+    pub fn run(mut self) -> Result<Measured> {
+        for r in 0..self.ranks.len() {
+            self.ranks[r].slowdown = self.sampler.draw(r);
+            self.advance(r);
+        }
+        let mut flow_events = Vec::new();
+        while self.out.completions.len() < self.iterations as usize {
+            match super::next(self.queue.peek().map(|e| e.0 .0), self.core) {
+                Next::Network(t) => {
+                    self.core.now = t;
+                    flow_events.clear();
+                    self.core.net.advance(t, &mut flow_events);
+                    for &e in &flow_events {
+                        self.out.events += 1;
+                        let (tag, delivered) = match e {
+                            FlowEvent::Sent(tag) => (tag, false),
+                            FlowEvent::Delivered(tag) => (tag, true),
+                        };
+                        if let Some(user) = self.core.flow_event(tag, delivered) {
+                            self.exec.on_flow(self.core, user, delivered);
+                            self.drain_notes();
+                        }
+                    }
+                }
+                Next::Queue(t) => {
+                    let Reverse((_, _, r)) = self.queue.pop().expect("peeked");
+                    self.core.now = t;
+                    self.out.events += 1;
+                    if let Some(spans) = self.out.compute_spans.as_mut() {
+                        if let Some(Instr::Compute { layer, backward }) = self.program.instrs.get(self.ranks[r].pc - 1)
+                        {
+                            spans.push((r, *layer, *backward, self.ranks[r].compute_start, t));
+                        }
+                    }
+                    self.advance(r);
+                }
+                Next::Stalled => {
+                    return Err(Error::invalid(
+                        "strategy",
+                        "the simulation stalled before every iteration completed (internal error; please report)",
+                    ))
+                }
+            }
+        }
+        Ok(self.out)
+    }
+
+    /// Runs rank `r`'s program until it must wait for compute or a collective.
+    fn advance(&mut self, r: usize) {
+        loop {
+            let rank = &mut self.ranks[r];
+            if rank.iteration == self.iterations {
+                return;
+            }
+            let Some(&instr) = self.program.instrs.get(rank.pc) else {
+                self.end_iteration(r);
+                continue;
+            };
+            match instr {
+                Instr::Compute { layer, backward } => {
+                    if rank.pc == 0 && rank.iteration + 1 == self.iterations && self.out.last_started.is_none() {
+                        self.out.last_started = Some(self.core.now);
+                    }
+                    let l = &self.workload.layers[layer];
+                    let base = if backward { l.backward } else { l.forward };
+                    let d = (base as f64 * rank.slowdown).round() as Nanos;
+                    rank.pc += 1;
+                    rank.compute_start = self.core.now;
+                    self.seq += 1;
+                    self.queue.push(Reverse((self.core.now + d, self.seq, r)));
+                    return;
+                }
+                Instr::Issue(c) => {
+                    rank.pc += 1;
+                    let k = rank.iteration;
+                    self.issue(k, c);
+                }
+                Instr::Wait(c) => {
+                    if rank.done[c] > rank.iteration {
+                        rank.pc += 1;
+                    } else {
+                        rank.waiting = Some(c);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_iteration(&mut self, r: usize) {
+        let now = self.core.now;
+        let rank = &mut self.ranks[r];
+        let k = rank.iteration as usize;
+        rank.iteration += 1;
+        rank.pc = 0;
+        self.completed[k] += 1;
+        if self.completed[k] == self.ranks.len() {
+            self.out.completions.push(now);
+            if self.out.completions.len() == 1 && self.iterations > 1 {
+                self.out.busy_at_first = self.core.comm_busy();
+                self.out.sent_at_first = self.core.sent_bytes;
+                self.out.link_bytes_at_first = self.core.net.link_bytes(now).to_vec();
+            }
+        }
+        if self.ranks[r].iteration < self.iterations {
+            self.ranks[r].slowdown = self.sampler.draw(r);
+        }
+    }
+
+    /// Counts one rank's issue of collective `c` of iteration `k`; once every rank has
+    /// issued it, it joins its stream's queue.
+    fn issue(&mut self, k: u32, c: usize) {
+        let count = self.issued.entry((k, c)).or_insert(0);
+        *count += 1;
+        if *count < self.ranks.len() {
+            return;
+        }
+        self.issued.remove(&(k, c));
+        let s = self.program.collectives[c].stream;
+        self.streams[s].queue.push_back((k, c));
+        self.start_next(s);
+    }
+
+    fn start_next(&mut self, s: usize) {
+        if self.streams[s].busy {
+            return;
+        }
+        let Some((k, c)) = self.streams[s].queue.pop_front() else { return };
+        self.streams[s].busy = true;
+        let op = self.running.insert(Running { iteration: k, collective: c, done: 0 }) as u64;
+        let def = &self.program.collectives[c];
+        for r in 0..self.ranks.len() {
+            self.exec.start_with(self.core, r, op, def.schedule, def.bytes);
+        }
+    }
+
+    fn drain_notes(&mut self) {
+        while !self.core.notes.is_empty() {
+            for note in std::mem::take(&mut self.core.notes) {
+                let Note::OpDone { rank, op, .. } = note else {
+                    unreachable!("step collectives report whole operations")
+                };
+                let running = self.running.get_mut(op as usize);
+                let (k, c) = (running.iteration, running.collective);
+                running.done += 1;
+                let all = running.done == self.ranks.len();
+                let r = &mut self.ranks[rank];
+                r.done[c] = k + 1;
+                if r.waiting == Some(c) && r.iteration == k {
+                    r.waiting = None;
+                    r.pc += 1;
+                    self.advance(rank);
+                }
+                if all {
+                    self.running.remove(op as usize);
+                    let s = self.program.collectives[c].stream;
+                    self.streams[s].busy = false;
+                    self.start_next(s);
+                }
+            }
+        }
+    }
+}

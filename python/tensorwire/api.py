@@ -79,6 +79,7 @@ def simulate(
         flows=raw["flows"],
         timeline=tuple(_spans(raw["timeline"], workload, cluster.workers)),
         nap=raw["nap"],
+        sent_bytes_per_worker=raw["sent_bytes_per_worker"],
     )
 
 

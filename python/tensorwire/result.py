@@ -18,7 +18,8 @@ class Result:
     ``scaling_factor`` is T_n / (n T_1) as seed 001 defines it: the job's throughput over
     n times the throughput of one worker that only computes. ``exposed_comm_s`` is the time
     per iteration not covered by compute; ``comm_time_s`` the time rank 0 had any message
-    in flight. ``link_utilization`` maps each directed link (``h0->sw``) to its busy
+    in flight; ``sent_bytes_per_worker`` the bytes rank 0's host put on the wire per
+    iteration (a multicast message counts once). ``link_utilization`` maps each directed link (``h0->sw``) to its busy
     fraction over the steady-state window.
     """
 
@@ -40,6 +41,7 @@ class Result:
     flows: int
     timeline: tuple[dict[str, Any], ...] = ()
     nap: Optional[float] = None
+    sent_bytes_per_worker: float = 0.0
 
     @property
     def max_link_utilization(self) -> float:

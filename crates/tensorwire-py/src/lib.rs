@@ -89,6 +89,7 @@ fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDic
     d.set_item("compute_time_s", r.compute_time_s)?;
     d.set_item("comm_time_s", r.comm_time_s)?;
     d.set_item("exposed_comm_s", r.exposed_comm_s)?;
+    d.set_item("sent_bytes_per_worker", r.sent_bytes_per_worker)?;
     d.set_item("link_utilization", r.link_utilization.clone())?;
     d.set_item("events", r.events)?;
     d.set_item("flows", r.flows)?;

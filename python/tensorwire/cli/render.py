@@ -47,6 +47,7 @@ def result(r: Result, workload: Workload) -> None:
     t.add_row("communication (rank 0 busy)", format_seconds(r.comm_time_s))
     t.add_row("exposed communication", format_seconds(r.exposed_comm_s))
     t.add_row("gradient bytes per worker", format_bytes(workload.total_bytes))
+    t.add_row("bytes sent per worker", format_bytes(round(r.sent_bytes_per_worker)))
     if r.nap is not None:
         t.add_row("active processes per round (NAP)", f"{r.nap:.2f} of {r.workers}")
     for name, u in r.busiest_links(3):

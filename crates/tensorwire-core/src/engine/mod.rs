@@ -219,6 +219,9 @@ enum Gate {
 
 struct Engine<'a> {
     sc: &'a Scenario,
+    /// Ranks the protocol simulates: 1 when folded, else every worker. Workers whose
+    /// compute differs are simulated one by one even then (`workers`).
+    net_ranks: usize,
     core: Core,
     protocol: Box<dyn Protocol>,
     tasks: Vec<Task>,
@@ -351,10 +354,13 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     if multicast && !matches!(topo.shape(), Shape::Star | Shape::LeafSpine { .. }) {
         return Err(Error::invalid("topology", "multicast needs switches to replicate packets (star or leaf-spine)"));
     }
+    // Stragglers do not prevent folding the network of a coordinated all-reduce: every
+    // rank starts each collective at the same instant (when the last is ready), so the
+    // collective itself stays symmetric; compute is then simulated per worker.
     let folded = sc.allow_folding
         && n > 1
         && strategy.partial.is_none()
-        && sc.variability.is_uniform()
+        && (sc.variability.is_uniform() || matches!(strategy.family, Family::AllReduce(_)))
         && sc.rank_to_host.is_none()
         && match &schedule {
             Some(s) => {
@@ -404,7 +410,8 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         }
         _ => unreachable!("every all-reduce has a schedule"),
     };
-    let simulated = if folded { 1 } else { n };
+    let net_ranks = if folded { 1 } else { n };
+    let simulated = if folded && sc.variability.is_uniform() { 1 } else { n };
     let workers = (0..simulated)
         .map(|_| Worker {
             iteration: 0,
@@ -431,6 +438,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         .collect();
     let mut engine = Engine {
         sc,
+        net_ranks,
         core,
         protocol,
         tasks,
@@ -687,7 +695,7 @@ impl Engine<'_> {
                     None => self.activate_all(at, op),
                 }
             } else if self.coordinated {
-                for rank in 0..self.workers.len() {
+                for rank in 0..self.net_ranks {
                     self.protocol.start_op(&mut self.core, rank, op, &tasks, group.bytes);
                 }
             } else {
@@ -699,7 +707,7 @@ impl Engine<'_> {
 
     /// Starts operation `op` on every rank at `at`.
     fn activate_all(&mut self, at: Nanos, op: u64) {
-        for rank in 0..self.workers.len() {
+        for rank in 0..self.net_ranks {
             self.seq += 1;
             self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
         }
@@ -730,12 +738,20 @@ impl Engine<'_> {
                 match note {
                     Note::OpDone { rank, op, synced } => {
                         if synced {
+                            // Folded with per-worker compute: rank 0's completion is every worker's.
+                            let holders = if self.net_ranks < self.workers.len() {
+                                0..self.workers.len()
+                            } else {
+                                rank..rank + 1
+                            };
                             let tasks = self.ops.get(op as usize).tasks.clone();
                             for task in tasks {
-                                self.piece_synced(rank, task);
+                                for w in holders.clone() {
+                                    self.piece_synced(w, task);
+                                }
                             }
                         }
-                        let needed = if self.coordinated { self.workers.len() } else { 1 };
+                        let needed = if self.coordinated { self.net_ranks } else { 1 };
                         let state = self.ops.get_mut(op as usize);
                         state.done += 1;
                         if state.done == needed {

@@ -158,8 +158,48 @@ fn a_straggler_slows_the_ring_down() {
     let base = run(&sc).iteration_time_s;
     sc.variability = Variability::Slowdowns(vec![1.0, 1.0, 2.0, 1.0]);
     let slow = run(&sc);
-    assert!(!slow.folded);
+    assert!(slow.folded, "the network stays folded; compute is simulated per worker");
     assert!(slow.iteration_time_s > base + 0.5 * 300_000e-9, "{} vs {base}", slow.iteration_time_s);
+}
+
+#[test]
+fn stragglers_fold_the_network_and_change_nothing_else() {
+    let w = workload(&[4096, 100_000, 7, 65_536, 1_000_000], 20_000);
+    let variabilities = [
+        Variability::Slowdowns(vec![1.0, 1.0, 2.0, 1.0, 1.0, 1.3]),
+        Variability::LogNormal { sigma: 0.4 },
+        Variability::Normal { cv: 0.2 },
+    ];
+    for strategy in [
+        "ring",
+        "ring:partition=50000B,schedule=priority,credit=100000B",
+        "ring:fusion=200000B,cycle=1ms",
+        "ring:execution=stream,dispatch=20us",
+        "halving-doubling",
+    ] {
+        for v in &variabilities {
+            let mut sc = scenario(w.clone(), 6, strategy, 700);
+            sc.variability = v.clone();
+            sc.seed = 7;
+            sc.iterations = 4;
+            let folded = run(&sc);
+            sc.allow_folding = false;
+            let full = run(&sc);
+            assert!(!full.folded);
+            assert_eq!(
+                folded.folded,
+                strategy.starts_with("ring"),
+                "{strategy}: ring folds, 6-rank halving-doubling does not"
+            );
+            assert_eq!(folded.completions_s, full.completions_s, "{strategy} {v:?}");
+            assert!((folded.comm_time_s - full.comm_time_s).abs() < 1e-12, "{strategy} {v:?}");
+            assert!((folded.sent_bytes_per_worker - full.sent_bytes_per_worker).abs() < 1e-6, "{strategy} {v:?}");
+            for ((a, x), (b, y)) in folded.link_utilization.iter().zip(&full.link_utilization) {
+                assert_eq!(a, b);
+                assert!((x - y).abs() < 1e-9, "{strategy} {v:?} {a}: {x} vs {y}");
+            }
+        }
+    }
 }
 
 #[test]

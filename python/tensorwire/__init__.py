@@ -10,7 +10,7 @@ The vocabulary is four words: a :class:`Workload` (a model as the network sees i
 """
 
 from tensorwire._core import InputError, __version__
-from tensorwire.api import simulate
+from tensorwire.api import Progress, simulate
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, StrategyInfo, strategies
@@ -22,6 +22,7 @@ __all__ = [
     "InputError",
     "Layer",
     "ModelInfo",
+    "Progress",
     "Result",
     "Strategy",
     "StrategyInfo",

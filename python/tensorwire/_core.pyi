@@ -1,6 +1,6 @@
 """Type stub of the Rust extension ``tensorwire._core`` (checked by ``mypy.stubtest``)."""
 
-from typing import Any, Optional, final
+from typing import Callable, Any, Optional, final
 
 __version__: str
 
@@ -27,6 +27,8 @@ def simulate(
     rank_to_host: Optional[list[int]] = None,
     allow_folding: bool = True,
     timeline: bool = False,
+    max_flows: Optional[int] = None,
+    progress: Optional[Callable[[int, int, float, int, int], bool]] = None,
 ) -> dict[str, Any]: ...
 def check_strategy(spec: str) -> str: ...
 def check_topology(spec: str) -> str: ...

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
@@ -10,6 +11,17 @@ from tensorwire.cluster import Cluster
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy
 from tensorwire.workload import Workload
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a running simulation has got (passed to ``simulate(progress=...)``)."""
+
+    iterations_done: int
+    iterations: int
+    simulated_s: float
+    events: int
+    flows: int
 
 
 def simulate(
@@ -24,6 +36,8 @@ def simulate(
     slowdowns: Optional[Sequence[float]] = None,
     fold: bool = True,
     timeline: bool = False,
+    max_flows: Optional[int] = None,
+    progress: Optional[Callable[[Progress], bool]] = None,
 ) -> Result:
     """Simulates ``iterations`` training iterations and reports the steady state.
 
@@ -31,6 +45,10 @@ def simulate(
     ``normal`` (``spread`` = coefficient of variation), ``lognormal`` (``spread`` = sigma)
     or ``fixed`` (``slowdowns`` = one compute multiplier per worker); draws are seeded.
     ``fold=False`` disables the symmetric shortcut (same answer, slower; for checking).
+    ``max_flows`` stops a run that would need more flows than that with an ``InputError``
+    (field ``max_flows``) instead of running for hours or out of memory; ``progress`` is
+    called every 65,536 events with a :class:`Progress` and stops the run (``InputError``,
+    field ``interrupted``) when it returns False.
 
     >>> from tensorwire import Cluster, load_model
     >>> r = simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
@@ -42,6 +60,9 @@ def simulate(
         raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError("seed", f"{seed!r} must be an integer >= 0")
+    if max_flows is not None and (isinstance(max_flows, bool) or not isinstance(max_flows, int) or max_flows < 1):
+        raise InputError("max_flows", f"{max_flows!r} must be an integer >= 1")
+    report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
     raw = _core.simulate(
         workload._to_core(),
         cluster.workers,
@@ -59,6 +80,8 @@ def simulate(
         slowdowns=list(slowdowns) if slowdowns is not None else None,
         allow_folding=fold,
         timeline=timeline,
+        max_flows=max_flows,
+        progress=report,
     )
     return Result(
         model=workload.name,

@@ -18,7 +18,7 @@ use tensorwire_core::topology::spec::TOPOLOGIES;
 use tensorwire_core::topology::TopologySpec;
 use tensorwire_core::units::{self, seconds_to_nanos};
 use tensorwire_core::workload::{collective_benchmark, Layer, Tensor, Workload};
-use tensorwire_core::{Error, Report, Scenario, Variability};
+use tensorwire_core::{Error, Progress, ProgressHook, Report, Scenario, Variability};
 
 create_exception!(_core, InputError, PyValueError, "Invalid input; `args[0]` is the field, `args[1]` what is allowed.");
 
@@ -109,12 +109,29 @@ fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDic
     Ok(d)
 }
 
+/// Calls `callback(iterations_done, iterations, simulated_s, events, flows)` with the GIL;
+/// a false result, an exception or a pending signal (Ctrl-C) stops the run.
+fn progress_hook(callback: PyObject) -> ProgressHook {
+    ProgressHook(std::sync::Arc::new(move |p: &Progress| {
+        Python::with_gil(|py| {
+            if py.check_signals().is_err() {
+                return false;
+            }
+            callback
+                .call1(py, (p.iterations_done, p.iterations, p.simulated_s, p.events, p.flows))
+                .and_then(|r| r.is_truthy(py))
+                .unwrap_or(false)
+        })
+    }))
+}
+
 /// Runs one simulation; returns a dict of metrics (see `tensorwire.Result`).
 #[pyfunction]
 #[pyo3(signature = (
     workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
     seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
-    slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false
+    slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false, max_flows = None,
+    progress = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -136,6 +153,8 @@ fn simulate<'py>(
     rank_to_host: Option<Vec<usize>>,
     allow_folding: bool,
     timeline: bool,
+    max_flows: Option<u64>,
+    progress: Option<PyObject>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let build = || -> Result<Scenario, Error> {
         if workers < 1 {
@@ -162,6 +181,8 @@ fn simulate<'py>(
         sc.rank_to_host = rank_to_host;
         sc.allow_folding = allow_folding;
         sc.record_timeline = timeline;
+        sc.max_flows = max_flows;
+        sc.progress = progress.map(progress_hook);
         Ok(sc)
     };
     let scenario = guarded(build)?;

@@ -59,6 +59,7 @@ def _emit_json(data: Any) -> None:
 @click.option("--strategy", "-s", required=True, help="Strategy spec NAME[:key=value,...]; see `tensorwire strategies`.")
 @options.whatif_options
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace of the last iteration.")
+@options.max_flows
 @options.run_options
 def simulate_cmd(
     model: Optional[str],
@@ -77,6 +78,7 @@ def simulate_cmd(
     add_modules: Optional[str],
     stragglers: str,
     trace_file: Optional[str],
+    max_flows: int,
     iterations: int,
     seed: int,
     as_json: bool,
@@ -99,7 +101,9 @@ def simulate_cmd(
     workload = _whatif(workload, compute_speedup, add_modules)
     variability = parse_stragglers(stragglers, workers)
     cluster = _cluster(workers, bandwidth, latency, topology, network, overhead)
-    result = simulate(workload, cluster, spec, iterations=iterations, seed=seed, timeline=trace_file is not None, **variability)
+    with render.run_progress() as progress:
+        result = simulate(workload, cluster, spec, iterations=iterations, seed=seed, timeline=trace_file is not None,
+                          max_flows=max_flows, progress=progress, **variability)
     if trace_file is not None:
         write_trace(trace_file, result)
     if as_json:

@@ -59,6 +59,14 @@ compute_options = _stack(
     click.option("--gpu", default=None, help="Device whose measurements to use (default: the model's, v100)."),
     click.option("--batch", type=int, callback=_positive, default=None, help="Per-worker batch size (default: the measured one)."),
 )
+max_flows = click.option(
+    "--max-flows",
+    type=int,
+    callback=_positive,
+    default=200_000_000,
+    show_default=True,
+    help="Stop with an error instead of simulating more flows than this (about a minute of CPU per 200 million).",
+)
 run_options = _stack(
     click.option("--iterations", type=int, callback=_positive, default=3, show_default=True, help="Iterations to simulate (first is warm-up)."),
     click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the random streams."),

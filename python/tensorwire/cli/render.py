@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, Callable, Iterator
+import time
+from typing import Any, Callable, Iterator, Optional
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tensorwire.api import Progress as RunProgress
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result
 from tensorwire.strategy import OptionInfo, StrategyInfo
@@ -33,6 +35,36 @@ def progress(total: int, what: str) -> Iterator[Callable[[], None]]:
     with bar:
         task = bar.add_task(what, total=total)
         yield lambda: bar.advance(task)
+
+
+@contextlib.contextmanager
+def run_progress(after_s: float = 1.0) -> Iterator[Callable[[RunProgress], bool]]:
+    """A progress bar for one long simulation: on stderr when it is a terminal, shown only
+    once the run has taken ``after_s`` seconds; yields the ``simulate(progress=...)`` callback."""
+    start = time.monotonic()
+    bar: Optional[Progress] = None
+    task = None
+
+    def report(p: RunProgress) -> bool:
+        nonlocal bar, task
+        if not sys.stderr.isatty() or time.monotonic() - start < after_s:
+            return True
+        if bar is None:
+            bar = Progress(
+                TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("iterations"),
+                TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+            )
+            bar.start()
+            task = bar.add_task("simulating", total=p.iterations, detail="")
+        assert task is not None
+        bar.update(task, completed=p.iterations_done, detail=f"{p.simulated_s:.3f} s simulated, {p.flows:,} flows")
+        return True
+
+    try:
+        yield report
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def result(r: Result, workload: Workload) -> None:

@@ -78,6 +78,69 @@ pub struct Scenario {
     pub allow_folding: bool,
     /// Record the spans of the last iteration into [`Report::timeline`].
     pub record_timeline: bool,
+    /// Refuse to go on past this many flows (a guard against runs that would take hours
+    /// or exhaust memory); `None` for no limit.
+    pub max_flows: Option<u64>,
+    /// Called every [`PROGRESS_EVERY`] events; returning `false` stops the run.
+    pub progress: Option<ProgressHook>,
+}
+
+/// How far a running simulation has got.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Iterations completed on every worker.
+    pub iterations_done: u32,
+    /// Iterations asked for.
+    pub iterations: u32,
+    /// Simulated time so far, s.
+    pub simulated_s: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Flows started.
+    pub flows: u64,
+}
+
+/// Events between two progress reports (and flow-budget checks).
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// A progress callback (see [`Scenario::progress`]).
+#[derive(Clone)]
+pub struct ProgressHook(pub std::sync::Arc<dyn Fn(&Progress) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
+}
+
+/// Checks the flow budget and reports progress; called by the event loops every
+/// [`PROGRESS_EVERY`] events.
+pub(crate) fn checkpoint(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -> Result<()> {
+    if let Some(max) = sc.max_flows {
+        if core.flows_started > max {
+            return Err(Error::invalid(
+                "max_flows",
+                format!(
+                    "the simulation needs more than {max} flows (at {:.3} s simulated, {iterations_done} of {} iterations done); raise max_flows (--max-flows), or simulate fewer workers or iterations",
+                    nanos_to_seconds(core.now),
+                    sc.iterations
+                ),
+            ));
+        }
+    }
+    if let Some(hook) = &sc.progress {
+        let p = Progress {
+            iterations_done: iterations_done as u32,
+            iterations: sc.iterations,
+            simulated_s: nanos_to_seconds(core.now),
+            events,
+            flows: core.flows_started,
+        };
+        if !(hook.0)(&p) {
+            return Err(Error::invalid("interrupted", "the simulation was stopped before it finished"));
+        }
+    }
+    Ok(())
 }
 
 impl Scenario {
@@ -99,6 +162,8 @@ impl Scenario {
             rank_to_host: None,
             allow_folding: true,
             record_timeline: false,
+            max_flows: None,
+            progress: None,
         }
     }
 
@@ -482,7 +547,12 @@ impl Engine<'_> {
             self.start_iteration(w);
         }
         let mut flow_events = Vec::new();
+        let mut checked = 0;
         while self.completions.len() < self.sc.iterations as usize {
+            if self.events >= checked + PROGRESS_EVERY {
+                checked = self.events;
+                checkpoint(self.sc, &self.core, self.events, self.completions.len())?;
+            }
             match next(self.queue.peek().map(|e| e.0 .0), &mut self.core) {
                 Next::Network(t) => {
                     self.core.now = t;

@@ -88,6 +88,7 @@ struct Running {
 
 /// Runs `program` for `iterations` iterations on `ranks` simulated ranks.
 pub(crate) struct Runner<'a> {
+    sc: &'a super::Scenario,
     workload: &'a Workload,
     program: &'a Program,
     iterations: u32,
@@ -107,9 +108,8 @@ pub(crate) struct Runner<'a> {
 impl<'a> Runner<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        workload: &'a Workload,
+        sc: &'a super::Scenario,
         program: &'a Program,
-        iterations: u32,
         ranks: usize,
         core: &'a mut Core,
         exec: &'a mut StepCollective,
@@ -124,7 +124,9 @@ impl<'a> Runner<'a> {
             slowdown: 1.0,
             compute_start: 0,
         };
+        let (workload, iterations) = (&sc.workload, sc.iterations);
         Runner {
+            sc,
             workload,
             program,
             iterations,
@@ -157,7 +159,12 @@ impl<'a> Runner<'a> {
             self.advance(r);
         }
         let mut flow_events = Vec::new();
+        let mut checked = 0;
         while self.out.completions.len() < self.iterations as usize {
+            if self.out.events >= checked + super::PROGRESS_EVERY {
+                checked = self.out.events;
+                super::checkpoint(self.sc, self.core, self.out.events, self.out.completions.len())?;
+            }
             match super::next(self.queue.peek().map(|e| e.0 .0), self.core) {
                 Next::Network(t) => {
                     self.core.now = t;

@@ -64,8 +64,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let ranks = if folded { 1 } else { n };
-    let runner =
-        Runner::new(&sc.workload, &program, sc.iterations, ranks, &mut core, &mut exec, sampler, sc.record_timeline);
+    let runner = Runner::new(sc, &program, ranks, &mut core, &mut exec, sampler, sc.record_timeline);
     let measured = runner.run()?;
     Ok(build_report(sc, &mut core, measured))
 }

@@ -804,3 +804,42 @@ mod partial {
         assert_eq!(crate::strategy::Strategy::parse("ps:partial=solo").unwrap_err().field(), "strategy.partial");
     }
 }
+
+#[test]
+fn the_flow_budget_stops_a_run_with_a_clear_error() {
+    let mut sc = scenario(workload(&[4096; 400], 1000), 8, "ring", 100);
+    sc.allow_folding = false;
+    sc.max_flows = Some(1000);
+    let e = simulate(&sc).unwrap_err();
+    assert_eq!(e.field(), "max_flows");
+    assert!(e.to_string().contains("more than 1000 flows"), "{e}");
+    sc.max_flows = Some(10_000_000);
+    assert!(simulate(&sc).is_ok());
+}
+
+#[test]
+fn progress_is_reported_and_can_stop_a_run() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let calls = Arc::new(AtomicU64::new(0));
+    let seen = calls.clone();
+    let mut sc = scenario(workload(&[4096; 400], 1000), 8, "ring", 100);
+    sc.allow_folding = false;
+    sc.iterations = 2;
+    sc.progress = Some(ProgressHook(Arc::new(move |p: &Progress| {
+        assert!(p.iterations_done <= p.iterations && p.events > 0);
+        seen.fetch_add(1, Ordering::Relaxed);
+        true
+    })));
+    let done = simulate(&sc).unwrap();
+    assert!(
+        calls.load(Ordering::Relaxed) >= done.events / PROGRESS_EVERY - 1,
+        "{} calls",
+        calls.load(Ordering::Relaxed)
+    );
+    sc.progress = Some(ProgressHook(Arc::new(|_: &Progress| false)));
+    assert_eq!(simulate(&sc).unwrap_err().field(), "interrupted");
+    // The sharded engine checks too.
+    sc.strategy = crate::strategy::Strategy::parse("fsdp").unwrap();
+    assert_eq!(simulate(&sc).unwrap_err().field(), "interrupted");
+}

@@ -40,7 +40,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Workload
-from tensorwire.workloads.layering import Collective, Step, merge_ranks, owned_tensors, split_at_collectives
+from tensorwire.workloads.layering import Collective, Step, merge_ranks, owned_tensors, split_at_collectives, with_owners
 
 PathLike = Union[str, Path]
 
@@ -439,8 +439,7 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
     else:
         marks = [((x.ev.ts - bwd_start) * 1e-6, [c]) for x, c in zip(step_launches, colls) if c.is_gradient]
         layers = split_at_collectives(us(bwd_start) - us(fwd_start), marks, (bwd_end - bwd_start) * 1e-6)
-        owners = {c.index: layer.name for layer in layers for c in colls if any(t.name.endswith(f"#{c.index}") for t in layer.tensors)}
-        colls = [_with_layer(c, owners.get(c.index)) for c in colls]
+        colls = list(with_owners(layers, colls))
         kind = "collectives"
     return Step(
         rank=rank,

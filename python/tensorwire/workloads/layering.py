@@ -115,6 +115,16 @@ def split_at_collectives(
     return tuple(layers)
 
 
+def with_owners(layers: Sequence[Layer], colls: Sequence[Collective]) -> tuple[Collective, ...]:
+    """``colls`` with ``layer`` set to the layer owning each as a gradient tensor."""
+    owner = {t.name: layer.name for layer in layers for t in layer.tensors}
+    out = []
+    for c in colls:
+        name = next((n for t, n in owner.items() if t.endswith(f".{c.kind}#{c.index}")), None) if c.is_gradient else None
+        out.append(Collective(c.kind, c.bytes, c.dtype, c.launch_s, c.start_s, c.end_s, c.phase, name, c.overlap_s, c.index))
+    return tuple(out)
+
+
 def owned_tensors(layer: str, colls: Sequence[Collective]) -> tuple[Tensor, ...]:
     """The gradient tensors of ``colls`` (launch order) as a layer lists them: reversed, so
     that the simulator produces them in launch order. Named ``LAYER.KIND#INDEX``, INDEX being

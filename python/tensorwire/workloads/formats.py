@@ -33,7 +33,8 @@ def detect_format(path: PathLike) -> str:
             return "kineto"  # let the reader say what is wrong
     text = head.lstrip()
     if text.startswith(b"{") or text.startswith(b"["):
-        return "tensorwire" if b'"tensorwire-' in head and b'"traceEvents"' not in head else "kineto"
+        kineto = text.startswith(b"[") or b'"traceEvents"' in head or b'"schemaVersion"' in head
+        return "kineto" if kineto else "tensorwire"
     try:
         head.decode("utf-8")
         is_text = b"\x00" not in head

@@ -125,7 +125,8 @@ def _packed(wire: int, value: Union[int, bytes]) -> list[int]:
 
 
 def _attribute(buf: bytes) -> tuple[str, Union[int, str, float, bool, None]]:
-    name, value = "", None
+    name = ""
+    value: Union[int, str, float, bool, None] = None
     for number, wire, v in _fields(buf):
         if number == 1 and isinstance(v, bytes):
             name = v.decode("utf-8", "replace")

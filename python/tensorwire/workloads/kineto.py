@@ -135,7 +135,7 @@ def _events(data: dict[str, Any], name: str) -> list[_Ev]:
         ts, dur = e.get("ts"), e.get("dur", 0)
         if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or not math.isfinite(ts) or not dur >= 0:
             raise InputError("workload", f"{name}: event {e.get('name')!r} has a bad ts/dur ({ts!r}, {dur!r}); expected microseconds")
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        args: dict[str, Any] = e["args"] if isinstance(e.get("args"), dict) else {}
         out.append(_Ev(str(e.get("name", "")), e.get("tid"), float(ts), float(dur), str(e.get("cat", "")), args))
     out.sort(key=lambda e: (e.ts, -e.dur))
     return out

@@ -7,6 +7,7 @@ iteration at the workload's batch size on one device) and the gradient tensors i
 Three ways in besides the zoo (:func:`tensorwire.load_model`):
 
 - a JSON workload file (format ``tensorwire-workload/1``, documented in docs/formats.md);
+- a PyTorch profiler trace or a Chakra execution trace (docs/traces.md);
 - seed 000's five-attribute trace (event time, tensor name, size, source, destination);
 - a collective microbenchmark, ``allreduce:SIZE[xCOUNT]``.
 """
@@ -104,7 +105,16 @@ class Workload:
         return cls._from_core(name, batch, layers, tensors, f"{spec}: collective microbenchmark")
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Workload:
+    def from_file(cls, path: str | Path, format: str | None = None) -> Workload:
+        """Reads a workload file of ``format`` (default: detected from its content): a JSON
+        workload (or zoo) file or a five-attribute trace (``tensorwire``), a PyTorch profiler
+        trace (``kineto``, .json or .json.gz) or a Chakra execution trace (``chakra``)."""
+        from tensorwire.workloads.formats import load_workload
+
+        return load_workload(path, format)
+
+    @classmethod
+    def from_text_file(cls, path: str | Path) -> Workload:
         """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
         p = Path(path)
         try:

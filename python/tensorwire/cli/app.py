@@ -50,7 +50,7 @@ def _emit_json(data: Any) -> None:
 
 @cli.command("simulate")
 @click.option("--model", "-m", help=options.model_help)
-@click.option("--workload", "workload_file", type=click.Path(dir_okay=False), help="Workload JSON file or five-attribute trace.")
+@options.workload_file
 @click.option("--collective", help="Collective microbenchmark, e.g. allreduce:1MiBx50.")
 @options.workers
 @options.bandwidth
@@ -64,6 +64,7 @@ def _emit_json(data: Any) -> None:
 def simulate_cmd(
     model: Optional[str],
     workload_file: Optional[str],
+    workload_format: str,
     collective: Optional[str],
     workers: Optional[int],
     bandwidth: Optional[float],
@@ -95,7 +96,7 @@ def simulate_cmd(
     if model is not None:
         workload = load_model(model, gpu, batch)
     elif workload_file is not None:
-        workload = Workload.from_file(workload_file)
+        workload = Workload.from_file(workload_file, workload_format)
     else:
         workload = Workload.collective(collective or "")
     workload = _whatif(workload, compute_speedup, add_modules)
@@ -228,8 +229,9 @@ def _register() -> None:
     from tensorwire.testbed.cli import validate
     from tensorwire.torch.cli import measure, profile
     from tensorwire.torch.partial.cli import bench
+    from tensorwire.workloads.cli import import_trace
 
-    for command in (topology, sweep, report, validate, profile, measure, bench):
+    for command in (topology, sweep, report, validate, profile, measure, bench, import_trace):
         cli.add_command(command)
 
 

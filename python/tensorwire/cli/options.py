@@ -83,5 +83,22 @@ whatif_options = _stack(
     click.option("--add-modules", default=None, help="Synthetic model: compute:N or network:N more Inception-v3 modules, or BLOCK:N (seed 000 section 8.5)."),
     click.option("--stragglers", default="none", show_default=True, help="none | normal:CV | lognormal:SIGMA | fixed:M0,M1,... | empirical:FILE"),
 )
+workload_format = click.option(
+    "--workload-format",
+    type=click.Choice(["auto", "tensorwire", "kineto", "chakra"]),
+    default="auto",
+    show_default=True,
+    help="Format of the workload file(s): auto detects it from the content; tensorwire (workload JSON or "
+    "five-attribute trace), kineto (PyTorch profiler JSON[.gz]), chakra (Chakra execution trace).",
+)
+workload_file = _stack(
+    click.option(
+        "--workload",
+        "workload_file",
+        type=click.Path(dir_okay=False),
+        help="Workload file: tensorwire JSON, five-attribute trace, PyTorch profiler trace or Chakra trace.",
+    ),
+    workload_format,
+)
 bandwidth = click.option("--bandwidth", "-b", callback=_rate, help="Host link rate per direction, e.g. 25Gbps.")
 model_help = f"Built-in model: {', '.join(names())}."

@@ -1,0 +1,78 @@
+"""Which kind of workload file a path holds, by content, and loading any of them.
+
+``tensorwire``: a ``tensorwire-workload/1`` (or zoo) JSON file, or seed 000's five-attribute
+trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
+``chakra``: a Chakra execution trace (binary protobuf stream).
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from tensorwire._core import InputError
+from tensorwire.workload import Workload
+
+FORMATS = ("tensorwire", "kineto", "chakra")
+PathLike = Union[str, Path]
+
+
+def detect_format(path: PathLike) -> str:
+    """``tensorwire``, ``kineto`` or ``chakra``, from the first bytes of the file."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            head = f.read(65536)
+    except OSError as e:
+        raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror}") from None
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 65536)
+        except zlib.error:
+            return "kineto"  # let the reader say what is wrong
+    text = head.lstrip()
+    if text.startswith(b"{") or text.startswith(b"["):
+        kineto = text.startswith(b"[") or b'"traceEvents"' in head or b'"schemaVersion"' in head
+        return "kineto" if kineto else "tensorwire"
+    try:
+        head.decode("utf-8")
+        is_text = b"\x00" not in head
+    except UnicodeDecodeError as e:
+        is_text = e.start >= len(head) - 3  # a character cut at the end of the window
+    return "tensorwire" if is_text and head else "chakra"
+
+
+def load_workload(
+    paths: Union[PathLike, Sequence[PathLike]],
+    format: Optional[str] = None,
+    *,
+    step: Optional[int] = None,
+    name: Optional[str] = None,
+) -> Workload:
+    """A workload from a file (or one file per rank, for traces) of ``format``
+    (default: detected from the first file's content)."""
+    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not files:
+        raise InputError("workload", "give at least one file")
+    fmt = format or "auto"
+    if fmt == "auto":
+        fmt = detect_format(files[0])
+    if fmt not in FORMATS:
+        raise InputError("workload_format", f"{format!r} is not a workload format; choose auto, {', '.join(FORMATS)}")
+    if fmt == "kineto":
+        from tensorwire.workloads.kineto import from_profiler_trace
+
+        return from_profiler_trace(files, step=step, name=name)
+    if step is not None:
+        raise InputError("step", f"only PyTorch profiler traces have steps, not {fmt} files")
+    if fmt == "chakra":
+        from tensorwire.workloads.chakra import from_chakra
+
+        return from_chakra(files, name=name)
+    if len(files) > 1:
+        raise InputError("workload", "a tensorwire workload file stands alone; give one file")
+    w = Workload.from_text_file(files[0])
+    if name:
+        w = Workload(name, w.batch_size, w.layers, w.description, w.sources)
+    return w

@@ -1,0 +1,174 @@
+"""From what a trace saw to a :class:`~tensorwire.Workload`: the rules shared by the
+PyTorch-profiler (Kineto) and Chakra importers.
+
+A trace gives, for one training step of one rank, the compute of the forward and backward
+passes and the collectives launched. The workload format wants layers in forward order, each
+with forward and backward seconds and the gradient tensors it owns. The rules:
+
+- a gradient tensor is one all-reduce launched from the start of the backward pass to the end
+  of the step (its bytes are the all-reduce's message size: a DDP bucket, or one parameter
+  for per-parameter all-reduces);
+- it is owned by the layer whose backward was running (or had last run) when it was launched:
+  in the simulator it becomes ready when that layer's backward ends, as in the trace;
+- several ranks: per-layer times are the median over ranks; the ranks must have launched the
+  same collectives (kind and bytes, in order) and have the same layers.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from tensorwire._core import InputError
+from tensorwire.workload import Layer, Tensor, Workload
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective launched in the step. Times in seconds from the step's start.
+
+    ``kind``: ``allreduce``, ``allgather``, ``reduce_scatter``, ``broadcast``, ``alltoall``,
+    ``reduce``, ``gather``, ``scatter``, ``barrier``, ``send`` or ``recv``.
+    ``phase``: ``forward`` (launched before the backward pass), ``backward`` or ``after``
+    (after the last backward op). ``overlap_s``: how long it ran while compute ran.
+    """
+
+    kind: str
+    bytes: int
+    dtype: str
+    launch_s: float
+    start_s: float
+    end_s: float
+    phase: str
+    layer: Optional[str] = None
+    overlap_s: float = 0.0
+    index: int = 0
+
+    @property
+    def is_gradient(self) -> bool:
+        """An all-reduce from the backward pass on: a gradient tensor of the workload."""
+        return self.kind == "allreduce" and self.phase in ("backward", "after")
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one rank's trace says about one training step (seconds, bytes).
+
+    ``layers``: forward order; their tensors are the gradient all-reduces they own, listed so
+    that the reverse of the list is the launch order (the workload's production order).
+    """
+
+    rank: int
+    step: int
+    duration_s: float
+    forward_s: float
+    backward_s: float
+    layers: tuple[Layer, ...]
+    collectives: tuple[Collective, ...]
+    batch_size: int = 1
+    structure: str = "collectives"
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def comm_time_s(self) -> float:
+        """Sum of the collectives' durations."""
+        return math.fsum(c.end_s - c.start_s for c in self.collectives)
+
+
+def split_at_collectives(
+    forward_s: float,
+    backward_marks: Sequence[tuple[float, Sequence[Collective]]],
+    backward_s: float,
+    prefix: str = "segment",
+) -> tuple[Layer, ...]:
+    """Layers when a trace has no module structure: the backward pass is cut after each
+    launch of gradient all-reduces.
+
+    ``backward_marks``: (seconds since the backward began, collectives launched then), in
+    time order; a mark past ``backward_s`` counts as at its end. Segment *i* of the backward
+    (from the previous mark to this one) becomes a layer owning the collectives of the mark;
+    the backward left after the last mark becomes a layer without tensors nearest the input.
+    The forward is split across layers in proportion to their backward time (evenly if there
+    is none): the trace cannot say more.
+    """
+    segments: list[tuple[float, list[Collective]]] = []
+    previous = 0.0
+    for at, colls in backward_marks:
+        at = min(max(at, previous), backward_s)
+        if segments and at == previous:
+            segments[-1][1].extend(colls)
+            continue
+        segments.append((at - previous, list(colls)))
+        previous = at
+    if backward_s > previous or not segments:
+        segments.append((backward_s - previous, []))
+    # Backward order -> forward order.
+    segments.reverse()
+    total = math.fsum(b for b, _ in segments)
+    layers = []
+    for i, (back, colls) in enumerate(segments):
+        share = back / total if total > 0 else 1.0 / len(segments)
+        name = f"{prefix}{i}"
+        layers.append(Layer(name, forward_s * share, back, owned_tensors(name, colls)))
+    return tuple(layers)
+
+
+def with_owners(layers: Sequence[Layer], colls: Sequence[Collective]) -> tuple[Collective, ...]:
+    """``colls`` with ``layer`` set to the layer owning each as a gradient tensor."""
+    owner = {t.name: layer.name for layer in layers for t in layer.tensors}
+    out = []
+    for c in colls:
+        name = next((n for t, n in owner.items() if t.endswith(f".{c.kind}#{c.index}")), None) if c.is_gradient else None
+        out.append(Collective(c.kind, c.bytes, c.dtype, c.launch_s, c.start_s, c.end_s, c.phase, name, c.overlap_s, c.index))
+    return tuple(out)
+
+
+def owned_tensors(layer: str, colls: Sequence[Collective]) -> tuple[Tensor, ...]:
+    """The gradient tensors of ``colls`` (launch order) as a layer lists them: reversed, so
+    that the simulator produces them in launch order. Named ``LAYER.KIND#INDEX``, INDEX being
+    the collective's position in the step."""
+    return tuple(Tensor(f"{layer}.{c.kind}#{c.index}", c.bytes) for c in reversed(colls) if c.is_gradient)
+
+
+def merge_ranks(steps: Sequence[Step], name: str, sources: Sequence[str], what: str) -> Workload:
+    """One workload from one or several ranks' steps: median per-layer times; the ranks must
+    agree on collectives and layers (else :class:`InputError` naming the first difference)."""
+    first = steps[0]
+    signature = [(c.kind, c.bytes) for c in first.collectives]
+    for s in steps[1:]:
+        other = [(c.kind, c.bytes) for c in s.collectives]
+        if other != signature:
+            diff = next((i for i, (a, b) in enumerate(zip(signature, other)) if a != b), min(len(signature), len(other)))
+            mine = f"{signature[diff][0]} of {signature[diff][1]} B" if diff < len(signature) else "nothing"
+            theirs = f"{other[diff][0]} of {other[diff][1]} B" if diff < len(other) else "nothing"
+            raise InputError(
+                "workload",
+                f"ranks saw different collectives in step {first.step}: collective {diff} is {mine} on rank "
+                f"{first.rank} but {theirs} on rank {s.rank} ({len(signature)} vs {len(other)} collectives); "
+                "expected traces of the same job and step",
+            )
+        if [layer.name for layer in s.layers] != [layer.name for layer in first.layers]:
+            raise InputError(
+                "workload",
+                f"ranks {first.rank} and {s.rank} have different layers ({len(first.layers)} vs {len(s.layers)}); "
+                "expected traces of the same model",
+            )
+    layers = tuple(
+        Layer(
+            layer.name,
+            statistics.median(s.layers[i].forward_s for s in steps),
+            statistics.median(s.layers[i].backward_s for s in steps),
+            layer.tensors,
+        )
+        for i, layer in enumerate(first.layers)
+    )
+    grads = [c for c in first.collectives if c.is_gradient]
+    ranks = ", ".join(str(s.rank) for s in steps)
+    description = (
+        f"{what} step {first.step}, rank(s) {ranks}: {len(layers)} layers ({first.structure}), "
+        f"{len(first.collectives)} collectives, {len(grads)} gradient all-reduces of "
+        f"{sum(c.bytes for c in grads)} B; step {statistics.median(s.duration_s for s in steps):.6f} s"
+    )
+    return Workload(name, first.batch_size, layers, description, tuple(sources))

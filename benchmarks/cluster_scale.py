@@ -1,0 +1,135 @@
+"""Cluster-scale benchmarks (issue 15): asymmetric scenarios beside their symmetric twins.
+
+Each case runs in a fresh Python process (peak memory from wait4 is its own) and reports
+the CPU time of the ``simulate()`` call alone, best of ``--repeat``; the machine is shared
+and noisy, so every asymmetric case is timed next to its folded, symmetric twin in the same
+run and the ratio is printed as well. Results go into docs/benchmarks.md by hand.
+
+Run: ``.venv/bin/python benchmarks/cluster_scale.py`` (``--growth`` adds the 64-16,384
+worker straggler table and writes docs/img/straggler_growth.png; ``--quick`` skips the
+largest cases).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from typing import Any
+
+CASE = r"""
+import json, sys, time
+import tensorwire as tw
+spec = json.loads(sys.argv[1])
+w = tw.load_model(spec["model"], **spec.get("model_args", {}))
+cluster = tw.Cluster(spec["workers"], spec["bandwidth"], latency=spec.get("latency", "5us"), topology=spec.get("topology", "star"))
+kwargs = {}
+if spec.get("straggler"):
+    slow = [1.0] * spec["workers"]
+    slow[spec["workers"] // 2] = spec["straggler"]
+    kwargs = {"stragglers": "fixed", "slowdowns": slow}
+cpu = wall = float("inf")
+for _ in range(spec["repeat"]):
+    t0, c0 = time.perf_counter(), time.process_time()
+    r = tw.simulate(w, cluster, spec["strategy"], iterations=spec.get("iterations", 1), fold=spec.get("fold", True), **kwargs)
+    wall = min(wall, time.perf_counter() - t0)
+    cpu = min(cpu, time.process_time() - c0)
+print(json.dumps({"cpu_s": cpu, "wall_s": wall, "flows": r.flows, "events": r.events, "folded": r.folded,
+                  "iteration_time_s": r.iteration_time_s}))
+"""
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Runs one case in its own process; adds its peak RSS (MB)."""
+    proc = subprocess.Popen([sys.executable, "-c", CASE, json.dumps(spec)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"case failed: {spec}")
+    return {**spec, **json.loads(out), "max_rss_mb": usage.ru_maxrss / 1024}
+
+
+def label(r: dict[str, Any]) -> str:
+    extra = f", {r['straggler']}x straggler" if r.get("straggler") else ""
+    return f"{r['model']} `{r['strategy']}` on {r['workers']:,} ({r.get('topology', 'star')}{extra})"
+
+
+def row(r: dict[str, Any], twin: dict[str, Any] | None) -> str:
+    ratio = f"{r['cpu_s'] / twin['cpu_s']:.2f}x" if twin else ""
+    return (f"| {label(r)} | {'folded' if r['folded'] else 'full'} | {r['cpu_s'] * 1e3:,.0f} | {r['wall_s'] * 1e3:,.0f} "
+            f"| {r['max_rss_mb']:.0f} | {r['flows']:,} | {r['iteration_time_s'] * 1e3:.2f} | {ratio} |")
+
+
+HEADER = ("| case | mode | CPU (ms) | wall (ms) | max RSS (MB) | flows | iteration (ms) | vs symmetric twin |\n"
+          "|---|---|---:|---:|---:|---:|---:|---:|")
+
+
+def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """(case, its symmetric twin) for every target of issue 15."""
+    ring = {"model": "resnet50", "strategy": "ring", "bandwidth": "25Gbps"}
+    cases: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
+        ({**ring, "workers": 1024, "straggler": 2.0}, {**ring, "workers": 1024}),
+        ({"model": "vgg16", "strategy": "ps:num_ps=16,placement=balanced", "bandwidth": "25Gbps", "workers": 1024},
+         {"model": "vgg16", "strategy": "ring", "bandwidth": "25Gbps", "workers": 1024}),
+        ({**ring, "workers": 1024, "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps"},
+         {**ring, "workers": 1024}),
+    ]
+    if not quick:
+        cases.append(({**ring, "bandwidth": "400Gbps", "workers": 100_000, "topology": "rail:node=dgx-h100,nodes_per_group=32"},
+                      {**ring, "bandwidth": "400Gbps", "workers": 100_000}))
+    return cases
+
+
+def growth(quick: bool, repeat: int) -> list[dict[str, Any]]:
+    """The straggler case from 64 to 16,384 workers."""
+    sizes = [64, 256, 1024, 4096] + ([] if quick else [16384])
+    ring = {"model": "resnet50", "strategy": "ring", "bandwidth": "25Gbps", "repeat": repeat}
+    return [measure({**ring, "workers": n, "straggler": 2.0}) for n in sizes]
+
+
+def plot(rows: list[dict[str, Any]], path: str) -> None:
+    """Time and memory against workers (log-log), for docs/benchmarks.md."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    n = [r["workers"] for r in rows]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("CPU time (ms)", "peak RSS (MB)"))
+    fig.add_trace(go.Scatter(x=n, y=[r["cpu_s"] * 1e3 for r in rows], mode="lines+markers", name="CPU"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=n, y=[r["max_rss_mb"] for r in rows], mode="lines+markers", name="RSS"), row=1, col=2)
+    fig.update_xaxes(type="log", title="workers")
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_layout(title="ResNet-50 ring, one 2x straggler, one iteration", showlegend=False, width=900, height=380)
+    fig.write_image(path) if path.endswith(".png") else fig.write_html(path)
+    print(f"plot: {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--growth", action="store_true", help="also the 64-16,384 growth table and its plot")
+    ap.add_argument("--plot", default="docs/img/straggler_growth.html")
+    args = ap.parse_args()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    print(HEADER)
+    for case, twin in pairs(args.quick):
+        t = measure({**twin, "repeat": args.repeat}) if twin else None
+        r = measure({**case, "repeat": args.repeat})
+        if t:
+            print(row(t, None))
+        print(row(r, t))
+    if args.growth:
+        rows = growth(args.quick, args.repeat)
+        print("\n" + HEADER)
+        for r in rows:
+            print(row(r, None))
+        plot(rows, args.plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -15,8 +15,14 @@
 //! same time. The engine then simulates rank 0 only; its flows carry weight 1 on links
 //! that each rank has a copy of and weight N on links all ranks share. Tests check that
 //! the folded and the full simulation agree.
+//!
+//! Beyond that, **digit folding** (`fold.rs`) uses the translations of the rank layout's
+//! digits that both the topology and the schedule are invariant under (e.g. the rail
+//! groups of a rail-optimised fat-tree for ring all-reduce) and simulates one
+//! representative rank per orbit.
 
 mod core;
+mod fold;
 mod ps;
 mod slab;
 mod step;
@@ -242,6 +248,8 @@ struct Engine<'a> {
     stream_started: Option<Nanos>,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
     compute_spans: Option<Vec<ComputeSpan>>,
+    /// Digit folding: which rank each simulated worker is.
+    rank_fold: Option<fold::RankFold>,
 }
 
 /// Simulates the scenario and reports its steady state.
@@ -317,6 +325,20 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             }
             None => false,
         };
+    // Digit folding where the star/ring folding does not apply (same conditions otherwise).
+    let digit_fold = match &schedule {
+        Some(s)
+            if !folded
+                && sc.allow_folding
+                && n > 1
+                && strategy.partial.is_none()
+                && sc.variability.is_uniform()
+                && sc.rank_to_host.is_none() =>
+        {
+            fold::DigitFold::new(&topo, n, s.as_ref())
+        }
+        _ => None,
+    };
     let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
     let net = sc.network.build(caps);
     let (overhead_s, copy) = match strategy.transport {
@@ -327,6 +349,10 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..n).collect());
     let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    let rank_fold = digit_fold.map(|f| {
+        core.link_fold = Some(f.links);
+        f.ranks
+    });
     core.ordered_pairs = strategy.ordered_streams;
     core.pipelined_segments = strategy.pipelined_segments;
     if sc.record_timeline {
@@ -365,13 +391,17 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
                 max_pipeline: 256,
             };
             (
-                Box::new(step::StepCollective::new(schedule, settings, n, folded)),
+                Box::new(step::StepCollective::new(schedule, settings, n, folded, rank_fold.clone())),
                 if strategy.policy == Policy::Priority { Gate::PerLayer } else { Gate::Global },
             )
         }
         _ => unreachable!("every all-reduce has a schedule"),
     };
-    let simulated = if folded { 1 } else { n };
+    let simulated = match &rank_fold {
+        Some(f) => f.reps.len(),
+        None if folded => 1,
+        None => n,
+    };
     let workers = (0..simulated)
         .map(|_| Worker {
             iteration: 0,
@@ -420,6 +450,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         link_bytes_at_first: Vec::new(),
         released: Vec::new(),
         compute_spans: sc.record_timeline.then(Vec::new),
+        rank_fold,
         last_started: None,
         dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
         dispatch_free: 0,
@@ -819,8 +850,10 @@ impl Engine<'_> {
             .iter()
             .enumerate()
             .map(|(l, link)| {
-                let bytes = match (self.core.folded, topo.rank_orbit(l, n)) {
-                    (true, Some(o)) => orbit_total[o],
+                let bytes = match (self.core.folded, topo.rank_orbit(l, n), &self.core.link_fold) {
+                    (true, Some(o), _) => orbit_total[o],
+                    // Digit folding: every link of an orbit carries what its representative carried.
+                    (_, _, Some(fold)) => delta[fold[l].0],
                     _ => delta[l],
                 };
                 let capacity = link.bytes_per_ns * window as f64;
@@ -835,7 +868,7 @@ impl Engine<'_> {
             for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
                 timeline.push(Span {
                     kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
-                    host: rank,
+                    host: self.rank_fold.as_ref().map_or(rank, |f| f.rank(rank)),
                     to: Vec::new(),
                     label: sc.workload.layers[layer].name.clone(),
                     links: Vec::new(),
@@ -871,7 +904,8 @@ impl Engine<'_> {
             link_utilization,
             events: self.events,
             flows: self.core.flows_started,
-            folded: self.core.folded,
+            folded: self.core.folded || self.core.link_fold.is_some(),
+            simulated_ranks: self.workers.len(),
             network_model: self.core.net.name().to_string(),
             nap: sc.strategy.partial.map(|_| {
                 let rounds: Vec<usize> =

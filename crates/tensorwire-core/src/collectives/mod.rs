@@ -185,15 +185,15 @@ pub(crate) mod check {
                 for r in 0..n {
                     let (a, b) = (schedule.step(r, n, 1, s), schedule.step(t(r), n, 1, s));
                     let sends = |st: &Step, map: &dyn Fn(usize) -> usize| {
-                        let mut v: Vec<(Vec<usize>, usize)> =
-                            st.sends
-                                .iter()
-                                .map(|m| {
-                                    let mut to: Vec<usize> = m.to.iter().map(|&x| map(x)).collect();
-                                    to.sort();
-                                    (to, m.chunks.len())
-                                })
-                                .collect();
+                        let mut v: Vec<(Vec<usize>, usize)> = st
+                            .sends
+                            .iter()
+                            .map(|m| {
+                                let mut to: Vec<usize> = m.to.iter().map(|&x| map(x)).collect();
+                                to.sort();
+                                (to, m.chunks.len())
+                            })
+                            .collect();
                         v.sort();
                         v
                     };

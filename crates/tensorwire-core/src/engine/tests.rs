@@ -821,7 +821,10 @@ mod digit_folding {
         // 8 GPUs per node, 2 nodes per group, 3 groups: 16 representatives of 48.
         let (folded, _) = assert_fold_agrees(on("rail:nodes_per_group=2,spines=2", 48, "ring"), 16);
         assert!(folded.link_utilization.iter().any(|(l, u)| l.starts_with("spine") && *u > 0.0));
-        assert_fold_agrees(on("rail:node=dgx-a100,nodes_per_group=2,oversubscription=2,nic=10Gbps", 32, "ring:fusion=200KB"), 16);
+        assert_fold_agrees(
+            on("rail:node=dgx-a100,nodes_per_group=2,oversubscription=2,nic=10Gbps", 32, "ring:fusion=200KB"),
+            16,
+        );
         assert_fold_agrees(on("rail:nodes_per_group=1,spines=3", 24, "hierarchical"), 8);
     }
 

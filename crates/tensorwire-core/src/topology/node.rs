@@ -52,7 +52,8 @@ pub const DGX_H100: NodePreset = NodePreset {
     gpus: 8,
     nvlink_bytes_per_s: 450e9,
     nic_bytes_per_s: 50e9,
-    summary: "8 x H100 SXM5: NVSwitch 450 GB/s per GPU per direction, 8 x 400 Gbit/s ConnectX-7 NICs (DGX H100 datasheet)",
+    summary:
+        "8 x H100 SXM5: NVSwitch 450 GB/s per GPU per direction, 8 x 400 Gbit/s ConnectX-7 NICs (DGX H100 datasheet)",
 };
 
 /// Every node preset.

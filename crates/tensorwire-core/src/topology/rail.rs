@@ -173,13 +173,7 @@ impl Topology {
             }
         }
         let switches = nodes + rail.leaves() + spines + usize::from(extra > 0);
-        Topology {
-            shape: Shape::Rail(rail),
-            hosts,
-            nodes: hosts + switches,
-            links,
-            by_ends: Default::default(),
-        }
+        Topology { shape: Shape::Rail(rail), hosts, nodes: hosts + switches, links, by_ends: Default::default() }
     }
 
     /// Route on a rail fabric (see the module documentation).
@@ -292,7 +286,12 @@ mod tests {
     fn leaf_uplinks_carry_downlink_capacity_over_oversubscription() {
         let t = Topology::rail(48, 0, &params(3, 2), 1);
         // leaf0.0 -> spines: 2 links of 3 * 50 / (2 * 2) each = 75 total = 150 / 2.
-        let up: f64 = t.links().iter().filter(|l| t.node_name(l.from) == "leaf0.0" && l.to >= 48 + 12 + 16).map(|l| l.bytes_per_ns).sum();
+        let up: f64 = t
+            .links()
+            .iter()
+            .filter(|l| t.node_name(l.from) == "leaf0.0" && l.to >= 48 + 12 + 16)
+            .map(|l| l.bytes_per_ns)
+            .sum();
         assert!((up - 75.0).abs() < 1e-12);
         assert_eq!(t.links()[0].bytes_per_ns, 450.0);
     }

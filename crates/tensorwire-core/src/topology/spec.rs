@@ -33,16 +33,36 @@ static RAIL: &[OptionInfo] = &[
         default: "dgx-h100",
         help: "machine preset: GPUs per node, NVSwitch and NIC rates (NVIDIA DGX datasheets)",
     },
-    OptionInfo { name: "nodes_per_group", kind: OptionKind::Count, default: "32", help: "nodes per rail group (one leaf per rail per group)" },
-    OptionInfo { name: "spines", kind: OptionKind::Count, default: "", help: "spine switches; default nodes_per_group" },
+    OptionInfo {
+        name: "nodes_per_group",
+        kind: OptionKind::Count,
+        default: "32",
+        help: "nodes per rail group (one leaf per rail per group)",
+    },
+    OptionInfo {
+        name: "spines",
+        kind: OptionKind::Count,
+        default: "",
+        help: "spine switches; default nodes_per_group",
+    },
     OptionInfo {
         name: "oversubscription",
         kind: OptionKind::Real,
         default: "1",
         help: "leaf downlink capacity / uplink capacity (1 = non-blocking)",
     },
-    OptionInfo { name: "nic", kind: OptionKind::Rate, default: "", help: "each GPU's NIC rate; default the preset's (--bandwidth does not set it)" },
-    OptionInfo { name: "nvlink", kind: OptionKind::Rate, default: "", help: "each GPU's NVSwitch rate per direction; default the preset's" },
+    OptionInfo {
+        name: "nic",
+        kind: OptionKind::Rate,
+        default: "",
+        help: "each GPU's NIC rate; default the preset's (--bandwidth does not set it)",
+    },
+    OptionInfo {
+        name: "nvlink",
+        kind: OptionKind::Rate,
+        default: "",
+        help: "each GPU's NVSwitch rate per direction; default the preset's",
+    },
 ];
 
 /// The topology builders and their options, for listings.
@@ -51,7 +71,11 @@ pub static TOPOLOGIES: &[(&str, &str, &[OptionInfo])] = &[
     ("ring", "hosts wired in a cycle, no switch; hosts forward for each other", STAR),
     ("leaf-spine", "two-tier Clos with deterministic ECMP over the spines", LEAF_SPINE),
     ("nodes", "multi-GPU machines (NVLink/PCIe inside), one NIC each to a switch; workers are GPUs", NODES),
-    ("rail", "rail-optimised fat-tree of DGX machines: NVSwitch inside, one NIC per GPU on its rail's leaf, spines above", RAIL),
+    (
+        "rail",
+        "rail-optimised fat-tree of DGX machines: NVSwitch inside, one NIC per GPU on its rail's leaf, spines above",
+        RAIL,
+    ),
 ];
 
 /// A parsed topology spec, built later for a given number of hosts.
@@ -91,7 +115,8 @@ impl TopologySpec {
         if self.0.name != "rail" {
             return None;
         }
-        let node = super::NodePreset::by_name(self.0.choice("node").unwrap_or("dgx-h100")).expect("listed presets exist");
+        let node =
+            super::NodePreset::by_name(self.0.choice("node").unwrap_or("dgx-h100")).expect("listed presets exist");
         let per_group = self.0.count("nodes_per_group").unwrap_or(32) as usize;
         Some(super::RailParams {
             gpus_per_node: node.gpus,

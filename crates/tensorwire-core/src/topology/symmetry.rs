@@ -101,7 +101,7 @@ impl Topology {
             Shape::Ring => vec![self.hosts == ranks],
             _ if layout.len() == 1 => vec![false],
             Shape::LeafSpine { hosts_per_leaf, spines, .. } => {
-                vec![hosts_per_leaf % spines == 0, self.hosts % spines == 0]
+                vec![hosts_per_leaf.is_multiple_of(*spines), self.hosts.is_multiple_of(*spines)]
             }
             Shape::Nodes { gpus_per_node, .. } => {
                 let g = *gpus_per_node;
@@ -330,7 +330,7 @@ mod tests {
         assert_eq!(o.group_order(), 6);
         // A GPU's NVSwitch uplink: one per (GPU index) orbit of 6 links.
         assert_eq!(o.orbit_size(0), 6);
-        assert_eq!(o.representative(2 * 7), 2 * 1, "GPU 7 = (rail 1, node 0, group 1) -> GPU 1");
+        assert_eq!(o.representative(2 * 7), 2, "GPU 7 = (rail 1, node 0, group 1) -> GPU 1");
         // Only the group digit: leaf-spine links have orbits of 2.
         let o = t.link_orbits(12, &[false, false, true]).unwrap();
         assert_eq!(o.group_order(), 2);

@@ -62,8 +62,11 @@ pub struct Report {
     pub events: u64,
     /// Flows simulated (in folded mode, one per representative flow).
     pub flows: u64,
-    /// Whether one representative rank stood for all.
+    /// Whether representative ranks stood for all (star/ring folding or digit folding).
     pub folded: bool,
+    /// Ranks simulated: the workers when not folded, 1 with star/ring folding, the
+    /// representatives with digit folding.
+    pub simulated_ranks: usize,
     /// Network model used.
     pub network_model: String,
     /// Partial collectives: mean number of active processes per round in the steady

@@ -94,6 +94,7 @@ fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDic
     d.set_item("events", r.events)?;
     d.set_item("flows", r.flows)?;
     d.set_item("folded", r.folded)?;
+    d.set_item("simulated_ranks", r.simulated_ranks)?;
     d.set_item("network_model", r.network_model.clone())?;
     d.set_item("nap", r.nap)?;
     let spans = PyList::empty(py);

@@ -42,7 +42,8 @@ network_options = _stack(
         "--topology",
         default="star",
         show_default=True,
-        help="star | ring | leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]",
+        help=" | ".join(t["name"] + "[:...]" * bool(t["options"]) for t in _core.topologies())
+        + " (options: `tensorwire strategies`).",
     ),
     click.option(
         "--network",

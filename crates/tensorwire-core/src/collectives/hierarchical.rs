@@ -109,12 +109,35 @@ impl StepSchedule for Hierarchical {
     fn rank_symmetric(&self, n: usize) -> bool {
         n == 1
     }
+
+    /// The top digit when it shifts ranks by whole machines (the ring of leaders rotates
+    /// and every machine's local phases move with it).
+    fn invariant_digits(&self, n: usize, layout: &[usize]) -> Vec<bool> {
+        let top = layout.iter().rposition(|&r| r > 1);
+        let place: usize = top.map_or(1, |t| layout[..t].iter().product());
+        if n.is_multiple_of(self.group) && place.is_multiple_of(self.group) {
+            super::cyclic_shift_digits(layout)
+        } else {
+            layout.iter().map(|&r| r == 1).collect()
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::collectives::check;
+
+    #[test]
+    fn hierarchical_is_invariant_under_whole_machine_shifts() {
+        for (group, layout) in [(2, vec![2, 3]), (4, vec![4, 2, 3]), (2, vec![4, 3]), (3, vec![2, 3, 2]), (2, vec![6])]
+        {
+            check::invariant(&Hierarchical { group }, &layout);
+        }
+        assert_eq!(Hierarchical { group: 4 }.invariant_digits(24, &[4, 2, 3]), vec![false, false, true]);
+        assert_eq!(Hierarchical { group: 3 }.invariant_digits(12, &[2, 3, 2]), vec![false, false, true]);
+        assert_eq!(Hierarchical { group: 4 }.invariant_digits(12, &[2, 3, 2]), vec![false, false, false]);
+    }
 
     #[test]
     fn hierarchical_computes_the_sum() {

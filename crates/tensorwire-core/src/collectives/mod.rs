@@ -69,6 +69,16 @@ pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
     fn neighbours_only(&self) -> bool {
         false
     }
+    /// Per digit of a mixed-radix rank layout (radices innermost first, product `n`; see
+    /// `Topology::layout`): whether translating that digit by +1 modulo its radix (no
+    /// carry) maps what every rank does onto what the translated rank does: the same
+    /// steps, messages of the same sizes to the translated destinations, receives of the
+    /// same sizes from the translated sources with the same reduce flags (the chunk indices
+    /// may differ). The engine folds over digits invariant for both the schedule and the
+    /// topology. Default: none.
+    fn invariant_digits(&self, _n: usize, layout: &[usize]) -> Vec<bool> {
+        vec![false; layout.len()]
+    }
     /// Whether the payload is pipelined through the schedule in pieces.
     fn pipelines(&self) -> bool {
         false
@@ -96,6 +106,15 @@ pub fn by_name(name: &str) -> Option<Box<dyn StepSchedule>> {
         "double-tree" => Box::new(DoubleBinaryTree),
         _ => return None,
     })
+}
+
+/// The digits whose translation is a cyclic shift of all ranks: the top digit with a
+/// radix above 1 (it shifts every rank by the product of the radices below it, modulo
+/// the ranks), and every radix-1 digit (translating those does nothing). A schedule that
+/// is invariant under rotation (ring) is invariant under these.
+pub fn cyclic_shift_digits(layout: &[usize]) -> Vec<bool> {
+    let top = layout.iter().rposition(|&r| r > 1);
+    (0..layout.len()).map(|d| layout[d] == 1 || Some(d) == top).collect()
 }
 
 /// Largest power of two <= n (n >= 1).
@@ -146,6 +165,49 @@ pub(crate) mod check {
         }
         for (r, d) in data.iter().enumerate() {
             assert_eq!(d, &expected, "{schedule:?} n={n} pipeline={pipeline} rank={r}");
+        }
+    }
+
+    /// Brute force: every digit `schedule` declares invariant for `layout` maps each rank's
+    /// steps onto the translated rank's (destinations and sources translated, sizes and
+    /// reduce flags equal).
+    pub fn invariant(schedule: &dyn StepSchedule, layout: &[usize]) {
+        let n: usize = layout.iter().product();
+        let claims = schedule.invariant_digits(n, layout);
+        assert_eq!(claims.len(), layout.len());
+        for d in (0..layout.len()).filter(|&d| claims[d]) {
+            let t = |x: usize| {
+                let place: usize = layout[..d].iter().product();
+                let digit = x / place % layout[d];
+                x - digit * place + (digit + 1) % layout[d] * place
+            };
+            for s in 0..schedule.steps(n, 1) {
+                for r in 0..n {
+                    let (a, b) = (schedule.step(r, n, 1, s), schedule.step(t(r), n, 1, s));
+                    let sends = |st: &Step, map: &dyn Fn(usize) -> usize| {
+                        let mut v: Vec<(Vec<usize>, usize)> = st
+                            .sends
+                            .iter()
+                            .map(|m| {
+                                let mut to: Vec<usize> = m.to.iter().map(|&x| map(x)).collect();
+                                to.sort();
+                                (to, m.chunks.len())
+                            })
+                            .collect();
+                        v.sort();
+                        v
+                    };
+                    let recvs = |st: &Step, map: &dyn Fn(usize) -> usize| {
+                        let mut v: Vec<(usize, usize, bool)> =
+                            st.recvs.iter().map(|m| (map(m.from), m.chunks.len(), m.reduce)).collect();
+                        v.sort();
+                        v
+                    };
+                    let what = format!("{schedule:?} layout={layout:?} digit={d} step={s} rank={r}");
+                    assert_eq!(sends(&a, &t), sends(&b, &|x| x), "{what}");
+                    assert_eq!(recvs(&a, &t), recvs(&b, &|x| x), "{what}");
+                }
+            }
         }
     }
 

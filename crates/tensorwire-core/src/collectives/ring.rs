@@ -47,6 +47,11 @@ impl StepSchedule for Ring {
     fn neighbours_only(&self) -> bool {
         true
     }
+
+    /// A rotation of the ring: the top digit of any layout (see [`super::cyclic_shift_digits`]).
+    fn invariant_digits(&self, _n: usize, layout: &[usize]) -> Vec<bool> {
+        super::cyclic_shift_digits(layout)
+    }
 }
 
 /// Ring reduce-scatter, then one step in which every rank multicasts its reduced chunk
@@ -87,6 +92,11 @@ impl StepSchedule for RingMulticast {
     fn rank_symmetric(&self, _n: usize) -> bool {
         true
     }
+
+    /// The ring steps and the all-to-all multicast are invariant under rotation.
+    fn invariant_digits(&self, _n: usize, layout: &[usize]) -> Vec<bool> {
+        super::cyclic_shift_digits(layout)
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +110,18 @@ mod tests {
             check::all_reduce(&Ring, n, 1);
             check::all_reduce(&RingMulticast, n, 1);
         }
+    }
+
+    #[test]
+    fn ring_schedules_are_invariant_under_the_top_digit_only() {
+        for layout in [vec![6], vec![2, 3], vec![4, 3, 2], vec![2, 2, 1], vec![3, 1, 1], vec![1, 5]] {
+            check::invariant(&Ring, &layout);
+            check::invariant(&RingMulticast, &layout);
+        }
+        assert_eq!(Ring.invariant_digits(24, &[4, 3, 2]), vec![false, false, true]);
+        assert_eq!(Ring.invariant_digits(4, &[4, 1, 1]), vec![true, true, true]);
+        assert_eq!(Ring.invariant_digits(12, &[4, 3, 1]), vec![false, true, true]);
+        assert_eq!(Ring.invariant_digits(12, &[1, 12]), vec![true, true]);
     }
 
     #[test]

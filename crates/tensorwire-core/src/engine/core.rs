@@ -49,6 +49,9 @@ pub(crate) struct Core {
     pub ranks: usize,
     /// One representative rank stands for all (see the engine's module doc).
     pub folded: bool,
+    /// Folding by digit translations (`fold.rs`): per link, its orbit's representative and
+    /// the weight |H| / orbit size of one crossing. Flows run on representatives only.
+    pub link_fold: Option<Vec<(LinkId, u32)>>,
     /// Per-message host overhead added to each message's latency, ns.
     pub overhead: Nanos,
     /// The overhead hides behind the message's own transfer at its path's free rate
@@ -60,6 +63,8 @@ pub(crate) struct Core {
     flows: Slab<FlowMeta>,
     links: Vec<(LinkId, u32)>,
     route: Vec<LinkId>,
+    /// Scratch: the physical links of a folded message.
+    physical: Vec<LinkId>,
     pub flows_started: u64,
     /// Bytes of every message rank 0's host started (see [`crate::Report`]'s `sent_bytes_per_worker`).
     pub sent_bytes: f64,
@@ -104,6 +109,7 @@ impl Core {
             ranks: host_of_rank.len(),
             host_of_rank,
             folded,
+            link_fold: None,
             overhead,
             pipelined_segments: false,
             copy_cap,
@@ -111,6 +117,7 @@ impl Core {
             flows: Slab::default(),
             links: Vec::new(),
             route: Vec::new(),
+            physical: Vec::new(),
             flows_started: 0,
             sent_bytes: 0.0,
             watched_host,
@@ -154,6 +161,11 @@ impl Core {
     ) {
         self.links.clear();
         let mut latency = 0;
+        if self.link_fold.is_some() {
+            self.fold_route(src, dsts, &mut latency);
+            self.start(src, dsts, bytes, latency + extra, user, notify_sent, pair);
+            return;
+        }
         // Folded multicast (an all-gather by multicast on a star): the representative uses
         // one destination's downlink, shared by the images of every sender multicasting
         // to that receiver, i.e. `dsts.len()` of them.
@@ -178,6 +190,32 @@ impl Core {
             }
         }
         self.start(src, dsts, bytes, latency + extra, user, notify_sent, pair);
+    }
+
+    /// Digit folding: the links of the message's route (the union over its destinations)
+    /// folded onto their orbits' representatives, each crossing adding |H| / |orbit| images
+    /// (see `fold.rs`); sets `latency` to the longest route's.
+    fn fold_route(&mut self, src: usize, dsts: &[usize], latency: &mut Nanos) {
+        let mut physical = std::mem::take(&mut self.physical);
+        physical.clear();
+        for &dst in dsts {
+            self.topo.route_into(src, dst, &mut self.route);
+            *latency = (*latency).max(self.topo.path_latency(&self.route));
+            for &l in &self.route {
+                if !physical.contains(&l) {
+                    physical.push(l);
+                }
+            }
+        }
+        let fold = self.link_fold.as_ref().expect("digit folding");
+        for &l in &physical {
+            let (rep, weight) = fold[l];
+            match self.links.iter_mut().find(|(x, _)| *x == rep) {
+                Some((_, w)) => *w += weight,
+                None => self.links.push((rep, weight)),
+            }
+        }
+        self.physical = physical;
     }
 
     /// Starts a message over explicit links (e.g. to or from a switch that aggregates).

@@ -15,8 +15,14 @@
 //! same time. The engine then simulates rank 0 only; its flows carry weight 1 on links
 //! that each rank has a copy of and weight N on links all ranks share. Tests check that
 //! the folded and the full simulation agree.
+//!
+//! Beyond that, **digit folding** (`fold.rs`) uses the translations of the rank layout's
+//! digits that both the topology and the schedule are invariant under (e.g. the rail
+//! groups of a rail-optimised fat-tree for ring all-reduce) and simulates one
+//! representative rank per orbit.
 
 mod core;
+mod fold;
 mod program;
 mod ps;
 mod sharded;
@@ -333,6 +339,8 @@ struct Engine<'a> {
     stream_started: Option<Nanos>,
     /// Compute spans (rank, layer, backward?, start, end), when recording.
     compute_spans: Option<Vec<ComputeSpan>>,
+    /// Digit folding: which rank each simulated worker is.
+    rank_fold: Option<fold::RankFold>,
 }
 
 /// The engine state shared with protocols, for `topo` (folded or not).
@@ -435,7 +443,25 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             }
             None => false,
         };
-    let core = build_core(sc, topo, folded)?;
+    // Digit folding where the star/ring folding does not apply (same conditions otherwise).
+    let digit_fold = match &schedule {
+        Some(s)
+            if !folded
+                && sc.allow_folding
+                && n > 1
+                && strategy.partial.is_none()
+                && sc.variability.is_uniform()
+                && sc.rank_to_host.is_none() =>
+        {
+            fold::DigitFold::new(&topo, n, s.as_ref())
+        }
+        _ => None,
+    };
+    let mut core = build_core(sc, topo, folded)?;
+    let rank_fold = digit_fold.map(|f| {
+        core.link_fold = Some(f.links);
+        f.ranks
+    });
 
     let tasks = match &strategy.family {
         Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
@@ -469,14 +495,19 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
                 max_pipeline: 256,
             };
             (
-                Box::new(step::StepCollective::new(schedule, settings, n, folded)),
+                Box::new(step::StepCollective::new(schedule, settings, n, folded, rank_fold.clone())),
                 if strategy.policy == Policy::Priority { Gate::PerLayer } else { Gate::Global },
             )
         }
         _ => unreachable!("every all-reduce has a schedule"),
     };
-    let net_ranks = if folded { 1 } else { n };
-    let simulated = if folded && sc.variability.is_uniform() { 1 } else { n };
+    let net_ranks = match &rank_fold {
+        Some(f) => f.reps.len(),
+        None if folded => 1,
+        None => n,
+    };
+    // Folded on a star with stragglers: one network rank, every worker's compute.
+    let simulated = if folded && !sc.variability.is_uniform() { n } else { net_ranks };
     let workers = (0..simulated)
         .map(|_| Worker {
             iteration: 0,
@@ -527,6 +558,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
         sent_at_first: 0.0,
         released: Vec::new(),
         compute_spans: sc.record_timeline.then(Vec::new),
+        rank_fold,
         last_started: None,
         dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
         dispatch_free: 0,
@@ -883,6 +915,9 @@ impl Engine<'_> {
 
     fn report(&mut self) -> Report {
         let sc = self.sc;
+        if let Some(fold) = &self.rank_fold {
+            fold.relabel(&mut self.compute_spans);
+        }
         let measured = Measured {
             completions: std::mem::take(&mut self.completions),
             busy_at_first: self.busy_at_first,
@@ -891,6 +926,7 @@ impl Engine<'_> {
             last_started: self.last_started,
             compute_spans: self.compute_spans.take(),
             events: self.events,
+            simulated_ranks: self.net_ranks,
         };
         let (start, end) = measured.window();
         let mut report = build_report(sc, &mut self.core, measured);
@@ -937,6 +973,8 @@ pub(crate) struct Measured {
     pub compute_spans: Option<Vec<ComputeSpan>>,
     /// Events processed.
     pub events: u64,
+    /// Ranks whose network part was simulated (see [`Report::simulated_ranks`]).
+    pub simulated_ranks: usize,
 }
 
 impl Measured {
@@ -983,8 +1021,10 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         .iter()
         .enumerate()
         .map(|(l, link)| {
-            let bytes = match (core.folded, topo.rank_orbit(l, n)) {
-                (true, Some(o)) => orbit_total[o],
+            let bytes = match (core.folded, topo.rank_orbit(l, n), &core.link_fold) {
+                (true, Some(o), _) => orbit_total[o],
+                // Digit folding: every link of an orbit carries what its representative carried.
+                (_, _, Some(fold)) => delta[fold[l].0],
                 _ => delta[l],
             };
             let capacity = link.bytes_per_ns * window as f64;
@@ -1036,7 +1076,8 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         link_utilization,
         events: m.events,
         flows: core.flows_started,
-        folded: core.folded,
+        folded: core.folded || core.link_fold.is_some(),
+        simulated_ranks: m.simulated_ranks,
         network_model: core.net.name().to_string(),
         nap: None,
         timeline,

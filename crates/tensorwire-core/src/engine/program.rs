@@ -147,6 +147,7 @@ impl<'a> Runner<'a> {
                 sent_at_first: 0.0,
                 last_started: None,
                 compute_spans: record.then(Vec::new),
+                simulated_ranks: ranks,
             },
             completed: vec![0; iterations as usize],
         }

@@ -53,19 +53,34 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
         && sc.rank_to_host.is_none()
         && topo.rotation_symmetric(n)
         && all_symmetric(&schedules, n, star);
+    let digit_fold = if !folded && sc.allow_folding && n > 1 && sc.variability.is_uniform() && sc.rank_to_host.is_none()
+    {
+        let all: Vec<&dyn StepSchedule> = schedules.iter().map(|s| s.as_ref()).collect();
+        super::fold::DigitFold::for_all(&topo, n, &all)
+    } else {
+        None
+    };
     let mut core = build_core(sc, topo, folded)?;
+    let rank_fold = digit_fold.map(|f| {
+        core.link_fold = Some(f.links);
+        f.ranks
+    });
+    let ranks = rank_fold.as_ref().map_or(if folded { 1 } else { n }, |f| f.reps.len());
     let settings = StepSettings {
         wire_factor: 1.0,
         reduce_ns_per_byte: sc.strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r),
         pipeline_bytes: sc.strategy.pipeline_chunk,
         max_pipeline: 256,
     };
-    let mut exec = StepCollective::with_schedules(schedules, settings, n, folded);
+    let relabel = rank_fold.clone();
+    let mut exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
-    let ranks = if folded { 1 } else { n };
     let runner = Runner::new(sc, &program, ranks, &mut core, &mut exec, sampler, sc.record_timeline);
-    let measured = runner.run()?;
+    let mut measured = runner.run()?;
+    if let Some(fold) = relabel {
+        fold.relabel(&mut measured.compute_spans);
+    }
     Ok(build_report(sc, &mut core, measured))
 }
 

@@ -9,10 +9,14 @@
 //! Folded mode simulates rank 0 only. By symmetry every rank is at the same step at the
 //! same time and what rank 0 receives at step s arrives exactly when its own step-s
 //! messages are delivered, so one flow per message stands for all N.
+//!
+//! Digit-folded mode (`fold.rs`) simulates the representative ranks, at indices
+//! `0..reps`: a message to rank `b` counts as received by `b`'s representative.
 
 use std::collections::HashMap;
 
 use super::core::{Core, Note, Protocol};
+use super::fold::RankFold;
 use super::slab::Slab;
 use crate::collectives::StepSchedule;
 use crate::sched::TaskRef;
@@ -72,16 +76,24 @@ pub(crate) struct StepCollective {
     settings: StepSettings,
     /// Ranks in the collective.
     n: usize,
-    /// Ranks simulated: `n`, or 1 when folded.
+    /// Ranks simulated: `n`, 1 when folded, the representatives when digit-folded.
     simulated: usize,
     folded: bool,
+    /// Digit folding: the representatives (simulated indices <-> ranks).
+    fold: Option<RankFold>,
     ops: HashMap<u64, Op>,
     msgs: Slab<Msg>,
 }
 
 impl StepCollective {
-    pub fn new(schedule: Box<dyn StepSchedule>, settings: StepSettings, n: usize, folded: bool) -> Self {
-        Self::with_schedules(vec![schedule], settings, n, folded)
+    pub fn new(
+        schedule: Box<dyn StepSchedule>,
+        settings: StepSettings,
+        n: usize,
+        folded: bool,
+        fold: Option<RankFold>,
+    ) -> Self {
+        Self::with_schedules(vec![schedule], settings, n, folded, fold)
     }
 
     /// An executor for operations of several schedules (see [`StepCollective::start_with`]).
@@ -90,35 +102,43 @@ impl StepCollective {
         settings: StepSettings,
         n: usize,
         folded: bool,
+        fold: Option<RankFold>,
     ) -> Self {
-        StepCollective {
-            schedules,
-            settings,
-            n,
-            simulated: if folded { 1 } else { n },
-            folded,
-            ops: HashMap::new(),
-            msgs: Slab::default(),
-        }
+        let simulated = match &fold {
+            Some(f) => f.reps.len(),
+            None if folded => 1,
+            None => n,
+        };
+        StepCollective { schedules, settings, n, simulated, folded, fold, ops: HashMap::new(), msgs: Slab::default() }
+    }
+
+    /// The rank simulated at index `i`.
+    fn rank(&self, i: usize) -> usize {
+        self.fold.as_ref().map_or(i, |f| f.rank(i))
     }
 
     fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, index: usize) {
         let op = &self.ops[&op_id];
+        let src_rank = self.rank(src);
         let schedule = &self.schedules[op.schedule];
-        let plan = schedule.step(src, self.n, op.pipeline, step);
+        let plan = schedule.step(src_rank, self.n, op.pipeline, step);
         let send = &plan.sends[index];
         let bytes = op.bytes * send.chunks.len() as f64 / op.chunks as f64;
         // The receivers' add time, if they reduce what they receive (all alike by construction).
         let first = send.to[0];
         let reduces = schedule
-            .step(if self.folded { src } else { first }, self.n, op.pipeline, step)
+            .step(if self.folded { src_rank } else { first }, self.n, op.pipeline, step)
             .recvs
             .iter()
-            .any(|r| r.reduce && (self.folded || r.from == src));
+            .any(|r| r.reduce && (self.folded || r.from == src_rank));
         let extra: Nanos = if reduces { (bytes * self.settings.reduce_ns_per_byte).round() as Nanos } else { 0 };
         let dsts: Vec<usize> = send.to.iter().map(|&d| core.host_of_rank[d]).collect();
-        let user = self.msgs.insert(Msg { op: op_id, src, dsts: send.to.clone(), step }) as u64;
-        core.send(core.host_of_rank[src], &dsts, bytes, extra, user, false);
+        let to = match &self.fold {
+            Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
+            None => send.to.clone(),
+        };
+        let user = self.msgs.insert(Msg { op: op_id, src, dsts: to, step }) as u64;
+        core.send(core.host_of_rank[src_rank], &dsts, bytes, extra, user, false);
     }
 
     /// Sets up the current step of `rank` and runs through steps that complete at once.
@@ -134,7 +154,12 @@ impl StepCollective {
                 }
                 return;
             }
-            let plan = self.schedules[op.schedule].step(rank, self.n, op.pipeline, step);
+            let plan = self.schedules[op.schedule].step(
+                self.fold.as_ref().map_or(rank, |f| f.rank(rank)),
+                self.n,
+                op.pipeline,
+                step,
+            );
             let st = &mut op.ranks[rank];
             st.sends_left = plan.sends.len();
             st.recvs_left = plan.recvs.len();
@@ -145,9 +170,10 @@ impl StepCollective {
             let early = st.early.iter().filter(|&&s| s == step).count();
             st.early.retain(|&s| s != step);
             st.recvs_left -= early;
-            let folded = self.folded;
+            let (folded, fold) = (self.folded, &self.fold);
+            let slot = |d: usize| fold.as_ref().map_or(d, |f| f.slot(d));
             let go: Vec<bool> =
-                plan.sends.iter().map(|send| folded || send.to.iter().all(|&d| op.ranks[d].started)).collect();
+                plan.sends.iter().map(|send| folded || send.to.iter().all(|&d| op.ranks[slot(d)].started)).collect();
             for (index, go) in go.into_iter().enumerate() {
                 if go {
                     self.send(core, op_id, rank, step, index);
@@ -174,8 +200,8 @@ impl StepCollective {
 }
 
 impl StepCollective {
-    /// Rank `rank` starts operation `op_id` of schedule `schedule` over `bytes` payload
-    /// bytes (before the wire factor).
+    /// Simulated rank `rank` starts operation `op_id` of schedule `schedule` over `bytes`
+    /// payload bytes (before the wire factor).
     pub fn start_with(&mut self, core: &mut Core, rank: usize, op_id: u64, schedule: usize, bytes: u64) {
         let settings = self.settings;
         let wire = bytes as f64 * settings.wire_factor;
@@ -202,8 +228,14 @@ impl StepCollective {
                 .iter()
                 .copied()
                 .filter(|&(src, step, index)| {
-                    let plan = self.schedules[op.schedule].step(src, n, op.pipeline, step);
-                    plan.sends[index].to.iter().all(|&d| op.ranks[d].started)
+                    let fold = &self.fold;
+                    let plan = self.schedules[op.schedule].step(
+                        fold.as_ref().map_or(src, |f| f.rank(src)),
+                        n,
+                        op.pipeline,
+                        step,
+                    );
+                    plan.sends[index].to.iter().all(|&d| op.ranks[fold.as_ref().map_or(d, |f| f.slot(d))].started)
                 })
                 .collect();
             op.deferred.retain(|d| !ready.contains(d));

@@ -6,9 +6,15 @@
 //! so on a `star` a host-to-host message crosses two links and pays 2 x latency.
 //! Switches are non-blocking and add no latency of their own.
 
+pub mod node;
+pub mod rail;
 pub mod spec;
+mod symmetry;
 
+pub use node::{NodePreset, NODE_PRESETS};
+pub use rail::{Rail, RailParams};
 pub use spec::TopologySpec;
+pub use symmetry::LinkOrbits;
 
 use crate::units::Nanos;
 
@@ -59,6 +65,8 @@ pub enum Shape {
         /// Number of spine switches.
         spines: usize,
     },
+    /// Rail-optimised fat-tree of multi-GPU machines (see `rail`).
+    Rail(Rail),
 }
 
 /// A built network.
@@ -222,6 +230,7 @@ impl Topology {
                     format!("spine{}", i - leaves)
                 }
             }
+            Shape::Rail(rail) => Self::rail_switch_name(rail, n - self.hosts),
         }
     }
 
@@ -306,6 +315,7 @@ impl Topology {
                 }
                 path.push(2 * dst + 1);
             }
+            Shape::Rail(rail) => self.rail_route(rail, src, dst, path),
         }
     }
 
@@ -343,6 +353,7 @@ impl Topology {
     pub fn gpus_per_node(&self) -> Option<usize> {
         match self.shape {
             Shape::Nodes { gpus_per_node, .. } => Some(gpus_per_node),
+            Shape::Rail(rail) => Some(rail.gpus_per_node),
             _ => None,
         }
     }
@@ -353,7 +364,7 @@ impl Topology {
         match self.shape {
             Shape::Star => true,
             Shape::Ring => self.hosts == ranks,
-            Shape::LeafSpine { .. } | Shape::Nodes { .. } => false,
+            Shape::LeafSpine { .. } | Shape::Nodes { .. } | Shape::Rail(_) => false,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `--topology` specs: `star`, `ring`, `leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]`.
+//! `--topology` specs: `star`, `ring`, `leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]`,
+//! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`.
 
 use super::Topology;
 use crate::error::{Error, Result};
@@ -25,12 +26,56 @@ static NODES: &[OptionInfo] = &[OptionInfo {
     help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
 }];
 
+static RAIL: &[OptionInfo] = &[
+    OptionInfo {
+        name: "node",
+        kind: OptionKind::Choice(super::node::NODE_NAMES),
+        default: "dgx-h100",
+        help: "machine preset: GPUs per node, NVSwitch and NIC rates (NVIDIA DGX datasheets)",
+    },
+    OptionInfo {
+        name: "nodes_per_group",
+        kind: OptionKind::Count,
+        default: "32",
+        help: "nodes per rail group (one leaf per rail per group)",
+    },
+    OptionInfo {
+        name: "spines",
+        kind: OptionKind::Count,
+        default: "",
+        help: "spine switches; default nodes_per_group",
+    },
+    OptionInfo {
+        name: "oversubscription",
+        kind: OptionKind::Real,
+        default: "1",
+        help: "leaf downlink capacity / uplink capacity (1 = non-blocking)",
+    },
+    OptionInfo {
+        name: "nic",
+        kind: OptionKind::Rate,
+        default: "",
+        help: "each GPU's NIC rate; default the preset's (--bandwidth does not set it)",
+    },
+    OptionInfo {
+        name: "nvlink",
+        kind: OptionKind::Rate,
+        default: "",
+        help: "each GPU's NVSwitch rate per direction; default the preset's",
+    },
+];
+
 /// The topology builders and their options, for listings.
 pub static TOPOLOGIES: &[(&str, &str, &[OptionInfo])] = &[
     ("star", "every host on one non-blocking switch", STAR),
     ("ring", "hosts wired in a cycle, no switch; hosts forward for each other", STAR),
     ("leaf-spine", "two-tier Clos with deterministic ECMP over the spines", LEAF_SPINE),
     ("nodes", "multi-GPU machines (NVLink/PCIe inside), one NIC each to a switch; workers are GPUs", NODES),
+    (
+        "rail",
+        "rail-optimised fat-tree of DGX machines: NVSwitch inside, one NIC per GPU on its rail's leaf, spines above",
+        RAIL,
+    ),
 ];
 
 /// A parsed topology spec, built later for a given number of hosts.
@@ -65,8 +110,29 @@ impl TopologySpec {
         })
     }
 
+    /// The node preset and the fabric's rates, for `rail`.
+    pub fn rail_params(&self, extra_bytes_per_s: f64) -> Option<super::RailParams> {
+        if self.0.name != "rail" {
+            return None;
+        }
+        let node =
+            super::NodePreset::by_name(self.0.choice("node").unwrap_or("dgx-h100")).expect("listed presets exist");
+        let per_group = self.0.count("nodes_per_group").unwrap_or(32) as usize;
+        Some(super::RailParams {
+            gpus_per_node: node.gpus,
+            nodes_per_group: per_group,
+            spines: self.0.count("spines").map_or(0, |s| s as usize),
+            nvlink_bytes_per_ns: self.0.rate("nvlink").unwrap_or(node.nvlink_bytes_per_s) / 1e9,
+            nic_bytes_per_ns: self.0.rate("nic").unwrap_or(node.nic_bytes_per_s) / 1e9,
+            oversubscription: self.0.real("oversubscription").unwrap_or(1.0),
+            extra_bytes_per_ns: extra_bytes_per_s / 1e9,
+        })
+    }
+
     /// Builds it for `workers` worker hosts plus `extra` other hosts (servers) at
-    /// `bytes_per_s` per host link (per NIC for `nodes`) and `latency` per hop.
+    /// `bytes_per_s` per host link (per NIC for `nodes`) and `latency` per hop. On `rail`
+    /// the GPUs' NICs run at the preset's rate (or `nic=`) and `bytes_per_s` is the rate of
+    /// the extra hosts only.
     pub fn build(&self, workers: usize, extra: usize, bytes_per_s: f64, latency: Nanos) -> Topology {
         let bw = bytes_per_s / 1e9;
         let hosts = workers + extra;
@@ -74,6 +140,14 @@ impl TopologySpec {
             "star" => Topology::star(hosts, bw, latency),
             "ring" => Topology::ring(hosts, bw, latency),
             "nodes" => Topology::machines(workers, extra, &self.machine().expect("nodes"), bw, latency),
+            "rail" => {
+                let mut p = self.rail_params(bytes_per_s).expect("rail");
+                if p.spines == 0 {
+                    // Default: as many spines as nodes in a group (capped at the nodes).
+                    p.spines = p.nodes_per_group.min(workers.div_ceil(p.gpus_per_node).max(1));
+                }
+                Topology::rail(workers, extra, &p, latency)
+            }
             _ => {
                 let per_leaf = self.0.count("hosts_per_leaf").unwrap_or(16) as usize;
                 let spines = self.0.count("spines").unwrap_or(4) as usize;
@@ -81,5 +155,33 @@ impl TopologySpec {
                 Topology::leaf_spine(hosts, per_leaf, spines, bw, uplink, latency)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rail_uses_the_preset_rates_unless_nic_or_nvlink_are_given() {
+        let t = TopologySpec::parse("rail").unwrap().build(1024, 0, 1.25e9, 1000);
+        let crate::topology::Shape::Rail(r) = t.shape().clone() else { panic!("rail") };
+        assert_eq!((r.gpus_per_node, r.nodes_per_group, r.groups, r.spines), (8, 32, 4, 32));
+        // GPU 0: NVSwitch link at 450 GB/s, NIC at 400 Gbit/s; leaf uplinks non-blocking.
+        assert_eq!(t.links()[0].bytes_per_ns, 450.0);
+        assert_eq!(t.links()[2 * 1024].bytes_per_ns, 50.0);
+        assert_eq!(t.links()[4 * 1024].bytes_per_ns, 50.0);
+        let t = TopologySpec::parse("rail:node=dgx-a100,nodes_per_group=4,spines=2,oversubscription=2,nic=100Gbps")
+            .unwrap()
+            .build(64, 1, 1.25e9, 1000);
+        assert_eq!(t.links()[0].bytes_per_ns, 300.0);
+        assert_eq!(t.links()[2 * 64].bytes_per_ns, 12.5);
+        // 4 NICs of 12.5 B/ns down, halved, over 2 spines.
+        assert_eq!(t.links()[4 * 64].bytes_per_ns, 12.5);
+        // The parameter server's link runs at --bandwidth.
+        assert_eq!(t.link_name(t.route(64, 0)[0]), "h64->svc");
+        assert_eq!(t.links()[t.route(64, 0)[0]].bytes_per_ns, 1.25);
+        let e = TopologySpec::parse("rail:node=dgx-2").unwrap_err().to_string();
+        assert!(e.contains("dgx-h100"), "{e}");
     }
 }

@@ -12,11 +12,13 @@ MODULES = [
     "tensorwire.api",
     "tensorwire.cluster",
     "tensorwire.device_stream",
+    "tensorwire.hardware",
     "tensorwire.lazy",
     "tensorwire.strategy",
     "tensorwire.units",
     "tensorwire.workload",
     "tensorwire.workloads",
+    "tensorwire.workloads.llm",
 ]
 
 

@@ -44,6 +44,15 @@ def _whatif(workload: Workload, compute_speedup: Optional[float], modules: Optio
     return workload
 
 
+def _load(name: str, gpu: Optional[str], batch: Optional[int], seq_len: Optional[int], mfu: Optional[float], recompute: bool) -> Workload:
+    """A built-in model; the LLM-only options are passed only when given, so that a zoo model
+    refuses them by name."""
+    extra: dict[str, Any] = {k: v for k, v in (("seq_len", seq_len), ("mfu", mfu)) if v is not None}
+    if recompute:
+        extra["recompute"] = True
+    return load_model(name, gpu, batch, **extra)
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=1))
 
@@ -74,6 +83,9 @@ def simulate_cmd(
     overhead: float,
     gpu: Optional[str],
     batch: Optional[int],
+    seq_len: Optional[int],
+    mfu: Optional[float],
+    recompute: bool,
     strategy: str,
     compute_speedup: Optional[float],
     add_modules: Optional[str],
@@ -94,7 +106,7 @@ def simulate_cmd(
         raise click.UsageError("Missing option '--bandwidth'.")
     spec = Strategy(strategy)
     if model is not None:
-        workload = load_model(model, gpu, batch)
+        workload = _load(model, gpu, batch, seq_len, mfu, recompute)
     elif workload_file is not None:
         workload = Workload.from_file(workload_file, workload_format)
     else:
@@ -133,6 +145,9 @@ def compare_cmd(
     overhead: float,
     gpu: Optional[str],
     batch: Optional[int],
+    seq_len: Optional[int],
+    mfu: Optional[float],
+    recompute: bool,
     compute_speedup: Optional[float],
     add_modules: Optional[str],
     stragglers: str,
@@ -167,7 +182,7 @@ def compare_cmd(
         network,
         overhead,
     )
-    workloads = [_whatif(load_model(n, gpu, batch), compute_speedup, add_modules) for n in names]
+    workloads = [_whatif(_load(n, gpu, batch, seq_len, mfu, recompute), compute_speedup, add_modules) for n in names]
     variability = parse_stragglers(stragglers, cluster.workers)
     results: dict[str, list[Result]] = {}
     with render.progress(len(workloads) * len(checked), "simulating") as advance:
@@ -194,7 +209,7 @@ def compare_cmd(
 @cli.command("models")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def models_cmd(as_json: bool) -> None:
-    """List the built-in models with their sizes and compute times."""
+    """List the built-in models (measured zoo and LLMs) with their sizes and compute times."""
     infos = models()
     if as_json:
         _emit_json([render.model_dict(m) for m in infos])

@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional, TypeVar
 import click
 
 from tensorwire import _core
-from tensorwire.workloads import names
+from tensorwire.workloads import model_names
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,8 +57,22 @@ network_options = _stack(
     ),
 )
 compute_options = _stack(
-    click.option("--gpu", default=None, help="Device whose measurements to use (default: the model's, v100)."),
-    click.option("--batch", type=int, callback=_positive, default=None, help="Per-worker batch size (default: the measured one)."),
+    click.option(
+        "--gpu",
+        default=None,
+        help="Device: a zoo model's measured device (default v100), or for an LLM a GPU profile "
+        "(v100, a100-40gb, a100-80gb, h100; default h100).",
+    ),
+    click.option(
+        "--batch",
+        type=int,
+        callback=_positive,
+        default=None,
+        help="Per-worker batch size (default: the measured one); for an LLM the micro-batch in sequences (default 1).",
+    ),
+    click.option("--seq-len", type=int, default=None, help="LLMs only: tokens per sequence (default: the context length)."),
+    click.option("--mfu", type=float, default=None, help="LLMs only: model-FLOP utilisation in (0, 1] (default 0.40)."),
+    click.option("--recompute", is_flag=True, default=False, help="LLMs only: full activation recomputation (+1 forward per block)."),
 )
 max_flows = click.option(
     "--max-flows",
@@ -102,4 +116,4 @@ workload_file = _stack(
     workload_format,
 )
 bandwidth = click.option("--bandwidth", "-b", callback=_rate, help="Host link rate per direction, e.g. 25Gbps.")
-model_help = f"Built-in model: {', '.join(names())}."
+model_help = f"Built-in model: {', '.join(model_names())}."

@@ -114,6 +114,10 @@ def model_dict(m: ModelInfo) -> dict[str, Any]:
     return {
         "name": m.name,
         "display_name": m.display_name,
+        "family": m.family,
+        "sample": m.sample,
+        "tokens_per_sample": m.tokens_per_sample,
+        "dtype_bytes": m.dtype_bytes,
         "parameters": m.parameters,
         "bytes": m.bytes,
         "tensors": m.tensors,
@@ -124,15 +128,16 @@ def model_dict(m: ModelInfo) -> dict[str, Any]:
 
 
 def models(infos: list[ModelInfo]) -> None:
-    """Table of the zoo."""
-    t = Table(title="built-in models (gradients fp32)")
+    """Table of the zoo and the LLMs."""
+    t = Table(title="built-in models (zoo: measured, gradients fp32; llm: FLOPs / (peak x MFU 0.40), gradients bf16)")
     for col in ("name", "model", "parameters", "gradients", "tensors", "largest", "devices: batch, fwd / bwd"):
         t.add_column(col, justify="left" if col in ("name", "model", "devices: batch, fwd / bwd") else "right")
     for m in infos:
         devices = "; ".join(
             f"{d.name}: {d.batch_size}, {format_seconds(d.forward_s)} / {format_seconds(d.backward_s)}" for d in m.devices
         )
-        t.add_row(m.name, m.display_name, f"{m.parameters:,}", format_bytes(m.bytes), str(m.tensors), format_bytes(m.largest_tensor_bytes), devices)
+        model = m.display_name if m.tokens_per_sample is None else f"{m.display_name}, {m.tokens_per_sample} tokens/sample"
+        t.add_row(m.name, model, f"{m.parameters:,}", format_bytes(m.bytes), str(m.tensors), format_bytes(m.largest_tensor_bytes), devices)
     console.print(t)
 
 

@@ -79,7 +79,7 @@ def test_listings() -> None:
     p = run("strategies")
     assert p.returncode == 0 and "partition" in p.stdout and "num_ps" in p.stdout
     assert {s["name"] for s in json.loads(run("strategies", "--json").stdout)} >= {"ps", "ring"}
-    assert len(json.loads(run("models", "--json").stdout)) == 13
+    assert len(json.loads(run("models", "--json").stdout)) == 13 + 4  # zoo + LLMs
 
 
 BAD = [

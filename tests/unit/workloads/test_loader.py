@@ -9,7 +9,7 @@ import pytest
 
 import tensorwire as tw
 from tensorwire import InputError, Workload
-from tensorwire.workloads import ZOO, names
+from tensorwire.workloads import ZOO, llm, model_names, names
 
 
 @pytest.mark.parametrize("name", names())
@@ -42,7 +42,7 @@ def test_other_devices_and_bad_device() -> None:
 
 def test_models_listing_matches_the_files() -> None:
     infos = {m.name: m for m in tw.models()}
-    assert set(infos) == set(names())
+    assert set(infos) == set(names()) | set(llm.names()) == set(model_names())
     assert infos["vgg16"].largest_tensor_bytes == 25088 * 4096 * 4
 
 

@@ -18,12 +18,15 @@ from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, st
 from tensorwire.stragglers import parse_stragglers
 from tensorwire.trace import write_trace
 from tensorwire.workload import Workload
-from tensorwire.workloads import load_model, models
+from tensorwire.workloads import llm, load_model, models
 from tensorwire.workloads.synthetic import add_modules
 
 DEFAULT_MODELS = ("resnet50", "vgg16", "bert_base")
 DEFAULT_WORKERS = 32
 DEFAULT_BANDWIDTH = "25Gbps"
+#: What `compare` ranks for LLMs by default: DDP-style all-reduce against sharded data
+#: parallelism, with DDP's ring as the baseline (a parameter server is not how LLMs train).
+LLM_STRATEGIES = ("ring", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "hsdp")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -155,24 +158,30 @@ def compare_cmd(
     seed: int,
     as_json: bool,
 ) -> None:
-    """Rank strategies by iteration time, with the speedup of each over the `ps` baseline.
+    """Rank strategies by iteration time, with the speedup of each over a baseline: `ps`, or
+    for LLMs DDP's `ring`.
 
-    With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps.
+    With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps. LLMs
+    (`--model llama3_8b`) are compared by default under all-reduce strategies and sharded
+    data parallelism (zero1, zero2, fsdp, hsdp).
     """
     names = list(model_names) or list(DEFAULT_MODELS)
     n = workers or DEFAULT_WORKERS
+    only_llms = all(name in llm.names() for name in names)
     # By default every built-in strategy that runs on this cluster (multitree needs one machine).
+    candidates = LLM_STRATEGIES if only_llms else tuple(s.name for s in strategies())
     specs = (
         split_specs(strategy_list)
         if strategy_list
-        else [s.name for s in strategies() if runs_on(s.name, n, topology, network)]
+        else [s for s in candidates if runs_on(s, n, topology, network)]
     )
     checked = [Strategy(s) for s in specs]
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
-    baseline = next((s for s in checked if s.name == "ps"), None)
+    base_name = "ring" if only_llms else "ps"
+    baseline = next((s for s in checked if s.name == base_name), None)
     if baseline is None:
-        baseline = Strategy("ps")
+        baseline = Strategy(base_name)
         checked.insert(0, baseline)
     cluster = _cluster(
         n,
@@ -199,7 +208,10 @@ def compare_cmd(
                 d = r.to_dict()
                 d.pop("link_utilization")
                 d.pop("timeline")
-                d["speedup_over_ps"] = base.iteration_time_s / r.iteration_time_s
+                d["baseline"] = baseline.spec
+                d["speedup_over_baseline"] = base.iteration_time_s / r.iteration_time_s
+                if baseline.name == "ps":
+                    d["speedup_over_ps"] = d["speedup_over_baseline"]
                 out.append(d)
         _emit_json(out)
     else:

@@ -103,6 +103,7 @@ def simulate(
         timeline=tuple(_spans(raw["timeline"], workload, cluster.workers)),
         nap=raw["nap"],
         sent_bytes_per_worker=raw["sent_bytes_per_worker"],
+        simulated_ranks=raw["simulated_ranks"],
     )
 
 

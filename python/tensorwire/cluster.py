@@ -60,4 +60,7 @@ class Cluster:
 
     def describe(self) -> str:
         """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star``."""
+        if self.topology.startswith("rail"):
+            # GPU NICs run at the node preset's rate (or nic=); bandwidth is for other hosts.
+            return f"{self.workers} GPUs, {format_seconds(self.latency)}/hop, {self.topology}"
         return f"{self.workers} workers, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}"

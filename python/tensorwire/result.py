@@ -19,7 +19,8 @@ class Result:
     n times the throughput of one worker that only computes. ``exposed_comm_s`` is the time
     per iteration not covered by compute; ``comm_time_s`` the time rank 0 had any message
     in flight; ``sent_bytes_per_worker`` the bytes rank 0's host put on the wire per
-    iteration (a multicast message counts once). ``link_utilization`` maps each directed link (``h0->sw``) to its busy
+    iteration (a multicast message counts once); ``simulated_ranks`` how many ranks' network part
+    was simulated (1 or a few when folded, every worker otherwise). ``link_utilization`` maps each directed link (``h0->sw``) to its busy
     fraction over the steady-state window.
     """
 
@@ -42,6 +43,7 @@ class Result:
     timeline: tuple[dict[str, Any], ...] = ()
     nap: Optional[float] = None
     sent_bytes_per_worker: float = 0.0
+    simulated_ranks: int = 0
 
     @property
     def max_link_utilization(self) -> float:

@@ -82,6 +82,7 @@ def simulate(
         timeline=timeline,
         max_flows=max_flows,
         progress=report,
+        dtype_bytes=workload.dtype_bytes,
     )
     return Result(
         model=workload.name,

@@ -14,6 +14,7 @@ Three ways in besides the zoo (:func:`tensorwire.load_model`):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -60,8 +61,13 @@ class Workload:
     layers: tuple[Layer, ...]
     description: str = ""
     sources: tuple[str, ...] = field(default=())
+    #: Bytes per element of the listed tensor sizes: 4 (fp32, the CNN zoo), 2 (bf16, the
+    #: LLMs); strategies' ``param_dtype``/``reduce_dtype`` rescale from it.
+    dtype_bytes: int = 4
 
     def __post_init__(self) -> None:
+        if isinstance(self.dtype_bytes, bool) or self.dtype_bytes not in (1, 2, 4, 8):
+            raise InputError("workload.dtype_bytes", f"{self.dtype_bytes!r} is not an element size; choose 1, 2, 4 or 8")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise InputError("workload.batch_size", f"{self.batch_size!r} must be an integer >= 1")
         if not self.layers:
@@ -91,7 +97,7 @@ class Workload:
             Layer(layer.name, layer.forward_s / speedup, layer.backward_s / speedup, layer.tensors)
             for layer in self.layers
         )
-        return Workload(self.name, self.batch_size, layers, self.description, self.sources)
+        return dataclasses.replace(self, layers=layers)
 
     # -- constructors -------------------------------------------------------------------
     @classmethod
@@ -149,7 +155,7 @@ class Workload:
             )
             for layer in model.layers
         )
-        return cls(model.name, model.batch_size, layers, model.description, tuple(model.sources))
+        return cls(model.name, model.batch_size, layers, model.description, tuple(model.sources), model.dtype_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tensorwire-workload/1`` form, for saving."""
@@ -158,6 +164,7 @@ class Workload:
             "name": self.name,
             "description": self.description,
             "batch_size": self.batch_size,
+            "dtype_bytes": self.dtype_bytes,
             "sources": list(self.sources),
             "layers": [
                 {
@@ -229,6 +236,7 @@ class _WorkloadFile(pydantic.BaseModel):
     name: str
     description: str = ""
     batch_size: pydantic.PositiveInt = 0  # zoo files give it per device
+    dtype_bytes: Literal[1, 2, 4, 8] = 4
     sources: list[str] = []
     layers: list[_LayerModel] = pydantic.Field(min_length=1)
     devices: dict[str, Any] = {}

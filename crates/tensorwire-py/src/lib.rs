@@ -51,7 +51,7 @@ fn workload_from(w: WorkloadTuple) -> Result<Workload, Error> {
         })
         .collect::<Result<Vec<_>, Error>>()?;
     let tensors = tensors.into_iter().map(|(name, bytes, layer)| Tensor { name, bytes, layer }).collect();
-    let w = Workload { name, batch_size, layers, tensors };
+    let w = Workload { name, batch_size, layers, tensors, dtype_bytes: 4 };
     w.validate()?;
     Ok(w)
 }
@@ -132,7 +132,7 @@ fn progress_hook(callback: PyObject) -> ProgressHook {
     workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
     seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
     slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false, max_flows = None,
-    progress = None
+    progress = None, dtype_bytes = 4
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -156,6 +156,7 @@ fn simulate<'py>(
     timeline: bool,
     max_flows: Option<u64>,
     progress: Option<PyObject>,
+    dtype_bytes: u32,
 ) -> PyResult<Bound<'py, PyDict>> {
     let build = || -> Result<Scenario, Error> {
         if workers < 1 {
@@ -170,7 +171,10 @@ fn simulate<'py>(
         if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
             return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
         }
-        let mut sc = Scenario::new(workload_from(workload)?, workers as usize, bandwidth, Strategy::parse(strategy)?);
+        let mut w = workload_from(workload)?;
+        w.dtype_bytes = dtype_bytes;
+        w.validate()?;
+        let mut sc = Scenario::new(w, workers as usize, bandwidth, Strategy::parse(strategy)?);
         sc.latency = latency;
         sc.topology = TopologySpec::parse(topology)?;
         sc.network = ModelKind::parse(network)?;
@@ -396,6 +400,7 @@ fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> P
                 .enumerate()
                 .map(|(i, (&bytes, &layer))| Tensor { name: i.to_string(), bytes, layer })
                 .collect(),
+            dtype_bytes: 4,
         };
         w.validate()?;
         Ok(sched::partition(&w, piece_bytes)?

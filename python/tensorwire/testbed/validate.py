@@ -174,7 +174,8 @@ def scale_workload(base: Workload, bytes_scale: float, time_scale: float, name: 
         )
         for layer in base.layers
     )
-    return Workload(name or base.name, base.batch_size, layers, f"{base.name} scaled: bytes x{bytes_scale:.3g}, time x{time_scale:.3g}")
+    return Workload(name or base.name, base.batch_size, layers, f"{base.name} scaled: bytes x{bytes_scale:.3g}, time x{time_scale:.3g}",
+                    dtype_bytes=base.dtype_bytes)
 
 
 def scenario_workload(sc: Scenario, effective_rate: float) -> Workload:

@@ -216,4 +216,5 @@ def load_model(
         layers,
         f"{data['display_name']} on {device}, batch {batch}",
         (data["architecture_source"], d["source"]),
+        data.get("dtype_bytes", 4),
     )

@@ -7,6 +7,8 @@ trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
 
 from __future__ import annotations
 
+import dataclasses
+
 import zlib
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -74,5 +76,5 @@ def load_workload(
         raise InputError("workload", "a tensorwire workload file stands alone; give one file")
     w = Workload.from_text_file(files[0])
     if name:
-        w = Workload(name, w.batch_size, w.layers, w.description, w.sources)
+        w = dataclasses.replace(w, name=name)
     return w

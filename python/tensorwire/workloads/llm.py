@@ -26,7 +26,6 @@ Layers and tensors (docs/llm.md has the full rules and the sources of every figu
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
@@ -46,7 +45,6 @@ DEFAULT_GPU = "h100"
 #: Gradient bytes per element: BF16 unless asked otherwise.
 DEFAULT_DTYPE_BYTES = 2
 
-_WORKLOAD_FIELDS = frozenset(f.name for f in dataclasses.fields(Workload))
 
 
 @dataclass(frozen=True)
@@ -336,10 +334,7 @@ def workload(
         f"gradients {'bf16' if dtype_bytes == 2 else 'fp32'}" + (", full recomputation" if recompute else "")
     )
     sources = (a.source, *g.sources, MFU_SOURCE if mfu is None else f"MFU {u} given by the user")
-    extra: dict[str, Any] = {}
-    if "dtype_bytes" in _WORKLOAD_FIELDS:  # the field other code adds to Workload
-        extra["dtype_bytes"] = dtype_bytes
-    return Workload(name, b, tuple(built), description, sources, **extra)
+    return Workload(name, b, tuple(built), description, sources, dtype_bytes)
 
 
 def tokens_per_sample(name: str, seq_len: Optional[int] = None) -> int:

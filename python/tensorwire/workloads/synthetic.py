@@ -6,6 +6,8 @@ times and gradient sizes and are inserted right after it.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
 
@@ -35,7 +37,7 @@ def repeat_block(workload: Workload, prefix: str, count: int) -> Workload:
     ]
     end = block[-1] + 1
     layers = workload.layers[:end] + tuple(copies) + workload.layers[end:]
-    return Workload(f"{workload.name}+{count}x{prefix}", workload.batch_size, layers, workload.description, workload.sources)
+    return dataclasses.replace(workload, name=f"{workload.name}+{count}x{prefix}", layers=layers)
 
 
 def add_modules(workload: Workload, spec: str) -> Workload:

@@ -8,14 +8,20 @@
 mod activation;
 mod doubling;
 mod gputree;
+mod groups;
+mod halves;
 mod hierarchical;
+mod levels;
 mod ring;
 mod tree;
 
 pub use activation::{activation_children, activation_parent};
 pub use doubling::{HalvingDoubling, RecursiveDoubling};
 pub use gputree::GpuTrees;
+pub use groups::{AcrossGroups, InGroups};
+pub use halves::{AllGather, ReduceScatter, Splits};
 pub use hierarchical::Hierarchical;
+pub use levels::{LevelPhase, Levels};
 pub use ring::{Ring, RingMulticast};
 pub use tree::{BinomialTree, DoubleBinaryTree};
 
@@ -126,12 +132,12 @@ pub(crate) fn floor_pow2(n: usize) -> usize {
 pub(crate) mod check {
     use super::*;
 
-    /// Executes `schedule` on integer vectors and asserts every rank ends with the sum.
-    pub fn all_reduce(schedule: &dyn StepSchedule, n: usize, pipeline: usize) {
+    /// Runs `schedule` on integer vectors (rank r, chunk c starts at r * 1000 + c + 1) and
+    /// returns every rank's vector at the end.
+    pub fn execute(schedule: &dyn StepSchedule, n: usize, pipeline: usize) -> Vec<Vec<i64>> {
         let chunks = schedule.chunk_count(n, pipeline);
         let mut data: Vec<Vec<i64>> =
             (0..n).map(|r| (0..chunks).map(|c| (r * 1000 + c) as i64 + 1).collect()).collect();
-        let expected: Vec<i64> = (0..chunks).map(|c| (0..n).map(|r| (r * 1000 + c) as i64 + 1).sum()).collect();
         for s in 0..schedule.steps(n, pipeline) {
             let steps: Vec<Step> = (0..n).map(|r| schedule.step(r, n, pipeline, s)).collect();
             type Msg = (usize, Range<usize>, Vec<i64>);
@@ -163,8 +169,68 @@ pub(crate) mod check {
                 }
             }
         }
+        data
+    }
+
+    /// The sum over `ranks` of chunk `c`'s starting values.
+    fn sum(ranks: impl Iterator<Item = usize>, c: usize) -> i64 {
+        ranks.map(|r| (r * 1000 + c) as i64 + 1).sum()
+    }
+
+    /// Executes `schedule` on integer vectors and asserts every rank ends with the sum.
+    pub fn all_reduce(schedule: &dyn StepSchedule, n: usize, pipeline: usize) {
+        let data = execute(schedule, n, pipeline);
+        let expected: Vec<i64> = (0..data[0].len()).map(|c| sum(0..n, c)).collect();
         for (r, d) in data.iter().enumerate() {
             assert_eq!(d, &expected, "{schedule:?} n={n} pipeline={pipeline} rank={r}");
+        }
+    }
+
+    /// Asserts every rank ends with the sum over the ranks of its group (`group(rank)`).
+    pub fn all_reduce_in_groups(schedule: &dyn StepSchedule, n: usize, group: impl Fn(usize) -> usize) {
+        let data = execute(schedule, n, 1);
+        for (r, d) in data.iter().enumerate() {
+            let expected: Vec<i64> = (0..d.len()).map(|c| sum((0..n).filter(|&x| group(x) == group(r)), c)).collect();
+            assert_eq!(d, &expected, "{schedule:?} n={n} rank={r}");
+        }
+    }
+
+    /// Asserts a reduce-scatter: every chunk's full sum ends on exactly one rank, and every
+    /// rank holds the same number of them.
+    pub fn reduce_scatter(schedule: &dyn StepSchedule, n: usize) {
+        let data = execute(schedule, n, 1);
+        let chunks = data[0].len();
+        let mut held = vec![0; n];
+        for c in 0..chunks {
+            let holders: Vec<usize> = (0..n).filter(|&r| data[r][c] == sum(0..n, c)).collect();
+            assert_eq!(holders.len(), 1, "{schedule:?} n={n} chunk={c}: {holders:?}");
+            held[holders[0]] += 1;
+        }
+        assert!(held.iter().all(|&h| h == chunks / n), "{schedule:?} n={n}: {held:?}");
+    }
+
+    /// Two schedules one after the other, on the same chunks (tests: halves make a whole).
+    #[derive(Debug)]
+    pub struct Concat<A, B>(pub A, pub B);
+
+    impl<A: StepSchedule, B: StepSchedule> StepSchedule for Concat<A, B> {
+        fn steps(&self, n: usize, pipeline: usize) -> usize {
+            self.0.steps(n, pipeline) + self.1.steps(n, pipeline)
+        }
+        fn chunk_count(&self, n: usize, pipeline: usize) -> usize {
+            assert_eq!(self.0.chunk_count(n, pipeline), self.1.chunk_count(n, pipeline));
+            self.0.chunk_count(n, pipeline)
+        }
+        fn step(&self, rank: usize, n: usize, pipeline: usize, step: usize) -> Step {
+            let k = self.0.steps(n, pipeline);
+            if step < k {
+                self.0.step(rank, n, pipeline, step)
+            } else {
+                self.1.step(rank, n, pipeline, step - k)
+            }
+        }
+        fn rank_symmetric(&self, n: usize) -> bool {
+            self.0.rank_symmetric(n) && self.1.rank_symmetric(n)
         }
     }
 

@@ -478,7 +478,9 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     }
     let layer_pieces: Vec<u32> = layer_tasks.iter().map(|l| l.len() as u32).collect();
     let syncable_layers = layer_pieces.iter().filter(|&&p| p > 0).count() as u32;
-    let wire_factor = 1.0 / strategy.compression;
+    // Gradients on the wire: at reduce_dtype (default: as listed), then compressed.
+    let wire_factor = strategy.reduce_dtype.map_or(1.0, |d| f64::from(d.bytes()) / f64::from(sc.workload.dtype_bytes))
+        / strategy.compression;
     let reduce_ns_per_byte = strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r);
     let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&strategy.family, schedule) {
         (Family::ParameterServer(c), _) => {

@@ -24,11 +24,13 @@
 use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
 use super::{build_core, build_report, variability, Scenario};
-use crate::collectives::{Ring, StepSchedule};
+use crate::collectives::{
+    AcrossGroups, AllGather, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter, Ring, StepSchedule,
+};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::strategy::{ShardAlgorithm, ShardedConfig, Stage, Strategy};
-use crate::topology::Shape;
+use crate::topology::{Shape, Topology};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
 
@@ -45,7 +47,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
         }
         _ => n,
     };
-    let schedules = schedules(cfg, n, group)?;
+    let schedules = schedules(cfg, &topo, n, group);
     let star = matches!(topo.shape(), Shape::Star);
     let folded = sc.allow_folding
         && n > 1
@@ -74,7 +76,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     };
     let relabel = rank_fold.clone();
     let mut exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
-    let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group);
+    let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let runner = Runner::new(sc, &program, ranks, &mut core, &mut exec, sampler, sc.record_timeline);
     let mut measured = runner.run()?;
@@ -82,14 +84,6 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
         fold.relabel(&mut measured.compute_spans);
     }
     Ok(build_report(sc, &mut core, measured))
-}
-
-/// The executor's schedules, indexed by [`AG`], [`RS`] and [`AR_ACROSS`].
-fn schedules(cfg: &ShardedConfig, _n: usize, _group: usize) -> Result<Vec<Box<dyn StepSchedule>>> {
-    // MERGE: reduce-scatter / all-gather schedules by algorithm, in groups for hsdp.
-    let _ = ShardAlgorithm::Ring;
-    let _ = cfg;
-    Ok(vec![Box::new(Ring), Box::new(Ring), Box::new(Ring)])
 }
 
 /// All-gathers of parameters run on this stream, reduce-scatters (and HSDP's all-reduces) on the next.
@@ -101,6 +95,59 @@ pub(super) const AG: usize = 0;
 pub(super) const RS: usize = 1;
 pub(super) const AR_ACROSS: usize = 2;
 
+/// The executor's schedules, indexed by [`AG`], [`RS`] and (with replicas, `group < n`)
+/// [`AR_ACROSS`], for `n` ranks in shard groups of `group` on `topo`.
+fn schedules(cfg: &ShardedConfig, topo: &Topology, n: usize, group: usize) -> Vec<Box<dyn StepSchedule>> {
+    let layout = topo.layout(n);
+    let levelled = layout.iter().filter(|&&r| r > 1).count() > 1;
+    let algorithm = match cfg.algorithm {
+        ShardAlgorithm::Auto if levelled => ShardAlgorithm::Hierarchical,
+        ShardAlgorithm::Auto => ShardAlgorithm::Ring,
+        a => a,
+    };
+    // The layout's first digits that make up one shard group, and the rest.
+    let mut within = 0;
+    let mut product = 1;
+    while within < layout.len() && product < group {
+        product *= layout[within];
+        within += 1;
+    }
+    let aligned = product == group;
+    let inner_levels = |digits: &[usize]| digits[..digits.len().saturating_sub(1)].to_vec();
+    let sharded = |phase: LevelPhase| -> Box<dyn StepSchedule> {
+        match (algorithm, phase) {
+            (ShardAlgorithm::HalvingDoubling, LevelPhase::ReduceScatter) => Box::new(ReduceScatter(HalvingDoubling)),
+            (ShardAlgorithm::HalvingDoubling, _) => Box::new(AllGather(HalvingDoubling)),
+            (ShardAlgorithm::Hierarchical, _) if aligned => {
+                Box::new(Levels { levels: inner_levels(&layout[..within]), phase })
+            }
+            (_, LevelPhase::ReduceScatter) => Box::new(ReduceScatter(Ring)),
+            _ => Box::new(AllGather(Ring)),
+        }
+    };
+    let in_group = |schedule: Box<dyn StepSchedule>| -> Box<dyn StepSchedule> {
+        if group == n {
+            schedule
+        } else {
+            Box::new(InGroups { inner: schedule, size: group })
+        }
+    };
+    let mut list = vec![in_group(sharded(LevelPhase::AllGather)), in_group(sharded(LevelPhase::ReduceScatter))];
+    if group == n {
+        return list; // no replicas, nothing to all-reduce across them
+    }
+    let across: Box<dyn StepSchedule> = match algorithm {
+        ShardAlgorithm::Hierarchical if aligned && within < layout.len() => Box::new(AcrossGroups {
+            inner: Box::new(Levels { levels: inner_levels(&layout[within..]), phase: LevelPhase::AllReduce }),
+            size: group,
+        }),
+        ShardAlgorithm::HalvingDoubling => Box::new(AcrossGroups { inner: Box::new(HalvingDoubling), size: group }),
+        _ => Box::new(AcrossGroups { inner: Box::new(Ring), size: group }),
+    };
+    list.push(across);
+    list
+}
+
 /// Bytes on the wire per listed byte, for parameters and for gradients.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct WireFactors {
@@ -111,16 +158,11 @@ pub(super) struct WireFactors {
 impl WireFactors {
     /// From the strategy's dtypes and compression and the workload's listed element size.
     pub fn of(strategy: &Strategy, workload: &Workload) -> WireFactors {
-        let listed = f64::from(listed_element_bytes(workload));
+        let listed = f64::from(workload.dtype_bytes);
         let params = strategy.param_dtype.map_or(1.0, |d| f64::from(d.bytes()) / listed);
         let grads = strategy.reduce_dtype.map_or(1.0, |d| f64::from(d.bytes()) / listed) / strategy.compression;
         WireFactors { params, grads }
     }
-}
-
-/// Bytes per element of the workload's listed tensor sizes. MERGE: workload.dtype_bytes.
-fn listed_element_bytes(_workload: &Workload) -> u32 {
-    4
 }
 
 /// Units of consecutive layers: `unit` layers each, or (size-based wrap) layers added
@@ -162,11 +204,17 @@ fn wire(bytes: u64, factor: f64) -> u64 {
     (bytes as f64 * factor).round() as u64
 }
 
-/// The program of one iteration for `cfg` (shard group `group` for hsdp).
-pub(super) fn program(workload: &Workload, cfg: &ShardedConfig, wire_factors: WireFactors, group: usize) -> Program {
+/// The program of one iteration for `cfg` on `ranks` ranks (shard groups of `group` for hsdp).
+pub(super) fn program(
+    workload: &Workload,
+    cfg: &ShardedConfig,
+    wire_factors: WireFactors,
+    group: usize,
+    ranks: usize,
+) -> Program {
     match cfg.stage {
         Stage::Zero1 | Stage::Zero2 => zero_program(workload, cfg, wire_factors),
-        Stage::Fsdp | Stage::Hsdp => fsdp_program(workload, cfg, wire_factors, group),
+        Stage::Fsdp | Stage::Hsdp => fsdp_program(workload, cfg, wire_factors, group, ranks),
     }
 }
 
@@ -217,7 +265,7 @@ fn zero_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pro
     p
 }
 
-fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group: usize) -> Program {
+fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group: usize, ranks: usize) -> Program {
     let mut p = Program::default();
     p.streams = 2;
     let bytes = layer_bytes(workload);
@@ -255,7 +303,7 @@ fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group:
         p.instrs.extend(units[u].clone().rev().map(|layer| Instr::Compute { layer, backward: true }));
         if unit_bytes[u] > 0 {
             reduces.push(p.issue(RS, wire(unit_bytes[u], f.grads), REDUCE));
-            if cfg.stage == Stage::Hsdp {
+            if cfg.stage == Stage::Hsdp && group < ranks {
                 // The 1/G shard of this unit's gradients, all-reduced across the replicas.
                 let shard = (unit_bytes[u] as f64 / group as f64 * f.grads).round() as u64;
                 reduces.push(p.issue(AR_ACROSS, shard, REDUCE));
@@ -304,6 +352,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
                 .collect(),
+            dtype_bytes: 4,
         }
     }
 
@@ -322,12 +371,12 @@ mod tests {
     fn fsdp_gathers_twice_and_reduces_once_zero_moves_each_once() {
         let w = workload(&[100, 0, 300, 50]);
         let f = WireFactors { params: 1.0, grads: 1.0 };
-        let fsdp = program(&w, &cfg("fsdp"), f, 1);
+        let fsdp = program(&w, &cfg("fsdp"), f, 1, 1);
         assert_eq!((moved(&fsdp, AG), moved(&fsdp, RS)), (900, 450));
-        let keep = program(&w, &cfg("fsdp:reshard_after_forward=false"), f, 1);
+        let keep = program(&w, &cfg("fsdp:reshard_after_forward=false"), f, 1, 1);
         assert_eq!((moved(&keep, AG), moved(&keep, RS)), (450, 450));
         for stage in ["zero1", "zero2"] {
-            let z = program(&w, &cfg(&format!("{stage}:bucket=200B")), f, 1);
+            let z = program(&w, &cfg(&format!("{stage}:bucket=200B")), f, 1, 1);
             assert_eq!((moved(&z, AG), moved(&z, RS)), (450, 450), "{stage}");
         }
     }
@@ -342,8 +391,8 @@ mod tests {
                 p.instrs.iter().rposition(|i| matches!(i, Instr::Compute { backward: true, .. })).unwrap();
             first_issue > last_backward
         };
-        assert!(!first_issue_after_backward(&program(&w, &cfg("zero2:bucket=200B"), f, 1)));
-        assert!(first_issue_after_backward(&program(&w, &cfg("zero1:bucket=200B"), f, 1)));
+        assert!(!first_issue_after_backward(&program(&w, &cfg("zero2:bucket=200B"), f, 1, 1)));
+        assert!(first_issue_after_backward(&program(&w, &cfg("zero1:bucket=200B"), f, 1, 1)));
     }
 
     #[test]
@@ -357,13 +406,13 @@ mod tests {
     fn prefetch_issues_the_next_units_gather_before_computing_this_one() {
         let w = workload(&[100, 100, 100]);
         let f = WireFactors { params: 1.0, grads: 1.0 };
-        let p = program(&w, &cfg("fsdp:prefetch=1"), f, 1);
+        let p = program(&w, &cfg("fsdp:prefetch=1"), f, 1, 1);
         // Issue AG0, Issue AG1, Wait AG0, Compute l0, ...
         assert_eq!(
             &p.instrs[..4],
             &[Instr::Issue(0), Instr::Issue(1), Instr::Wait(0), Instr::Compute { layer: 0, backward: false }]
         );
-        let p0 = program(&w, &cfg("fsdp:prefetch=0"), f, 1);
+        let p0 = program(&w, &cfg("fsdp:prefetch=0"), f, 1, 1);
         assert_eq!(&p0.instrs[..3], &[Instr::Issue(0), Instr::Wait(0), Instr::Compute { layer: 0, backward: false }]);
     }
 

@@ -276,6 +276,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
                 .collect(),
+            dtype_bytes: 4,
         }
     }
 

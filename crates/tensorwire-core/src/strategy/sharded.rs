@@ -23,11 +23,15 @@ pub enum Stage {
 /// Algorithm of the reduce-scatters and all-gathers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardAlgorithm {
+    /// `hierarchical` on topologies with machine levels (rail, nodes, leaf-spine), else
+    /// `ring`: what NCCL's topology-aware rings amount to.
+    Auto,
     /// Ring: N-1 steps of S/N.
     Ring,
     /// Recursive halving (reduce-scatter) and doubling (all-gather).
     HalvingDoubling,
-    /// Inside each machine, then across machines (rails).
+    /// A ring inside each level of the topology (machine, rail group, spine), innermost
+    /// first for reduce-scatters, outermost first for all-gathers.
     Hierarchical,
 }
 
@@ -61,9 +65,9 @@ pub struct ShardedConfig {
 pub static SHARDED_OPTIONS: &[OptionInfo] = &[
     OptionInfo {
         name: "algorithm",
-        kind: OptionKind::Choice(&["ring", "halving-doubling", "hierarchical"]),
-        default: "ring",
-        help: "reduce-scatter / all-gather algorithm: ring, recursive halving and doubling, or inside each machine then across machines",
+        kind: OptionKind::Choice(&["auto", "ring", "halving-doubling", "hierarchical"]),
+        default: "auto",
+        help: "reduce-scatter / all-gather algorithm: ring, recursive halving and doubling, or a ring per level of the topology (machine, rail group, spine); auto: hierarchical where the topology has levels, else ring",
     },
     OptionInfo {
         name: "prefetch",
@@ -149,7 +153,8 @@ pub fn config(stage: Stage, spec: &Spec) -> Result<ShardedConfig> {
         algorithm: match spec.choice("algorithm") {
             Some("halving-doubling") => ShardAlgorithm::HalvingDoubling,
             Some("hierarchical") => ShardAlgorithm::Hierarchical,
-            _ => ShardAlgorithm::Ring,
+            Some("ring") => ShardAlgorithm::Ring,
+            _ => ShardAlgorithm::Auto,
         },
         forward_prefetch: spec.count("prefetch").unwrap_or(1) as usize,
         backward_prefetch: spec.count("backward_prefetch").unwrap_or(1) as usize,

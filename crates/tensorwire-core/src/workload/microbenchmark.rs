@@ -30,7 +30,7 @@ pub fn collective_benchmark(spec: &str) -> Result<Workload> {
     let tensors = (0..count as usize)
         .map(|i| Tensor { name: format!("buffer{i}"), bytes: bytes.round() as u64, layer: i })
         .collect();
-    Ok(Workload { name: spec.to_string(), batch_size: 1, layers, tensors })
+    Ok(Workload { name: spec.to_string(), batch_size: 1, layers, tensors, dtype_bytes: 4 })
 }
 
 #[cfg(test)]

@@ -43,6 +43,9 @@ pub struct Workload {
     pub layers: Vec<Layer>,
     /// Tensors in `module.parameters()` order; their layers must be non-decreasing.
     pub tensors: Vec<Tensor>,
+    /// Bytes per element of the listed tensor sizes (4: fp32, 2: bf16/fp16); strategies'
+    /// `param_dtype`/`reduce_dtype` rescale from it.
+    pub dtype_bytes: u32,
 }
 
 impl Workload {
@@ -54,6 +57,12 @@ impl Workload {
         }
         if self.batch_size == 0 {
             return Err(Error::invalid("workload.batch_size", "must be >= 1"));
+        }
+        if ![1, 2, 4, 8].contains(&self.dtype_bytes) {
+            return Err(Error::invalid(
+                "workload.dtype_bytes",
+                format!("{} is not an element size; choose 1, 2, 4 or 8 bytes", self.dtype_bytes),
+            ));
         }
         let mut last = 0;
         for (i, t) in self.tensors.iter().enumerate() {

@@ -1,0 +1,139 @@
+//! Collectives on sub-communicators, all running at once: [`InGroups`] (contiguous groups
+//! of `size` ranks, e.g. the GPUs of one machine: HSDP's shard groups) and
+//! [`AcrossGroups`] (the ranks with equal `rank % size`, one from each group: HSDP's
+//! replica groups). The payload is each group's own buffer.
+
+use super::{Recv, Send, Step, StepSchedule};
+
+/// `inner` inside each contiguous group of `size` ranks.
+#[derive(Debug)]
+pub struct InGroups {
+    /// The collective each group runs.
+    pub inner: Box<dyn StepSchedule>,
+    /// Ranks per group; divides the number of ranks.
+    pub size: usize,
+}
+
+/// `inner` among the ranks with equal `rank % size` (rank `r` is member `r / size`).
+#[derive(Debug)]
+pub struct AcrossGroups {
+    /// The collective each set of peers runs.
+    pub inner: Box<dyn StepSchedule>,
+    /// Ranks per group; divides the number of ranks.
+    pub size: usize,
+}
+
+/// Maps a step of a sub-communicator onto global ranks.
+fn lift(step: Step, global: impl Fn(usize) -> usize) -> Step {
+    Step {
+        sends: step
+            .sends
+            .into_iter()
+            .map(|s| Send { to: s.to.into_iter().map(&global).collect(), chunks: s.chunks })
+            .collect(),
+        recvs: step.recvs.into_iter().map(|r| Recv { from: global(r.from), ..r }).collect(),
+    }
+}
+
+impl StepSchedule for InGroups {
+    fn steps(&self, _n: usize, pipeline: usize) -> usize {
+        self.inner.steps(self.size, pipeline)
+    }
+    fn chunk_count(&self, _n: usize, pipeline: usize) -> usize {
+        self.inner.chunk_count(self.size, pipeline)
+    }
+    fn step(&self, rank: usize, _n: usize, pipeline: usize, step: usize) -> Step {
+        let base = rank / self.size * self.size;
+        lift(self.inner.step(rank % self.size, self.size, pipeline, step), |r| base + r)
+    }
+    fn rank_symmetric(&self, n: usize) -> bool {
+        n == self.size && self.inner.rank_symmetric(n)
+    }
+    fn pipelines(&self) -> bool {
+        self.inner.pipelines()
+    }
+    fn invariant_digits(&self, n: usize, layout: &[usize]) -> Vec<bool> {
+        // The layout's first digits must make up one group; those follow the inner
+        // schedule, the others move whole groups onto groups.
+        let mut within = 0;
+        let mut product = 1;
+        while within < layout.len() && product < self.size {
+            product *= layout[within];
+            within += 1;
+        }
+        if product != self.size || n % self.size != 0 {
+            return vec![false; layout.len()];
+        }
+        let inner = self.inner.invariant_digits(self.size, &layout[..within]);
+        (0..layout.len()).map(|d| if d < within { inner[d] } else { true }).collect()
+    }
+}
+
+impl StepSchedule for AcrossGroups {
+    fn steps(&self, n: usize, pipeline: usize) -> usize {
+        self.inner.steps(n / self.size, pipeline)
+    }
+    fn chunk_count(&self, n: usize, pipeline: usize) -> usize {
+        self.inner.chunk_count(n / self.size, pipeline)
+    }
+    fn step(&self, rank: usize, n: usize, pipeline: usize, step: usize) -> Step {
+        let (member, slot) = (rank / self.size, rank % self.size);
+        lift(self.inner.step(member, n / self.size, pipeline, step), |m| m * self.size + slot)
+    }
+    fn rank_symmetric(&self, n: usize) -> bool {
+        self.size == 1 && self.inner.rank_symmetric(n)
+    }
+    fn pipelines(&self) -> bool {
+        self.inner.pipelines()
+    }
+    fn invariant_digits(&self, n: usize, layout: &[usize]) -> Vec<bool> {
+        let mut within = 0;
+        let mut product = 1;
+        while within < layout.len() && product < self.size {
+            product *= layout[within];
+            within += 1;
+        }
+        if product != self.size || n % self.size != 0 {
+            return vec![false; layout.len()];
+        }
+        let outer = if within < layout.len() {
+            self.inner.invariant_digits(n / self.size, &layout[within..])
+        } else {
+            Vec::new()
+        };
+        // Translating a digit inside a group moves every member to the same slot of its group.
+        (0..layout.len()).map(|d| if d < within { true } else { outer[d - within] }).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collectives::levels::{LevelPhase, Levels};
+    use crate::collectives::{check, Ring};
+
+    #[test]
+    fn groups_run_their_collective_on_their_own_members() {
+        for (size, n) in [(2, 6), (3, 6), (4, 8), (1, 4), (4, 4)] {
+            let within = InGroups { inner: Box::new(Ring), size };
+            let across = AcrossGroups { inner: Box::new(Ring), size };
+            check::all_reduce_in_groups(&within, n, |r| r / size);
+            check::all_reduce_in_groups(&across, n, |r| r % size);
+        }
+    }
+
+    #[test]
+    fn invariance_follows_the_groups_and_the_inner_schedule() {
+        let layout = [4, 3, 2];
+        let within = InGroups { inner: Box::new(Ring), size: 4 };
+        assert_eq!(within.invariant_digits(24, &layout), vec![true, true, true]);
+        check::invariant(&within, &layout);
+        let levels = Levels { levels: vec![3], phase: LevelPhase::AllReduce };
+        let across = AcrossGroups { inner: Box::new(levels), size: 4 };
+        assert_eq!(across.invariant_digits(24, &layout), vec![true, true, true]);
+        check::invariant(&across, &layout);
+        let ring_across = AcrossGroups { inner: Box::new(Ring), size: 4 };
+        assert_eq!(ring_across.invariant_digits(24, &layout), vec![true, false, true]);
+        check::invariant(&ring_across, &layout);
+    }
+}

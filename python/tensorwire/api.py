@@ -120,6 +120,8 @@ def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, fl
                         "start_s": start, "end_s": end, "bytes": None})
             continue
         name = f"{host(src)} -> {', '.join(host(t) for t in to) if len(to) < 4 else f'{len(to)} hosts'}"
+        if label:
+            name = f"{label}: {name}"
         out.append({"kind": "flow", "worker": src if src < workers else None, "link": None, "name": name,
                     "start_s": start, "end_s": end, "bytes": nbytes})
         for link in links:

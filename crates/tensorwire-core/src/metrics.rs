@@ -22,7 +22,8 @@ pub struct Span {
     pub host: usize,
     /// Flow: the receiving hosts.
     pub to: Vec<usize>,
-    /// Compute: the layer's name; flow: empty.
+    /// Compute: the layer's name; flow: the collective it belongs to (`allreduce`,
+    /// `reducescatter`, `allgather`, ...; empty for parameter-server messages).
     pub label: String,
     /// Flow: the links crossed, by name.
     pub links: Vec<String>,

@@ -52,6 +52,9 @@ impl StepSchedule for InGroups {
     fn pipelines(&self) -> bool {
         self.inner.pipelines()
     }
+    fn label(&self) -> &'static str {
+        self.inner.label()
+    }
     fn invariant_digits(&self, n: usize, layout: &[usize]) -> Vec<bool> {
         // The layout's first digits must make up one group; those follow the inner
         // schedule, the others move whole groups onto groups.
@@ -85,6 +88,9 @@ impl StepSchedule for AcrossGroups {
     }
     fn pipelines(&self) -> bool {
         self.inner.pipelines()
+    }
+    fn label(&self) -> &'static str {
+        self.inner.label()
     }
     fn invariant_digits(&self, n: usize, layout: &[usize]) -> Vec<bool> {
         let mut within = 0;

@@ -42,6 +42,9 @@ impl<S: Splits + std::fmt::Debug + Send + Sync> StepSchedule for ReduceScatter<S
     fn steps(&self, n: usize, _pipeline: usize) -> usize {
         self.0.split(n)
     }
+    fn label(&self) -> &'static str {
+        "reducescatter"
+    }
     fn chunk_count(&self, n: usize, pipeline: usize) -> usize {
         self.0.chunk_count(n, pipeline)
     }
@@ -62,6 +65,9 @@ impl<S: Splits + std::fmt::Debug + Send + Sync> StepSchedule for ReduceScatter<S
 impl<S: Splits + std::fmt::Debug + Send + Sync> StepSchedule for AllGather<S> {
     fn steps(&self, n: usize, pipeline: usize) -> usize {
         self.0.steps(n, pipeline) - self.0.split(n)
+    }
+    fn label(&self) -> &'static str {
+        "allgather"
     }
     fn chunk_count(&self, n: usize, pipeline: usize) -> usize {
         self.0.chunk_count(n, pipeline)

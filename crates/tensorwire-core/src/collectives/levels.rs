@@ -123,6 +123,14 @@ impl StepSchedule for Levels {
         n
     }
 
+    fn label(&self) -> &'static str {
+        match self.phase {
+            LevelPhase::ReduceScatter => "reducescatter",
+            LevelPhase::AllGather => "allgather",
+            LevelPhase::AllReduce => "allreduce",
+        }
+    }
+
     fn step(&self, rank: usize, n: usize, _pipeline: usize, step: usize) -> Step {
         let radices = self.radices_or_flat(n);
         let (level, s, gather) = Self::locate(&radices, self.phase, step);

@@ -85,6 +85,10 @@ pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
     fn invariant_digits(&self, _n: usize, layout: &[usize]) -> Vec<bool> {
         vec![false; layout.len()]
     }
+    /// The collective it performs, as traces and reports name it.
+    fn label(&self) -> &'static str {
+        "allreduce"
+    }
     /// Whether the payload is pipelined through the schedule in pieces.
     fn pipelines(&self) -> bool {
         false

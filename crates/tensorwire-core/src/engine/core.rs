@@ -32,10 +32,10 @@ struct FlowMeta {
 }
 
 /// A flow as it started: start, source, destinations, bytes, links.
-type FlowStart = (Nanos, usize, Vec<usize>, f64, Vec<LinkId>);
+type FlowStart = (Nanos, usize, Vec<usize>, f64, Vec<LinkId>, &'static str);
 
 /// A finished flow, as recorded: start, end, source, destinations, bytes, links.
-pub(crate) type FlowRecord = (Nanos, Nanos, usize, Vec<usize>, f64, Vec<LinkId>);
+pub(crate) type FlowRecord = (Nanos, Nanos, usize, Vec<usize>, f64, Vec<LinkId>, &'static str);
 
 /// Engine state shared with protocols.
 pub(crate) struct Core {
@@ -74,6 +74,8 @@ pub(crate) struct Core {
     busy_total: Nanos,
     /// Finished flows, when recording.
     pub recorded: Option<Vec<FlowRecord>>,
+    /// What the messages started now belong to (a collective's name), for recordings.
+    pub label: &'static str,
     /// One ordered connection per (source, destination) pair (Gloo's TCP pairs): a unicast
     /// message starts when the one before it on its pair is delivered. Off: every message
     /// is a flow of its own, sharing links max-min with the others.
@@ -125,6 +127,7 @@ impl Core {
             busy_since: 0,
             busy_total: 0,
             recorded: None,
+            label: "",
             ordered_pairs: false,
             waiting: HashMap::new(),
         }
@@ -251,7 +254,7 @@ impl Core {
         let record = self
             .recorded
             .as_ref()
-            .map(|_| (self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect()));
+            .map(|_| (self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect(), self.label));
         let tag = self.flows.insert(FlowMeta { watched, user, pair, wants_sent: notify_sent, record }) as u64;
         self.flows_started += 1;
         let notify_sent = notify_sent || pair.is_some();
@@ -300,8 +303,8 @@ impl Core {
             return wants.then_some(user);
         }
         let meta = self.flows.remove(tag as usize);
-        if let (Some(out), Some((start, src, dsts, bytes, links))) = (self.recorded.as_mut(), meta.record) {
-            out.push((start, self.now, src, dsts, bytes, links));
+        if let (Some(out), Some((start, src, dsts, bytes, links, label))) = (self.recorded.as_mut(), meta.record) {
+            out.push((start, self.now, src, dsts, bytes, links, label));
         }
         if meta.watched {
             self.watched_active -= 1;

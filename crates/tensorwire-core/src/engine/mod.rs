@@ -1052,12 +1052,12 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         }
     }
     if let Some(flows) = core.recorded.take() {
-        for (start, stop, src, to, bytes, links) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
+        for (start, stop, src, to, bytes, links, label) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
             timeline.push(Span {
                 kind: SpanKind::Flow,
                 host: src,
                 to,
-                label: String::new(),
+                label: label.to_string(),
                 links: links.iter().map(|&l| topo.link_name(l)).collect(),
                 start_s: nanos_to_seconds(start),
                 end_s: nanos_to_seconds(stop),

@@ -133,6 +133,7 @@ impl StepCollective {
             .any(|r| r.reduce && (self.folded || r.from == src_rank));
         let extra: Nanos = if reduces { (bytes * self.settings.reduce_ns_per_byte).round() as Nanos } else { 0 };
         let dsts: Vec<usize> = send.to.iter().map(|&d| core.host_of_rank[d]).collect();
+        core.label = schedule.label();
         let to = match &self.fold {
             Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
             None => send.to.clone(),

@@ -1,0 +1,82 @@
+"""Sharded data parallelism through the Python API and the CLI: the ZeRO paper's byte
+volumes, mixed precision from the LLM zoo, labelled collectives in timelines, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import tensorwire as tw
+from tensorwire.trace import chrome_trace
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tensorwire", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def llama() -> tw.Workload:
+    return tw.load_model("llama3_8b", gpu="a100-80gb", seq_len=2048)
+
+
+def test_fsdp_sends_one_and_a_half_times_ddp_on_an_llm(llama: tw.Workload) -> None:
+    cluster = tw.Cluster(16, "100Gbps")
+    ddp = tw.simulate(llama, cluster, "ring", iterations=2)
+    fsdp = tw.simulate(llama, cluster, "fsdp:algorithm=ring", iterations=2)
+    zero2 = tw.simulate(llama, cluster, "zero2", iterations=2)
+    psi = llama.total_bytes
+    assert llama.dtype_bytes == 2 and psi == 2 * 8_030_261_248
+    assert ddp.sent_bytes_per_worker == pytest.approx(2 * 15 / 16 * psi, rel=1e-9)
+    assert zero2.sent_bytes_per_worker == pytest.approx(ddp.sent_bytes_per_worker, rel=1e-9)
+    assert fsdp.sent_bytes_per_worker / ddp.sent_bytes_per_worker == pytest.approx(1.5, rel=1e-9)
+    # fp32 reduction of bf16-listed gradients doubles the reduce-scatter's bytes.
+    fp32 = tw.simulate(llama, cluster, "fsdp:algorithm=ring,reduce_dtype=fp32", iterations=2)
+    assert fp32.sent_bytes_per_worker / fsdp.sent_bytes_per_worker == pytest.approx(4 / 3, rel=1e-9)
+
+
+def test_timelines_and_chrome_traces_name_the_collectives() -> None:
+    w = tw.Workload.collective("allreduce:1MiBx3")
+    r = tw.simulate(w, tw.Cluster(4, "10Gbps"), "fsdp", iterations=2, timeline=True, fold=False)
+    names = {str(s["name"]).split(":")[0] for s in r.timeline if s["kind"] == "flow"}
+    assert {"allgather", "reducescatter"} <= names
+    events = chrome_trace(r)["traceEvents"]
+    assert any(str(e.get("name", "")).startswith("allgather:") for e in events)
+
+
+def test_folding_changes_nothing_for_sharded_strategies_on_a_rail_fabric(llama: tw.Workload) -> None:
+    cluster = tw.Cluster(32, "200Gbps", topology="rail:node=dgx-a100,nodes_per_group=2")
+    for spec in ("fsdp", "hsdp", "zero2"):
+        folded = tw.simulate(llama, cluster, spec, iterations=2)
+        full = tw.simulate(llama, cluster, spec, iterations=2, fold=False)
+        assert folded.folded and not full.folded and folded.simulated_ranks < full.simulated_ranks
+        assert folded.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9), spec
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["-s", "fsdp:param_dtype=fp8"], "strategy.param_dtype"),
+        (["-s", "hsdp:shard_group=3"], "strategy.shard_group"),
+        (["-s", "zero1:prefetch=2"], "strategy.prefetch"),
+        (["-s", "fsdp", "--topology", "rail:node=dgx-z9"], "topology"),
+    ],
+)
+def test_bad_sharded_input_is_one_line_and_exit_2(args: list[str], field: str) -> None:
+    p = run("simulate", "--model", "llama3_8b", "--seq-len", "1024", "-n", "16", "-b", "100Gbps", *args)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in p.stderr, p.stderr
+
+
+def test_compare_ranks_ddp_against_sharded_strategies_for_an_llm() -> None:
+    p = run("compare", "--model", "llama3_8b", "--seq-len", "1024", "-n", "16", "-b", "100Gbps", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    names = {r["strategy"] for r in rows}
+    assert {"ring", "zero1", "zero2", "fsdp", "hsdp"} <= names
+    assert all(r["baseline"] == "ring" for r in rows)
+    times = [r["iteration_time_s"] for r in rows]
+    assert times == sorted(times)

@@ -84,6 +84,13 @@ def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     return cases
 
 
+def llm_cases(quick: bool) -> list[dict[str, Any]]:
+    """Issue 14's targets: one iteration of Llama-3 70B under fsdp on DGX H100 rail fabrics."""
+    base = {"model": "llama3_70b", "model_args": {"gpu": "h100", "seq_len": 8192}, "strategy": "fsdp",
+            "bandwidth": "400Gbps", "latency": "1us", "topology": "rail:node=dgx-h100,nodes_per_group=32"}
+    return [{**base, "workers": n} for n in ([1024, 8192] + ([] if quick else [100_000]))]
+
+
 def growth(quick: bool, repeat: int) -> list[dict[str, Any]]:
     """The straggler case from 64 to 16,384 workers."""
     sizes = [64, 256, 1024, 4096] + ([] if quick else [16384])
@@ -123,6 +130,9 @@ def main() -> None:
         if t:
             print(row(t, None))
         print(row(r, t))
+    print("\nLLM (issue 14):\n\n" + HEADER)
+    for case in llm_cases(args.quick):
+        print(row(measure({**case, "repeat": args.repeat}), None))
     if args.growth:
         rows = growth(args.quick, args.repeat)
         print("\n" + HEADER)

@@ -80,3 +80,11 @@ def test_compare_ranks_ddp_against_sharded_strategies_for_an_llm() -> None:
     assert all(r["baseline"] == "ring" for r in rows)
     times = [r["iteration_time_s"] for r in rows]
     assert times == sorted(times)
+
+
+def test_the_html_report_shows_the_sharded_collectives(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "r.html"
+    p = run("report", "-m", "llama3_8b", "-n", "8", "-b", "100Gbps", "-s", "ps,fsdp", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    page = out.read_text()
+    assert "fsdp" in page and "reducescatter:" in page and "allgather" in page

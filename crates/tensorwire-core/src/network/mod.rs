@@ -12,9 +12,13 @@
 
 mod alpha_beta;
 mod maxmin;
+#[cfg(test)]
+mod maxmin_reference;
 
 pub use alpha_beta::AlphaBeta;
 pub use maxmin::MaxMinFair;
+#[cfg(test)]
+pub(crate) use maxmin_reference::ReferenceMaxMin;
 
 use crate::topology::LinkId;
 use crate::units::Nanos;

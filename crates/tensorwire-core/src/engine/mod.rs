@@ -442,12 +442,9 @@ impl Engine<'_> {
         let mut flow_events = Vec::new();
         while self.completions.len() < self.sc.iterations as usize {
             let tq = self.queue.peek().map(|e| e.0 .0);
-            let tn = self.core.net.next_time();
-            let network_first = match (tq, tn) {
-                (_, None) => None,
-                (None, Some(t)) => Some(t),
-                (Some(q), Some(t)) => (t <= q).then_some(t),
-            };
+            // The network's next event if it comes no later than the queue's (network first
+            // at equal times).
+            let network_first = self.core.net.next_time_by(tq);
             match (network_first, tq) {
                 (Some(t), _) => {
                     self.core.now = t;

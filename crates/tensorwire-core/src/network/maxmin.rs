@@ -312,6 +312,11 @@ impl MaxMinFair {
                         continue;
                     }
                     self.visited[c] = true;
+                    self.all_filled.push(c);
+                    if self.classes[c].links.iter().all(|&(l, _)| self.members[l].len() == 1) {
+                        self.fill_alone(c);
+                        continue;
+                    }
                     component.push(c);
                     for &(l, _) in &self.classes[c].links {
                         if !self.mark[l] {
@@ -342,6 +347,23 @@ impl MaxMinFair {
         self.changed = changed;
         self.changed.clear();
         self.component = component;
+    }
+
+    /// A class alone in its component (no other active class on any of its links): the
+    /// progressive filling's one round, with its arithmetic: the lower of its cap and its
+    /// links' capacities over its load on them.
+    fn fill_alone(&mut self, c: usize) {
+        let class = &mut self.classes[c];
+        let n = class.count as f64;
+        let mut share = f64::INFINITY;
+        for &(l, w) in &class.links {
+            // As `fill` does (loads summed from 0.0, shares of loaded links only).
+            let load = 0.0 + w * n;
+            if load > 0.0 {
+                share = share.min(self.caps[l] / load);
+            }
+        }
+        class.rate = if class.cap <= share { class.cap } else { share };
     }
 
     /// Breadth-first from the links in `touched` (and the classes in `component`): adds

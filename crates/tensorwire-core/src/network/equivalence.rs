@@ -44,7 +44,8 @@ type Outcome = (Vec<((u64, bool), Nanos)>, Vec<f64>);
 fn drive(model: &mut dyn NetworkModel, case: &Case) -> Outcome {
     let mut timed: Vec<usize> = (0..case.flows.len()).filter(|&i| case.flows[i].after.is_none()).collect();
     timed.sort_by_key(|&i| case.flows[i].start);
-    let mut ready: std::collections::VecDeque<(Nanos, usize)> = timed.iter().map(|&i| (case.flows[i].start, i)).collect();
+    let mut ready: std::collections::VecDeque<(Nanos, usize)> =
+        timed.iter().map(|&i| (case.flows[i].start, i)).collect();
     let mut triggered: Vec<(Nanos, usize)> = Vec::new();
     let mut events = Vec::new();
     let mut out = Vec::new();
@@ -53,7 +54,7 @@ fn drive(model: &mut dyn NetworkModel, case: &Case) -> Outcome {
         // Flows triggered by a delivery start at that instant, before later timed ones.
         let next_start = triggered.first().map(|t| t.0).into_iter().chain(ready.front().map(|r| r.0)).min();
         match model.next_time_by(next_start) {
-            Some(t) if next_start.map_or(true, |s| t <= s) => {
+            Some(t) if next_start.is_none_or(|s| t <= s) => {
                 out.clear();
                 model.advance(t, &mut out);
                 end = end.max(t);
@@ -103,10 +104,7 @@ fn drive(model: &mut dyn NetworkModel, case: &Case) -> Outcome {
 const MAX_SHIFT_NS: Nanos = 1;
 
 fn arb_case() -> impl Strategy<Value = Case> {
-    let caps = prop::collection::vec(
-        prop_oneof![Just(1.0), Just(2.0), Just(0.5), Just(3.0), 0.05f64..10.0],
-        1..7,
-    );
+    let caps = prop::collection::vec(prop_oneof![Just(1.0), Just(2.0), Just(0.5), Just(3.0), 0.05f64..10.0], 1..7);
     caps.prop_flat_map(|caps| {
         let n = caps.len();
         let path = prop::sample::subsequence((0..n).collect::<Vec<_>>(), 0..=n.min(3)).prop_flat_map(|links| {
@@ -216,7 +214,17 @@ fn flows_started_together_share_one_heap_entry_and_finish_together() {
     let mut m = MaxMinFair::new(vec![10.0]);
     for i in 0..100u64 {
         let start = if i < 50 { 0 } else { 20 };
-        m.start(start, FlowSpec { links: &[(0, 1)], bytes: 100.0, latency: 3, rate_cap: f64::INFINITY, tag: i, notify_sent: false });
+        m.start(
+            start,
+            FlowSpec {
+                links: &[(0, 1)],
+                bytes: 100.0,
+                latency: 3,
+                rate_cap: f64::INFINITY,
+                tag: i,
+                notify_sent: false,
+            },
+        );
         if i == 49 {
             assert_eq!(m.next_time(), Some(500));
             let mut out = Vec::new();
@@ -266,7 +274,15 @@ fn components_within_the_share_tolerance_are_filled_separately() {
         caps: vec![1.0, 1.0 + 5e-10],
         paths: vec![vec![(0, 1)], vec![(1, 1)]],
         flows: (0..2)
-            .map(|p| Flow { start: 0, after: None, path: p, bytes: 10_000.000002, latency: 0, cap: f64::INFINITY, notify: false })
+            .map(|p| Flow {
+                start: 0,
+                after: None,
+                path: p,
+                bytes: 10_000.000002,
+                latency: 0,
+                cap: f64::INFINITY,
+                notify: false,
+            })
             .collect(),
     };
     let (reference, _) = drive(&mut ReferenceMaxMin::new(case.caps.clone()), &case);

@@ -559,7 +559,7 @@ impl NetworkModel for MaxMinFair {
             let due = self.due_now || self.timeline.next_time().is_some_and(|t| t <= self.now);
             return due.then_some(self.now);
         }
-        self.next_time().filter(|&t| limit.map_or(true, |l| t <= l))
+        self.next_time().filter(|&t| limit.is_none_or(|l| t <= l))
     }
 
     fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>) {

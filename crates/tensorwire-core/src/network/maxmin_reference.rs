@@ -106,15 +106,6 @@ impl ReferenceMaxMin {
         }
     }
 
-    /// Current rate (bytes/ns) of flows on exactly these links; for tests.
-    pub fn rate_of(&mut self, links: &[(LinkId, u32)]) -> Option<f64> {
-        if self.dirty {
-            self.recompute();
-        }
-        let key = (links.to_vec(), f64::INFINITY.to_bits());
-        self.index.get(&key).map(|&c| self.classes[c].rate)
-    }
-
     /// Serves every flow up to `to`. Rates are brought up to date only when time moves:
     /// many flows starting or finishing at one instant cost one progressive filling.
     fn progress(&mut self, to: Nanos) {

@@ -61,7 +61,7 @@ pub trait NetworkModel {
     /// model skip work that cannot change the answer (e.g. recomputing rates while many
     /// flows start one by one at one instant).
     fn next_time_by(&mut self, limit: Option<Nanos>) -> Option<Nanos> {
-        self.next_time().filter(|&t| limit.map_or(true, |l| t <= l))
+        self.next_time().filter(|&t| limit.is_none_or(|l| t <= l))
     }
     /// Advances to `now` (at most [`NetworkModel::next_time`]) and appends the events due by then,
     /// in a deterministic order.

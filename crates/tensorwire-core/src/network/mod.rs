@@ -12,9 +12,13 @@
 
 mod alpha_beta;
 mod maxmin;
+#[cfg(test)]
+mod maxmin_reference;
 
 pub use alpha_beta::AlphaBeta;
 pub use maxmin::MaxMinFair;
+#[cfg(test)]
+pub(crate) use maxmin_reference::ReferenceMaxMin;
 
 use crate::topology::LinkId;
 use crate::units::Nanos;
@@ -52,6 +56,13 @@ pub trait NetworkModel {
     fn start(&mut self, now: Nanos, flow: FlowSpec<'_>);
     /// Time of the next flow event, if any flow is in progress.
     fn next_time(&mut self) -> Option<Nanos>;
+    /// [`NetworkModel::next_time`] if it is at or before `limit` (`None`: no limit), else
+    /// `None`. The engine asks this with its own next event time as the limit, which lets a
+    /// model skip work that cannot change the answer (e.g. recomputing rates while many
+    /// flows start one by one at one instant).
+    fn next_time_by(&mut self, limit: Option<Nanos>) -> Option<Nanos> {
+        self.next_time().filter(|&t| limit.is_none_or(|l| t <= l))
+    }
     /// Advances to `now` (at most [`NetworkModel::next_time`]) and appends the events due by then,
     /// in a deterministic order.
     fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>);
@@ -68,6 +79,9 @@ pub enum ModelKind {
     Flow,
     /// [`AlphaBeta`].
     Analytical,
+    /// The original max-min model (`ReferenceMaxMin`), to test [`MaxMinFair`] against.
+    #[cfg(test)]
+    FlowReference,
 }
 
 impl ModelKind {
@@ -88,6 +102,8 @@ impl ModelKind {
         match self {
             ModelKind::Flow => Box::new(MaxMinFair::new(capacities)),
             ModelKind::Analytical => Box::new(AlphaBeta::new(capacities)),
+            #[cfg(test)]
+            ModelKind::FlowReference => Box::new(ReferenceMaxMin::new(capacities)),
         }
     }
 }
@@ -124,5 +140,7 @@ impl Timeline {
     }
 }
 
+#[cfg(test)]
+mod equivalence;
 #[cfg(test)]
 mod tests;

@@ -64,7 +64,7 @@ impl StepSchedule for InGroups {
             product *= layout[within];
             within += 1;
         }
-        if product != self.size || n % self.size != 0 {
+        if product != self.size || !n.is_multiple_of(self.size) {
             return vec![false; layout.len()];
         }
         let inner = self.inner.invariant_digits(self.size, &layout[..within]);
@@ -99,7 +99,7 @@ impl StepSchedule for AcrossGroups {
             product *= layout[within];
             within += 1;
         }
-        if product != self.size || n % self.size != 0 {
+        if product != self.size || !n.is_multiple_of(self.size) {
             return vec![false; layout.len()];
         }
         let outer = if within < layout.len() {

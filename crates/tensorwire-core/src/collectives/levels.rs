@@ -43,7 +43,7 @@ impl Levels {
     /// `None` when the inner levels do not divide `n`.
     pub fn radices(&self, n: usize) -> Option<Vec<usize>> {
         let inner: usize = self.levels.iter().product();
-        if inner == 0 || n % inner != 0 {
+        if inner == 0 || !n.is_multiple_of(inner) {
             return None;
         }
         let mut r = self.levels.clone();

@@ -206,7 +206,9 @@ pub(crate) mod check {
         let chunks = data[0].len();
         let mut held = vec![0; n];
         for c in 0..chunks {
-            let holders: Vec<usize> = (0..n).filter(|&r| data[r][c] == sum(0..n, c)).collect();
+            let full = sum(0..n, c);
+            let holders: Vec<usize> =
+                data.iter().enumerate().filter_map(|(r, d)| (d[c] == full).then_some(r)).collect();
             assert_eq!(holders.len(), 1, "{schedule:?} n={n} chunk={c}: {holders:?}");
             held[holders[0]] += 1;
         }

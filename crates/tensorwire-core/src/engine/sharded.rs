@@ -266,8 +266,7 @@ fn zero_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pro
 }
 
 fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group: usize, ranks: usize) -> Program {
-    let mut p = Program::default();
-    p.streams = 2;
+    let mut p = Program { streams: 2, ..Program::default() };
     let bytes = layer_bytes(workload);
     let units = units(workload, cfg);
     let unit_bytes: Vec<u64> = units.iter().map(|r| bytes[r.clone()].iter().sum()).collect();
@@ -316,8 +315,9 @@ fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group:
 
 /// Checks that `group` ranks per shard group divide `workers`.
 pub(super) fn check_group(group: usize, workers: usize) -> Result<()> {
-    if group == 0 || workers % group != 0 {
-        let divisors: Vec<String> = (1..=workers).filter(|d| workers % d == 0).map(|d| d.to_string()).collect();
+    if group == 0 || !workers.is_multiple_of(group) {
+        let divisors: Vec<String> =
+            (1..=workers).filter(|&d| workers.is_multiple_of(d)).map(|d| d.to_string()).collect();
         let shown =
             if divisors.len() > 12 { format!("{} ...", divisors[..12].join(", ")) } else { divisors.join(", ") };
         return Err(Error::invalid(

@@ -16,9 +16,12 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import simulator  # noqa: E402  (the sibling script's process runner)
 
 CASE = r"""
 import json, sys, time
@@ -43,14 +46,8 @@ print(json.dumps({"cpu_s": cpu, "wall_s": wall, "flows": r.flows, "events": r.ev
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """Runs one case in its own process; adds its peak RSS (MB)."""
-    proc = subprocess.Popen([sys.executable, "-c", CASE, json.dumps(spec)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"case failed: {spec}")
-    return {**spec, **json.loads(out), "max_rss_mb": usage.ru_maxrss / 1024}
+    """Runs one case in its own process (benchmarks/simulator.py's runner); adds its peak RSS (MB)."""
+    return simulator.measure(spec, CASE)
 
 
 def label(r: dict[str, Any]) -> str:
@@ -99,18 +96,27 @@ def growth(quick: bool, repeat: int) -> list[dict[str, Any]]:
 
 
 def plot(rows: list[dict[str, Any]], path: str) -> None:
-    """Time and memory against workers (log-log), for docs/benchmarks.md."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+    """CPU time and peak memory against workers (log-log) as a PNG, with matplotlib when it
+    is installed (as the reproduction scripts do); otherwise only the table is printed."""
+    try:
+        import matplotlib
 
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot: matplotlib is not installed; table only")
+        return
     n = [r["workers"] for r in rows]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("CPU time (ms)", "peak RSS (MB)"))
-    fig.add_trace(go.Scatter(x=n, y=[r["cpu_s"] * 1e3 for r in rows], mode="lines+markers", name="CPU"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=n, y=[r["max_rss_mb"] for r in rows], mode="lines+markers", name="RSS"), row=1, col=2)
-    fig.update_xaxes(type="log", title="workers")
-    fig.update_yaxes(type="log", row=1, col=1)
-    fig.update_layout(title="ResNet-50 ring, one 2x straggler, one iteration", showlegend=False, width=900, height=380)
-    fig.write_image(path) if path.endswith(".png") else fig.write_html(path)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    left.loglog(n, [r["cpu_s"] * 1e3 for r in rows], "o-")
+    left.set(xlabel="workers", ylabel="CPU time (ms)", title="time")
+    right.semilogx(n, [r["max_rss_mb"] for r in rows], "o-", color="tab:orange")
+    right.set(xlabel="workers", ylabel="peak RSS (MB)", title="memory", ylim=(0, None))
+    for ax in (left, right):
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle("ResNet-50 ring, one 2x straggler, one iteration (folded network, compute per worker)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
     print(f"plot: {path}")
 
 
@@ -119,7 +125,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--growth", action="store_true", help="also the 64-16,384 growth table and its plot")
-    ap.add_argument("--plot", default="docs/img/straggler_growth.html")
+    ap.add_argument("--plot", default="docs/img/straggler_growth.png")
     args = ap.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}\n")

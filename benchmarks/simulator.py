@@ -34,8 +34,10 @@ print(json.dumps({"seconds": best, "cpu_seconds": cpu, "flows": r.flows, "events
 """
 
 
-def measure(spec: dict[str, object]) -> dict[str, object]:
-    proc = subprocess.Popen([sys.executable, "-c", CASE, json.dumps(spec)], stdout=subprocess.PIPE, text=True)
+def measure(spec: dict[str, object], case: str = CASE) -> dict[str, object]:
+    """Runs ``case`` (a script reading the JSON spec from argv[1]) in its own process; adds
+    its peak RSS (MB) to what it prints."""
+    proc = subprocess.Popen([sys.executable, "-c", case, json.dumps(spec)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)

@@ -23,6 +23,17 @@ pub struct AcrossGroups {
     pub size: usize,
 }
 
+/// How many leading digits of `layout` (innermost first) make up one group of `size`
+/// ranks, when their product is exactly `size`.
+pub fn group_digits(layout: &[usize], size: usize) -> Option<usize> {
+    let (mut within, mut product) = (0, 1);
+    while within < layout.len() && product < size {
+        product *= layout[within];
+        within += 1;
+    }
+    (product == size).then_some(within)
+}
+
 /// Maps a step of a sub-communicator onto global ranks.
 fn lift(step: Step, global: impl Fn(usize) -> usize) -> Step {
     Step {
@@ -58,15 +69,9 @@ impl StepSchedule for InGroups {
     fn invariant_digits(&self, n: usize, layout: &[usize]) -> Vec<bool> {
         // The layout's first digits must make up one group; those follow the inner
         // schedule, the others move whole groups onto groups.
-        let mut within = 0;
-        let mut product = 1;
-        while within < layout.len() && product < self.size {
-            product *= layout[within];
-            within += 1;
-        }
-        if product != self.size || !n.is_multiple_of(self.size) {
+        let Some(within) = group_digits(layout, self.size).filter(|_| n.is_multiple_of(self.size)) else {
             return vec![false; layout.len()];
-        }
+        };
         let inner = self.inner.invariant_digits(self.size, &layout[..within]);
         (0..layout.len()).map(|d| if d < within { inner[d] } else { true }).collect()
     }
@@ -93,15 +98,9 @@ impl StepSchedule for AcrossGroups {
         self.inner.label()
     }
     fn invariant_digits(&self, n: usize, layout: &[usize]) -> Vec<bool> {
-        let mut within = 0;
-        let mut product = 1;
-        while within < layout.len() && product < self.size {
-            product *= layout[within];
-            within += 1;
-        }
-        if product != self.size || !n.is_multiple_of(self.size) {
+        let Some(within) = group_digits(layout, self.size).filter(|_| n.is_multiple_of(self.size)) else {
             return vec![false; layout.len()];
-        }
+        };
         let outer = if within < layout.len() {
             self.inner.invariant_digits(n / self.size, &layout[within..])
         } else {

@@ -16,6 +16,7 @@
 use std::ops::Range;
 
 use super::{Recv, Send, Step, StepSchedule};
+use crate::topology::digits;
 
 /// Which collective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,18 +75,6 @@ impl Levels {
         }
         unreachable!("step {step} beyond the schedule")
     }
-}
-
-/// Digits of `rank` in `radices`.
-fn digits(mut rank: usize, radices: &[usize]) -> Vec<usize> {
-    radices
-        .iter()
-        .map(|&r| {
-            let d = rank % r;
-            rank /= r;
-            d
-        })
-        .collect()
 }
 
 /// The rank with `digits`.

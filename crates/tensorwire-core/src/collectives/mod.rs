@@ -18,7 +18,7 @@ mod tree;
 pub use activation::{activation_children, activation_parent};
 pub use doubling::{HalvingDoubling, RecursiveDoubling};
 pub use gputree::GpuTrees;
-pub use groups::{AcrossGroups, InGroups};
+pub use groups::{group_digits, AcrossGroups, InGroups};
 pub use halves::{AllGather, ReduceScatter, Splits};
 pub use hierarchical::Hierarchical;
 pub use levels::{LevelPhase, Levels};

@@ -25,7 +25,8 @@ use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
 use super::{build_core, build_report, variability, Scenario};
 use crate::collectives::{
-    AcrossGroups, AllGather, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter, Ring, StepSchedule,
+    group_digits, AcrossGroups, AllGather, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter, Ring,
+    StepSchedule,
 };
 use crate::error::{Error, Result};
 use crate::metrics::Report;
@@ -106,13 +107,10 @@ fn schedules(cfg: &ShardedConfig, topo: &Topology, n: usize, group: usize) -> Ve
         a => a,
     };
     // The layout's first digits that make up one shard group, and the rest.
-    let mut within = 0;
-    let mut product = 1;
-    while within < layout.len() && product < group {
-        product *= layout[within];
-        within += 1;
-    }
-    let aligned = product == group;
+    let (aligned, within) = match group_digits(&layout, group) {
+        Some(w) => (true, w),
+        None => (false, 0),
+    };
     let inner_levels = |digits: &[usize]| digits[..digits.len().saturating_sub(1)].to_vec();
     let sharded = |phase: LevelPhase| -> Box<dyn StepSchedule> {
         match (algorithm, phase) {

@@ -14,7 +14,7 @@ mod symmetry;
 pub use node::{NodePreset, NODE_PRESETS};
 pub use rail::{Rail, RailParams};
 pub use spec::TopologySpec;
-pub use symmetry::LinkOrbits;
+pub use symmetry::{digits, LinkOrbits};
 
 use crate::units::Nanos;
 

@@ -51,7 +51,7 @@ impl LinkOrbits {
 }
 
 /// Digits of `x` in `layout` (innermost first).
-fn digits(mut x: usize, layout: &[usize]) -> Vec<usize> {
+pub fn digits(mut x: usize, layout: &[usize]) -> Vec<usize> {
     layout
         .iter()
         .map(|&r| {

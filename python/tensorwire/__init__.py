@@ -12,6 +12,7 @@ The vocabulary is four words: a :class:`Workload` (a model as the network sees i
 from tensorwire._core import InputError, __version__
 from tensorwire.api import Progress, simulate
 from tensorwire.cluster import Cluster
+from tensorwire.failures import Failure
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, StrategyInfo, strategies
 from tensorwire.workload import Layer, Tensor, Workload
@@ -19,6 +20,7 @@ from tensorwire.workloads import ModelInfo, load_model, models
 
 __all__ = [
     "Cluster",
+    "Failure",
     "InputError",
     "Layer",
     "ModelInfo",

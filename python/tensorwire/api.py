@@ -8,6 +8,7 @@ from typing import Callable, Optional, Sequence, Union
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.cluster import Cluster
+from tensorwire.failures import Failure
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy
 from tensorwire.workload import Workload
@@ -38,6 +39,7 @@ def simulate(
     timeline: bool = False,
     max_flows: Optional[int] = None,
     progress: Optional[Callable[[Progress], bool]] = None,
+    failures: Sequence[Failure] = (),
 ) -> Result:
     """Simulates ``iterations`` training iterations and reports the steady state.
 
@@ -48,7 +50,9 @@ def simulate(
     ``max_flows`` stops a run that would need more flows than that with an ``InputError``
     (field ``max_flows``) instead of running for hours or out of memory; ``progress`` is
     called every 65,536 events with a :class:`Progress` and stops the run (``InputError``,
-    field ``interrupted``) when it returns False.
+    field ``interrupted``) when it returns False. ``failures`` lowers links' rates (or
+    takes them down) at given times (:mod:`tensorwire.failures`);
+    ``Result.failures_applied`` counts those that happened before the run ended.
 
     >>> from tensorwire import Cluster, load_model
     >>> r = simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
@@ -83,6 +87,7 @@ def simulate(
         max_flows=max_flows,
         progress=report,
         dtype_bytes=workload.dtype_bytes,
+        failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
     )
     return Result(
         model=workload.name,
@@ -105,6 +110,7 @@ def simulate(
         nap=raw["nap"],
         sent_bytes_per_worker=raw["sent_bytes_per_worker"],
         simulated_ranks=raw["simulated_ranks"],
+        failures_applied=raw["failures_applied"],
     )
 
 

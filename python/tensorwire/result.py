@@ -44,6 +44,7 @@ class Result:
     nap: Optional[float] = None
     sent_bytes_per_worker: float = 0.0
     simulated_ranks: int = 0
+    failures_applied: int = 0
 
     @property
     def max_link_utilization(self) -> float:

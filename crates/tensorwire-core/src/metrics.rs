@@ -68,6 +68,9 @@ pub struct Report {
     /// Ranks simulated: the workers when not folded, 1 with star/ring folding, the
     /// representatives with digit folding.
     pub simulated_ranks: usize,
+    /// Failures of the scenario that happened before the run ended (the others came
+    /// after the last completion and changed nothing).
+    pub failures_applied: usize,
     /// Network model used.
     pub network_model: String,
     /// Partial collectives: mean number of active processes per round in the steady

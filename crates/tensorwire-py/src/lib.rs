@@ -18,7 +18,7 @@ use tensorwire_core::topology::spec::TOPOLOGIES;
 use tensorwire_core::topology::TopologySpec;
 use tensorwire_core::units::{self, seconds_to_nanos};
 use tensorwire_core::workload::{collective_benchmark, Layer, Tensor, Workload};
-use tensorwire_core::{Error, Progress, ProgressHook, Report, Scenario, Variability};
+use tensorwire_core::{Error, Failure, Progress, ProgressHook, Report, Scenario, Variability};
 
 create_exception!(_core, InputError, PyValueError, "Invalid input; `args[0]` is the field, `args[1]` what is allowed.");
 
@@ -95,6 +95,7 @@ fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDic
     d.set_item("flows", r.flows)?;
     d.set_item("folded", r.folded)?;
     d.set_item("simulated_ranks", r.simulated_ranks)?;
+    d.set_item("failures_applied", r.failures_applied)?;
     d.set_item("network_model", r.network_model.clone())?;
     d.set_item("nap", r.nap)?;
     let spans = PyList::empty(py);
@@ -132,7 +133,7 @@ fn progress_hook(callback: PyObject) -> ProgressHook {
     workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
     seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
     slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false, max_flows = None,
-    progress = None, dtype_bytes = 4
+    progress = None, dtype_bytes = 4, failures = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -157,6 +158,7 @@ fn simulate<'py>(
     max_flows: Option<u64>,
     progress: Option<PyObject>,
     dtype_bytes: u32,
+    failures: Option<Vec<(String, f64, f64)>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let build = || -> Result<Scenario, Error> {
         if workers < 1 {
@@ -188,6 +190,11 @@ fn simulate<'py>(
         sc.record_timeline = timeline;
         sc.max_flows = max_flows;
         sc.progress = progress.map(progress_hook);
+        sc.failures = failures
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(target, at_s, rate)| Failure { at_s, target, rate })
+            .collect();
         Ok(sc)
     };
     let scenario = guarded(build)?;

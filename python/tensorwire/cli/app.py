@@ -13,6 +13,7 @@ from tensorwire._core import InputError
 from tensorwire.api import simulate
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
+from tensorwire.failures import Failure
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
@@ -72,6 +73,7 @@ def _emit_json(data: Any) -> None:
 @options.whatif_options
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace of the last iteration.")
 @options.max_flows
+@options.fail
 @options.run_options
 def simulate_cmd(
     model: Optional[str],
@@ -95,6 +97,7 @@ def simulate_cmd(
     stragglers: str,
     trace_file: Optional[str],
     max_flows: int,
+    failures: tuple[Failure, ...],
     iterations: int,
     seed: int,
     as_json: bool,
@@ -119,13 +122,21 @@ def simulate_cmd(
     cluster = _cluster(workers, bandwidth, latency, topology, network, overhead)
     with render.run_progress() as progress:
         result = simulate(workload, cluster, spec, iterations=iterations, seed=seed, timeline=trace_file is not None,
-                          max_flows=max_flows, progress=progress, **variability)
+                          max_flows=max_flows, progress=progress, failures=failures, **variability)
+        healthy = None if not failures else simulate(
+            workload, cluster, spec, iterations=iterations, seed=seed, max_flows=max_flows, progress=progress, **variability)
     if trace_file is not None:
         write_trace(trace_file, result)
     if as_json:
-        _emit_json(result.to_dict())
+        out = result.to_dict()
+        if healthy is not None:
+            out["without_failures"] = {"iteration_time_s": healthy.iteration_time_s, "scaling_factor": healthy.scaling_factor}
+        _emit_json(out)
     else:
-        render.result(result, workload)
+        render.result(result, workload, healthy)
+    if failures and result.failures_applied < len(failures):
+        click.echo(f"note: {len(failures) - result.failures_applied} of {len(failures)} failures came after the run "
+                   f"ended ({result.completions_s[-1]:.6g} s) and changed nothing", err=True)
 
 
 @cli.command("compare")

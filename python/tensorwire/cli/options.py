@@ -74,6 +74,20 @@ compute_options = _stack(
     click.option("--mfu", type=float, default=None, help="LLMs only: model-FLOP utilisation in (0, 1] (default 0.40)."),
     click.option("--recompute", is_flag=True, default=False, help="LLMs only: full activation recomputation (+1 forward per block)."),
 )
+def _failures(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[Any, ...]:
+    from tensorwire.failures import parse_failure
+
+    return tuple(parse_failure(v) for v in value)
+
+
+fail = click.option(
+    "--fail",
+    "failures",
+    multiple=True,
+    callback=_failures,
+    metavar="TARGET@TIME[:rate=X]",
+    help="A link (h3->sw, leaf0->spine1) or node (h3, spine1) keeps rate X of its nominal rate (default 0: down) from TIME on; repeatable. The result is shown beside the run without failures.",
+)
 max_flows = click.option(
     "--max-flows",
     type=int,

@@ -67,12 +67,16 @@ def run_progress(after_s: float = 1.0) -> Iterator[Callable[[RunProgress], bool]
             bar.stop()
 
 
-def result(r: Result, workload: Workload) -> None:
-    """Metrics of one simulation and its busiest links."""
+def result(r: Result, workload: Workload, healthy: Optional[Result] = None) -> None:
+    """Metrics of one simulation and its busiest links (``healthy``: the same run without
+    its failures, shown beside it)."""
     t = Table(title=f"{workload.description or workload.name}: {r.strategy}, {r.workers} workers, {format_rate(r.bandwidth)}")
     t.add_column("metric")
     t.add_column("value", justify="right")
     t.add_row("iteration time", format_seconds(r.iteration_time_s))
+    if healthy is not None:
+        slower = r.iteration_time_s / healthy.iteration_time_s if healthy.iteration_time_s > 0 else float("inf")
+        t.add_row("iteration time without failures", f"{format_seconds(healthy.iteration_time_s)} ({slower:.2f}x slower with)")
     t.add_row("throughput", f"{r.throughput_samples_per_s:,.1f} samples/s")
     t.add_row("scaling factor", f"{r.scaling_factor:.3f}")
     t.add_row("compute per iteration", format_seconds(r.compute_time_s))

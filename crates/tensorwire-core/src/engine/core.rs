@@ -76,6 +76,8 @@ pub(crate) struct Core {
     pub recorded: Option<Vec<FlowRecord>>,
     /// What the messages started now belong to (a collective's name), for recordings.
     pub label: &'static str,
+    /// Failures still to happen, and those that did.
+    pub failures: super::failures::Pending,
     /// One ordered connection per (source, destination) pair (Gloo's TCP pairs): a unicast
     /// message starts when the one before it on its pair is delivered. Off: every message
     /// is a flow of its own, sharing links max-min with the others.
@@ -128,6 +130,7 @@ impl Core {
             busy_total: 0,
             recorded: None,
             label: "",
+            failures: Default::default(),
             ordered_pairs: false,
             waiting: HashMap::new(),
         }
@@ -313,6 +316,18 @@ impl Core {
             }
         }
         Some(meta.user)
+    }
+
+    /// Applies the next failure: its links' capacities become the given fraction of their
+    /// nominal rates from its time on.
+    pub fn apply_next_failure(&mut self) {
+        if let Some((at, links, rate)) = self.failures.take() {
+            self.now = self.now.max(at);
+            for l in links {
+                let nominal = self.topo.links()[l].bytes_per_ns;
+                self.net.set_capacity(self.now, l, nominal * rate);
+            }
+        }
     }
 
     /// Time rank 0's host has had at least one message in flight, up to now, ns.

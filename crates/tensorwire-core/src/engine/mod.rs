@@ -22,6 +22,7 @@
 //! representative rank per orbit.
 
 mod core;
+mod failures;
 mod fold;
 mod program;
 mod ps;
@@ -30,6 +31,7 @@ mod slab;
 mod step;
 mod variability;
 
+pub use failures::Failure;
 pub use variability::Variability;
 
 use std::cmp::Reverse;
@@ -89,6 +91,8 @@ pub struct Scenario {
     pub max_flows: Option<u64>,
     /// Called every [`PROGRESS_EVERY`] events; returning `false` stops the run.
     pub progress: Option<ProgressHook>,
+    /// Link and node failures during the run (a scenario with failures is not folded).
+    pub failures: Vec<Failure>,
 }
 
 /// How far a running simulation has got.
@@ -170,6 +174,7 @@ impl Scenario {
             record_timeline: false,
             max_flows: None,
             progress: None,
+            failures: Vec::new(),
         }
     }
 
@@ -260,13 +265,46 @@ pub(crate) enum Next {
 }
 
 /// Chooses between the network's next event and the head of a loop's queue.
+/// A failure due at or before both is applied first (it comes first at equal times).
 pub(crate) fn next(queue_head: Option<Nanos>, core: &mut Core) -> Next {
-    // The network's next event if it comes no later than the queue's; asking with the
-    // queue's time as the limit lets the model skip work that cannot change the answer.
-    match (core.net.next_time_by(queue_head), queue_head) {
-        (Some(t), _) => Next::Network(t),
-        (None, Some(q)) => Next::Queue(q),
-        (None, None) => Next::Stalled,
+    loop {
+        let fail = core.failures.next_time();
+        let limit = match (queue_head, fail) {
+            (Some(q), Some(f)) => Some(q.min(f)),
+            (q, None) => q,
+            (None, f) => f,
+        };
+        // The network's next event if it comes no later than the limit; asking with the
+        // limit lets the model skip work that cannot change the answer.
+        let net = core.net.next_time_by(limit);
+        if let Some(f) = fail {
+            if net.is_none_or(|t| f <= t) && queue_head.is_none_or(|q| f <= q) {
+                core.apply_next_failure();
+                continue;
+            }
+        }
+        return match (net, queue_head) {
+            (Some(t), _) => Next::Network(t),
+            (None, Some(q)) => Next::Queue(q),
+            (None, None) => Next::Stalled,
+        };
+    }
+}
+
+/// The error of a run with nothing left to happen before it finished.
+pub(crate) fn stalled(core: &Core) -> Error {
+    match core.failures.down.first() {
+        Some((target, at)) => Error::invalid(
+            "failures",
+            format!(
+                "the job cannot finish: {target} went down at {} s and routes are fixed (no rerouting is modelled), so messages crossing it never arrive; give a rate > 0 to model a degraded link",
+                nanos_to_seconds(*at)
+            ),
+        ),
+        None => Error::invalid(
+            "strategy",
+            "the simulation stalled before every iteration completed (internal error; please report)",
+        ),
     }
 }
 
@@ -356,7 +394,9 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
     let overhead = seconds_to_nanos("per_message_overhead", overhead_s)?;
     let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..sc.workers).collect());
+    let failures = failures::Pending::resolve(&sc.failures, &topo)?;
     let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    core.failures = failures;
     core.ordered_pairs = strategy.ordered_streams;
     core.pipelined_segments = strategy.pipelined_segments;
     if sc.record_timeline {
@@ -433,6 +473,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
     // collective itself stays symmetric; compute is then simulated per worker.
     let folded = sc.allow_folding
         && n > 1
+        && sc.failures.is_empty()
         && strategy.partial.is_none()
         && (sc.variability.is_uniform() || matches!(strategy.family, Family::AllReduce(_)))
         && sc.rank_to_host.is_none()
@@ -450,6 +491,7 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             if !folded
                 && sc.allow_folding
                 && n > 1
+                && sc.failures.is_empty()
                 && strategy.partial.is_none()
                 && sc.variability.is_uniform()
                 && sc.rank_to_host.is_none() =>
@@ -625,12 +667,7 @@ impl Engine<'_> {
                     }
                     self.drain_notes();
                 }
-                Next::Stalled => {
-                    return Err(Error::invalid(
-                        "strategy",
-                        "the simulation stalled before every iteration completed (internal error; please report)",
-                    ))
-                }
+                Next::Stalled => return Err(stalled(&self.core)),
             }
         }
         Ok(self.report())
@@ -1081,6 +1118,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         flows: core.flows_started,
         folded: core.folded || core.link_fold.is_some(),
         simulated_ranks: m.simulated_ranks,
+        failures_applied: core.failures.applied.len(),
         network_model: core.net.name().to_string(),
         nap: None,
         timeline,

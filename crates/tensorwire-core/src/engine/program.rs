@@ -17,7 +17,7 @@ use super::core::{Core, Note, Protocol};
 use super::slab::Slab;
 use super::step::StepCollective;
 use super::{variability, Measured, Next};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::network::FlowEvent;
 use crate::units::Nanos;
 use crate::workload::Workload;
@@ -195,12 +195,7 @@ impl<'a> Runner<'a> {
                     }
                     self.advance(r);
                 }
-                Next::Stalled => {
-                    return Err(Error::invalid(
-                        "strategy",
-                        "the simulation stalled before every iteration completed (internal error; please report)",
-                    ))
-                }
+                Next::Stalled => return Err(super::stalled(self.core)),
             }
         }
         Ok(self.out)

@@ -52,11 +52,17 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     let star = matches!(topo.shape(), Shape::Star);
     let folded = sc.allow_folding
         && n > 1
+        && sc.failures.is_empty()
         && sc.variability.is_uniform()
         && sc.rank_to_host.is_none()
         && topo.rotation_symmetric(n)
         && all_symmetric(&schedules, n, star);
-    let digit_fold = if !folded && sc.allow_folding && n > 1 && sc.variability.is_uniform() && sc.rank_to_host.is_none()
+    let digit_fold = if !folded
+        && sc.allow_folding
+        && n > 1
+        && sc.failures.is_empty()
+        && sc.variability.is_uniform()
+        && sc.rank_to_host.is_none()
     {
         let all: Vec<&dyn StepSchedule> = schedules.iter().map(|s| s.as_ref()).collect();
         super::fold::DigitFold::for_all(&topo, n, &all)

@@ -1096,3 +1096,70 @@ mod sharded_strategies {
         }
     }
 }
+
+/// Failures (`failures.rs`): a link's rate drops, or it goes down, at a given time.
+mod link_failures {
+    use super::*;
+
+    fn fail(target: &str, at_s: f64, rate: f64) -> Failure {
+        Failure { at_s, target: target.into(), rate }
+    }
+
+    #[test]
+    fn halving_a_ring_links_rate_doubles_its_bandwidth_term() {
+        // 2(N-1)(a + S/(N B)) becomes 2(N-1)(a + 2 S/(N B)): h0's uplink carries one ring
+        // message every step, and every step waits for it.
+        for n in [2usize, 4, 6] {
+            let s = 1000 * n as u64;
+            let mut sc = scenario(workload(&[s], 0), n, "ring", 100);
+            sc.iterations = 3;
+            let healthy = run(&sc);
+            sc.failures = vec![fail("h0->sw", 0.0, 0.5)];
+            let r = run(&sc);
+            assert!(!r.folded, "failures break the symmetry folding relies on");
+            assert_eq!(r.failures_applied, 1);
+            let expected = 2.0 * (n as f64 - 1.0) * (200.0 + 2000.0) * 1e-9;
+            assert!((r.iteration_time_s - expected).abs() < 1e-12, "n={n}: {} vs {expected}", r.iteration_time_s);
+            assert!((healthy.iteration_time_s - 2.0 * (n as f64 - 1.0) * 1200e-9).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn a_failure_after_the_run_changes_nothing() {
+        let mut sc = scenario(workload(&[4096, 100_000], 1000), 4, "ring", 100);
+        let healthy = run(&sc);
+        sc.failures = vec![fail("sw", 10.0, 0.0)];
+        let r = run(&sc);
+        assert_eq!(r.failures_applied, 0);
+        assert_eq!(r.completions_s, healthy.completions_s);
+    }
+
+    #[test]
+    fn a_degradation_mid_run_slows_only_what_follows() {
+        let mut sc = scenario(workload(&[100_000; 4], 50_000), 4, "ring", 100);
+        sc.iterations = 4;
+        let healthy = run(&sc);
+        let at = healthy.completions_s[1];
+        sc.failures = vec![fail("h2", at, 0.25)];
+        let r = run(&sc);
+        assert_eq!(&r.completions_s[..2], &healthy.completions_s[..2]);
+        assert!(r.completions_s[3] - r.completions_s[2] > healthy.completions_s[3] - healthy.completions_s[2]);
+        // The sharded engine applies failures too.
+        sc.strategy = crate::strategy::Strategy::parse("fsdp").unwrap();
+        sc.failures.clear();
+        let fsdp = run(&sc);
+        sc.failures = vec![fail("h2", 0.0, 0.25)];
+        assert!(run(&sc).iteration_time_s > fsdp.iteration_time_s);
+    }
+
+    #[test]
+    fn a_link_that_goes_down_stops_the_job_with_its_name() {
+        let mut sc = scenario(workload(&[4096, 100_000], 1000), 4, "ring", 100);
+        sc.failures = vec![fail("h1", 1e-6, 0.0)];
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "failures");
+        assert!(e.to_string().contains("h1 went down"), "{e}");
+        sc.failures = vec![fail("leaf7", 0.0, 0.5)];
+        assert_eq!(simulate(&sc).unwrap_err().field(), "failures[0].target");
+    }
+}

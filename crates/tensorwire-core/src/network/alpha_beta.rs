@@ -1,6 +1,7 @@
 //! Analytical alpha-beta model: each flow alone on its path.
 
 use super::{FlowEvent, FlowSpec, NetworkModel, Timeline};
+use crate::topology::LinkId;
 use crate::units::Nanos;
 
 /// Contention-free model: a flow of `b` bytes takes `latency + b / B` where `B` is the
@@ -27,6 +28,9 @@ impl NetworkModel for AlphaBeta {
             rate = rate.min(self.caps[l]);
             self.link_bytes[l] += w as f64 * flow.bytes;
         }
+        if flow.bytes > 0.0 && rate <= 0.0 {
+            return; // a link on its path is down: it never arrives
+        }
         let transmit = if flow.bytes <= 0.0 || !rate.is_finite() { 0 } else { (flow.bytes / rate).ceil() as Nanos };
         if flow.notify_sent {
             self.timeline.push(now + transmit, FlowEvent::Sent(flow.tag));
@@ -40,6 +44,11 @@ impl NetworkModel for AlphaBeta {
 
     fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>) {
         self.timeline.pop_due(now, out);
+    }
+
+    /// Applies to flows started from now on: a flow's time is fixed when it starts.
+    fn set_capacity(&mut self, _now: Nanos, link: LinkId, bytes_per_ns: f64) {
+        self.caps[link] = bytes_per_ns;
     }
 
     fn link_bytes(&mut self, _now: Nanos) -> &[f64] {

@@ -545,6 +545,9 @@ impl NetworkModel for MaxMinFair {
             let class = &self.classes[c];
             let head = class.flows.peek().expect("active classes have flows").0;
             let left = head.finish - class.served;
+            if left > 0.0 && class.rate <= 0.0 {
+                continue; // on a link that is down: never, unless its capacity returns
+            }
             let t = if left <= 0.0 { self.now } else { self.now + (left / class.rate).ceil() as Nanos };
             next = Some(next.map_or(t, |n: Nanos| n.min(t)));
         }
@@ -604,6 +607,16 @@ impl NetworkModel for MaxMinFair {
         }
         self.due_now = false;
         self.timeline.pop_due(now, out);
+    }
+
+    fn set_capacity(&mut self, now: Nanos, link: LinkId, bytes_per_ns: f64) {
+        self.progress(now);
+        self.caps[link] = bytes_per_ns;
+        let crossing: Vec<usize> = self.members[link].iter().map(|&(c, _)| c as usize).collect();
+        for c in crossing {
+            self.mark_changed(c);
+        }
+        self.next_cache = None;
     }
 
     fn link_bytes(&mut self, now: Nanos) -> &[f64] {

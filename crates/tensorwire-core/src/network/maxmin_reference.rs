@@ -283,6 +283,12 @@ impl NetworkModel for ReferenceMaxMin {
         self.timeline.pop_due(now, out);
     }
 
+    fn set_capacity(&mut self, now: Nanos, link: LinkId, bytes_per_ns: f64) {
+        self.progress(now);
+        self.caps[link] = bytes_per_ns;
+        self.dirty = true;
+    }
+
     fn link_bytes(&mut self, now: Nanos) -> &[f64] {
         self.progress(now);
         &self.link_bytes

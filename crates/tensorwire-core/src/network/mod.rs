@@ -66,6 +66,9 @@ pub trait NetworkModel {
     /// Advances to `now` (at most [`NetworkModel::next_time`]) and appends the events due by then,
     /// in a deterministic order.
     fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>);
+    /// Sets `link`'s capacity (bytes/ns; 0: down) from `now` on (a failure or a
+    /// degradation). Flows in progress continue at the rates that follow.
+    fn set_capacity(&mut self, now: Nanos, link: LinkId, bytes_per_ns: f64);
     /// Bytes carried so far by one copy of each link, brought up to `now`.
     fn link_bytes(&mut self, now: Nanos) -> &[f64];
     /// Short name for reports.

@@ -88,6 +88,8 @@ def simulate(
         progress=report,
         dtype_bytes=workload.dtype_bytes,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
+        rank_to_host=None if cluster.placement == "packed" else _core.placement(
+            cluster.topology, cluster.workers, cluster.placement, seed % 2**64),
     )
     return Result(
         model=workload.name,

@@ -11,13 +11,19 @@ from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
 
 Number = Union[int, float]
 
+#: Placements of ranks on hosts (see :class:`Cluster`).
+PLACEMENTS = ("packed", "spread", "random")
+
 
 @dataclass(frozen=True, init=False)
 class Cluster:
     """Workers on a network.
 
     ``bandwidth`` is each host link's rate per direction and ``latency`` the latency of each
-    hop (a host-to-host path on a ``star`` has two hops). Numbers are bytes/s and seconds;
+    hop (a host-to-host path on a ``star`` has two hops). ``placement`` puts the ranks on
+    the hosts: ``packed`` (rank r on host r), ``spread`` (consecutive ranks on different
+    leaves, groups or machines first) or ``random`` (seeded by ``simulate``'s seed); any
+    other than packed is not folded. Numbers are bytes/s and seconds;
     text such as ``"25Gbps"`` or ``"5us"`` is accepted.
 
     >>> c = Cluster(workers=32, bandwidth="25Gbps")
@@ -32,6 +38,7 @@ class Cluster:
     network: str
     per_message_overhead: float
     copy_bandwidth: Optional[float]
+    placement: str
 
     def __init__(
         self,
@@ -42,12 +49,16 @@ class Cluster:
         network: str = "flow",
         per_message_overhead: Union[Number, str] = 0.0,
         copy_bandwidth: Union[Number, str, None] = None,
+        placement: str = "packed",
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InputError("workers", f"{workers!r} is not allowed; need an integer >= 1")
         _core.check_topology(topology)
         if network not in ("flow", "analytical"):
             raise InputError("network", f"{network!r} is not a network model; choose flow or analytical")
+        if placement not in PLACEMENTS:
+            raise InputError("placement", f"{placement!r} is not a placement; choose one of {', '.join(PLACEMENTS)}")
+        object.__setattr__(self, "placement", placement)
         object.__setattr__(self, "workers", workers)
         object.__setattr__(self, "bandwidth", to_rate(bandwidth, "bandwidth"))
         object.__setattr__(self, "latency", to_seconds(latency, "latency"))

@@ -214,6 +214,17 @@ fn check_topology(spec: &str) -> PyResult<String> {
     guarded(|| TopologySpec::parse(spec).map(|t| t.name().to_string()))
 }
 
+/// Host of each rank of `workers` ranks on `topology` under placement `kind` (`packed`,
+/// `spread`, `random` with `seed`).
+#[pyfunction]
+#[pyo3(signature = (topology, workers, kind, seed = 0))]
+fn placement(topology: &str, workers: usize, kind: &str, seed: u64) -> PyResult<Vec<usize>> {
+    guarded(|| {
+        let topo = TopologySpec::parse(topology)?.build(workers, 0, 1e9, 0);
+        tensorwire_core::topology::placement(kind, &topo.layout(workers), seed)
+    })
+}
+
 fn options_list<'py>(py: Python<'py>, options: &[OptionInfo]) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for o in options {
@@ -543,6 +554,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partition, m)?)?;
     m.add_function(wrap_pyfunction!(check_strategy, m)?)?;
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
+    m.add_function(wrap_pyfunction!(placement, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;

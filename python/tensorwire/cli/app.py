@@ -36,8 +36,9 @@ def cli() -> None:
     """Which way of synchronising gradients is fastest on my network, by how much, and why."""
 
 
-def _cluster(workers: int, bandwidth: float, latency: float, topology: str, network: str, overhead: float) -> Cluster:
-    return Cluster(workers, bandwidth, latency, topology, network, overhead)
+def _cluster(workers: int, bandwidth: float, latency: float, topology: str, network: str, overhead: float,
+             placement: str = "packed") -> Cluster:
+    return Cluster(workers, bandwidth, latency, topology, network, overhead, placement=placement)
 
 
 def _whatif(workload: Workload, compute_speedup: Optional[float], modules: Optional[str]) -> Workload:
@@ -86,6 +87,7 @@ def simulate_cmd(
     topology: str,
     network: str,
     overhead: float,
+    placement: str,
     gpu: Optional[str],
     batch: Optional[int],
     seq_len: Optional[int],
@@ -119,7 +121,7 @@ def simulate_cmd(
         workload = Workload.collective(collective or "")
     workload = _whatif(workload, compute_speedup, add_modules)
     variability = parse_stragglers(stragglers, workers)
-    cluster = _cluster(workers, bandwidth, latency, topology, network, overhead)
+    cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, placement)
     with render.run_progress() as progress:
         result = simulate(workload, cluster, spec, iterations=iterations, seed=seed, timeline=trace_file is not None,
                           max_flows=max_flows, progress=progress, failures=failures, **variability)
@@ -157,6 +159,7 @@ def compare_cmd(
     topology: str,
     network: str,
     overhead: float,
+    placement: str,
     gpu: Optional[str],
     batch: Optional[int],
     seq_len: Optional[int],
@@ -201,6 +204,7 @@ def compare_cmd(
         topology,
         network,
         overhead,
+        placement,
     )
     workloads = [_whatif(_load(n, gpu, batch, seq_len, mfu, recompute), compute_speedup, add_modules) for n in names]
     variability = parse_stragglers(stragglers, cluster.workers)

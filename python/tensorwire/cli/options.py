@@ -55,6 +55,13 @@ network_options = _stack(
     click.option(
         "--overhead", default="0s", show_default=True, callback=_duration, help="Host overhead per message."
     ),
+    click.option(
+        "--placement",
+        type=click.Choice(["packed", "spread", "random"]),
+        default="packed",
+        show_default=True,
+        help="Ranks on hosts: packed (rank r on host r), spread (consecutive ranks on different leaves/groups/machines), random (seeded).",
+    ),
 )
 compute_options = _stack(
     click.option(

@@ -7,11 +7,13 @@
 //! Switches are non-blocking and add no latency of their own.
 
 pub mod node;
+mod placement;
 pub mod rail;
 pub mod spec;
 mod symmetry;
 
 pub use node::{NodePreset, NODE_PRESETS};
+pub use placement::{placement, PLACEMENTS};
 pub use rail::{Rail, RailParams};
 pub use spec::TopologySpec;
 pub use symmetry::{digits, LinkOrbits};

@@ -10,7 +10,7 @@ The vocabulary is four words: a :class:`Workload` (a model as the network sees i
 """
 
 from tensorwire._core import InputError, __version__
-from tensorwire.api import Progress, simulate
+from tensorwire.api import Job, Progress, simulate, simulate_jobs
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.result import Result
@@ -22,6 +22,7 @@ __all__ = [
     "Cluster",
     "Failure",
     "InputError",
+    "Job",
     "Layer",
     "ModelInfo",
     "Progress",
@@ -34,5 +35,6 @@ __all__ = [
     "load_model",
     "models",
     "simulate",
+    "simulate_jobs",
     "strategies",
 ]

@@ -32,6 +32,21 @@ def simulate(
     dtype_bytes: int = 4,
     failures: Optional[list[tuple[str, float, float]]] = None,
 ) -> dict[str, Any]: ...
+def simulate_jobs(
+    jobs: list[tuple[str, WorkloadTuple, int, int, str, Optional[list[int]]]],
+    hosts: int,
+    bandwidth: float,
+    latency: float,
+    topology: str = "star",
+    network: str = "flow",
+    iterations: int = 3,
+    seed: int = 0,
+    per_message_overhead: float = 0.0,
+    copy_bandwidth: Optional[float] = None,
+    placement: str = "packed",
+    failures: Optional[list[tuple[str, float, float]]] = None,
+    max_flows: Optional[int] = None,
+) -> list[dict[str, Any]]: ...
 def check_strategy(spec: str) -> str: ...
 def check_topology(spec: str) -> str: ...
 def placement(topology: str, workers: int, kind: str, seed: int = 0) -> list[int]: ...

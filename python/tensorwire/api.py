@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
@@ -91,10 +91,15 @@ def simulate(
         rank_to_host=None if cluster.placement == "packed" else _core.placement(
             cluster.topology, cluster.workers, cluster.placement, seed % 2**64),
     )
+    return _result(raw, workload, cluster.workers, cluster.bandwidth, spec)
+
+
+def _result(raw: dict[str, Any], workload: Workload, workers: int, bandwidth: float, spec: str) -> Result:
+    """A :class:`Result` from the core's metrics dict."""
     return Result(
         model=workload.name,
-        workers=cluster.workers,
-        bandwidth=cluster.bandwidth,
+        workers=workers,
+        bandwidth=bandwidth,
         strategy=spec,
         iteration_time_s=raw["iteration_time_s"],
         throughput_samples_per_s=raw["throughput_samples_per_s"],
@@ -108,7 +113,7 @@ def simulate(
         folded=raw["folded"],
         events=raw["events"],
         flows=raw["flows"],
-        timeline=tuple(_spans(raw["timeline"], workload, cluster.workers)),
+        timeline=tuple(_spans(raw["timeline"], workload, workers)),
         nap=raw["nap"],
         sent_bytes_per_worker=raw["sent_bytes_per_worker"],
         simulated_ranks=raw["simulated_ranks"],
@@ -136,3 +141,64 @@ def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, fl
             out.append({"kind": "flow", "worker": None, "link": link, "name": name,
                         "start_s": start, "end_s": end, "bytes": nbytes})
     return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of :func:`simulate_jobs`: a workload on ``workers`` ranks under ``strategy``;
+    ``hosts`` pins its ranks to fabric hosts (default: the run's placement decides)."""
+
+    name: str
+    workload: Workload
+    workers: int
+    strategy: Union[Strategy, str]
+    hosts: Optional[Sequence[int]] = None
+
+
+def simulate_jobs(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    *,
+    iterations: int = 3,
+    seed: int = 0,
+    failures: Sequence[Failure] = (),
+    max_flows: Optional[int] = None,
+) -> list[Result]:
+    """Simulates several jobs sharing one fabric; one :class:`Result` per job.
+
+    ``cluster.workers`` is the number of hosts of the fabric (at least the jobs' workers
+    together); its topology, rates, latency, network model and ``placement`` apply to all
+    jobs: ``packed`` gives job 0 the first hosts, job 1 the next; ``spread`` interleaves them
+    over leaves and machines; ``random`` shuffles (seeded). Jobs sharing a fabric are never
+    folded; a job's ``link_utilization`` is the whole fabric's. All-reduce strategies run as
+    DDP does (one all-reduce per tensor, one at a time) and the sharded ones as always;
+    parameter servers and scheduling options are refused.
+
+    >>> import tensorwire as tw
+    >>> w = tw.load_model("resnet50")
+    >>> a, b = tw.simulate_jobs([tw.Job("a", w, 16, "ring"), tw.Job("b", w, 16, "ring")],
+    ...                         tw.Cluster(32, "25Gbps", topology="leaf-spine:hosts_per_leaf=8,spines=1,uplink=25Gbps",
+    ...                                    placement="spread"))
+    >>> a.iteration_time_s > tw.simulate(w, tw.Cluster(16, "25Gbps"), "ring").iteration_time_s
+    True
+    """
+    specs = [j.strategy.spec if isinstance(j.strategy, Strategy) else Strategy(j.strategy).spec for j in jobs]
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
+    raws = _core.simulate_jobs(
+        [(j.name, j.workload._to_core(), j.workload.dtype_bytes, j.workers, spec, None if j.hosts is None else list(j.hosts))
+         for j, spec in zip(jobs, specs)],
+        cluster.workers,
+        cluster.bandwidth,
+        cluster.latency,
+        topology=cluster.topology,
+        network=cluster.network,
+        iterations=iterations,
+        seed=seed % 2**64,
+        per_message_overhead=cluster.per_message_overhead,
+        copy_bandwidth=cluster.copy_bandwidth,
+        placement=cluster.placement,
+        failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
+        max_flows=max_flows,
+    )
+    return [_result(raw, j.workload, j.workers, cluster.bandwidth, spec) for raw, j, spec in zip(raws, jobs, specs)]

@@ -21,5 +21,5 @@ pub mod sched;
 pub mod strategy;
 pub mod workload;
 
-pub use engine::{simulate, Failure, Progress, ProgressHook, Scenario, Variability};
+pub use engine::{simulate, simulate_jobs, Failure, Job, Progress, ProgressHook, Scenario, Variability};
 pub use metrics::Report;

@@ -18,7 +18,7 @@ use tensorwire_core::topology::spec::TOPOLOGIES;
 use tensorwire_core::topology::TopologySpec;
 use tensorwire_core::units::{self, seconds_to_nanos};
 use tensorwire_core::workload::{collective_benchmark, Layer, Tensor, Workload};
-use tensorwire_core::{Error, Failure, Progress, ProgressHook, Report, Scenario, Variability};
+use tensorwire_core::{Error, Failure, Job, Progress, ProgressHook, Report, Scenario, Variability};
 
 create_exception!(_core, InputError, PyValueError, "Invalid input; `args[0]` is the field, `args[1]` what is allowed.");
 
@@ -200,6 +200,74 @@ fn simulate<'py>(
     let scenario = guarded(build)?;
     let report = py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario)))?;
     report_to_dict(py, &report)
+}
+
+/// (name, workload, dtype_bytes, workers, strategy, hosts or None) of one job.
+type JobTuple = (String, WorkloadTuple, u32, usize, String, Option<Vec<usize>>);
+
+/// Runs several jobs on one fabric of `hosts` hosts; returns one metrics dict per job.
+#[pyfunction]
+#[pyo3(signature = (
+    jobs, hosts, bandwidth, latency, topology = "star", network = "flow", iterations = 3, seed = 0,
+    per_message_overhead = 0.0, copy_bandwidth = None, placement = "packed", failures = None, max_flows = None
+))]
+#[allow(clippy::too_many_arguments)]
+fn simulate_jobs<'py>(
+    py: Python<'py>,
+    jobs: Vec<JobTuple>,
+    hosts: usize,
+    bandwidth: f64,
+    latency: f64,
+    topology: &str,
+    network: &str,
+    iterations: i64,
+    seed: u64,
+    per_message_overhead: f64,
+    copy_bandwidth: Option<f64>,
+    placement: &str,
+    failures: Option<Vec<(String, f64, f64)>>,
+    max_flows: Option<u64>,
+) -> PyResult<Bound<'py, PyList>> {
+    let build = || -> Result<(Scenario, Vec<Job>), Error> {
+        if iterations < 1 {
+            return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
+        }
+        if !(latency.is_finite() && latency >= 0.0 && per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
+            return Err(Error::invalid("latency", "latency and overhead must be durations >= 0"));
+        }
+        let mut list = Vec::with_capacity(jobs.len());
+        for (i, (name, workload, dtype_bytes, workers, strategy, job_hosts)) in jobs.into_iter().enumerate() {
+            let mut w = workload_from(workload)
+                .map_err(|e| Error::invalid(format!("jobs[{i}].{}", e.field()), e.to_string()))?;
+            w.dtype_bytes = dtype_bytes;
+            let strategy = Strategy::parse(&strategy)
+                .map_err(|e| Error::invalid(format!("jobs[{i}].{}", e.field()), e.to_string()))?;
+            list.push(Job { name, workload: w, workers, strategy, hosts: job_hosts });
+        }
+        let first = list.first().ok_or_else(|| Error::invalid("jobs", "give at least one job"))?;
+        let mut sc = Scenario::new(first.workload.clone(), hosts.max(1), bandwidth, first.strategy.clone());
+        sc.latency = latency;
+        sc.topology = TopologySpec::parse(topology)?;
+        sc.network = ModelKind::parse(network)?;
+        sc.iterations = iterations.min(u32::MAX as i64) as u32;
+        sc.seed = seed;
+        sc.per_message_overhead = per_message_overhead;
+        sc.copy_bandwidth = copy_bandwidth;
+        sc.max_flows = max_flows;
+        sc.failures = failures
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(target, at_s, rate)| Failure { at_s, target, rate })
+            .collect();
+        Ok((sc, list))
+    };
+    let (fabric, list) = guarded(build)?;
+    let reports = py.allow_threads(|| guarded(|| tensorwire_core::simulate_jobs(&fabric, &list, placement)))?;
+    let out = PyList::empty(py);
+    for r in &reports {
+        out.append(report_to_dict(py, r)?)?;
+    }
+    Ok(out)
 }
 
 /// Validates a strategy spec; returns it trimmed.
@@ -555,6 +623,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_strategy, m)?)?;
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
     m.add_function(wrap_pyfunction!(placement, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;

@@ -265,6 +265,7 @@ def strategies_cmd(as_json: bool) -> None:
 
 def _register() -> None:
     """Commands that live beside the parts they drive."""
+    from tensorwire.cli.jobs import jobs
     from tensorwire.gputopo_cli import topology
     from tensorwire.report.cli import report
     from tensorwire.sweep.cli import sweep
@@ -273,7 +274,7 @@ def _register() -> None:
     from tensorwire.torch.partial.cli import bench
     from tensorwire.workloads.cli import import_trace
 
-    for command in (topology, sweep, report, validate, profile, measure, bench, import_trace):
+    for command in (topology, sweep, report, validate, profile, measure, bench, import_trace, jobs):
         cli.add_command(command)
 
 

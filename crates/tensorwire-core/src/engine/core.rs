@@ -21,6 +21,8 @@ pub(crate) enum Note {
 
 #[derive(Debug)]
 struct FlowMeta {
+    /// The job that started it (multi-job runs; 0 otherwise).
+    job: u32,
     watched: bool,
     user: u64,
     /// The (source, destination) connection it holds until sent, with ordered connections.
@@ -66,12 +68,10 @@ pub(crate) struct Core {
     /// Scratch: the physical links of a folded message.
     physical: Vec<LinkId>,
     pub flows_started: u64,
-    /// Bytes of every message rank 0's host started (see [`crate::Report`]'s `sent_bytes_per_worker`).
-    pub sent_bytes: f64,
-    watched_host: usize,
-    watched_active: u32,
-    busy_since: Nanos,
-    busy_total: Nanos,
+    /// The job whose messages start now (multi-job runs share one core; 0 otherwise).
+    pub job: usize,
+    /// Per job: rank 0's host and what it sent (the job's report is about it).
+    watch: Vec<Watch>,
     /// Finished flows, when recording.
     pub recorded: Option<Vec<FlowRecord>>,
     /// What the messages started now belong to (a collective's name), for recordings.
@@ -86,9 +86,24 @@ pub(crate) struct Core {
     waiting: HashMap<(usize, usize), VecDeque<Queued>>,
 }
 
+/// What one job's rank 0 host did: its messages in flight and the time it had any,
+/// the bytes and flows it started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Watch {
+    host: usize,
+    active: u32,
+    since: Nanos,
+    total: Nanos,
+    /// Bytes of every message the host started (`Report::sent_bytes_per_worker`).
+    pub sent: f64,
+    /// Flows the job started.
+    pub flows: u64,
+}
+
 /// A unicast message waiting for its connection.
 #[derive(Debug, Clone, Copy)]
 struct Queued {
+    job: usize,
     bytes: f64,
     extra: Nanos,
     user: u64,
@@ -123,11 +138,8 @@ impl Core {
             route: Vec::new(),
             physical: Vec::new(),
             flows_started: 0,
-            sent_bytes: 0.0,
-            watched_host,
-            watched_active: 0,
-            busy_since: 0,
-            busy_total: 0,
+            job: 0,
+            watch: vec![Watch { host: watched_host, ..Watch::default() }],
             recorded: None,
             label: "",
             failures: Default::default(),
@@ -141,7 +153,7 @@ impl Core {
     /// `extra` is added to its latency; `user` comes back with its events.
     pub fn send(&mut self, src: usize, dsts: &[usize], bytes: f64, extra: Nanos, user: u64, notify_sent: bool) {
         if self.ordered_pairs && dsts.len() == 1 {
-            let q = Queued { bytes, extra, user, notify_sent };
+            let q = Queued { job: self.job, bytes, extra, user, notify_sent };
             match self.waiting.get_mut(&(src, dsts[0])) {
                 Some(queue) => queue.push_back(q), // the pair is busy: wait in order
                 None => {
@@ -244,21 +256,25 @@ impl Core {
         pair: Option<(usize, usize)>,
     ) {
         let latency = latency + self.overhead_of(bytes);
-        let watched = src == self.watched_host || dsts.contains(&self.watched_host);
-        if src == self.watched_host {
-            self.sent_bytes += bytes;
+        let now = self.now;
+        let w = &mut self.watch[self.job];
+        let watched = src == w.host || dsts.contains(&w.host);
+        w.flows += 1;
+        if src == w.host {
+            w.sent += bytes;
         }
         if watched {
-            if self.watched_active == 0 {
-                self.busy_since = self.now;
+            if w.active == 0 {
+                w.since = now;
             }
-            self.watched_active += 1;
+            w.active += 1;
         }
         let record = self
             .recorded
             .as_ref()
             .map(|_| (self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect(), self.label));
-        let tag = self.flows.insert(FlowMeta { watched, user, pair, wants_sent: notify_sent, record }) as u64;
+        let job = self.job as u32;
+        let tag = self.flows.insert(FlowMeta { job, watched, user, pair, wants_sent: notify_sent, record }) as u64;
         self.flows_started += 1;
         let notify_sent = notify_sent || pair.is_some();
         let flow = FlowSpec { links: &self.links, bytes, latency, rate_cap: self.copy_cap, tag, notify_sent };
@@ -293,10 +309,13 @@ impl Core {
         if !delivered {
             let meta = self.flows.get_mut(tag as usize);
             let (pair, wants, user) = (meta.pair.take(), meta.wants_sent, meta.user);
+            self.job = meta.job as usize;
             if let Some((src, dst)) = pair {
                 match self.waiting.get_mut(&(src, dst)).and_then(|q| q.pop_front()) {
                     Some(q) => {
-                        self.route_and_start(src, &[dst], q.bytes, q.extra, q.user, q.notify_sent, Some((src, dst)))
+                        let job = std::mem::replace(&mut self.job, q.job);
+                        self.route_and_start(src, &[dst], q.bytes, q.extra, q.user, q.notify_sent, Some((src, dst)));
+                        self.job = job;
                     }
                     None => {
                         self.waiting.remove(&(src, dst));
@@ -309,10 +328,12 @@ impl Core {
         if let (Some(out), Some((start, src, dsts, bytes, links, label))) = (self.recorded.as_mut(), meta.record) {
             out.push((start, self.now, src, dsts, bytes, links, label));
         }
+        self.job = meta.job as usize;
         if meta.watched {
-            self.watched_active -= 1;
-            if self.watched_active == 0 {
-                self.busy_total += self.now - self.busy_since;
+            let w = &mut self.watch[self.job];
+            w.active -= 1;
+            if w.active == 0 {
+                w.total += self.now - w.since;
             }
         }
         Some(meta.user)
@@ -330,9 +351,31 @@ impl Core {
         }
     }
 
+    /// Time job `job`'s rank 0 host has had at least one message in flight, up to now, ns.
+    pub fn comm_busy_of(&self, job: usize) -> Nanos {
+        let w = &self.watch[job];
+        w.total + if w.active > 0 { self.now - w.since } else { 0 }
+    }
+
     /// Time rank 0's host has had at least one message in flight, up to now, ns.
     pub fn comm_busy(&self) -> Nanos {
-        self.busy_total + if self.watched_active > 0 { self.now - self.busy_since } else { 0 }
+        self.comm_busy_of(0)
+    }
+
+    /// What job `job`'s rank 0 host sent, and the flows the job started.
+    pub fn watch(&self, job: usize) -> &Watch {
+        &self.watch[job]
+    }
+
+    /// Adds a job whose rank 0 sits on `host`; returns its index (multi-job runs).
+    pub fn add_job(&mut self, host: usize) -> usize {
+        self.watch.push(Watch { host, ..Watch::default() });
+        self.watch.len() - 1
+    }
+
+    /// Sets job 0's rank 0 host (multi-job runs place job 0 anywhere).
+    pub fn set_first_job_host(&mut self, host: usize) {
+        self.watch[0].host = host;
     }
 }
 

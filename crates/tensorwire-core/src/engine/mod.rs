@@ -24,6 +24,7 @@
 mod core;
 mod failures;
 mod fold;
+mod jobs;
 mod program;
 mod ps;
 mod sharded;
@@ -32,6 +33,7 @@ mod step;
 mod variability;
 
 pub use failures::Failure;
+pub use jobs::{simulate_jobs, Job};
 pub use variability::Variability;
 
 use std::cmp::Reverse;
@@ -405,23 +407,17 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
     Ok(core)
 }
 
-/// Simulates the scenario and reports its steady state.
-pub fn simulate(sc: &Scenario) -> Result<Report> {
-    sc.validate()?;
-    let n = sc.workers;
+/// The step schedule of an all-reduce strategy for `n` ranks on `topo` (`None` for the
+/// other families).
+pub(crate) fn allreduce_schedule(
+    sc: &Scenario,
+    n: usize,
+    topo: &crate::topology::Topology,
+) -> Result<Option<Box<dyn StepSchedule>>> {
     let strategy = &sc.strategy;
-    if let Family::Sharded(cfg) = &strategy.family {
-        return sharded::simulate(sc, cfg);
-    }
-    let servers = match &strategy.family {
-        Family::ParameterServer(c) => c.num_ps,
-        _ => 0,
-    };
-    let latency = seconds_to_nanos("latency", sc.latency)?;
-    let topo = sc.topology.build(n, servers, sc.bandwidth, latency);
     // Inside one multi-GPU machine, trees follow its links (seed 003).
     let machine = sc.topology.machine().filter(|m| m.gpus() == n);
-    let schedule: Option<Box<dyn StepSchedule>> = match &strategy.family {
+    Ok(match &strategy.family {
         Family::AllReduce(a) => Some(match (a, &machine) {
             (Algorithm::Ring, _) => Box::new(Ring),
             (Algorithm::RingMulticast, _) => Box::new(RingMulticast),
@@ -442,7 +438,24 @@ pub fn simulate(sc: &Scenario) -> Result<Report> {
             }),
         }),
         Family::ParameterServer(_) | Family::Sharded(_) => None,
+    })
+}
+
+/// Simulates the scenario and reports its steady state.
+pub fn simulate(sc: &Scenario) -> Result<Report> {
+    sc.validate()?;
+    let n = sc.workers;
+    let strategy = &sc.strategy;
+    if let Family::Sharded(cfg) = &strategy.family {
+        return sharded::simulate(sc, cfg);
+    }
+    let servers = match &strategy.family {
+        Family::ParameterServer(c) => c.num_ps,
+        _ => 0,
     };
+    let latency = seconds_to_nanos("latency", sc.latency)?;
+    let topo = sc.topology.build(n, servers, sc.bandwidth, latency);
+    let schedule = allreduce_schedule(sc, n, &topo)?;
     if let Family::ParameterServer(c) = &strategy.family {
         if c.in_network_aggregation && !matches!(topo.shape(), Shape::Star) {
             return Err(Error::invalid(
@@ -943,7 +956,7 @@ impl Engine<'_> {
             self.completions.push(self.core.now);
             if self.completions.len() == 1 && self.sc.iterations > 1 {
                 self.busy_at_first = self.core.comm_busy();
-                self.sent_at_first = self.core.sent_bytes;
+                self.sent_at_first = self.core.watch(0).sent;
                 self.link_bytes_at_first = self.core.net.link_bytes(self.core.now).to_vec();
             }
         }
@@ -967,6 +980,7 @@ impl Engine<'_> {
             compute_spans: self.compute_spans.take(),
             events: self.events,
             simulated_ranks: self.net_ranks,
+            job: 0,
         };
         let (start, end) = measured.window();
         let mut report = build_report(sc, &mut self.core, measured);
@@ -1015,6 +1029,8 @@ pub(crate) struct Measured {
     pub events: u64,
     /// Ranks whose network part was simulated (see [`Report::simulated_ranks`]).
     pub simulated_ranks: usize,
+    /// The job measured (multi-job runs; 0 otherwise).
+    pub job: usize,
 }
 
 impl Measured {
@@ -1040,8 +1056,8 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
     let window = end - start;
     let iteration_time = nanos_to_seconds(window) / periods;
     let compute = nanos_to_seconds(sc.workload.compute_time());
-    let comm = nanos_to_seconds(core.comm_busy() - if k > 1 { m.busy_at_first } else { 0 }) / periods;
-    let sent = (core.sent_bytes - if k > 1 { m.sent_at_first } else { 0.0 }) / periods;
+    let comm = nanos_to_seconds(core.comm_busy_of(m.job) - if k > 1 { m.busy_at_first } else { 0 }) / periods;
+    let sent = (core.watch(m.job).sent - if k > 1 { m.sent_at_first } else { 0.0 }) / periods;
     let now = core.now;
     let bytes_end = core.net.link_bytes(now).to_vec();
     let first = &m.link_bytes_at_first;
@@ -1115,7 +1131,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         sent_bytes_per_worker: sent,
         link_utilization,
         events: m.events,
-        flows: core.flows_started,
+        flows: core.watch(m.job).flows,
         folded: core.folded || core.link_fold.is_some(),
         simulated_ranks: m.simulated_ranks,
         failures_applied: core.failures.applied.len(),

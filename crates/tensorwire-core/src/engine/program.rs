@@ -86,14 +86,16 @@ struct Running {
     done: usize,
 }
 
-/// Runs `program` for `iterations` iterations on `ranks` simulated ranks.
+/// One job's program running on a shared [`Core`]: its ranks, streams and collectives.
+/// Several share one core in a multi-job run ([`drive`]); [`Runner::run`] is one alone.
 pub(crate) struct Runner<'a> {
     sc: &'a super::Scenario,
     workload: &'a Workload,
-    program: &'a Program,
+    program: Program,
     iterations: u32,
-    core: &'a mut Core,
-    exec: &'a mut StepCollective,
+    /// This job's index in the core (its flows and its rank 0's host).
+    job: usize,
+    exec: StepCollective,
     sampler: variability::Sampler,
     ranks: Vec<Rank>,
     issued: HashMap<(u32, usize), usize>,
@@ -106,15 +108,14 @@ pub(crate) struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    #[allow(clippy::too_many_arguments)]
+    /// Job `job` of `sc` running `program` on `ranks` simulated ranks.
     pub fn new(
         sc: &'a super::Scenario,
-        program: &'a Program,
+        program: Program,
         ranks: usize,
-        core: &'a mut Core,
-        exec: &'a mut StepCollective,
+        job: usize,
+        exec: StepCollective,
         sampler: variability::Sampler,
-        record: bool,
     ) -> Self {
         let rank = || Rank {
             pc: 0,
@@ -128,14 +129,14 @@ impl<'a> Runner<'a> {
         Runner {
             sc,
             workload,
-            program,
             iterations,
-            core,
+            job,
             exec,
             sampler,
             ranks: (0..ranks).map(|_| rank()).collect(),
             issued: HashMap::new(),
             streams: (0..program.streams).map(|_| Stream::default()).collect(),
+            program,
             running: Slab::default(),
             queue: BinaryHeap::new(),
             seq: 0,
@@ -146,90 +147,90 @@ impl<'a> Runner<'a> {
                 link_bytes_at_first: Vec::new(),
                 sent_at_first: 0.0,
                 last_started: None,
-                compute_spans: record.then(Vec::new),
+                compute_spans: sc.record_timeline.then(Vec::new),
                 simulated_ranks: ranks,
+                job,
             },
             completed: vec![0; iterations as usize],
         }
     }
 
-    /// Runs every iteration to completion.
-    pub fn run(mut self) -> Result<Measured> {
+    /// Runs every iteration of this job alone to completion.
+    pub fn run(self, core: &mut Core) -> Result<Measured> {
+        let sc = self.sc;
+        let mut jobs = vec![self];
+        drive(sc, &mut jobs, core)?;
+        Ok(jobs.pop().expect("one job").out)
+    }
+
+    /// What the job measured.
+    pub fn into_measured(self) -> Measured {
+        self.out
+    }
+
+    fn done(&self) -> bool {
+        self.out.completions.len() == self.iterations as usize
+    }
+
+    fn start(&mut self, core: &mut Core) {
+        core.job = self.job;
         for r in 0..self.ranks.len() {
             self.ranks[r].slowdown = self.sampler.draw(r);
-            self.advance(r);
+            self.advance(core, r);
         }
-        let mut flow_events = Vec::new();
-        let mut checked = 0;
-        while self.out.completions.len() < self.iterations as usize {
-            if self.out.events >= checked + super::PROGRESS_EVERY {
-                checked = self.out.events;
-                super::checkpoint(self.sc, self.core, self.out.events, self.out.completions.len())?;
-            }
-            match super::next(self.queue.peek().map(|e| e.0 .0), self.core) {
-                Next::Network(t) => {
-                    self.core.now = t;
-                    flow_events.clear();
-                    self.core.net.advance(t, &mut flow_events);
-                    for &e in &flow_events {
-                        self.out.events += 1;
-                        let (tag, delivered) = match e {
-                            FlowEvent::Sent(tag) => (tag, false),
-                            FlowEvent::Delivered(tag) => (tag, true),
-                        };
-                        if let Some(user) = self.core.flow_event(tag, delivered) {
-                            self.exec.on_flow(self.core, user, delivered);
-                            self.drain_notes();
-                        }
-                    }
-                }
-                Next::Queue(t) => {
-                    let Reverse((_, _, r)) = self.queue.pop().expect("peeked");
-                    self.core.now = t;
-                    self.out.events += 1;
-                    if let Some(spans) = self.out.compute_spans.as_mut() {
-                        if let Some(Instr::Compute { layer, backward }) = self.program.instrs.get(self.ranks[r].pc - 1)
-                        {
-                            spans.push((r, *layer, *backward, self.ranks[r].compute_start, t));
-                        }
-                    }
-                    self.advance(r);
-                }
-                Next::Stalled => return Err(super::stalled(self.core)),
+    }
+
+    fn queue_head(&self) -> Option<Nanos> {
+        self.queue.peek().map(|e| e.0 .0)
+    }
+
+    fn on_queue(&mut self, core: &mut Core, t: Nanos) {
+        let Reverse((_, _, r)) = self.queue.pop().expect("peeked");
+        core.now = t;
+        core.job = self.job;
+        self.out.events += 1;
+        if let Some(spans) = self.out.compute_spans.as_mut() {
+            if let Some(Instr::Compute { layer, backward }) = self.program.instrs.get(self.ranks[r].pc - 1) {
+                spans.push((r, *layer, *backward, self.ranks[r].compute_start, t));
             }
         }
-        Ok(self.out)
+        self.advance(core, r);
+    }
+
+    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+        self.exec.on_flow(core, user, delivered);
+        self.drain_notes(core);
     }
 
     /// Runs rank `r`'s program until it must wait for compute or a collective.
-    fn advance(&mut self, r: usize) {
+    fn advance(&mut self, core: &mut Core, r: usize) {
         loop {
             let rank = &mut self.ranks[r];
             if rank.iteration == self.iterations {
                 return;
             }
             let Some(&instr) = self.program.instrs.get(rank.pc) else {
-                self.end_iteration(r);
+                self.end_iteration(core, r);
                 continue;
             };
             match instr {
                 Instr::Compute { layer, backward } => {
                     if rank.pc == 0 && rank.iteration + 1 == self.iterations && self.out.last_started.is_none() {
-                        self.out.last_started = Some(self.core.now);
+                        self.out.last_started = Some(core.now);
                     }
                     let l = &self.workload.layers[layer];
                     let base = if backward { l.backward } else { l.forward };
                     let d = (base as f64 * rank.slowdown).round() as Nanos;
                     rank.pc += 1;
-                    rank.compute_start = self.core.now;
+                    rank.compute_start = core.now;
                     self.seq += 1;
-                    self.queue.push(Reverse((self.core.now + d, self.seq, r)));
+                    self.queue.push(Reverse((core.now + d, self.seq, r)));
                     return;
                 }
                 Instr::Issue(c) => {
                     rank.pc += 1;
                     let k = rank.iteration;
-                    self.issue(k, c);
+                    self.issue(core, k, c);
                 }
                 Instr::Wait(c) => {
                     if rank.done[c] > rank.iteration {
@@ -243,8 +244,8 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn end_iteration(&mut self, r: usize) {
-        let now = self.core.now;
+    fn end_iteration(&mut self, core: &mut Core, r: usize) {
+        let now = core.now;
         let rank = &mut self.ranks[r];
         let k = rank.iteration as usize;
         rank.iteration += 1;
@@ -253,9 +254,9 @@ impl<'a> Runner<'a> {
         if self.completed[k] == self.ranks.len() {
             self.out.completions.push(now);
             if self.out.completions.len() == 1 && self.iterations > 1 {
-                self.out.busy_at_first = self.core.comm_busy();
-                self.out.sent_at_first = self.core.sent_bytes;
-                self.out.link_bytes_at_first = self.core.net.link_bytes(now).to_vec();
+                self.out.busy_at_first = core.comm_busy_of(self.job);
+                self.out.sent_at_first = core.watch(self.job).sent;
+                self.out.link_bytes_at_first = core.net.link_bytes(now).to_vec();
             }
         }
         if self.ranks[r].iteration < self.iterations {
@@ -265,7 +266,7 @@ impl<'a> Runner<'a> {
 
     /// Counts one rank's issue of collective `c` of iteration `k`; once every rank has
     /// issued it, it joins its stream's queue.
-    fn issue(&mut self, k: u32, c: usize) {
+    fn issue(&mut self, core: &mut Core, k: u32, c: usize) {
         let count = self.issued.entry((k, c)).or_insert(0);
         *count += 1;
         if *count < self.ranks.len() {
@@ -274,10 +275,10 @@ impl<'a> Runner<'a> {
         self.issued.remove(&(k, c));
         let s = self.program.collectives[c].stream;
         self.streams[s].queue.push_back((k, c));
-        self.start_next(s);
+        self.start_next(core, s);
     }
 
-    fn start_next(&mut self, s: usize) {
+    fn start_next(&mut self, core: &mut Core, s: usize) {
         if self.streams[s].busy {
             return;
         }
@@ -286,13 +287,13 @@ impl<'a> Runner<'a> {
         let op = self.running.insert(Running { iteration: k, collective: c, done: 0 }) as u64;
         let def = &self.program.collectives[c];
         for r in 0..self.ranks.len() {
-            self.exec.start_with(self.core, r, op, def.schedule, def.bytes);
+            self.exec.start_with(core, r, op, def.schedule, def.bytes);
         }
     }
 
-    fn drain_notes(&mut self) {
-        while !self.core.notes.is_empty() {
-            for note in std::mem::take(&mut self.core.notes) {
+    fn drain_notes(&mut self, core: &mut Core) {
+        while !core.notes.is_empty() {
+            for note in std::mem::take(&mut core.notes) {
                 let Note::OpDone { rank, op, .. } = note else {
                     unreachable!("step collectives report whole operations")
                 };
@@ -305,15 +306,64 @@ impl<'a> Runner<'a> {
                 if r.waiting == Some(c) && r.iteration == k {
                     r.waiting = None;
                     r.pc += 1;
-                    self.advance(rank);
+                    self.advance(core, rank);
                 }
                 if all {
                     self.running.remove(op as usize);
                     let s = self.program.collectives[c].stream;
                     self.streams[s].busy = false;
-                    self.start_next(s);
+                    self.start_next(core, s);
                 }
             }
         }
     }
+}
+
+/// Runs `jobs` on one core until every job has completed its iterations: one event loop,
+/// each flow event handed to the job that started the flow, each queue event to the job
+/// whose queue holds the earliest (the lowest job index first at equal times). `sc` gives
+/// the flow budget and the progress callback.
+pub(crate) fn drive(sc: &super::Scenario, jobs: &mut [Runner<'_>], core: &mut Core) -> Result<()> {
+    for job in jobs.iter_mut() {
+        job.start(core);
+        job.drain_notes(core);
+    }
+    let mut flow_events = Vec::new();
+    let mut checked = 0;
+    let mut events = 0u64;
+    while !jobs.iter().all(Runner::done) {
+        if events >= checked + super::PROGRESS_EVERY {
+            checked = events;
+            let done = jobs.iter().map(|j| j.out.completions.len()).min().unwrap_or(0);
+            super::checkpoint(sc, core, events, done)?;
+        }
+        let head = jobs.iter().enumerate().filter_map(|(i, j)| j.queue_head().map(|t| (t, i))).min();
+        match super::next(head.map(|h| h.0), core) {
+            Next::Network(t) => {
+                core.now = t;
+                flow_events.clear();
+                core.net.advance(t, &mut flow_events);
+                for &e in &flow_events {
+                    events += 1;
+                    let (tag, delivered) = match e {
+                        FlowEvent::Sent(tag) => (tag, false),
+                        FlowEvent::Delivered(tag) => (tag, true),
+                    };
+                    let user = core.flow_event(tag, delivered);
+                    let job = core.job;
+                    jobs[job].out.events += 1;
+                    if let Some(user) = user {
+                        jobs[job].on_flow(core, user, delivered);
+                    }
+                }
+            }
+            Next::Queue(t) => {
+                events += 1;
+                let (_, i) = head.expect("a queue event has a job");
+                jobs[i].on_queue(core, t);
+            }
+            Next::Stalled => return Err(super::stalled(core)),
+        }
+    }
+    Ok(())
 }

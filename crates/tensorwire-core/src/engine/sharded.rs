@@ -82,11 +82,10 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
         max_pipeline: 256,
     };
     let relabel = rank_fold.clone();
-    let mut exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
+    let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
-    let runner = Runner::new(sc, &program, ranks, &mut core, &mut exec, sampler, sc.record_timeline);
-    let mut measured = runner.run()?;
+    let mut measured = Runner::new(sc, program, ranks, 0, exec, sampler).run(&mut core)?;
     if let Some(fold) = relabel {
         fold.relabel(&mut measured.compute_spans);
     }
@@ -104,7 +103,7 @@ pub(super) const AR_ACROSS: usize = 2;
 
 /// The executor's schedules, indexed by [`AG`], [`RS`] and (with replicas, `group < n`)
 /// [`AR_ACROSS`], for `n` ranks in shard groups of `group` on `topo`.
-fn schedules(cfg: &ShardedConfig, topo: &Topology, n: usize, group: usize) -> Vec<Box<dyn StepSchedule>> {
+pub(super) fn schedules(cfg: &ShardedConfig, topo: &Topology, n: usize, group: usize) -> Vec<Box<dyn StepSchedule>> {
     let layout = topo.layout(n);
     let levelled = layout.iter().filter(|&&r| r > 1).count() > 1;
     let algorithm = match cfg.algorithm {

@@ -83,6 +83,8 @@ pub(crate) struct StepCollective {
     fold: Option<RankFold>,
     ops: HashMap<u64, Op>,
     msgs: Slab<Msg>,
+    /// Hosts of the ranks when not the core's (multi-job runs).
+    hosts: Option<Vec<usize>>,
 }
 
 impl StepCollective {
@@ -109,7 +111,28 @@ impl StepCollective {
             None if folded => 1,
             None => n,
         };
-        StepCollective { schedules, settings, n, simulated, folded, fold, ops: HashMap::new(), msgs: Slab::default() }
+        StepCollective {
+            schedules,
+            settings,
+            n,
+            simulated,
+            folded,
+            fold,
+            hosts: None,
+            ops: HashMap::new(),
+            msgs: Slab::default(),
+        }
+    }
+
+    /// Places the ranks on these hosts instead of the core's `host_of_rank` (a job of a
+    /// multi-job run).
+    pub fn with_hosts(mut self, hosts: Vec<usize>) -> Self {
+        self.hosts = Some(hosts);
+        self
+    }
+
+    fn host(&self, core: &Core, rank: usize) -> usize {
+        self.hosts.as_ref().map_or(core.host_of_rank[rank], |h| h[rank])
     }
 
     /// The rank simulated at index `i`.
@@ -132,14 +155,15 @@ impl StepCollective {
             .iter()
             .any(|r| r.reduce && (self.folded || r.from == src_rank));
         let extra: Nanos = if reduces { (bytes * self.settings.reduce_ns_per_byte).round() as Nanos } else { 0 };
-        let dsts: Vec<usize> = send.to.iter().map(|&d| core.host_of_rank[d]).collect();
+        let dsts: Vec<usize> = send.to.iter().map(|&d| self.host(core, d)).collect();
         core.label = schedule.label();
         let to = match &self.fold {
             Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
             None => send.to.clone(),
         };
         let user = self.msgs.insert(Msg { op: op_id, src, dsts: to, step }) as u64;
-        core.send(core.host_of_rank[src_rank], &dsts, bytes, extra, user, false);
+        let src_host = self.host(core, src_rank);
+        core.send(src_host, &dsts, bytes, extra, user, false);
     }
 
     /// Sets up the current step of `rank` and runs through steps that complete at once.

@@ -1163,3 +1163,82 @@ mod link_failures {
         assert_eq!(simulate(&sc).unwrap_err().field(), "failures[0].target");
     }
 }
+
+/// Several jobs on one fabric (`jobs.rs`).
+mod multi_job {
+    use super::*;
+
+    fn job(name: &str, w: &Workload, workers: usize, strategy: &str, hosts: Option<Vec<usize>>) -> Job {
+        Job {
+            name: name.into(),
+            workload: w.clone(),
+            workers,
+            strategy: crate::strategy::Strategy::parse(strategy).unwrap(),
+            hosts,
+        }
+    }
+
+    #[test]
+    fn one_job_alone_gives_what_simulate_gives() {
+        let w = workload(&[4096, 100_000, 7, 65_536, 300_000], 20_000);
+        for (topology, strategy) in [
+            ("star", "ring"),
+            ("star", "halving-doubling"),
+            ("star", "fsdp"),
+            ("star", "zero2:bucket=100000B"),
+            ("leaf-spine:hosts_per_leaf=4,spines=2", "ring"),
+        ] {
+            let mut sc = scenario(w.clone(), 8, strategy, 300);
+            sc.topology = TopologySpec::parse(topology).unwrap();
+            sc.iterations = 3;
+            let alone = run(&sc);
+            let jobs = simulate_jobs(&sc, &[job("a", &w, 8, strategy, None)], "packed").unwrap();
+            assert_eq!(jobs[0].completions_s, alone.completions_s, "{topology} {strategy}");
+            assert!((jobs[0].sent_bytes_per_worker - alone.sent_bytes_per_worker).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn two_jobs_on_one_bottleneck_link_each_get_half_its_rate() {
+        // Two leaves of two hosts, one spine at the host rate. Job a on hosts 0 and 2, job b
+        // on 1 and 3: both rings cross leaf0 -> spine -> leaf1 (and back) at every step, so
+        // each message gets half the rate: 2(N-1)(a + S/(N B/2)) with N = 2, a = 4 hops.
+        let s = 2000u64;
+        let w = workload(&[s], 0);
+        let mut fabric = scenario(w.clone(), 4, "ring", 100);
+        fabric.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=2,spines=1,uplink=8Gbps").unwrap();
+        fabric.iterations = 3;
+        let a = job("a", &w, 2, "ring", Some(vec![0, 2]));
+        let b = job("b", &w, 2, "ring", Some(vec![1, 3]));
+        let together = simulate_jobs(&fabric, &[a.clone(), b], "packed").unwrap();
+        let alone = simulate_jobs(&fabric, &[a], "packed").unwrap();
+        let expected = |rate: f64| 2.0 * (400.0 + s as f64 / 2.0 / rate) * 1e-9;
+        assert!((alone[0].iteration_time_s - expected(1.0)).abs() < 1e-12, "{}", alone[0].iteration_time_s);
+        for r in &together {
+            assert!((r.iteration_time_s - expected(0.5)).abs() < 1e-12, "{}", r.iteration_time_s);
+        }
+        // spread placement does the same without naming hosts.
+        let spread =
+            simulate_jobs(&fabric, &[job("a", &w, 2, "ring", None), job("b", &w, 2, "ring", None)], "spread").unwrap();
+        assert_eq!(spread[0].completions_s, together[0].completions_s);
+    }
+
+    #[test]
+    fn bad_jobs_name_the_field() {
+        let w = workload(&[4096], 1000);
+        let fabric = scenario(w.clone(), 4, "ring", 100);
+        let err = |jobs: &[Job]| simulate_jobs(&fabric, jobs, "packed").unwrap_err().field().to_string();
+        assert_eq!(err(&[job("a", &w, 3, "ring", None), job("b", &w, 2, "ring", None)]), "jobs");
+        assert_eq!(
+            err(&[job("a", &w, 2, "ring", Some(vec![0, 1])), job("b", &w, 2, "ring", Some(vec![1, 2]))]),
+            "jobs[1].hosts"
+        );
+        assert_eq!(err(&[job("a", &w, 2, "ps", None)]), "jobs[0].strategy");
+        assert_eq!(err(&[job("a", &w, 2, "ring:schedule=priority", None)]), "jobs[0].strategy");
+        assert_eq!(err(&[]), "jobs");
+        assert_eq!(
+            simulate_jobs(&fabric, &[job("a", &w, 2, "ring", None)], "diagonal").unwrap_err().field(),
+            "placement"
+        );
+    }
+}

@@ -31,6 +31,7 @@ def simulate(
     progress: Optional[Callable[[int, int, float, int, int], bool]] = None,
     dtype_bytes: int = 4,
     failures: Optional[list[tuple[str, float, float]]] = None,
+    collective: str = "allreduce",
 ) -> dict[str, Any]: ...
 def simulate_jobs(
     jobs: list[tuple[str, WorkloadTuple, int, int, str, Optional[list[int]]]],

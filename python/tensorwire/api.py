@@ -87,6 +87,7 @@ def simulate(
         max_flows=max_flows,
         progress=report,
         dtype_bytes=workload.dtype_bytes,
+        collective=workload.collective_kind,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
         rank_to_host=None if cluster.placement == "packed" else _core.placement(
             cluster.topology, cluster.workers, cluster.placement, seed % 2**64),

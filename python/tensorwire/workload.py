@@ -27,6 +27,8 @@ from tensorwire import _core
 from tensorwire._core import InputError
 
 FORMAT = "tensorwire-workload/1"
+#: The collectives a workload's tensors can run (docs/collectives.md).
+COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "alltoall")
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,14 @@ class Workload:
     #: Bytes per element of the listed tensor sizes: 4 (fp32, the CNN zoo), 2 (bf16, the
     #: LLMs); strategies' ``param_dtype``/``reduce_dtype`` rescale from it.
     dtype_bytes: int = 4
+    #: What all-reduce strategies run on every tensor: ``allreduce`` (gradient
+    #: synchronisation), or for microbenchmarks ``reducescatter``, ``allgather``,
+    #: ``broadcast``, ``alltoall`` (docs/collectives.md).
+    collective_kind: str = "allreduce"
 
     def __post_init__(self) -> None:
+        if self.collective_kind not in COLLECTIVES:
+            raise InputError("workload.collective", f"{self.collective_kind!r} is not a collective; choose one of {', '.join(COLLECTIVES)}")
         if isinstance(self.dtype_bytes, bool) or self.dtype_bytes not in (1, 2, 4, 8):
             raise InputError("workload.dtype_bytes", f"{self.dtype_bytes!r} is not an element size; choose 1, 2, 4 or 8")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
@@ -102,13 +110,18 @@ class Workload:
     # -- constructors -------------------------------------------------------------------
     @classmethod
     def collective(cls, spec: str) -> Workload:
-        """``allreduce:SIZE[xCOUNT]``: COUNT back-to-back all-reduces of SIZE, no compute.
+        """``COLLECTIVE:SIZE[xCOUNT]``: COUNT back-to-back collectives of SIZE bytes (the full
+        buffer), no compute; COLLECTIVE is ``allreduce``, ``reducescatter``, ``allgather``,
+        ``broadcast`` or ``alltoall``.
 
         >>> Workload.collective("allreduce:1MiBx50").total_bytes == 50 * 2**20
         True
+        >>> Workload.collective("allgather:64MiB").collective_kind
+        'allgather'
         """
         name, batch, layers, tensors = _core.collective(spec)
-        return cls._from_core(name, batch, layers, tensors, f"{spec}: collective microbenchmark")
+        w = cls._from_core(name, batch, layers, tensors, f"{spec}: collective microbenchmark")
+        return dataclasses.replace(w, collective_kind=spec.split(":", 1)[0])
 
     @classmethod
     def from_file(cls, path: str | Path, format: str | None = None) -> Workload:
@@ -155,7 +168,8 @@ class Workload:
             )
             for layer in model.layers
         )
-        return cls(model.name, model.batch_size, layers, model.description, tuple(model.sources), model.dtype_bytes)
+        return cls(model.name, model.batch_size, layers, model.description, tuple(model.sources), model.dtype_bytes,
+                   model.collective)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tensorwire-workload/1`` form, for saving."""
@@ -165,6 +179,7 @@ class Workload:
             "description": self.description,
             "batch_size": self.batch_size,
             "dtype_bytes": self.dtype_bytes,
+            "collective": self.collective_kind,
             "sources": list(self.sources),
             "layers": [
                 {
@@ -237,6 +252,7 @@ class _WorkloadFile(pydantic.BaseModel):
     description: str = ""
     batch_size: pydantic.PositiveInt = 0  # zoo files give it per device
     dtype_bytes: Literal[1, 2, 4, 8] = 4
+    collective: Literal["allreduce", "reducescatter", "allgather", "broadcast", "alltoall"] = "allreduce"
     sources: list[str] = []
     layers: list[_LayerModel] = pydantic.Field(min_length=1)
     devices: dict[str, Any] = {}

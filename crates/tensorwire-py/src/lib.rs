@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use tensorwire_core::collectives::Collective;
 use tensorwire_core::gputopo::{self, GpuTopology};
 use tensorwire_core::metrics::SpanKind;
 use tensorwire_core::network::ModelKind;
@@ -51,7 +52,7 @@ fn workload_from(w: WorkloadTuple) -> Result<Workload, Error> {
         })
         .collect::<Result<Vec<_>, Error>>()?;
     let tensors = tensors.into_iter().map(|(name, bytes, layer)| Tensor { name, bytes, layer }).collect();
-    let w = Workload { name, batch_size, layers, tensors, dtype_bytes: 4 };
+    let w = Workload { name, batch_size, layers, tensors, dtype_bytes: 4, collective: Collective::AllReduce };
     w.validate()?;
     Ok(w)
 }
@@ -133,7 +134,7 @@ fn progress_hook(callback: PyObject) -> ProgressHook {
     workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
     seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
     slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false, max_flows = None,
-    progress = None, dtype_bytes = 4, failures = None
+    progress = None, dtype_bytes = 4, failures = None, collective = "allreduce"
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -159,6 +160,7 @@ fn simulate<'py>(
     progress: Option<PyObject>,
     dtype_bytes: u32,
     failures: Option<Vec<(String, f64, f64)>>,
+    collective: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let build = || -> Result<Scenario, Error> {
         if workers < 1 {
@@ -175,6 +177,7 @@ fn simulate<'py>(
         }
         let mut w = workload_from(workload)?;
         w.dtype_bytes = dtype_bytes;
+        w.collective = Collective::parse("workload.collective", collective)?;
         w.validate()?;
         let mut sc = Scenario::new(w, workers as usize, bandwidth, Strategy::parse(strategy)?);
         sc.latency = latency;
@@ -487,6 +490,7 @@ fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> P
                 .map(|(i, (&bytes, &layer))| Tensor { name: i.to_string(), bytes, layer })
                 .collect(),
             dtype_bytes: 4,
+            collective: Collective::AllReduce,
         };
         w.validate()?;
         Ok(sched::partition(&w, piece_bytes)?

@@ -6,6 +6,8 @@
 //! after the last step every rank must hold the sum.
 
 mod activation;
+mod alltoall;
+mod broadcast;
 mod doubling;
 mod gputree;
 mod groups;
@@ -16,6 +18,8 @@ mod ring;
 mod tree;
 
 pub use activation::{activation_children, activation_parent};
+pub use alltoall::PairwiseAllToAll;
+pub use broadcast::{BinomialBroadcast, ChainBroadcast};
 pub use doubling::{HalvingDoubling, RecursiveDoubling};
 pub use gputree::GpuTrees;
 pub use groups::{group_digits, AcrossGroups, InGroups};
@@ -127,6 +131,49 @@ pub fn cyclic_shift_digits(layout: &[usize]) -> Vec<bool> {
     (0..layout.len()).map(|d| layout[d] == 1 || Some(d) == top).collect()
 }
 
+/// What a collective computes (docs/collectives.md; S is always the full buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Collective {
+    /// Every rank ends with the sum of every rank's S bytes.
+    #[default]
+    AllReduce,
+    /// Every rank ends with the sum of its 1/N shard of the S bytes.
+    ReduceScatter,
+    /// Every rank ends with the S bytes made of every rank's 1/N shard.
+    AllGather,
+    /// Every rank ends with rank 0's S bytes.
+    Broadcast,
+    /// Rank j ends with block j (S/N bytes) of every rank's S bytes.
+    AllToAll,
+}
+
+/// The collectives' names, as written in microbenchmarks and workload files.
+pub const COLLECTIVE_NAMES: &[&str] = &["allreduce", "reducescatter", "allgather", "broadcast", "alltoall"];
+
+impl Collective {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        COLLECTIVE_NAMES[self as usize]
+    }
+
+    /// Parses a name (`field` names the input in errors).
+    pub fn parse(field: &str, text: &str) -> crate::Result<Collective> {
+        const ALL: [Collective; 5] = [
+            Collective::AllReduce,
+            Collective::ReduceScatter,
+            Collective::AllGather,
+            Collective::Broadcast,
+            Collective::AllToAll,
+        ];
+        ALL.into_iter().find(|c| c.name() == text).ok_or_else(|| {
+            crate::Error::invalid(
+                field,
+                format!("unknown collective {text:?}; choose one of {}", COLLECTIVE_NAMES.join(", ")),
+            )
+        })
+    }
+}
+
 /// Largest power of two <= n (n >= 1).
 pub(crate) fn floor_pow2(n: usize) -> usize {
     1 << (usize::BITS - 1 - n.leading_zeros())
@@ -213,6 +260,38 @@ pub(crate) mod check {
             held[holders[0]] += 1;
         }
         assert!(held.iter().all(|&h| h == chunks / n), "{schedule:?} n={n}: {held:?}");
+    }
+
+    /// Asserts every rank ends with rank 0's vector.
+    pub fn broadcast(schedule: &dyn StepSchedule, n: usize, pipeline: usize) {
+        let data = execute(schedule, n, pipeline);
+        for (r, d) in data.iter().enumerate() {
+            assert_eq!(d, &data[0], "{schedule:?} n={n} pipeline={pipeline} rank={r}");
+        }
+    }
+
+    /// Asserts an all-to-all: rank j ends with rank i's chunk j in its slot i, for every i.
+    /// Unlike [`execute`], a received block lands where the receive says (its slot for the
+    /// sender), not where it sat in the sender's buffer.
+    pub fn all_to_all(schedule: &dyn StepSchedule, n: usize) {
+        let input: Vec<Vec<i64>> = (0..n).map(|r| (0..n).map(|c| (r * 1000 + c) as i64 + 1).collect()).collect();
+        let mut data: Vec<Vec<i64>> =
+            (0..n).map(|r| (0..n).map(|c| if c == r { input[r][c] } else { 0 }).collect()).collect();
+        for s in 0..schedule.steps(n, 1) {
+            let steps: Vec<Step> = (0..n).map(|r| schedule.step(r, n, 1, s)).collect();
+            for (r, st) in steps.iter().enumerate() {
+                for recv in &st.recvs {
+                    let sent = steps[recv.from].sends.iter().find(|m| m.to.contains(&r)).expect("a matching send");
+                    assert_eq!(sent.chunks.len(), recv.chunks.len());
+                    let values = input[recv.from][sent.chunks.clone()].to_vec();
+                    data[r][recv.chunks.clone()].copy_from_slice(&values);
+                }
+            }
+        }
+        for (j, d) in data.iter().enumerate() {
+            let expected: Vec<i64> = (0..n).map(|i| (i * 1000 + j) as i64 + 1).collect();
+            assert_eq!(d, &expected, "{schedule:?} n={n} rank={j}");
+        }
     }
 
     /// Two schedules one after the other, on the same chunks (tests: halves make a whole).

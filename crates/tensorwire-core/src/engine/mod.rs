@@ -42,8 +42,8 @@ use std::collections::{BinaryHeap, VecDeque};
 use self::core::{Core, Note, Protocol};
 use self::slab::Slab;
 use crate::collectives::{
-    BinomialTree, DoubleBinaryTree, GpuTrees, HalvingDoubling, Hierarchical, RecursiveDoubling, Ring, RingMulticast,
-    StepSchedule,
+    BinomialTree, Collective, DoubleBinaryTree, GpuTrees, HalvingDoubling, Hierarchical, RecursiveDoubling, Ring,
+    RingMulticast, StepSchedule,
 };
 use crate::error::{Error, Result};
 use crate::metrics::{Report, Span, SpanKind};
@@ -182,6 +182,16 @@ impl Scenario {
 
     fn validate(&self) -> Result<()> {
         self.workload.validate()?;
+        if self.workload.collective != Collective::AllReduce && !matches!(self.strategy.family, Family::AllReduce(_)) {
+            return Err(Error::invalid(
+                "strategy",
+                format!(
+                    "a {} workload runs under an all-reduce strategy (ring, halving-doubling, hierarchical, tree, ...), not {}",
+                    self.workload.collective.name(),
+                    self.strategy.spec
+                ),
+            ));
+        }
         if self.workers < 1 {
             return Err(Error::invalid("workers", "must be at least 1"));
         }
@@ -415,6 +425,10 @@ pub(crate) fn allreduce_schedule(
     topo: &crate::topology::Topology,
 ) -> Result<Option<Box<dyn StepSchedule>>> {
     let strategy = &sc.strategy;
+    if sc.workload.collective != Collective::AllReduce {
+        let Family::AllReduce(a) = &strategy.family else { unreachable!("Scenario::validate refuses it") };
+        return collective_schedule(sc.workload.collective, *a, strategy, n, topo).map(Some);
+    }
     // Inside one multi-GPU machine, trees follow its links (seed 003).
     let machine = sc.topology.machine().filter(|m| m.gpus() == n);
     Ok(match &strategy.family {
@@ -438,6 +452,55 @@ pub(crate) fn allreduce_schedule(
             }),
         }),
         Family::ParameterServer(_) | Family::Sharded(_) => None,
+    })
+}
+
+/// The schedule of a collective other than all-reduce (a microbenchmark's) under an
+/// all-reduce algorithm (docs/collectives.md, "What the engine picks").
+fn collective_schedule(
+    kind: Collective,
+    algorithm: Algorithm,
+    strategy: &Strategy,
+    n: usize,
+    topo: &crate::topology::Topology,
+) -> Result<Box<dyn StepSchedule>> {
+    use crate::collectives::{
+        AllGather, BinomialBroadcast, ChainBroadcast, LevelPhase, Levels, PairwiseAllToAll, ReduceScatter,
+    };
+    let refuse = |allowed: &str| {
+        Error::invalid("strategy", format!("{} runs under {allowed}, not {}", kind.name(), strategy.spec))
+    };
+    let halves = "ring, halving-doubling, recursive-doubling, butterfly or hierarchical";
+    Ok(match (kind, algorithm) {
+        (Collective::AllToAll, _) => Box::new(PairwiseAllToAll),
+        (Collective::ReduceScatter, Algorithm::Ring | Algorithm::RingMulticast) => Box::new(ReduceScatter(Ring)),
+        (Collective::AllGather, Algorithm::Ring | Algorithm::RingMulticast) => Box::new(AllGather(Ring)),
+        (
+            Collective::ReduceScatter,
+            Algorithm::HalvingDoubling | Algorithm::RecursiveDoubling | Algorithm::Butterfly,
+        ) => Box::new(ReduceScatter(HalvingDoubling)),
+        (Collective::AllGather, Algorithm::HalvingDoubling | Algorithm::RecursiveDoubling | Algorithm::Butterfly) => {
+            Box::new(AllGather(HalvingDoubling))
+        }
+        (Collective::ReduceScatter | Collective::AllGather, Algorithm::Hierarchical) => {
+            let g = strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8);
+            if g == 0 || !n.is_multiple_of(g) {
+                return Err(Error::invalid(
+                    "strategy.gpus_per_node",
+                    format!(
+                        "{g} ranks per machine do not divide {n} workers; give gpus_per_node=G with G dividing {n}"
+                    ),
+                ));
+            }
+            let phase =
+                if kind == Collective::ReduceScatter { LevelPhase::ReduceScatter } else { LevelPhase::AllGather };
+            Box::new(Levels { levels: vec![g], phase })
+        }
+        (Collective::ReduceScatter | Collective::AllGather, _) => return Err(refuse(halves)),
+        (Collective::Broadcast, Algorithm::Tree) => Box::new(BinomialBroadcast),
+        (Collective::Broadcast, Algorithm::Ring | Algorithm::DoubleTree) => Box::new(ChainBroadcast),
+        (Collective::Broadcast, _) => return Err(refuse("tree (binomial), ring or double-tree (a pipelined chain)")),
+        (Collective::AllReduce, _) => unreachable!("all-reduce schedules are chosen by allreduce_schedule"),
     })
 }
 

@@ -305,6 +305,7 @@ fn engine_results_match_the_reference_model() {
         layers: (0..sizes.len()).map(|i| Layer { name: format!("l{i}"), forward: 20_000, backward: 40_000 }).collect(),
         tensors: sizes.iter().enumerate().map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i }).collect(),
         dtype_bytes: 4,
+        collective: crate::collectives::Collective::AllReduce,
     };
     let cases: &[(&str, &str, usize)] = &[
         ("ring", "star", 6),

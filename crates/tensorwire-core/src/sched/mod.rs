@@ -277,6 +277,7 @@ mod tests {
                 .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
                 .collect(),
             dtype_bytes: 4,
+            collective: crate::collectives::Collective::AllReduce,
         }
     }
 

@@ -1,20 +1,30 @@
-//! Collective microbenchmarks written `allreduce:SIZE[xCOUNT]`.
+//! Collective microbenchmarks written `COLLECTIVE:SIZE[xCOUNT]`: `allreduce`,
+//! `reducescatter`, `allgather`, `broadcast`, `alltoall` (docs/collectives.md).
 
 use super::{Layer, Tensor, Workload};
+use crate::collectives::{Collective, COLLECTIVE_NAMES};
 use crate::error::{Error, Result};
 use crate::units::parse_bytes;
 
-/// `allreduce:1MiBx50`: COUNT back-to-back synchronisations of SIZE bytes each, with no
-/// compute; all tensors are ready at time 0, so the strategy's scheduler issues them in
-/// order. The batch size is 1 so throughput reads as iterations per second per worker.
+/// `allgather:1MiBx50`: COUNT back-to-back collectives of SIZE bytes each (the full buffer:
+/// see docs/collectives.md), with no compute; all tensors are ready at time 0, so the
+/// strategy's scheduler issues them in order. The batch size is 1 so throughput reads as
+/// iterations per second per worker.
 pub fn collective_benchmark(spec: &str) -> Result<Workload> {
     let field = "collective";
     let bad = |why: &str| {
-        Error::invalid(field, format!("{spec:?} {why}; write allreduce:SIZE[xCOUNT], e.g. allreduce:1MiBx50"))
+        Error::invalid(
+            field,
+            format!(
+                "{spec:?} {why}; write COLLECTIVE:SIZE[xCOUNT] with COLLECTIVE one of {}, e.g. allreduce:1MiBx50",
+                COLLECTIVE_NAMES.join(", ")
+            ),
+        )
     };
-    let Some(rest) = spec.strip_prefix("allreduce:") else {
+    let Some((kind, rest)) = spec.split_once(':') else {
         return Err(bad("is not a collective microbenchmark"));
     };
+    let collective = Collective::parse(field, kind).map_err(|_| bad("names no collective"))?;
     let (size, count) = match rest.rsplit_once('x') {
         Some((s, c)) => (s, c.parse::<u32>().map_err(|_| bad("has a COUNT that is not an integer"))?),
         None => (rest, 1),
@@ -26,11 +36,11 @@ pub fn collective_benchmark(spec: &str) -> Result<Workload> {
     if bytes < 1.0 {
         return Err(bad("has a SIZE below 1 byte"));
     }
-    let layers = (0..count).map(|i| Layer { name: format!("allreduce{i}"), forward: 0, backward: 0 }).collect();
+    let layers = (0..count).map(|i| Layer { name: format!("{kind}{i}"), forward: 0, backward: 0 }).collect();
     let tensors = (0..count as usize)
         .map(|i| Tensor { name: format!("buffer{i}"), bytes: bytes.round() as u64, layer: i })
         .collect();
-    Ok(Workload { name: spec.to_string(), batch_size: 1, layers, tensors, dtype_bytes: 4 })
+    Ok(Workload { name: spec.to_string(), batch_size: 1, layers, tensors, dtype_bytes: 4, collective })
 }
 
 #[cfg(test)]
@@ -48,7 +58,9 @@ mod tests {
 
     #[test]
     fn rejects_malformed_specs() {
-        for bad in ["allgather:1MiB", "allreduce:", "allreduce:1MiBx0", "allreduce:1MiBxq", "allreduce:0B"] {
+        assert_eq!(collective_benchmark("allgather:1MiBx3").unwrap().collective, Collective::AllGather);
+        assert_eq!(collective_benchmark("alltoall:1MB").unwrap().collective, Collective::AllToAll);
+        for bad in ["gather:1MiB", "allreduce", "allreduce:", "allreduce:1MiBx0", "allreduce:1MiBxq", "allreduce:0B"] {
             let e = collective_benchmark(bad).unwrap_err();
             assert_eq!(e.field(), "collective", "{bad}");
         }

@@ -46,6 +46,9 @@ pub struct Workload {
     /// Bytes per element of the listed tensor sizes (4: fp32, 2: bf16/fp16); strategies'
     /// `param_dtype`/`reduce_dtype` rescale from it.
     pub dtype_bytes: u32,
+    /// What all-reduce-family strategies run on every tensor (microbenchmarks of other
+    /// collectives; gradient synchronisation is an all-reduce).
+    pub collective: crate::collectives::Collective,
 }
 
 impl Workload {

@@ -7,6 +7,7 @@
 
 pub mod dtype;
 pub mod error;
+pub(crate) mod fasthash;
 pub mod gputopo;
 pub mod network;
 pub mod spec;

@@ -521,7 +521,7 @@ fn collective_schedule(algorithm: &str, n: usize, rank: usize, pipeline: usize) 
             .map(|s| {
                 let st = schedule.step(rank, n, pipeline, s);
                 (
-                    st.sends.into_iter().map(|m| (m.to, m.chunks.start, m.chunks.end)).collect(),
+                    st.sends.into_iter().map(|m| (m.to.to_vec(), m.chunks.start, m.chunks.end)).collect(),
                     st.recvs.into_iter().map(|m| (m.from, m.chunks.start, m.chunks.end, m.reduce)).collect(),
                 )
             })

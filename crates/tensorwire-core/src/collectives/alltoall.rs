@@ -1,8 +1,10 @@
-//! All-to-all by pairwise exchange (MPI's and NCCL's for large messages): N-1 steps; at
-//! step k rank r sends its block for rank (r+k) mod N (S/N bytes) and receives the block
-//! of rank (r-k) mod N. Alone on a star: (N-1)(a + S/(N B)).
+//! All-to-all by pairwise exchange (MPI's algorithm for large messages; NCCL has no
+//! all-to-all primitive and runs grouped send/recv pairs): N-1 steps; at step k rank r
+//! sends its block for rank (r+k) mod N (S/N bytes) and receives the block of rank
+//! (r-k) mod N. Alone on a star: (N-1)(a + S/(N B)).
 
 use super::{cyclic_shift_digits, Recv, Send, Step, StepSchedule};
+use smallvec::smallvec;
 
 /// See the module documentation. Chunk j of a rank's buffer is its block for rank j.
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,9 +21,9 @@ impl StepSchedule for PairwiseAllToAll {
         let k = step + 1;
         let (to, from) = ((rank + k) % n, (rank + n - k) % n);
         Step {
-            sends: vec![Send { to: vec![to], chunks: to..to + 1 }],
+            sends: smallvec![Send { to: smallvec![to], chunks: to..to + 1 }],
             // The block from rank `from` lands in this rank's slot `from` of its output.
-            recvs: vec![Recv { from, chunks: from..from + 1, reduce: false }],
+            recvs: smallvec![Recv { from, chunks: from..from + 1, reduce: false }],
         }
     }
     fn rank_symmetric(&self, _n: usize) -> bool {

@@ -4,6 +4,7 @@
 //! S/P, about S/B + (N-2) S/(P B) when the pipeline is full).
 
 use super::{BinomialTree, Recv, Send, Step, StepSchedule};
+use smallvec::smallvec;
 
 /// The broadcast half of the binomial tree.
 #[derive(Debug, Clone, Copy, Default)]
@@ -47,7 +48,7 @@ impl StepSchedule for ChainBroadcast {
         // Rank r sends piece k = step - r (if it has one) and receives piece step - r + 1.
         if rank + 1 < n && step >= rank && step - rank < pipeline {
             let k = step - rank;
-            st.sends.push(Send { to: vec![rank + 1], chunks: k..k + 1 });
+            st.sends.push(Send { to: smallvec![rank + 1], chunks: k..k + 1 });
         }
         if rank > 0 && step + 1 >= rank && step + 1 - rank < pipeline {
             let k = step + 1 - rank;

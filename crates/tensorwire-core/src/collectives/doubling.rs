@@ -6,6 +6,7 @@
 //! the ranks unequal, so only powers of two are rank-symmetric.
 
 use super::{floor_pow2, Recv, Send, Step, StepSchedule};
+use smallvec::smallvec;
 
 fn fold_steps(n: usize) -> usize {
     if n == floor_pow2(n) {
@@ -21,9 +22,9 @@ fn fold_step(rank: usize, n: usize, pre: bool, all: std::ops::Range<usize>) -> S
     let e = n - p;
     let mut st = Step::default();
     match (pre, rank >= p, rank < e) {
-        (true, true, _) => st.sends.push(Send { to: vec![rank - p], chunks: all }),
+        (true, true, _) => st.sends.push(Send { to: smallvec![rank - p], chunks: all }),
         (true, false, true) => st.recvs.push(Recv { from: rank + p, chunks: all, reduce: true }),
-        (false, false, true) => st.sends.push(Send { to: vec![rank + p], chunks: all }),
+        (false, false, true) => st.sends.push(Send { to: smallvec![rank + p], chunks: all }),
         (false, true, _) => st.recvs.push(Recv { from: rank - p, chunks: all, reduce: false }),
         _ => {}
     }
@@ -58,8 +59,8 @@ impl StepSchedule for RecursiveDoubling {
         }
         let peer = rank ^ (1 << (step - fold));
         Step {
-            sends: vec![Send { to: vec![peer], chunks: 0..1 }],
-            recvs: vec![Recv { from: peer, chunks: 0..1, reduce: true }],
+            sends: smallvec![Send { to: smallvec![peer], chunks: 0..1 }],
+            recvs: smallvec![Recv { from: peer, chunks: 0..1, reduce: true }],
         }
     }
 
@@ -108,8 +109,8 @@ impl StepSchedule for HalvingDoubling {
             };
             let peer = rank ^ d;
             Step {
-                sends: vec![Send { to: vec![peer], chunks: give }],
-                recvs: vec![Recv { from: peer, chunks: keep, reduce: true }],
+                sends: smallvec![Send { to: smallvec![peer], chunks: give }],
+                recvs: smallvec![Recv { from: peer, chunks: keep, reduce: true }],
             }
         } else {
             let d = 1 << (k - log);
@@ -117,8 +118,8 @@ impl StepSchedule for HalvingDoubling {
             let mine = rank / d * d..rank / d * d + d;
             let theirs = peer / d * d..peer / d * d + d;
             Step {
-                sends: vec![Send { to: vec![peer], chunks: mine }],
-                recvs: vec![Recv { from: peer, chunks: theirs, reduce: false }],
+                sends: smallvec![Send { to: smallvec![peer], chunks: mine }],
+                recvs: smallvec![Recv { from: peer, chunks: theirs, reduce: false }],
             }
         }
     }

@@ -5,6 +5,7 @@
 use super::{Recv, Send, Step, StepSchedule};
 use crate::error::Result;
 use crate::gputopo::{self, GpuTopology, Op, Schedule};
+use smallvec::smallvec;
 
 /// Bytes per element assumed for seed 003's element threshold (fp32 gradients).
 const ELEMENT_BYTES: f64 = 4.0;
@@ -54,7 +55,7 @@ impl StepSchedule for GpuTrees {
         let mut st = Step::default();
         for t in &self.plan(pipeline).rounds()[step] {
             if t.from == rank {
-                st.sends.push(Send { to: vec![t.to], chunks: t.slice..t.slice + 1 });
+                st.sends.push(Send { to: smallvec![t.to], chunks: t.slice..t.slice + 1 });
             }
             if t.to == rank {
                 st.recvs.push(Recv { from: t.from, chunks: t.slice..t.slice + 1, reduce: matches!(t.op, Op::Reduce) });

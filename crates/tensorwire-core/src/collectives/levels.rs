@@ -17,6 +17,7 @@ use std::ops::Range;
 
 use super::{Recv, Send, Step, StepSchedule};
 use crate::topology::digits;
+use smallvec::smallvec;
 
 /// Which collective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,8 +149,8 @@ impl StepSchedule for Levels {
             ((x + r - s % r) % r, (x + 2 * r - s - 1) % r, true)
         };
         Step {
-            sends: vec![Send { to: vec![next], chunks: part(send) }],
-            recvs: vec![Recv { from: prev, chunks: part(recv), reduce }],
+            sends: smallvec![Send { to: smallvec![next], chunks: part(send) }],
+            recvs: smallvec![Recv { from: prev, chunks: part(recv), reduce }],
         }
     }
 

@@ -31,12 +31,19 @@ pub use tree::{BinomialTree, DoubleBinaryTree};
 
 use std::ops::Range;
 
+use smallvec::SmallVec;
+
+/// Destination ranks of one message. Inline up to two (every schedule but a multicast
+/// to many): schedules are asked for a step once per rank and step, millions of times in
+/// a large unfolded run, so a step must not allocate.
+pub type Ranks = SmallVec<[usize; 2]>;
+
 /// One message a rank sends at a step: a contiguous range of the payload's
 /// `chunk_count` equal chunks (its size is range length / chunk count of the payload).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Send {
     /// Destination ranks; more than one means one multicast message.
-    pub to: Vec<usize>,
+    pub to: Ranks,
     /// Chunks sent.
     pub chunks: Range<usize>,
 }
@@ -55,10 +62,10 @@ pub struct Recv {
 /// What one rank does in one step.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Step {
-    /// Messages sent.
-    pub sends: Vec<Send>,
-    /// Messages received.
-    pub recvs: Vec<Recv>,
+    /// Messages sent (inline up to two: no allocation per step).
+    pub sends: SmallVec<[Send; 2]>,
+    /// Messages received (inline up to two).
+    pub recvs: SmallVec<[Recv; 2]>,
 }
 
 /// A collective in which every rank runs the same numbered steps; step `s` at a rank

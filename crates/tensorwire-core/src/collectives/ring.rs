@@ -2,6 +2,7 @@
 //! (seed 000 section 8.4).
 
 use super::{Recv, Send, Step, StepSchedule};
+use smallvec::smallvec;
 
 /// Ring all-reduce: N chunks; N-1 reduce-scatter steps then N-1 all-gather steps, each
 /// rank sending one chunk of S/N bytes to `rank + 1`. Alone on a star:
@@ -35,8 +36,8 @@ impl StepSchedule for Ring {
             ((rank + 1 + n - s % n) % n, (rank + n - s % n) % n, false)
         };
         Step {
-            sends: vec![Send { to: vec![next], chunks: send_chunk..send_chunk + 1 }],
-            recvs: vec![Recv { from: prev, chunks: recv_chunk..recv_chunk + 1, reduce }],
+            sends: smallvec![Send { to: smallvec![next], chunks: send_chunk..send_chunk + 1 }],
+            recvs: smallvec![Recv { from: prev, chunks: recv_chunk..recv_chunk + 1, reduce }],
         }
     }
 
@@ -79,9 +80,9 @@ impl StepSchedule for RingMulticast {
             return Ring.step(rank, n, pipeline, step);
         }
         // After N-1 reduce-scatter steps rank r holds the sum of chunk (r + 1) mod N.
-        let others: Vec<usize> = (0..n).filter(|&r| r != rank).collect();
+        let others: super::Ranks = (0..n).filter(|&r| r != rank).collect();
         Step {
-            sends: vec![Send { to: others.clone(), chunks: (rank + 1) % n..(rank + 1) % n + 1 }],
+            sends: smallvec![Send { to: others.clone(), chunks: (rank + 1) % n..(rank + 1) % n + 1 }],
             recvs: others
                 .iter()
                 .map(|&o| Recv { from: o, chunks: (o + 1) % n..(o + 1) % n + 1, reduce: false })

@@ -2,6 +2,7 @@
 //! double binary trees, pipelined.
 
 use super::{Recv, Send, Step, StepSchedule};
+use smallvec::smallvec;
 
 fn ceil_log2(n: usize) -> usize {
     if n <= 1 {
@@ -34,9 +35,9 @@ impl StepSchedule for BinomialTree {
         let mut st = Step::default();
         let (upper, lower) = (rank % (2 * bit) == bit, rank.is_multiple_of(2 * bit) && rank + bit < n);
         match (reduce, upper, lower) {
-            (true, true, _) => st.sends.push(Send { to: vec![rank - bit], chunks: 0..1 }),
+            (true, true, _) => st.sends.push(Send { to: smallvec![rank - bit], chunks: 0..1 }),
             (true, _, true) => st.recvs.push(Recv { from: rank + bit, chunks: 0..1, reduce: true }),
-            (false, _, true) => st.sends.push(Send { to: vec![rank + bit], chunks: 0..1 }),
+            (false, _, true) => st.sends.push(Send { to: smallvec![rank + bit], chunks: 0..1 }),
             (false, true, _) => st.recvs.push(Recv { from: rank - bit, chunks: 0..1, reduce: false }),
             _ => {}
         }
@@ -93,7 +94,7 @@ impl StepSchedule for DoubleBinaryTree {
                 let parent = rank_of((i - 1) / 2);
                 let c = s - (deepest - d);
                 if in_pipe(c) {
-                    st.sends.push(Send { to: vec![parent], chunks: chunk(c) });
+                    st.sends.push(Send { to: smallvec![parent], chunks: chunk(c) });
                 }
                 let c = s - deepest - (d - 1);
                 if in_pipe(c) {
@@ -109,7 +110,7 @@ impl StepSchedule for DoubleBinaryTree {
             let c = s - deepest - d;
             if in_pipe(c) {
                 for &j in &children {
-                    st.sends.push(Send { to: vec![rank_of(j)], chunks: chunk(c) });
+                    st.sends.push(Send { to: smallvec![rank_of(j)], chunks: chunk(c) });
                 }
             }
         }

@@ -29,8 +29,9 @@ struct FlowMeta {
     pair: Option<(usize, usize)>,
     /// Whether the protocol asked for the sent event (ordered connections always get it).
     wants_sent: bool,
-    /// Recorded start, source, destinations, bytes and links (when recording).
-    record: Option<FlowStart>,
+    /// Recorded start, source, destinations, bytes and links (when recording; boxed so
+    /// that the slab of flows in flight stays small when not).
+    record: Option<Box<FlowStart>>,
 }
 
 /// A flow as it started: start, source, destinations, bytes, links.
@@ -269,10 +270,9 @@ impl Core {
             }
             w.active += 1;
         }
-        let record = self
-            .recorded
-            .as_ref()
-            .map(|_| (self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect(), self.label));
+        let record = self.recorded.as_ref().map(|_| {
+            Box::new((self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect(), self.label))
+        });
         let job = self.job as u32;
         let tag = self.flows.insert(FlowMeta { job, watched, user, pair, wants_sent: notify_sent, record }) as u64;
         self.flows_started += 1;
@@ -325,7 +325,8 @@ impl Core {
             return wants.then_some(user);
         }
         let meta = self.flows.remove(tag as usize);
-        if let (Some(out), Some((start, src, dsts, bytes, links, label))) = (self.recorded.as_mut(), meta.record) {
+        if let (Some(out), Some(record)) = (self.recorded.as_mut(), meta.record) {
+            let (start, src, dsts, bytes, links, label) = *record;
             out.push((start, self.now, src, dsts, bytes, links, label));
         }
         self.job = meta.job as usize;

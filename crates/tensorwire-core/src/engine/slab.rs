@@ -40,3 +40,46 @@ impl<T> Slab<T> {
         self.items[key].as_mut().expect("slab key in use")
     }
 }
+
+/// Values keyed by small dense integer ids that someone else hands out (a [`Slab`]'s
+/// keys): direct indexing instead of hashing, on the hot path of every message.
+#[derive(Debug)]
+pub(crate) struct IdTable<T> {
+    items: Vec<Option<T>>,
+}
+
+impl<T> Default for IdTable<T> {
+    fn default() -> Self {
+        IdTable { items: Vec::new() }
+    }
+}
+
+impl<T> IdTable<T> {
+    pub(crate) fn get(&self, id: u64) -> Option<&T> {
+        self.items.get(id as usize).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        self.items.get_mut(id as usize).and_then(Option::as_mut)
+    }
+
+    /// The value at `id`, made by `make` if there is none.
+    pub(crate) fn get_or_insert_with(&mut self, id: u64, make: impl FnOnce() -> T) -> &mut T {
+        let i = id as usize;
+        if i >= self.items.len() {
+            self.items.resize_with(i + 1, || None);
+        }
+        self.items[i].get_or_insert_with(make)
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
+        self.items.get_mut(id as usize).and_then(Option::take)
+    }
+}
+
+impl<T> std::ops::Index<u64> for IdTable<T> {
+    type Output = T;
+    fn index(&self, id: u64) -> &T {
+        self.get(id).expect("id in use")
+    }
+}

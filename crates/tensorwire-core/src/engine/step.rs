@@ -13,12 +13,10 @@
 //! Digit-folded mode (`fold.rs`) simulates the representative ranks, at indices
 //! `0..reps`: a message to rank `b` counts as received by `b`'s representative.
 
-use std::collections::HashMap;
-
 use super::core::{Core, Note, Protocol};
 use super::fold::RankFold;
-use super::slab::Slab;
-use crate::collectives::StepSchedule;
+use super::slab::{IdTable, Slab};
+use crate::collectives::{Ranks, Send, StepSchedule};
 use crate::sched::TaskRef;
 use crate::units::Nanos;
 
@@ -51,7 +49,7 @@ struct Op {
 struct Msg {
     op: u64,
     src: usize,
-    dsts: Vec<usize>,
+    dsts: Ranks,
     step: usize,
 }
 
@@ -81,7 +79,8 @@ pub(crate) struct StepCollective {
     folded: bool,
     /// Digit folding: the representatives (simulated indices <-> ranks).
     fold: Option<RankFold>,
-    ops: HashMap<u64, Op>,
+    /// Operations in flight, by id (the engine's slab keys: small and dense).
+    ops: IdTable<Op>,
     msgs: Slab<Msg>,
     /// Hosts of the ranks when not the core's (multi-job runs).
     hosts: Option<Vec<usize>>,
@@ -119,7 +118,7 @@ impl StepCollective {
             folded,
             fold,
             hosts: None,
-            ops: HashMap::new(),
+            ops: IdTable::default(),
             msgs: Slab::default(),
         }
     }
@@ -140,22 +139,30 @@ impl StepCollective {
         self.fold.as_ref().map_or(i, |f| f.rank(i))
     }
 
-    fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, index: usize) {
-        let op = &self.ops[&op_id];
+    /// Sends message `send` of simulated rank `src`'s step `step` (from the step's plan).
+    fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, send: &Send) {
+        let op = &self.ops[op_id];
         let src_rank = self.rank(src);
         let schedule = &self.schedules[op.schedule];
-        let plan = schedule.step(src_rank, self.n, op.pipeline, step);
-        let send = &plan.sends[index];
         let bytes = op.bytes * send.chunks.len() as f64 / op.chunks as f64;
-        // The receivers' add time, if they reduce what they receive (all alike by construction).
-        let first = send.to[0];
-        let reduces = schedule
-            .step(if self.folded { src_rank } else { first }, self.n, op.pipeline, step)
-            .recvs
-            .iter()
-            .any(|r| r.reduce && (self.folded || r.from == src_rank));
-        let extra: Nanos = if reduces { (bytes * self.settings.reduce_ns_per_byte).round() as Nanos } else { 0 };
-        let dsts: Vec<usize> = send.to.iter().map(|&d| self.host(core, d)).collect();
+        // The receivers' add time, if they reduce what they receive (all alike by
+        // construction); asking the receiver's plan only when adding costs anything.
+        let extra: Nanos = if self.settings.reduce_ns_per_byte > 0.0 {
+            let first = send.to[0];
+            let reduces = schedule
+                .step(if self.folded { src_rank } else { first }, self.n, op.pipeline, step)
+                .recvs
+                .iter()
+                .any(|r| r.reduce && (self.folded || r.from == src_rank));
+            if reduces {
+                (bytes * self.settings.reduce_ns_per_byte).round() as Nanos
+            } else {
+                0
+            }
+        } else {
+            0
+        };
+        let dsts: Ranks = send.to.iter().map(|&d| self.host(core, d)).collect();
         core.label = schedule.label();
         let to = match &self.fold {
             Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
@@ -166,16 +173,24 @@ impl StepCollective {
         core.send(src_host, &dsts, bytes, extra, user, false);
     }
 
+    /// Sends message `index` of simulated rank `src`'s step `step`, asking the schedule
+    /// for the plan again (deferred sends).
+    fn send_again(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, index: usize) {
+        let op = &self.ops[op_id];
+        let plan = self.schedules[op.schedule].step(self.rank(src), self.n, op.pipeline, step);
+        self.send(core, op_id, src, step, &plan.sends[index]);
+    }
+
     /// Sets up the current step of `rank` and runs through steps that complete at once.
     fn begin_step(&mut self, core: &mut Core, op_id: u64, rank: usize) {
         loop {
-            let op = self.ops.get_mut(&op_id).expect("op exists");
+            let op = self.ops.get_mut(op_id).expect("op exists");
             let step = op.ranks[rank].step;
             if step == op.steps {
                 core.notes.push(Note::OpDone { rank, op: op_id, synced: true });
                 op.finished += 1;
                 if op.finished == self.simulated {
-                    self.ops.remove(&op_id);
+                    self.ops.remove(op_id);
                 }
                 return;
             }
@@ -197,16 +212,16 @@ impl StepCollective {
             st.recvs_left -= early;
             let (folded, fold) = (self.folded, &self.fold);
             let slot = |d: usize| fold.as_ref().map_or(d, |f| f.slot(d));
-            let go: Vec<bool> =
+            let go: smallvec::SmallVec<[bool; 2]> =
                 plan.sends.iter().map(|send| folded || send.to.iter().all(|&d| op.ranks[slot(d)].started)).collect();
             for (index, go) in go.into_iter().enumerate() {
                 if go {
-                    self.send(core, op_id, rank, step, index);
+                    self.send(core, op_id, rank, step, &plan.sends[index]);
                 } else {
-                    self.ops.get_mut(&op_id).unwrap().deferred.push((rank, step, index));
+                    self.ops.get_mut(op_id).unwrap().deferred.push((rank, step, index));
                 }
             }
-            let st = &mut self.ops.get_mut(&op_id).unwrap().ranks[rank];
+            let st = &mut self.ops.get_mut(op_id).unwrap().ranks[rank];
             if st.sends_left > 0 || st.recvs_left > 0 {
                 return;
             }
@@ -215,7 +230,7 @@ impl StepCollective {
     }
 
     fn try_advance(&mut self, core: &mut Core, op_id: u64, rank: usize) {
-        let Some(op) = self.ops.get_mut(&op_id) else { return };
+        let Some(op) = self.ops.get_mut(op_id) else { return };
         let st = &mut op.ranks[rank];
         if st.started && st.sends_left == 0 && st.recvs_left == 0 && st.step < op.steps {
             st.step += 1;
@@ -234,7 +249,7 @@ impl StepCollective {
         let index = schedule;
         let schedule = &self.schedules[index];
         let pipeline = schedule.pieces_for(wire, settings.pipeline_bytes, settings.max_pipeline);
-        let op = self.ops.entry(op_id).or_insert_with(|| Op {
+        let op = self.ops.get_or_insert_with(op_id, || Op {
             schedule: index,
             bytes: wire,
             pipeline,
@@ -247,7 +262,7 @@ impl StepCollective {
         op.ranks[rank].started = true;
         self.begin_step(core, op_id, rank);
         // Deferred sends whose receivers have now all started.
-        if let Some(op) = self.ops.get_mut(&op_id) {
+        if let Some(op) = self.ops.get_mut(op_id) {
             let ready: Vec<(usize, usize, usize)> = op
                 .deferred
                 .iter()
@@ -265,7 +280,7 @@ impl StepCollective {
                 .collect();
             op.deferred.retain(|d| !ready.contains(d));
             for (src, step, index) in ready {
-                self.send(core, op_id, src, step, index);
+                self.send_again(core, op_id, src, step, index);
             }
         }
     }
@@ -282,7 +297,7 @@ impl Protocol for StepCollective {
         }
         let Msg { op: op_id, src, dsts, step } = self.msgs.remove(user as usize);
         if self.folded {
-            let st = &mut self.ops.get_mut(&op_id).unwrap().ranks[0];
+            let st = &mut self.ops.get_mut(op_id).unwrap().ranks[0];
             st.sends_left -= 1;
             if st.sends_left == 0 {
                 st.recvs_left = 0;
@@ -290,10 +305,10 @@ impl Protocol for StepCollective {
             self.try_advance(core, op_id, 0);
             return;
         }
-        self.ops.get_mut(&op_id).unwrap().ranks[src].sends_left -= 1;
+        self.ops.get_mut(op_id).unwrap().ranks[src].sends_left -= 1;
         self.try_advance(core, op_id, src);
         for dst in dsts {
-            let Some(op) = self.ops.get_mut(&op_id) else { return };
+            let Some(op) = self.ops.get_mut(op_id) else { return };
             let st = &mut op.ranks[dst];
             if st.started && st.step == step {
                 st.recvs_left -= 1;

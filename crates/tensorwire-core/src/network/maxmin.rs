@@ -326,8 +326,22 @@ impl MaxMinFair {
                     }
                 } else {
                     let l = self.classes[c].links[s].0;
-                    if self.mark[l] {
+                    // A link left with no active class: an empty component, nothing to
+                    // refill (the common case when a flow alone on its links finishes).
+                    if self.mark[l] || self.members[l].is_empty() {
                         continue;
+                    }
+                    if let [(other, _)] = self.members[l][..] {
+                        let other = other as usize;
+                        if !self.visited[other]
+                            && self.classes[other].links.iter().all(|&(k, _)| self.members[k].len() == 1)
+                        {
+                            // The one class left on it, alone on all its links.
+                            self.visited[other] = true;
+                            self.all_filled.push(other);
+                            self.fill_alone(other);
+                            continue;
+                        }
                     }
                     self.mark[l] = true;
                     self.touched.push(l);

@@ -79,7 +79,7 @@ pub struct Topology {
     nodes: usize,
     links: Vec<Link>,
     /// Links by their ends, for shapes routed through arbitrary wiring (`Nodes`).
-    by_ends: std::collections::HashMap<(NodeId, NodeId), LinkId>,
+    by_ends: crate::fasthash::FastMap<(NodeId, NodeId), LinkId>,
 }
 
 impl Topology {
@@ -157,7 +157,7 @@ impl Topology {
         let nic = |n: usize| hosts + n;
         let top = hosts + nodes;
         let mut links = Vec::new();
-        let mut by_ends = std::collections::HashMap::new();
+        let mut by_ends = crate::fasthash::FastMap::default();
         let mut add = |links: &mut Vec<Link>, a: NodeId, b: NodeId, bw: f64| {
             for (from, to) in [(a, b), (b, a)] {
                 by_ends.insert((from, to), links.len());

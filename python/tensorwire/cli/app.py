@@ -18,7 +18,7 @@ from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
 from tensorwire.trace import write_trace
-from tensorwire.workload import Workload
+from tensorwire.workload import COLLECTIVES, Workload
 from tensorwire.workloads import llm, load_model, models
 from tensorwire.workloads.synthetic import add_modules
 
@@ -65,7 +65,8 @@ def _emit_json(data: Any) -> None:
 @cli.command("simulate")
 @click.option("--model", "-m", help=options.model_help)
 @options.workload_file
-@click.option("--collective", help="Collective microbenchmark, e.g. allreduce:1MiBx50.")
+@click.option("--collective", help=f"Collective microbenchmark KIND:SIZE[xCOUNT], KIND one of {', '.join(COLLECTIVES)}; "
+              "e.g. allgather:64MiBx8 (docs/collectives.md).")
 @options.workers
 @options.bandwidth
 @options.network_options

@@ -186,9 +186,18 @@ impl Scenario {
             return Err(Error::invalid(
                 "strategy",
                 format!(
-                    "a {} workload runs under an all-reduce strategy (ring, halving-doubling, hierarchical, tree, ...), not {}",
+                    "{} workloads run under an all-reduce strategy (ring, halving-doubling, hierarchical, tree, ...), not {}",
                     self.workload.collective.name(),
                     self.strategy.spec
+                ),
+            ));
+        }
+        if self.workload.collective != Collective::AllReduce && self.strategy.partial.is_some() {
+            return Err(Error::invalid(
+                "strategy.partial",
+                format!(
+                    "partial collectives are all-reduces (seed 002); {} workloads cannot use them",
+                    self.workload.collective.name()
                 ),
             ));
         }

@@ -1318,6 +1318,7 @@ mod collective_kinds {
         assert_eq!(simulate(&sc("broadcast:1MB", "halving-doubling")).unwrap_err().field(), "strategy");
         assert_eq!(simulate(&sc("allgather:1MB", "ps")).unwrap_err().field(), "strategy");
         assert_eq!(simulate(&sc("allgather:1MB", "fsdp")).unwrap_err().field(), "strategy");
+        assert_eq!(simulate(&sc("allgather:1MB", "ring:partial=solo")).unwrap_err().field(), "strategy.partial");
         assert_eq!(
             simulate(&sc("allgather:1MB", "hierarchical:gpus_per_node=3")).unwrap_err().field(),
             "strategy.gpus_per_node"

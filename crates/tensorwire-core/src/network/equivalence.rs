@@ -345,3 +345,116 @@ fn engine_results_match_the_reference_model() {
         }
     }
 }
+
+/// Issue 15's equivalence: random small scenarios (topology, sizes, compute, stragglers,
+/// strategy) simulated three ways give the same times: the incremental model unfolded,
+/// the original model ([`ReferenceMaxMin`]) unfolded, and the incremental model with
+/// folding allowed (which folds where the scenario's symmetry lets it, and must then
+/// agree with both).
+mod three_ways {
+    use proptest::prelude::*;
+
+    use crate::engine::{simulate, Scenario, Variability};
+    use crate::network::ModelKind;
+    use crate::topology::TopologySpec;
+    use crate::workload::{Layer, Tensor, Workload};
+
+    fn workload(sizes: &[u64], compute_ns: u64) -> Workload {
+        Workload {
+            name: "random".into(),
+            batch_size: 8,
+            layers: (0..sizes.len())
+                .map(|i| Layer { name: format!("l{i}"), forward: compute_ns, backward: 2 * compute_ns })
+                .collect(),
+            tensors: sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
+                .collect(),
+            dtype_bytes: 4,
+            collective: crate::collectives::Collective::AllReduce,
+        }
+    }
+
+    /// (topology spec, workers) pairs small enough for the reference model.
+    fn arb_fabric() -> impl Strategy<Value = (String, usize)> {
+        prop_oneof![
+            (2usize..9).prop_map(|n| ("star".to_string(), n)),
+            (1usize..5, 2usize..4, 1usize..3, 1u32..5).prop_map(|(per_leaf, leaves, spines, oversub)| {
+                // Uplinks at 1/oversub of the non-blocking rate (8 Gbps hosts).
+                let uplink = 8.0 * per_leaf as f64 / spines as f64 / f64::from(oversub);
+                (format!("leaf-spine:hosts_per_leaf={per_leaf},spines={spines},uplink={uplink}Gbps"), per_leaf * leaves)
+            }),
+            (1usize..3).prop_map(|nodes| ("nodes:machine=pcie-8".to_string(), 8 * nodes)),
+        ]
+    }
+
+    fn arb_strategy() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "ring",
+            "ring:partition=40000B",
+            "ring:schedule=priority,partition=30000B,credit=60000B",
+            "halving-doubling",
+            "tree",
+            "hierarchical",
+            "ps",
+            "ps:num_ps=2",
+            "ps:num_ps=3,placement=sharded",
+            "zero2",
+            "fsdp",
+        ])
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
+
+        #[test]
+        fn incremental_reference_and_folded_runs_agree(
+            (topology, n) in arb_fabric(),
+            strategy in arb_strategy(),
+            sizes in prop::collection::vec(1u64..300_000, 1..5),
+            compute_ns in 0u64..40_000,
+            straggler in prop::option::of((0usize..64, 1.1f64..3.0)),
+        ) {
+            let mut sc = Scenario::new(workload(&sizes, compute_ns), n, 1e9, crate::strategy::Strategy::parse(strategy).unwrap());
+            sc.topology = TopologySpec::parse(&topology).unwrap();
+            sc.latency = 300e-9;
+            sc.iterations = 2;
+            if let Some((who, slow)) = straggler {
+                let mut s = vec![1.0; n];
+                s[who % n] = slow;
+                sc.variability = Variability::Slowdowns(s);
+            }
+            let what = format!("{strategy} on {topology}, n={n}, straggler={straggler:?}, sizes={sizes:?}");
+            // Some strategies refuse some fabrics (e.g. hierarchical needs machines that
+            // divide the workers): then all three must refuse alike.
+            let folded = simulate(&sc);
+            sc.allow_folding = false;
+            let new = simulate(&sc);
+            sc.network = ModelKind::FlowReference;
+            let reference = simulate(&sc);
+            let (folded, new, reference) = match (folded, new, reference) {
+                (Ok(f), Ok(a), Ok(b)) => (f, a, b),
+                (Err(f), Err(a), Err(b)) => {
+                    prop_assert_eq!(f.field(), a.field());
+                    prop_assert_eq!(a.field(), b.field());
+                    return Ok(());
+                }
+                other => panic!("{what}: only some runs failed: {other:?}"),
+            };
+            prop_assert!(!new.folded && !reference.folded);
+            prop_assert_eq!(new.completions_s.len(), reference.completions_s.len());
+            for ((a, b), f) in new.completions_s.iter().zip(&reference.completions_s).zip(&folded.completions_s) {
+                prop_assert!(close(*a, *b), "{}: incremental {} vs reference {}", what, a, b);
+                prop_assert!(close(*a, *f), "{}: unfolded {} vs folded {} ({} ranks)", what, a, f, folded.simulated_ranks);
+            }
+            for ((l, a), (_, b)) in new.link_utilization.iter().zip(&reference.link_utilization) {
+                prop_assert!(close(*a, *b) || (a - b).abs() < 1e-12, "{}: {} {} vs {}", what, l, a, b);
+            }
+        }
+    }
+}

@@ -111,7 +111,7 @@ fn job_scenario(fabric: &Scenario, job: &Job, i: usize) -> Result<Scenario> {
         allow_folding: false,
         ..fabric.clone()
     };
-    sc.validate().map_err(|e| Error::invalid(format!("jobs[{i}].{}", e.field()), e.to_string()))?;
+    sc.validate().map_err(|e| e.within(&format!("jobs[{i}]")))?;
     Ok(sc)
 }
 

@@ -212,7 +212,8 @@ type JobTuple = (String, WorkloadTuple, u32, usize, String, Option<Vec<usize>>);
 #[pyfunction]
 #[pyo3(signature = (
     jobs, hosts, bandwidth, latency, topology = "star", network = "flow", iterations = 3, seed = 0,
-    per_message_overhead = 0.0, copy_bandwidth = None, placement = "packed", failures = None, max_flows = None
+    per_message_overhead = 0.0, copy_bandwidth = None, placement = "packed", failures = None, max_flows = None,
+    allow_failures_after_end = false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate_jobs<'py>(
@@ -230,6 +231,7 @@ fn simulate_jobs<'py>(
     placement: &str,
     failures: Option<Vec<(String, f64, f64)>>,
     max_flows: Option<u64>,
+    allow_failures_after_end: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let build = || -> Result<(Scenario, Vec<Job>), Error> {
         if iterations < 1 {
@@ -262,6 +264,7 @@ fn simulate_jobs<'py>(
             .into_iter()
             .map(|(target, at_s, rate)| Failure { at_s, target, rate })
             .collect();
+        sc.allow_failures_after_end = allow_failures_after_end;
         Ok((sc, list))
     };
     let (fabric, list) = guarded(build)?;

@@ -42,7 +42,8 @@ pub struct Job {
 /// hosts; its topology, rates, latency, network model, iterations, seed, variability,
 /// transport and failures apply to every job; its workload and strategy are not used),
 /// ranks placed by `placement` (`packed`, `spread`, `random`: consecutive slices of the
-/// placement's host order, job after job). One report per job, in order.
+/// placement's host order, job after job). One report per job, in order. A failure timed
+/// after the last job ended is refused (see [`Scenario::allow_failures_after_end`]).
 pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> Result<Vec<Report>> {
     if jobs.is_empty() {
         return Err(Error::invalid("jobs", "give at least one job"));
@@ -98,7 +99,10 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
     }
     program::drive(fabric, &mut runners, &mut core)?;
     let measured: Vec<_> = runners.into_iter().map(Runner::into_measured).collect();
-    Ok(measured.into_iter().zip(&placed).map(|(m, (sc, _))| build_report(sc, &mut core, m)).collect())
+    let reports: Vec<Report> =
+        measured.into_iter().zip(&placed).map(|(m, (sc, _))| build_report(sc, &mut core, m)).collect();
+    super::failures::refuse_after_end(fabric, &reports)?;
+    Ok(reports)
 }
 
 /// The scenario of job `i` on `fabric`, validated.

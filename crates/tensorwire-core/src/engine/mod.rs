@@ -95,6 +95,10 @@ pub struct Scenario {
     pub progress: Option<ProgressHook>,
     /// Link and node failures during the run (a scenario with failures is not folded).
     pub failures: Vec<Failure>,
+    /// Keep failures timed after the run's end (they change nothing; `Report::
+    /// failures_applied` counts the others) instead of refusing them. For baselines that
+    /// share another run's failures, such as each job of a multi-job run alone.
+    pub allow_failures_after_end: bool,
 }
 
 /// How far a running simulation has got.
@@ -177,6 +181,7 @@ impl Scenario {
             max_flows: None,
             progress: None,
             failures: Vec::new(),
+            allow_failures_after_end: false,
         }
     }
 
@@ -504,8 +509,16 @@ fn collective_schedule(
     })
 }
 
-/// Simulates the scenario and reports its steady state.
+/// Simulates the scenario and reports its steady state. A failure timed after the run
+/// ended is refused (see [`Scenario::allow_failures_after_end`]).
 pub fn simulate(sc: &Scenario) -> Result<Report> {
+    let report = simulate_unchecked(sc)?;
+    failures::refuse_after_end(sc, std::slice::from_ref(&report))?;
+    Ok(report)
+}
+
+/// [`simulate`] without the check of failures after the end.
+fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     sc.validate()?;
     let n = sc.workers;
     let strategy = &sc.strategy;

@@ -1126,13 +1126,43 @@ mod link_failures {
     }
 
     #[test]
-    fn a_failure_after_the_run_changes_nothing() {
+    fn a_failure_after_the_run_is_refused_naming_it_and_the_runs_end() {
         let mut sc = scenario(workload(&[4096, 100_000], 1000), 4, "ring", 100);
         let healthy = run(&sc);
+        let end = healthy.completions_s.last().copied().unwrap();
+        // Listed out of time order: the first listed of those the run never reached is
+        // named (the one at 0 s keeps the full rate, so the run ends when it did).
+        sc.failures = vec![fail("h0->sw", 0.0, 1.0), fail("sw", 10.0, 0.0), fail("h1", end * 2.0, 0.0)];
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "failures[1].at_s");
+        assert!(e.to_string().contains(&format!("after the run ended at {end} s")), "{e}");
+        // A failure at the very end is within the run.
+        sc.failures = vec![fail("h0->sw", end, 0.5)];
+        assert_eq!(run(&sc).failures_applied, 1);
+        // Allowed (a baseline sharing another run's failures), it changes nothing.
         sc.failures = vec![fail("sw", 10.0, 0.0)];
+        sc.allow_failures_after_end = true;
         let r = run(&sc);
         assert_eq!(r.failures_applied, 0);
         assert_eq!(r.completions_s, healthy.completions_s);
+    }
+
+    #[test]
+    fn a_failure_after_every_job_ended_is_refused() {
+        let w = workload(&[4096, 100_000], 1000);
+        let mut fabric = scenario(w.clone(), 4, "ring", 100);
+        let job = |name: &str| Job {
+            name: name.into(),
+            workload: w.clone(),
+            workers: 2,
+            strategy: crate::strategy::Strategy::parse("ring").unwrap(),
+            hosts: None,
+        };
+        fabric.failures = vec![fail("sw", 10.0, 0.0)];
+        let e = simulate_jobs(&fabric, &[job("a"), job("b")], "packed").unwrap_err();
+        assert_eq!(e.field(), "failures[0].at_s");
+        fabric.allow_failures_after_end = true;
+        assert_eq!(simulate_jobs(&fabric, &[job("a")], "packed").unwrap()[0].failures_applied, 0);
     }
 
     #[test]

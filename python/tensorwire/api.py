@@ -148,13 +148,20 @@ def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, fl
 @dataclass(frozen=True)
 class Job:
     """One job of :func:`simulate_jobs`: a workload on ``workers`` ranks under ``strategy``;
-    ``hosts`` pins its ranks to fabric hosts (default: the run's placement decides)."""
+    ``hosts`` pins its ranks to fabric hosts, one per rank (default: the run's placement
+    decides). ``name`` is unique in a run."""
 
     name: str
     workload: Workload
     workers: int
     strategy: Union[Strategy, str]
     hosts: Optional[Sequence[int]] = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise InputError("jobs.workers", f"{self.workers!r} is not allowed; need an integer >= 1")
+        if self.hosts is not None and not all(isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in self.hosts):
+            raise InputError("jobs.hosts", f"{list(self.hosts)!r}: hosts are numbered 0, 1, ... (integers >= 0)")
 
 
 def simulate_jobs(
@@ -169,9 +176,12 @@ def simulate_jobs(
     """Simulates several jobs sharing one fabric; one :class:`Result` per job.
 
     ``cluster.workers`` is the number of hosts of the fabric (at least the jobs' workers
-    together); its topology, rates, latency, network model and ``placement`` apply to all
-    jobs: ``packed`` gives job 0 the first hosts, job 1 the next; ``spread`` interleaves them
-    over leaves and machines; ``random`` shuffles (seeded). Jobs sharing a fabric are never
+    together, else ``InputError`` field ``workers``); its topology, rates, latency, network
+    model and ``placement`` apply to all jobs: a job's ``hosts`` where given, the others in
+    the placement's order: ``packed`` gives job 0 the first free hosts, job 1 the next;
+    ``spread`` interleaves them over leaves and machines; ``random`` shuffles (seeded). Two
+    jobs of one name, hosts outside the fabric or given twice are refused, naming
+    ``jobs[i].name`` or ``jobs[i].hosts``. Jobs sharing a fabric are never
     folded; a job's ``link_utilization`` is the whole fabric's. All-reduce strategies run as
     DDP does (one all-reduce per tensor, one at a time) and the sharded ones as always;
     parameter servers and scheduling options are refused. A failure timed after the last

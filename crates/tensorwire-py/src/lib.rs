@@ -19,7 +19,7 @@ use tensorwire_core::topology::spec::TOPOLOGIES;
 use tensorwire_core::topology::TopologySpec;
 use tensorwire_core::units::{self, seconds_to_nanos};
 use tensorwire_core::workload::{collective_benchmark, Layer, Tensor, Workload};
-use tensorwire_core::{Error, Failure, Job, Progress, ProgressHook, Report, Scenario, Variability};
+use tensorwire_core::{Error, Failure, Job, JobSeat, Progress, ProgressHook, Report, Scenario, Variability};
 
 create_exception!(_core, InputError, PyValueError, "Invalid input; `args[0]` is the field, `args[1]` what is allowed.");
 
@@ -274,6 +274,24 @@ fn simulate_jobs<'py>(
         out.append(report_to_dict(py, r)?)?;
     }
     Ok(out)
+}
+
+/// The hosts of each job's ranks on a fabric of `hosts` hosts (`simulate_jobs` places them
+/// so): `jobs` as (name, workers, fixed hosts or None), `kind` the placement of the others.
+#[pyfunction]
+#[pyo3(signature = (topology, hosts, jobs, kind = "packed", seed = 0))]
+fn place_jobs(
+    topology: &str,
+    hosts: usize,
+    jobs: Vec<(String, usize, Option<Vec<usize>>)>,
+    kind: &str,
+    seed: u64,
+) -> PyResult<Vec<Vec<usize>>> {
+    guarded(|| {
+        let seats: Vec<JobSeat<'_>> =
+            jobs.iter().map(|(name, workers, h)| JobSeat { name, workers: *workers, hosts: h.as_deref() }).collect();
+        tensorwire_core::place_jobs(&TopologySpec::parse(topology)?, hosts, kind, seed, &seats)
+    })
 }
 
 /// Validates a strategy spec; returns it trimmed.
@@ -630,6 +648,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_strategy, m)?)?;
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
     m.add_function(wrap_pyfunction!(placement, m)?)?;
+    m.add_function(wrap_pyfunction!(place_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;

@@ -33,7 +33,7 @@ mod step;
 mod variability;
 
 pub use failures::Failure;
-pub use jobs::{simulate_jobs, Job};
+pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
 pub use variability::Variability;
 
 use std::cmp::Reverse;

@@ -445,12 +445,7 @@ pub(crate) fn allreduce_schedule(
             (Algorithm::Tree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?),
             (Algorithm::Tree, None) => Box::new(BinomialTree),
             (Algorithm::MultiTree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?),
-            (Algorithm::MultiTree, None) => {
-                return Err(Error::invalid(
-                    "strategy",
-                    "multitree runs inside one multi-GPU machine: use --topology nodes with as many workers as the machine has GPUs",
-                ))
-            }
+            (Algorithm::MultiTree, None) => return Err(multitree_off_one_machine(&sc.topology, n)),
             (Algorithm::DoubleTree, _) => Box::new(DoubleBinaryTree),
             (Algorithm::Hierarchical, _) => Box::new(Hierarchical {
                 group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8),
@@ -458,6 +453,37 @@ pub(crate) fn allreduce_schedule(
         }),
         Family::ParameterServer(_) | Family::Sharded(_) => None,
     })
+}
+
+/// Why `multitree` cannot run with `n` workers on `topology`: its trees follow the links
+/// inside one multi-GPU machine (seed 003), so it needs `nodes` and exactly as many
+/// workers as the machine has GPUs. Names `workers` on `nodes` (the machine is fixed, the
+/// workers are not), else `topology`.
+fn multitree_off_one_machine(topology: &TopologySpec, n: usize) -> Error {
+    match (topology.machine_name(), topology.machine()) {
+        (Some(name), Some(m)) => Error::invalid(
+            "workers",
+            format!(
+                "{n} is not allowed: multitree runs inside one machine and a {name} has {} GPUs; give {} workers (tree, ring or hierarchical for more machines)",
+                m.gpus(),
+                m.gpus()
+            ),
+        ),
+        _ => {
+            let machines: Vec<String> = crate::gputopo::PRESETS
+                .iter()
+                .filter_map(|(p, _)| crate::gputopo::GpuTopology::preset(p).ok().map(|m| format!("{p} ({} GPUs)", m.gpus())))
+                .collect();
+            Error::invalid(
+                "topology",
+                format!(
+                    "{} has no multi-GPU machine and multitree runs inside one: use nodes:machine=NAME with as many workers as it has GPUs: {}",
+                    topology.name(),
+                    machines.join(", ")
+                ),
+            )
+        }
+    }
 }
 
 /// The schedule of a collective other than all-reduce (a microbenchmark's) under an

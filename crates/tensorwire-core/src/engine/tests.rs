@@ -731,10 +731,18 @@ mod machines {
     }
 
     #[test]
-    fn multitree_needs_one_machine() {
+    fn multitree_needs_one_machine_and_says_how_many_workers_fit() {
         let mut sc = scenario(workload(&[1000], 0), 16, "multitree", 100);
-        sc.topology = TopologySpec::parse("nodes").unwrap();
-        assert_eq!(simulate(&sc).unwrap_err().field(), "strategy");
+        sc.topology = TopologySpec::parse("nodes:machine=dgx-a100").unwrap();
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "workers");
+        assert!(e.to_string().contains("16 is not allowed: multitree runs inside one machine and a dgx-a100 has 8 GPUs; give 8 workers"), "{e}");
+        sc.workers = 4;
+        assert_eq!(simulate(&sc).unwrap_err().field(), "workers");
+        sc.topology = TopologySpec::parse("leaf-spine").unwrap();
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "topology");
+        assert!(e.to_string().contains("p3.16xlarge (8 GPUs), dgx-a100 (8 GPUs), pcie-8 (8 GPUs)"), "{e}");
     }
 
     #[test]

@@ -40,6 +40,9 @@ impl Error {
     }
 }
 
+/// Result alias used throughout the core.
+pub type Result<T> = std::result::Result<T, Error>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,6 +54,3 @@ mod tests {
         assert_eq!(e.to_string(), "jobs[1].workers: must be at least 1");
     }
 }
-
-/// Result alias used throughout the core.
-pub type Result<T> = std::result::Result<T, Error>;

@@ -242,11 +242,9 @@ fn simulate_jobs<'py>(
         }
         let mut list = Vec::with_capacity(jobs.len());
         for (i, (name, workload, dtype_bytes, workers, strategy, job_hosts)) in jobs.into_iter().enumerate() {
-            let mut w = workload_from(workload)
-                .map_err(|e| e.within(&format!("jobs[{i}]")))?;
+            let mut w = workload_from(workload).map_err(|e| e.within(&format!("jobs[{i}]")))?;
             w.dtype_bytes = dtype_bytes;
-            let strategy = Strategy::parse(&strategy)
-                .map_err(|e| e.within(&format!("jobs[{i}]")))?;
+            let strategy = Strategy::parse(&strategy).map_err(|e| e.within(&format!("jobs[{i}]")))?;
             list.push(Job { name, workload: w, workers, strategy, hosts: job_hosts });
         }
         let first = list.first().ok_or_else(|| Error::invalid("jobs", "give at least one job"))?;

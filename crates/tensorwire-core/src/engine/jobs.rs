@@ -128,7 +128,12 @@ fn check_seats(jobs: &[JobSeat<'_>], hosts: usize) -> Result<()> {
         if let Some(h) = job.hosts.filter(|h| h.len() != job.workers) {
             return Err(Error::invalid(
                 format!("jobs[{i}].hosts"),
-                format!("job {:?} gives {} hosts for {} workers; give one host per worker", job.name, h.len(), job.workers),
+                format!(
+                    "job {:?} gives {} hosts for {} workers; give one host per worker",
+                    job.name,
+                    h.len(),
+                    job.workers
+                ),
             ));
         }
     }

@@ -442,14 +442,18 @@ pub(crate) fn allreduce_schedule(
             (Algorithm::RingMulticast, _) => Box::new(RingMulticast),
             (Algorithm::Butterfly | Algorithm::RecursiveDoubling, _) => Box::new(RecursiveDoubling),
             (Algorithm::HalvingDoubling, _) => Box::new(HalvingDoubling),
-            (Algorithm::Tree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?),
+            (Algorithm::Tree, Some(m)) => {
+                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?)
+            }
             (Algorithm::Tree, None) => Box::new(BinomialTree),
-            (Algorithm::MultiTree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?),
+            (Algorithm::MultiTree, Some(m)) => {
+                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?)
+            }
             (Algorithm::MultiTree, None) => return Err(multitree_off_one_machine(&sc.topology, n)),
             (Algorithm::DoubleTree, _) => Box::new(DoubleBinaryTree),
-            (Algorithm::Hierarchical, _) => Box::new(Hierarchical {
-                group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8),
-            }),
+            (Algorithm::Hierarchical, _) => {
+                Box::new(Hierarchical { group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8) })
+            }
         }),
         Family::ParameterServer(_) | Family::Sharded(_) => None,
     })

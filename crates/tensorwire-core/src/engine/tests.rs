@@ -736,7 +736,12 @@ mod machines {
         sc.topology = TopologySpec::parse("nodes:machine=dgx-a100").unwrap();
         let e = simulate(&sc).unwrap_err();
         assert_eq!(e.field(), "workers");
-        assert!(e.to_string().contains("16 is not allowed: multitree runs inside one machine and a dgx-a100 has 8 GPUs; give 8 workers"), "{e}");
+        assert!(
+            e.to_string().contains(
+                "16 is not allowed: multitree runs inside one machine and a dgx-a100 has 8 GPUs; give 8 workers"
+            ),
+            "{e}"
+        );
         sc.workers = 4;
         assert_eq!(simulate(&sc).unwrap_err().field(), "workers");
         sc.topology = TopologySpec::parse("leaf-spine").unwrap();

@@ -51,8 +51,9 @@ def simulate(
     (field ``max_flows``) instead of running for hours or out of memory; ``progress`` is
     called every 65,536 events with a :class:`Progress` and stops the run (``InputError``,
     field ``interrupted``) when it returns False. ``failures`` lowers links' rates (or
-    takes them down) at given times (:mod:`tensorwire.failures`);
-    ``Result.failures_applied`` counts those that happened before the run ended.
+    takes them down) at given times (:mod:`tensorwire.failures`); one timed after the run
+    ended could change nothing and is refused (``InputError``, field ``failures[i].at_s``,
+    saying when the run ended), so ``Result.failures_applied`` is every failure.
 
     >>> from tensorwire import Cluster, load_model
     >>> r = simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
@@ -147,13 +148,20 @@ def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, fl
 @dataclass(frozen=True)
 class Job:
     """One job of :func:`simulate_jobs`: a workload on ``workers`` ranks under ``strategy``;
-    ``hosts`` pins its ranks to fabric hosts (default: the run's placement decides)."""
+    ``hosts`` pins its ranks to fabric hosts, one per rank (default: the run's placement
+    decides). ``name`` is unique in a run."""
 
     name: str
     workload: Workload
     workers: int
     strategy: Union[Strategy, str]
     hosts: Optional[Sequence[int]] = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise InputError("jobs.workers", f"{self.workers!r} is not allowed; need an integer >= 1")
+        if self.hosts is not None and not all(isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in self.hosts):
+            raise InputError("jobs.hosts", f"{list(self.hosts)!r}: hosts are numbered 0, 1, ... (integers >= 0)")
 
 
 def simulate_jobs(
@@ -168,12 +176,16 @@ def simulate_jobs(
     """Simulates several jobs sharing one fabric; one :class:`Result` per job.
 
     ``cluster.workers`` is the number of hosts of the fabric (at least the jobs' workers
-    together); its topology, rates, latency, network model and ``placement`` apply to all
-    jobs: ``packed`` gives job 0 the first hosts, job 1 the next; ``spread`` interleaves them
-    over leaves and machines; ``random`` shuffles (seeded). Jobs sharing a fabric are never
+    together, else ``InputError`` field ``workers``); its topology, rates, latency, network
+    model and ``placement`` apply to all jobs: a job's ``hosts`` where given, the others in
+    the placement's order: ``packed`` gives job 0 the first free hosts, job 1 the next;
+    ``spread`` interleaves them over leaves and machines; ``random`` shuffles (seeded). Two
+    jobs of one name, hosts outside the fabric or given twice are refused, naming
+    ``jobs[i].name`` or ``jobs[i].hosts``. Jobs sharing a fabric are never
     folded; a job's ``link_utilization`` is the whole fabric's. All-reduce strategies run as
     DDP does (one all-reduce per tensor, one at a time) and the sharded ones as always;
-    parameter servers and scheduling options are refused.
+    parameter servers and scheduling options are refused. A failure timed after the last
+    job ended is refused as in :func:`simulate`.
 
     >>> import tensorwire as tw
     >>> w = tw.load_model("resnet50")
@@ -183,6 +195,22 @@ def simulate_jobs(
     >>> a.iteration_time_s > tw.simulate(w, tw.Cluster(16, "25Gbps"), "ring").iteration_time_s
     True
     """
+    return _run_jobs(jobs, cluster, iterations, seed, failures, max_flows, allow_failures_after_end=False)
+
+
+def _run_jobs(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    iterations: int,
+    seed: int,
+    failures: Sequence[Failure],
+    max_flows: Optional[int],
+    *,
+    allow_failures_after_end: bool,
+) -> list[Result]:
+    """:func:`simulate_jobs`; ``allow_failures_after_end`` keeps failures timed after the run
+    instead of refusing them, for baselines that share another run's failures (each job of
+    ``tensorwire jobs`` alone: it ends before the jobs together do)."""
     specs = [j.strategy.spec if isinstance(j.strategy, Strategy) else Strategy(j.strategy).spec for j in jobs]
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
@@ -201,5 +229,6 @@ def simulate_jobs(
         placement=cluster.placement,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
         max_flows=max_flows,
+        allow_failures_after_end=allow_failures_after_end,
     )
     return [_result(raw, j.workload, j.workers, cluster.bandwidth, spec) for raw, j, spec in zip(raws, jobs, specs)]

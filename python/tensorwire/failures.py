@@ -34,7 +34,7 @@ class Failure:
         if not 0.0 <= self.rate <= 1.0:
             raise InputError("failures.rate", f"{self.rate!r} must be a fraction of the nominal rate in [0, 1] (0: down)")
         if not self.at_s >= 0.0:
-            raise InputError("failures.at", f"{self.at_s!r} must be a time >= 0 s")
+            raise InputError("failures.at_s", f"{self.at_s!r} must be a time >= 0 s")
 
 
 def parse_failure(text: str) -> Failure:

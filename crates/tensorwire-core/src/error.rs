@@ -29,7 +29,28 @@ impl Error {
             Error::Invalid { field, .. } => field,
         }
     }
+
+    /// The same error about a field inside `parent`: field `workers` within `jobs[1]`
+    /// becomes `jobs[1].workers`, with the message unchanged (`to_string` would repeat
+    /// the field in it).
+    pub fn within(self, parent: &str) -> Self {
+        match self {
+            Error::Invalid { field, message } => Error::Invalid { field: format!("{parent}.{field}"), message },
+        }
+    }
 }
 
 /// Result alias used throughout the core.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_prefixes_the_field_and_keeps_the_message() {
+        let e = Error::invalid("workers", "must be at least 1").within("jobs[1]");
+        assert_eq!(e.field(), "jobs[1].workers");
+        assert_eq!(e.to_string(), "jobs[1].workers: must be at least 1");
+    }
+}

@@ -22,5 +22,7 @@ pub mod sched;
 pub mod strategy;
 pub mod workload;
 
-pub use engine::{simulate, simulate_jobs, Failure, Job, Progress, ProgressHook, Scenario, Variability};
+pub use engine::{
+    place_jobs, simulate, simulate_jobs, Failure, Job, JobSeat, Progress, ProgressHook, Scenario, Variability,
+};
 pub use metrics::Report;

@@ -19,7 +19,7 @@ use tensorwire_core::topology::spec::TOPOLOGIES;
 use tensorwire_core::topology::TopologySpec;
 use tensorwire_core::units::{self, seconds_to_nanos};
 use tensorwire_core::workload::{collective_benchmark, Layer, Tensor, Workload};
-use tensorwire_core::{Error, Failure, Job, Progress, ProgressHook, Report, Scenario, Variability};
+use tensorwire_core::{Error, Failure, Job, JobSeat, Progress, ProgressHook, Report, Scenario, Variability};
 
 create_exception!(_core, InputError, PyValueError, "Invalid input; `args[0]` is the field, `args[1]` what is allowed.");
 
@@ -212,7 +212,8 @@ type JobTuple = (String, WorkloadTuple, u32, usize, String, Option<Vec<usize>>);
 #[pyfunction]
 #[pyo3(signature = (
     jobs, hosts, bandwidth, latency, topology = "star", network = "flow", iterations = 3, seed = 0,
-    per_message_overhead = 0.0, copy_bandwidth = None, placement = "packed", failures = None, max_flows = None
+    per_message_overhead = 0.0, copy_bandwidth = None, placement = "packed", failures = None, max_flows = None,
+    allow_failures_after_end = false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate_jobs<'py>(
@@ -230,6 +231,7 @@ fn simulate_jobs<'py>(
     placement: &str,
     failures: Option<Vec<(String, f64, f64)>>,
     max_flows: Option<u64>,
+    allow_failures_after_end: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let build = || -> Result<(Scenario, Vec<Job>), Error> {
         if iterations < 1 {
@@ -240,11 +242,9 @@ fn simulate_jobs<'py>(
         }
         let mut list = Vec::with_capacity(jobs.len());
         for (i, (name, workload, dtype_bytes, workers, strategy, job_hosts)) in jobs.into_iter().enumerate() {
-            let mut w = workload_from(workload)
-                .map_err(|e| Error::invalid(format!("jobs[{i}].{}", e.field()), e.to_string()))?;
+            let mut w = workload_from(workload).map_err(|e| e.within(&format!("jobs[{i}]")))?;
             w.dtype_bytes = dtype_bytes;
-            let strategy = Strategy::parse(&strategy)
-                .map_err(|e| Error::invalid(format!("jobs[{i}].{}", e.field()), e.to_string()))?;
+            let strategy = Strategy::parse(&strategy).map_err(|e| e.within(&format!("jobs[{i}]")))?;
             list.push(Job { name, workload: w, workers, strategy, hosts: job_hosts });
         }
         let first = list.first().ok_or_else(|| Error::invalid("jobs", "give at least one job"))?;
@@ -262,6 +262,7 @@ fn simulate_jobs<'py>(
             .into_iter()
             .map(|(target, at_s, rate)| Failure { at_s, target, rate })
             .collect();
+        sc.allow_failures_after_end = allow_failures_after_end;
         Ok((sc, list))
     };
     let (fabric, list) = guarded(build)?;
@@ -271,6 +272,24 @@ fn simulate_jobs<'py>(
         out.append(report_to_dict(py, r)?)?;
     }
     Ok(out)
+}
+
+/// The hosts of each job's ranks on a fabric of `hosts` hosts (`simulate_jobs` places them
+/// so): `jobs` as (name, workers, fixed hosts or None), `kind` the placement of the others.
+#[pyfunction]
+#[pyo3(signature = (topology, hosts, jobs, kind = "packed", seed = 0))]
+fn place_jobs(
+    topology: &str,
+    hosts: usize,
+    jobs: Vec<(String, usize, Option<Vec<usize>>)>,
+    kind: &str,
+    seed: u64,
+) -> PyResult<Vec<Vec<usize>>> {
+    guarded(|| {
+        let seats: Vec<JobSeat<'_>> =
+            jobs.iter().map(|(name, workers, h)| JobSeat { name, workers: *workers, hosts: h.as_deref() }).collect();
+        tensorwire_core::place_jobs(&TopologySpec::parse(topology)?, hosts, kind, seed, &seats)
+    })
 }
 
 /// Validates a strategy spec; returns it trimmed.
@@ -627,6 +646,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_strategy, m)?)?;
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
     m.add_function(wrap_pyfunction!(placement, m)?)?;
+    m.add_function(wrap_pyfunction!(place_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;

@@ -137,9 +137,6 @@ def simulate_cmd(
         _emit_json(out)
     else:
         render.result(result, workload, healthy)
-    if failures and result.failures_applied < len(failures):
-        click.echo(f"note: {len(failures) - result.failures_applied} of {len(failures)} failures came after the run "
-                   f"ended ({result.completions_s[-1]:.6g} s) and changed nothing", err=True)
 
 
 @cli.command("compare")

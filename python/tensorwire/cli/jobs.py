@@ -10,7 +10,7 @@ from rich.table import Table
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.api import Job, simulate_jobs
+from tensorwire.api import Job, _run_jobs, simulate_jobs
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
@@ -29,10 +29,64 @@ def parse_job(text: str, gpu: Optional[str]) -> Job:
     return Job(name, load_model(model, gpu), int(workers), strategy)
 
 
+def parse_place(text: str) -> tuple[str, list[int]]:
+    """``NAME=HOSTS``: job NAME's ranks on these hosts, e.g. ``a=0-3,8-11`` (ranges inclusive).
+
+    >>> parse_place("a=0-2,8")
+    ('a', [0, 1, 2, 8])
+    """
+    name, eq, spec = text.partition("=")
+    if not eq or not name or not spec:
+        raise InputError("place", f"{text!r} is not NAME=HOSTS, e.g. a=0-7 or b=8,10,12,14")
+    hosts: list[int] = []
+    for item in spec.split(","):
+        first, dash, last = item.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()) or (dash and int(last) < int(first)):
+            raise InputError("place", f"{text!r}: {item!r} is not a host (0, 1, ...) or a range FIRST-LAST")
+        hosts.extend(range(int(first), int(last if dash else first) + 1))
+    return name, hosts
+
+
+def fixed_hosts(places: tuple[str, ...], listed: list[Job]) -> dict[str, list[int]]:
+    """The ``--place`` options by job name; names that are no job's, or two jobs', are refused."""
+    names = [j.name for j in listed]
+    twice = [n for i, n in enumerate(names) if n in names[:i]]
+    if twice:
+        raise InputError("job", f"two jobs are called {twice[0]!r}; give each job its own name")
+    fixed: dict[str, list[int]] = {}
+    for text in places:
+        name, hosts = parse_place(text)
+        if name not in names:
+            raise InputError("place", f"no job is called {name!r}; the jobs are {', '.join(names)}")
+        if name in fixed:
+            raise InputError("place", f"job {name!r} is placed twice; give its hosts once")
+        fixed[name] = hosts
+    return fixed
+
+
+def seat_jobs(listed: list[Job], fixed: dict[str, list[int]], hosts: int, topology: str, placement: str, seed: int) -> list[Job]:
+    """The jobs with every rank on a host (``--place`` where given, else the placement's
+    order), so that each job alone runs on exactly the hosts it had together. The core's
+    errors about a job's hosts (``jobs[i].hosts``) are about ``--place`` here."""
+    seats = [(j.name, j.workers, fixed.get(j.name)) for j in listed]
+    try:
+        seated = _core.place_jobs(topology, hosts, seats, placement, seed % 2**64)
+    except InputError as e:
+        field, message = e.args
+        if field.startswith("jobs[") and field.endswith(".hosts"):
+            raise InputError("place", message) from None
+        raise
+    return [Job(j.name, j.workload, j.workers, j.strategy, h) for j, h in zip(listed, seated)]
+
+
 @click.command("jobs")
 @click.option("--job", "job_specs", multiple=True, required=True, metavar="NAME:MODEL:WORKERS:STRATEGY",
               help="A job on the fabric; repeat for several, e.g. --job a:resnet50:16:ring --job b:vgg16:16:zero2.")
-@click.option("--workers", "-n", "hosts", type=int, default=None, help="Hosts of the fabric (default: the jobs' workers together).")
+@click.option("--place", "places", multiple=True, metavar="NAME=HOSTS",
+              help="Job NAME's ranks on these hosts, one per worker, e.g. a=0-7 or b=8,10,12,14; repeatable. "
+              "The other jobs take free hosts in --placement order.")
+@click.option("--workers", "-n", "hosts", type=int, default=None,
+              help="Hosts of the fabric (default: the jobs' workers together, or up to the highest --place host).")
 @options.bandwidth
 @options.network_options
 @click.option("--gpu", default=None, help="Device whose measurements (zoo) or profile (LLMs) the jobs use.")
@@ -40,6 +94,7 @@ def parse_job(text: str, gpu: Optional[str]) -> Job:
 @options.run_options
 def jobs(
     job_specs: tuple[str, ...],
+    places: tuple[str, ...],
     hosts: Optional[int],
     bandwidth: Optional[float],
     latency: float,
@@ -58,28 +113,24 @@ def jobs(
 
         tensorwire jobs --job a:resnet50:16:ring --job b:vgg16:16:ring -b 25Gbps \\
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --placement spread
+
+        tensorwire jobs --job a:resnet50:8:ring --job b:vgg16:8:ring -b 25Gbps \\
+            --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
     """
     listed = [parse_job(s, gpu) for s in job_specs]
-    total = sum(j.workers for j in listed)
-    fabric_hosts = hosts if hosts is not None else total
-    if fabric_hosts < total:
-        raise InputError("jobs", f"the jobs need {total} workers but the fabric has {fabric_hosts} hosts")
+    fixed = fixed_hosts(places, listed)
+    fabric_hosts = hosts if hosts is not None else max([sum(j.workers for j in listed)] + [max(h) + 1 for h in fixed.values()])
     if bandwidth is None:
         raise click.UsageError("Missing option '--bandwidth'.")
     cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, placement=placement)
-    # Pin every job's hosts (the placement's order, job after job) so that each job alone
-    # runs on exactly the hosts it had together.
-    order = _core.placement(topology, fabric_hosts, placement, seed % 2**64)
-    pinned, start = [], 0
-    for j in listed:
-        pinned.append(Job(j.name, j.workload, j.workers, j.strategy, order[start:start + j.workers]))
-        start += j.workers
+    pinned = seat_jobs(listed, fixed, fabric_hosts, topology, placement, seed)
     with render.progress(len(pinned) + 1, "simulating") as advance:
         together = simulate_jobs(pinned, cluster, iterations=iterations, seed=seed, failures=failures)
         advance()
         alone = []
         for j in pinned:
-            alone.append(simulate_jobs([j], cluster, iterations=iterations, seed=seed, failures=failures)[0])
+            # Alone, a job ends sooner: failures after its end are allowed (they change nothing).
+            alone.append(_run_jobs([j], cluster, iterations, seed, failures, None, allow_failures_after_end=True)[0])
             advance()
     if as_json:
         click.echo(json.dumps([

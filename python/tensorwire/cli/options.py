@@ -93,7 +93,7 @@ fail = click.option(
     multiple=True,
     callback=_failures,
     metavar="TARGET@TIME[:rate=X]",
-    help="A link (h3->sw, leaf0->spine1) or node (h3, spine1) keeps rate X of its nominal rate (default 0: down) from TIME on; repeatable. The result is shown beside the run without failures.",
+    help="A link (h3->sw, leaf0->spine1) or node (h3, spine1) keeps rate X of its nominal rate (default 0: down) from TIME on (a time before the run ends); repeatable. The result is shown beside the run without failures.",
 )
 max_flows = click.option(
     "--max-flows",

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import tensorwire as tw
+from tensorwire.api import _run_jobs
 from tensorwire.failures import parse_failure
 
 
@@ -27,12 +29,41 @@ def test_halving_a_ring_uplink_doubles_the_bandwidth_term() -> None:
     assert degraded.failures_applied == 1 and not degraded.folded
 
 
-def test_failures_after_the_run_change_nothing_and_bad_ones_name_the_field() -> None:
+def test_a_failure_after_the_run_is_refused_naming_it_and_the_runs_end() -> None:
     w = tw.load_model("resnet50")
     cluster = tw.Cluster(8, "25Gbps")
-    r = tw.simulate(w, cluster, "ring", failures=[tw.Failure("sw", 100.0)])
-    assert r.failures_applied == 0
-    assert r.completions_s == tw.simulate(w, cluster, "ring").completions_s
+    end = tw.simulate(w, cluster, "ring").completions_s[-1]
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate(w, cluster, "ring", failures=[tw.Failure("h0->sw", 0.0, 1.0), tw.Failure("sw", 100.0)])
+    field, message = e.value.args
+    assert field == "failures[1].at_s"
+    assert f"after the run ended at {end} s" in message and "more iterations" in message
+    # At the very end it is within the run.
+    assert tw.simulate(w, cluster, "ring", failures=[tw.Failure("h0->sw", end, 0.5)]).failures_applied == 1
+
+
+def test_jobs_refuse_a_failure_after_the_last_job_but_each_alone_may_end_before_it() -> None:
+    size = 2_000_000
+    w = tw.Workload.collective(f"allreduce:{size}B")
+    cluster = tw.Cluster(4, "8Gbps", latency=0.0, topology="leaf-spine:hosts_per_leaf=2,spines=1,uplink=8Gbps")
+    a = tw.Job("a", w, 2, "ring", hosts=[0, 2])
+    b = tw.Job("b", w, 2, "ring", hosts=[1, 3])
+    (alone,) = tw.simulate_jobs([a], cluster)
+    together = tw.simulate_jobs([a, b], cluster)
+    # Between the lone job's end and the end of both (they share a link: twice as long).
+    late = [tw.Failure("h0->leaf0", 1.5 * alone.completions_s[-1], 1.0)]
+    assert max(r.completions_s[-1] for r in together) > late[0].at_s
+    assert tw.simulate_jobs([a, b], cluster, failures=late)[0].failures_applied == 1
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate_jobs([a], cluster, failures=late)
+    assert e.value.args[0] == "failures[0].at_s"
+    (kept,) = _run_jobs([a], cluster, 3, 0, late, None, allow_failures_after_end=True)
+    assert kept.failures_applied == 0 and kept.completions_s == alone.completions_s
+
+
+def test_bad_failures_name_the_field() -> None:
+    w = tw.load_model("resnet50")
+    cluster = tw.Cluster(8, "25Gbps")
     with pytest.raises(tw.InputError) as e:
         tw.simulate(w, cluster, "ring", failures=[tw.Failure("spine9", 0.0, 0.5)])
     assert e.value.args[0] == "failures[0].target"
@@ -56,3 +87,18 @@ def test_cli_shows_the_run_with_and_without_failures() -> None:
     assert out["iteration_time_s"] > out["without_failures"]["iteration_time_s"]
     bad = run("simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--fail", "nothing@1s")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "failures[0].target" in bad.stderr
+
+
+def test_cli_refuses_a_failure_after_the_run_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    p = run("simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--fail", "sw@100s",
+            "--trace", str(trace), "--json")
+    assert p.returncode == 2 and p.stdout == ""
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("tensorwire: error: failures[0].at_s: 100 s is after the run ended at ")
+    assert "Traceback" not in p.stderr
+    assert list(tmp_path.iterdir()) == []
+    jobs = run("jobs", "--job", "a:resnet50:4:ring", "--job", "b:resnet50:4:ring", "-b", "25Gbps", "--fail", "sw@100s")
+    assert jobs.returncode == 2 and jobs.stdout == ""
+    (line,) = jobs.stderr.strip().splitlines()
+    assert line.startswith("tensorwire: error: failures[0].at_s: 100 s is after the run ended at ")

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import tensorwire as tw
+from tensorwire.cli.jobs import parse_place
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -43,7 +44,8 @@ def test_bad_jobs_name_the_field() -> None:
     w = tw.load_model("resnet50")
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([tw.Job("a", w, 6, "ring"), tw.Job("b", w, 6, "ring")], tw.Cluster(8, "25Gbps"))
-    assert e.value.args[0] == "jobs"
+    assert e.value.args == ("workers", "the fabric has 8 hosts but the jobs need 12 workers (a 6, b 6); "
+                                       "give at least 12 hosts, or smaller jobs")
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([tw.Job("a", w, 2, "ps")], tw.Cluster(8, "25Gbps"))
     assert e.value.args[0] == "jobs[0].strategy"
@@ -56,5 +58,80 @@ def test_cli_prints_each_job_beside_itself_alone() -> None:
     rows = json.loads(p.stdout)
     assert [r["job"] for r in rows] == ["a", "b"]
     assert all(r["slowdown"] > 1.0 for r in rows)
-    bad = run("jobs", "--job", "a:resnet50:16:ring", "-n", "8", "-b", "25Gbps")
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "jobs" in bad.stderr
+    assert error_line(run("jobs", "--job", "a:resnet50:16:ring", "-n", "8", "-b", "25Gbps")) == (
+        "tensorwire: error: workers: the fabric has 8 hosts but the jobs need 16 workers (a 16); "
+        "give at least 16 hosts, or smaller jobs")
+
+
+def error_line(p: subprocess.CompletedProcess[str]) -> str:
+    """The one line a refused command prints (exit status 2, nothing on stdout, no traceback)."""
+    assert p.returncode == 2, p.stderr
+    assert p.stdout == "" and "Traceback" not in p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    return line
+
+
+@pytest.mark.parametrize(
+    "jobs, field, says",
+    [
+        ([("a", 2, None), ("a", 2, None)], "jobs[1].name", '"a" is also the name of jobs[0]'),
+        ([("a", 2, [0, 8])], "jobs[0].hosts", 'host 8 of job "a" is outside the fabric: its hosts are 0 to 7'),
+        ([("a", 2, [3, 3])], "jobs[0].hosts", 'host 3 is given twice to job "a"'),
+        ([("a", 2, [0, 1]), ("b", 2, [1, 2])], "jobs[1].hosts", 'host 1 of job "b" is also job "a"\'s'),
+        ([("a", 2, [0, 1, 2])], "jobs[0].hosts", 'job "a" gives 3 hosts for 2 workers'),
+        ([("a", 6, None), ("b", 3, None)], "workers", "the fabric has 8 hosts but the jobs need 9 workers (a 6, b 3)"),
+    ],
+)
+def test_bad_placements_name_the_field(jobs: list[tuple[str, int, list[int] | None]], field: str, says: str) -> None:
+    w = tw.load_model("resnet50")
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate_jobs([tw.Job(name, w, n, "ring", hosts=h) for name, n, h in jobs], tw.Cluster(8, "25Gbps"))
+    assert e.value.args[0] == field and says in e.value.args[1]
+
+
+def test_jobs_refuse_negative_hosts_and_workers_by_name() -> None:
+    w = tw.load_model("resnet50")
+    with pytest.raises(tw.InputError) as e:
+        tw.Job("a", w, 2, "ring", hosts=[-1, 0])
+    assert e.value.args[0] == "jobs.hosts"
+    with pytest.raises(tw.InputError) as e:
+        tw.Job("a", w, -2, "ring")
+    assert e.value.args[0] == "jobs.workers"
+
+
+def test_parse_place_reads_hosts_and_ranges() -> None:
+    assert parse_place("a=0-2,8") == ("a", [0, 1, 2, 8])
+    for bad in ["a", "=1", "a=", "a=x", "a=3-1", "a=1-", "a=-1"]:
+        with pytest.raises(tw.InputError) as e:
+            parse_place(bad)
+        assert e.value.args[0] == "place"
+
+
+LEAVES = ("-b", "8Gbps", "--topology", "leaf-spine:hosts_per_leaf=4,spines=1,uplink=8Gbps", "--iterations", "2")
+
+
+def test_cli_place_pins_a_job_and_the_others_take_free_hosts() -> None:
+    p = run("jobs", "--job", "a:resnet50:2:ring", "--job", "b:resnet50:2:ring", "--place", "a=4-5", *LEAVES, "--json")
+    assert p.returncode == 0, p.stderr
+    assert [(r["job"], r["hosts"]) for r in json.loads(p.stdout)] == [("a", [4, 5]), ("b", [0, 1])]
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--place", "c=0-1"], "place: no job is called 'c'; the jobs are a, b"),
+        (["--place", "a=0,1", "--place", "a=2,3"], "place: job 'a' is placed twice; give its hosts once"),
+        (["--place", "a=0,9", "-n", "8"], 'place: host 9 of job "a" is outside the fabric: its hosts are 0 to 7'),
+        (["--place", "a=0-1", "--place", "b=1-2"], 'place: host 1 of job "b" is also job "a"\'s; jobs cannot share a host'),
+        (["--place", "a=0-2"], 'place: job "a" gives 3 hosts for 2 workers; give one host per worker'),
+        (["-n", "3"], "workers: the fabric has 3 hosts but the jobs need 4 workers (a 2, b 2); give at least 4 hosts, or smaller jobs"),
+    ],
+)
+def test_cli_refuses_bad_placements_in_one_line(args: list[str], line: str) -> None:
+    p = run("jobs", "--job", "a:resnet50:2:ring", "--job", "b:resnet50:2:ring", *LEAVES, *args)
+    assert error_line(p) == f"tensorwire: error: {line}"
+
+
+def test_cli_refuses_two_jobs_of_one_name() -> None:
+    p = run("jobs", "--job", "a:resnet50:2:ring", "--job", "a:resnet50:2:ring", *LEAVES)
+    assert error_line(p) == "tensorwire: error: job: two jobs are called 'a'; give each job its own name"

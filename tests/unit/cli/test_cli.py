@@ -125,6 +125,24 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("topology", "line"),
+    [
+        ("nodes:machine=dgx-a100", "workers: 64 is not allowed: multitree runs inside one machine and a dgx-a100 has 8 GPUs; "
+                                   "give 8 workers (tree, ring or hierarchical for more machines)"),
+        ("leaf-spine", "topology: leaf-spine has no multi-GPU machine and multitree runs inside one: use nodes:machine=NAME "
+                       "with as many workers as it has GPUs: p3.16xlarge (8 GPUs), dgx-a100 (8 GPUs), pcie-8 (8 GPUs)"),
+    ],
+)
+def test_more_workers_than_one_machine_is_one_line_and_writes_nothing(tmp_path: Path, topology: str, line: str) -> None:
+    trace = tmp_path / "trace.json"
+    p = run("simulate", "-m", "resnet50", "-n", "64", "-b", "25Gbps", "--topology", topology, "-s", "multitree",
+            "--trace", str(trace))
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [f"tensorwire: error: {line}"]
+    assert not trace.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
     ("content", "needle"),
     [('{"format": "tensorwire-workload/1", "name": "x", "batch_size": 1, "layers": [{"name": "a", "forward_s": "slow", "backward_s": 0}]}', "workload.layers.0.forward_s"),
      ("0.1 fc 100 w0\n", "trace line 1"), ("{", "not valid JSON")],

@@ -4,10 +4,16 @@
 //! never finish and the run stops with an error naming the failure.
 //!
 //! Failures break every symmetry, so a scenario with failures is never folded.
+//!
+//! A failure timed after the run ended could change nothing, so it is refused
+//! ([`refuse_after_end`]): it is most likely a slip (`20s` for `20ms`) or a run too short
+//! to reach it.
 
 use std::collections::VecDeque;
 
+use super::Scenario;
 use crate::error::{Error, Result};
+use crate::metrics::Report;
 use crate::topology::{LinkId, Topology};
 use crate::units::{seconds_to_nanos, Nanos};
 
@@ -40,7 +46,7 @@ impl Pending {
         for (i, f) in failures.iter().enumerate() {
             let field = format!("failures[{i}]");
             if !(f.at_s.is_finite() && f.at_s >= 0.0) {
-                return Err(Error::invalid(format!("{field}.at"), format!("{} must be a time >= 0 s", f.at_s)));
+                return Err(Error::invalid(format!("{field}.at_s"), format!("{} must be a time >= 0 s", f.at_s)));
             }
             if !(f.rate.is_finite() && (0.0..=1.0).contains(&f.rate)) {
                 return Err(Error::invalid(
@@ -60,8 +66,9 @@ impl Pending {
                     ),
                 ));
             }
-            queue.push((seconds_to_nanos(&format!("{field}.at"), f.at_s)?, links, f.rate, i, f.target.clone()));
+            queue.push((seconds_to_nanos(&format!("{field}.at_s"), f.at_s)?, links, f.rate, i, f.target.clone()));
         }
+        // Time order, the listed order at equal times ([`refuse_after_end`] relies on it).
         queue.sort_by_key(|q| (q.0, q.3));
         Ok(Pending { queue: queue.into(), applied: Vec::new(), down: Vec::new() })
     }
@@ -80,6 +87,33 @@ impl Pending {
         }
         Some((at, links, rate))
     }
+}
+
+/// Refuses the failures of `sc` that the run never reached, unless
+/// [`Scenario::allow_failures_after_end`]: names the first listed one (`failures[i].at_s`),
+/// the run's end (the last completion in `reports`, s) and what is allowed.
+///
+/// The run applies failures in time order (listed order at equal times) until it ends, so
+/// the ones it never reached are the last `failures - applied` in that order.
+pub(crate) fn refuse_after_end(sc: &Scenario, reports: &[Report]) -> Result<()> {
+    let applied = reports.iter().map(|r| r.failures_applied).max().unwrap_or(0);
+    if sc.allow_failures_after_end || applied >= sc.failures.len() {
+        return Ok(());
+    }
+    let mut order = Vec::with_capacity(sc.failures.len());
+    for (i, f) in sc.failures.iter().enumerate() {
+        order.push((seconds_to_nanos(&format!("failures[{i}].at_s"), f.at_s)?, i));
+    }
+    order.sort_unstable();
+    let first = order[applied..].iter().map(|&(_, i)| i).min().expect("some failure was not applied");
+    let end_s = reports.iter().flat_map(|r| r.completions_s.iter().copied()).fold(0.0, f64::max);
+    Err(Error::invalid(
+        format!("failures[{first}].at_s"),
+        format!(
+            "{} s is after the run ended at {end_s} s ({} iterations), so the failure would change nothing; give a time from 0 to {end_s} s, or simulate more iterations",
+            sc.failures[first].at_s, sc.iterations
+        ),
+    ))
 }
 
 /// The links `target` names: one link, or every link to or from a node.
@@ -109,7 +143,7 @@ mod tests {
         for (bad, field) in [
             (f("h9", 0.0, 0.5), "failures[0].target"),
             (f("h0->h1", 0.0, 0.5), "failures[0].target"),
-            (f("h0", -1.0, 0.5), "failures[0].at"),
+            (f("h0", -1.0, 0.5), "failures[0].at_s"),
             (f("h0", 0.0, 1.5), "failures[0].rate"),
         ] {
             assert_eq!(Pending::resolve(&[bad], &t).unwrap_err().field(), field);

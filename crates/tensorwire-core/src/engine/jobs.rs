@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::sched::Policy;
 use crate::strategy::{Family, Stage, Strategy};
-use crate::topology::placement;
+use crate::topology::{placement, TopologySpec};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
 
@@ -38,52 +38,132 @@ pub struct Job {
     pub hosts: Option<Vec<usize>>,
 }
 
-/// Simulates `jobs` together on the fabric of `fabric` (its `workers` are the fabric's
-/// hosts; its topology, rates, latency, network model, iterations, seed, variability,
-/// transport and failures apply to every job; its workload and strategy are not used),
-/// ranks placed by `placement` (`packed`, `spread`, `random`: consecutive slices of the
-/// placement's host order, job after job). One report per job, in order.
-pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> Result<Vec<Report>> {
-    if jobs.is_empty() {
-        return Err(Error::invalid("jobs", "give at least one job"));
+/// What placing a job on a fabric needs: its name, its ranks and its fixed hosts, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobSeat<'a> {
+    /// The job's name (unique in a run: placements and reports name jobs by it).
+    pub name: &'a str,
+    /// Its ranks.
+    pub workers: usize,
+    /// Hosts of its ranks, if fixed (one per rank).
+    pub hosts: Option<&'a [usize]>,
+}
+
+impl<'a> From<&'a Job> for JobSeat<'a> {
+    fn from(job: &'a Job) -> Self {
+        JobSeat { name: &job.name, workers: job.workers, hosts: job.hosts.as_deref() }
     }
-    let hosts = fabric.workers;
-    let needed: usize = jobs.iter().map(|j| j.workers).sum();
-    if needed > hosts {
-        return Err(Error::invalid(
-            "jobs",
-            format!("the jobs need {needed} workers but the fabric has {hosts} hosts; add hosts (--workers) or shrink the jobs"),
-        ));
-    }
-    let latency = seconds_to_nanos("latency", fabric.latency)?;
-    let topo = fabric.topology.build(hosts, 0, fabric.bandwidth, latency);
-    let order = placement(placement_kind, &topo.layout(hosts), fabric.seed)?;
-    let mut taken = vec![false; hosts];
+}
+
+/// The hosts of each job's ranks on a fabric of `hosts` hosts of `topology` (see
+/// [`simulate_jobs`]): a job's own hosts where given, else the next free hosts in the
+/// order of placement `placement_kind` (`packed`, `spread`, `random` with `seed`), job
+/// after job. Refuses, naming the field: no jobs, a job without a name or workers, two
+/// jobs of one name, more workers than hosts (`workers`), and fixed hosts that are not one
+/// per rank, outside the fabric or given twice (`jobs[i].hosts`).
+pub fn place_jobs(
+    topology: &TopologySpec,
+    hosts: usize,
+    placement_kind: &str,
+    seed: u64,
+    jobs: &[JobSeat<'_>],
+) -> Result<Vec<Vec<usize>>> {
+    check_seats(jobs, hosts)?;
+    let order = placement(placement_kind, &topology.build(hosts, 0, 1e9, 0).layout(hosts), seed)?;
+    // Owner (job index) of each fixed host.
+    let mut owner: Vec<Option<usize>> = vec![None; hosts];
     for (i, job) in jobs.iter().enumerate() {
-        for &h in job.hosts.iter().flatten() {
-            if h >= hosts || std::mem::replace(&mut taken[h], true) {
-                return Err(Error::invalid(
-                    format!("jobs[{i}].hosts"),
-                    format!("host {h} is outside the fabric (0..{hosts}) or taken by another job"),
-                ));
+        for &h in job.hosts.unwrap_or(&[]) {
+            let field = || format!("jobs[{i}].hosts");
+            let name = job.name;
+            match owner.get(h).copied() {
+                None => {
+                    return Err(Error::invalid(
+                        field(),
+                        format!("host {h} of job {name:?} is outside the fabric: its hosts are 0 to {}", hosts - 1),
+                    ))
+                }
+                Some(Some(j)) if j == i => {
+                    return Err(Error::invalid(field(), format!("host {h} is given twice to job {name:?}")))
+                }
+                Some(Some(j)) => {
+                    return Err(Error::invalid(
+                        field(),
+                        format!("host {h} of job {name:?} is also job {:?}'s; jobs cannot share a host", jobs[j].name),
+                    ))
+                }
+                Some(None) => owner[h] = Some(i),
             }
         }
     }
-    let mut free = order.into_iter().filter(|&h| !taken[h]);
-    let mut placed = Vec::with_capacity(jobs.len());
-    for (i, job) in jobs.iter().enumerate() {
-        let scenario = job_scenario(fabric, job, i)?;
-        let hosts_of_job: Vec<usize> = match &job.hosts {
-            Some(h) if h.len() == job.workers => h.clone(),
-            Some(h) => {
-                return Err(Error::invalid(
-                    format!("jobs[{i}].hosts"),
-                    format!("gives {} hosts for {} workers", h.len(), job.workers),
-                ))
-            }
+    // Every job's ranks fit (checked above), so the free hosts suffice.
+    let mut free = order.into_iter().filter(|&h| owner[h].is_none());
+    Ok(jobs
+        .iter()
+        .map(|job| match job.hosts {
+            Some(h) => h.to_vec(),
             None => free.by_ref().take(job.workers).collect(),
-        };
-        placed.push((scenario, hosts_of_job));
+        })
+        .collect())
+}
+
+/// The checks of [`place_jobs`] that need no topology: names, workers, fixed hosts' count.
+fn check_seats(jobs: &[JobSeat<'_>], hosts: usize) -> Result<()> {
+    if jobs.is_empty() {
+        return Err(Error::invalid("jobs", "give at least one job"));
+    }
+    for (i, job) in jobs.iter().enumerate() {
+        if job.name.is_empty() {
+            return Err(Error::invalid(format!("jobs[{i}].name"), "give each job a name"));
+        }
+        if let Some(j) = jobs[..i].iter().position(|o| o.name == job.name) {
+            return Err(Error::invalid(
+                format!("jobs[{i}].name"),
+                format!("{:?} is also the name of jobs[{j}]; give each job its own name", job.name),
+            ));
+        }
+        if job.workers < 1 {
+            return Err(Error::invalid(format!("jobs[{i}].workers"), "0 is not allowed; need at least 1"));
+        }
+        if let Some(h) = job.hosts.filter(|h| h.len() != job.workers) {
+            return Err(Error::invalid(
+                format!("jobs[{i}].hosts"),
+                format!(
+                    "job {:?} gives {} hosts for {} workers; give one host per worker",
+                    job.name,
+                    h.len(),
+                    job.workers
+                ),
+            ));
+        }
+    }
+    let needed: usize = jobs.iter().map(|j| j.workers).sum();
+    if needed > hosts {
+        let each: Vec<String> = jobs.iter().map(|j| format!("{} {}", j.name, j.workers)).collect();
+        return Err(Error::invalid(
+            "workers",
+            format!(
+                "the fabric has {hosts} hosts but the jobs need {needed} workers ({}); give at least {needed} hosts, or smaller jobs",
+                each.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Simulates `jobs` together on the fabric of `fabric` (its `workers` are the fabric's
+/// hosts; its topology, rates, latency, network model, iterations, seed, variability,
+/// transport and failures apply to every job; its workload and strategy are not used),
+/// ranks placed by [`place_jobs`]. One report per job, in order. A failure timed after the
+/// last job ended is refused (see [`Scenario::allow_failures_after_end`]).
+pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> Result<Vec<Report>> {
+    let seats: Vec<JobSeat<'_>> = jobs.iter().map(JobSeat::from).collect();
+    let hosts_of = place_jobs(&fabric.topology, fabric.workers, placement_kind, fabric.seed, &seats)?;
+    let latency = seconds_to_nanos("latency", fabric.latency)?;
+    let topo = fabric.topology.build(fabric.workers, 0, fabric.bandwidth, latency);
+    let mut placed = Vec::with_capacity(jobs.len());
+    for (i, (job, hosts_of_job)) in jobs.iter().zip(hosts_of).enumerate() {
+        placed.push((job_scenario(fabric, job, i)?, hosts_of_job));
     }
     let mut core: Core = build_core(fabric, topo, false)?;
     core.set_first_job_host(placed[0].1[0]);
@@ -98,7 +178,10 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
     }
     program::drive(fabric, &mut runners, &mut core)?;
     let measured: Vec<_> = runners.into_iter().map(Runner::into_measured).collect();
-    Ok(measured.into_iter().zip(&placed).map(|(m, (sc, _))| build_report(sc, &mut core, m)).collect())
+    let reports: Vec<Report> =
+        measured.into_iter().zip(&placed).map(|(m, (sc, _))| build_report(sc, &mut core, m)).collect();
+    super::failures::refuse_after_end(fabric, &reports)?;
+    Ok(reports)
 }
 
 /// The scenario of job `i` on `fabric`, validated.
@@ -111,7 +194,7 @@ fn job_scenario(fabric: &Scenario, job: &Job, i: usize) -> Result<Scenario> {
         allow_folding: false,
         ..fabric.clone()
     };
-    sc.validate().map_err(|e| Error::invalid(format!("jobs[{i}].{}", e.field()), e.to_string()))?;
+    sc.validate().map_err(|e| e.within(&format!("jobs[{i}]")))?;
     Ok(sc)
 }
 

@@ -33,7 +33,7 @@ mod step;
 mod variability;
 
 pub use failures::Failure;
-pub use jobs::{simulate_jobs, Job};
+pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
 pub use variability::Variability;
 
 use std::cmp::Reverse;
@@ -95,6 +95,10 @@ pub struct Scenario {
     pub progress: Option<ProgressHook>,
     /// Link and node failures during the run (a scenario with failures is not folded).
     pub failures: Vec<Failure>,
+    /// Keep failures timed after the run's end (they change nothing; `Report::
+    /// failures_applied` counts the others) instead of refusing them. For baselines that
+    /// share another run's failures, such as each job of a multi-job run alone.
+    pub allow_failures_after_end: bool,
 }
 
 /// How far a running simulation has got.
@@ -177,6 +181,7 @@ impl Scenario {
             max_flows: None,
             progress: None,
             failures: Vec::new(),
+            allow_failures_after_end: false,
         }
     }
 
@@ -446,22 +451,52 @@ pub(crate) fn allreduce_schedule(
             (Algorithm::RingMulticast, _) => Box::new(RingMulticast),
             (Algorithm::Butterfly | Algorithm::RecursiveDoubling, _) => Box::new(RecursiveDoubling),
             (Algorithm::HalvingDoubling, _) => Box::new(HalvingDoubling),
-            (Algorithm::Tree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?),
-            (Algorithm::Tree, None) => Box::new(BinomialTree),
-            (Algorithm::MultiTree, Some(m)) => Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?),
-            (Algorithm::MultiTree, None) => {
-                return Err(Error::invalid(
-                    "strategy",
-                    "multitree runs inside one multi-GPU machine: use --topology nodes with as many workers as the machine has GPUs",
-                ))
+            (Algorithm::Tree, Some(m)) => {
+                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?)
             }
+            (Algorithm::Tree, None) => Box::new(BinomialTree),
+            (Algorithm::MultiTree, Some(m)) => {
+                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?)
+            }
+            (Algorithm::MultiTree, None) => return Err(multitree_off_one_machine(&sc.topology, n)),
             (Algorithm::DoubleTree, _) => Box::new(DoubleBinaryTree),
-            (Algorithm::Hierarchical, _) => Box::new(Hierarchical {
-                group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8),
-            }),
+            (Algorithm::Hierarchical, _) => {
+                Box::new(Hierarchical { group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8) })
+            }
         }),
         Family::ParameterServer(_) | Family::Sharded(_) => None,
     })
+}
+
+/// Why `multitree` cannot run with `n` workers on `topology`: its trees follow the links
+/// inside one multi-GPU machine (seed 003), so it needs `nodes` and exactly as many
+/// workers as the machine has GPUs. Names `workers` on `nodes` (the machine is fixed, the
+/// workers are not), else `topology`.
+fn multitree_off_one_machine(topology: &TopologySpec, n: usize) -> Error {
+    match (topology.machine_name(), topology.machine()) {
+        (Some(name), Some(m)) => Error::invalid(
+            "workers",
+            format!(
+                "{n} is not allowed: multitree runs inside one machine and a {name} has {} GPUs; give {} workers (tree, ring or hierarchical for more machines)",
+                m.gpus(),
+                m.gpus()
+            ),
+        ),
+        _ => {
+            let machines: Vec<String> = crate::gputopo::PRESETS
+                .iter()
+                .filter_map(|(p, _)| crate::gputopo::GpuTopology::preset(p).ok().map(|m| format!("{p} ({} GPUs)", m.gpus())))
+                .collect();
+            Error::invalid(
+                "topology",
+                format!(
+                    "{} has no multi-GPU machine and multitree runs inside one: use nodes:machine=NAME with as many workers as it has GPUs: {}",
+                    topology.name(),
+                    machines.join(", ")
+                ),
+            )
+        }
+    }
 }
 
 /// The schedule of a collective other than all-reduce (a microbenchmark's) under an
@@ -513,8 +548,16 @@ fn collective_schedule(
     })
 }
 
-/// Simulates the scenario and reports its steady state.
+/// Simulates the scenario and reports its steady state. A failure timed after the run
+/// ended is refused (see [`Scenario::allow_failures_after_end`]).
 pub fn simulate(sc: &Scenario) -> Result<Report> {
+    let report = simulate_unchecked(sc)?;
+    failures::refuse_after_end(sc, std::slice::from_ref(&report))?;
+    Ok(report)
+}
+
+/// [`simulate`] without the check of failures after the end.
+fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     sc.validate()?;
     let n = sc.workers;
     let strategy = &sc.strategy;

@@ -731,10 +731,23 @@ mod machines {
     }
 
     #[test]
-    fn multitree_needs_one_machine() {
+    fn multitree_needs_one_machine_and_says_how_many_workers_fit() {
         let mut sc = scenario(workload(&[1000], 0), 16, "multitree", 100);
-        sc.topology = TopologySpec::parse("nodes").unwrap();
-        assert_eq!(simulate(&sc).unwrap_err().field(), "strategy");
+        sc.topology = TopologySpec::parse("nodes:machine=dgx-a100").unwrap();
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "workers");
+        assert!(
+            e.to_string().contains(
+                "16 is not allowed: multitree runs inside one machine and a dgx-a100 has 8 GPUs; give 8 workers"
+            ),
+            "{e}"
+        );
+        sc.workers = 4;
+        assert_eq!(simulate(&sc).unwrap_err().field(), "workers");
+        sc.topology = TopologySpec::parse("leaf-spine").unwrap();
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "topology");
+        assert!(e.to_string().contains("p3.16xlarge (8 GPUs), dgx-a100 (8 GPUs), pcie-8 (8 GPUs)"), "{e}");
     }
 
     #[test]
@@ -1126,13 +1139,43 @@ mod link_failures {
     }
 
     #[test]
-    fn a_failure_after_the_run_changes_nothing() {
+    fn a_failure_after_the_run_is_refused_naming_it_and_the_runs_end() {
         let mut sc = scenario(workload(&[4096, 100_000], 1000), 4, "ring", 100);
         let healthy = run(&sc);
+        let end = healthy.completions_s.last().copied().unwrap();
+        // Listed out of time order: the first listed of those the run never reached is
+        // named (the one at 0 s keeps the full rate, so the run ends when it did).
+        sc.failures = vec![fail("h0->sw", 0.0, 1.0), fail("sw", 10.0, 0.0), fail("h1", end * 2.0, 0.0)];
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "failures[1].at_s");
+        assert!(e.to_string().contains(&format!("after the run ended at {end} s")), "{e}");
+        // A failure at the very end is within the run.
+        sc.failures = vec![fail("h0->sw", end, 0.5)];
+        assert_eq!(run(&sc).failures_applied, 1);
+        // Allowed (a baseline sharing another run's failures), it changes nothing.
         sc.failures = vec![fail("sw", 10.0, 0.0)];
+        sc.allow_failures_after_end = true;
         let r = run(&sc);
         assert_eq!(r.failures_applied, 0);
         assert_eq!(r.completions_s, healthy.completions_s);
+    }
+
+    #[test]
+    fn a_failure_after_every_job_ended_is_refused() {
+        let w = workload(&[4096, 100_000], 1000);
+        let mut fabric = scenario(w.clone(), 4, "ring", 100);
+        let job = |name: &str| Job {
+            name: name.into(),
+            workload: w.clone(),
+            workers: 2,
+            strategy: crate::strategy::Strategy::parse("ring").unwrap(),
+            hosts: None,
+        };
+        fabric.failures = vec![fail("sw", 10.0, 0.0)];
+        let e = simulate_jobs(&fabric, &[job("a"), job("b")], "packed").unwrap_err();
+        assert_eq!(e.field(), "failures[0].at_s");
+        fabric.allow_failures_after_end = true;
+        assert_eq!(simulate_jobs(&fabric, &[job("a")], "packed").unwrap()[0].failures_applied, 0);
     }
 
     #[test]
@@ -1229,11 +1272,13 @@ mod multi_job {
         let w = workload(&[4096], 1000);
         let fabric = scenario(w.clone(), 4, "ring", 100);
         let err = |jobs: &[Job]| simulate_jobs(&fabric, jobs, "packed").unwrap_err().field().to_string();
-        assert_eq!(err(&[job("a", &w, 3, "ring", None), job("b", &w, 2, "ring", None)]), "jobs");
+        assert_eq!(err(&[job("a", &w, 3, "ring", None), job("b", &w, 2, "ring", None)]), "workers");
         assert_eq!(
             err(&[job("a", &w, 2, "ring", Some(vec![0, 1])), job("b", &w, 2, "ring", Some(vec![1, 2]))]),
             "jobs[1].hosts"
         );
+        assert_eq!(err(&[job("a", &w, 2, "ring", None), job("a", &w, 2, "ring", None)]), "jobs[1].name");
+        assert_eq!(err(&[job("a", &w, 0, "ring", None)]), "jobs[0].workers");
         assert_eq!(err(&[job("a", &w, 2, "ps", None)]), "jobs[0].strategy");
         assert_eq!(err(&[job("a", &w, 2, "ring:schedule=priority", None)]), "jobs[0].strategy");
         assert_eq!(err(&[]), "jobs");
@@ -1241,6 +1286,55 @@ mod multi_job {
             simulate_jobs(&fabric, &[job("a", &w, 2, "ring", None)], "diagonal").unwrap_err().field(),
             "placement"
         );
+    }
+}
+
+/// Where jobs' ranks go ([`place_jobs`]), and what it refuses.
+mod job_placement {
+    use super::*;
+
+    fn seat<'a>(name: &'a str, workers: usize, hosts: Option<&'a [usize]>) -> JobSeat<'a> {
+        JobSeat { name, workers, hosts }
+    }
+
+    fn place(hosts: usize, kind: &str, jobs: &[JobSeat<'_>]) -> Result<Vec<Vec<usize>>> {
+        place_jobs(&TopologySpec::parse("leaf-spine:hosts_per_leaf=4,spines=1").unwrap(), hosts, kind, 0, jobs)
+    }
+
+    #[test]
+    fn fixed_hosts_are_kept_and_the_others_follow_the_placement_order() {
+        let placed = place(8, "packed", &[seat("a", 2, None), seat("b", 2, Some(&[0, 5])), seat("c", 3, None)]);
+        assert_eq!(placed.unwrap(), vec![vec![1, 2], vec![0, 5], vec![3, 4, 6]]);
+        // spread: hosts 0, 4, 1, 5, ... (leaves of 4 hosts, alternately).
+        assert_eq!(place(8, "spread", &[seat("a", 3, None)]).unwrap(), vec![vec![0, 4, 1]]);
+    }
+
+    #[test]
+    fn bad_placements_name_the_field_and_say_what_is_wrong() {
+        let err = |hosts: usize, jobs: &[JobSeat<'_>]| {
+            let e = place(hosts, "packed", jobs).unwrap_err();
+            (e.field().to_string(), e.to_string())
+        };
+        let (field, text) = err(8, &[seat("a", 6, None), seat("b", 4, None)]);
+        assert_eq!(field, "workers");
+        assert!(text.contains("the fabric has 8 hosts but the jobs need 10 workers (a 6, b 4)"), "{text}");
+        let (field, text) = err(8, &[seat("a", 2, Some(&[1, 8]))]);
+        assert_eq!(field, "jobs[0].hosts");
+        assert!(text.contains("host 8 of job \"a\" is outside the fabric: its hosts are 0 to 7"), "{text}");
+        let (field, text) = err(8, &[seat("a", 2, Some(&[3, 3]))]);
+        assert_eq!(field, "jobs[0].hosts");
+        assert!(text.contains("host 3 is given twice to job \"a\""), "{text}");
+        let (field, text) = err(8, &[seat("a", 2, Some(&[0, 1])), seat("b", 2, Some(&[1, 2]))]);
+        assert_eq!(field, "jobs[1].hosts");
+        assert!(text.contains("host 1 of job \"b\" is also job \"a\"'s"), "{text}");
+        let (field, text) = err(8, &[seat("a", 2, Some(&[0, 1, 2]))]);
+        assert_eq!(field, "jobs[0].hosts");
+        assert!(text.contains("gives 3 hosts for 2 workers"), "{text}");
+        let (field, text) = err(8, &[seat("a", 2, None), seat("b", 1, None), seat("a", 1, None)]);
+        assert_eq!(field, "jobs[2].name");
+        assert!(text.contains("\"a\" is also the name of jobs[0]"), "{text}");
+        assert_eq!(err(8, &[seat("", 1, None)]).0, "jobs[0].name");
+        assert_eq!(err(8, &[]).0, "jobs");
     }
 }
 

@@ -102,12 +102,14 @@ impl TopologySpec {
         &self.0.name
     }
 
+    /// The machine preset's name, for `nodes`.
+    pub fn machine_name(&self) -> Option<&str> {
+        (self.0.name == "nodes").then(|| self.0.choice("machine").unwrap_or("p3.16xlarge"))
+    }
+
     /// The GPU wiring of each machine, for `nodes`.
     pub fn machine(&self) -> Option<crate::gputopo::GpuTopology> {
-        (self.0.name == "nodes").then(|| {
-            crate::gputopo::GpuTopology::preset(self.0.choice("machine").unwrap_or("p3.16xlarge"))
-                .expect("listed presets exist")
-        })
+        self.machine_name().map(|name| crate::gputopo::GpuTopology::preset(name).expect("listed presets exist"))
     }
 
     /// The node preset and the fabric's rates, for `rail`.

@@ -85,6 +85,10 @@ def subgroup_close(rank: int, world: int, seed: int) -> dict[str, Any]:
     members = list(range(1, world))
     g = dist.new_group(members, use_local_synchronization=True) if rank in members else None
     if g is None:
+        # Rank 0 hosts the rendezvous store the others still use to make their groups:
+        # it leaves only when they are done (it used to return at once, and a loaded
+        # machine saw the others' group creation fail with a broken pipe).
+        dist.barrier()
         return {}
     pa = PartialAllreduce(2, "majority", group=g, seed=seed, timeout_s=60.0)
     rng = random.Random(seed + rank)
@@ -95,4 +99,6 @@ def subgroup_close(rank: int, world: int, seed: int) -> dict[str, Any]:
         contributors.update(pa(torch.ones(2)).contributors)
     t0 = time.perf_counter()
     pa.close()
-    return {"ranks": pa.ranks, "rank": pa.rank, "contributors": sorted(contributors), "close_s": time.perf_counter() - t0, "calls": calls}
+    close_s = time.perf_counter() - t0
+    dist.barrier()  # with rank 0, which keeps the store up until every rank is done
+    return {"ranks": pa.ranks, "rank": pa.rank, "contributors": sorted(contributors), "close_s": close_s, "calls": calls}

@@ -11,7 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 #[derive(Default)]
 pub(crate) struct MulHasher(u64);
 
-const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+pub(crate) const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
 impl Hasher for MulHasher {
     fn finish(&self) -> u64 {

@@ -3,20 +3,11 @@
 use proptest::prelude::{prop, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy as Gen};
 
 use super::*;
-use crate::workload::{Layer, Tensor};
 
-/// One tensor per layer, with the given sizes and per-layer compute (ns).
+/// One tensor per layer, with the given sizes and per-layer compute (ns): `compute_ns`
+/// forward, twice that backward.
 fn workload(sizes: &[u64], compute_ns: u64) -> Workload {
-    Workload {
-        name: "test".into(),
-        batch_size: 32,
-        layers: (0..sizes.len())
-            .map(|i| Layer { name: format!("l{i}"), forward: compute_ns, backward: 2 * compute_ns })
-            .collect(),
-        tensors: sizes.iter().enumerate().map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i }).collect(),
-        dtype_bytes: 4,
-        collective: crate::collectives::Collective::AllReduce,
-    }
+    Workload::one_tensor_per_layer(sizes, compute_ns, 2 * compute_ns)
 }
 
 /// 1 byte/ns links (8 Gbps), `hop_ns` per hop.

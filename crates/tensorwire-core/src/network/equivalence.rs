@@ -297,16 +297,8 @@ fn components_within_the_share_tolerance_are_filled_separately() {
 #[test]
 fn engine_results_match_the_reference_model() {
     use crate::engine::{simulate, Scenario, Variability};
-    use crate::workload::{Layer, Tensor, Workload};
-    let sizes = [4096u64, 100_000, 7, 65_536, 1_000_000, 300_000];
-    let w = Workload {
-        name: "test".into(),
-        batch_size: 32,
-        layers: (0..sizes.len()).map(|i| Layer { name: format!("l{i}"), forward: 20_000, backward: 40_000 }).collect(),
-        tensors: sizes.iter().enumerate().map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i }).collect(),
-        dtype_bytes: 4,
-        collective: crate::collectives::Collective::AllReduce,
-    };
+    use crate::workload::Workload;
+    let w = Workload::one_tensor_per_layer(&[4096, 100_000, 7, 65_536, 1_000_000, 300_000], 20_000, 40_000);
     let cases: &[(&str, &str, usize)] = &[
         ("ring", "star", 6),
         ("ring:partition=50000B", "star", 5),
@@ -357,23 +349,10 @@ mod three_ways {
     use crate::engine::{simulate, Scenario, Variability};
     use crate::network::ModelKind;
     use crate::topology::TopologySpec;
-    use crate::workload::{Layer, Tensor, Workload};
+    use crate::workload::Workload;
 
     fn workload(sizes: &[u64], compute_ns: u64) -> Workload {
-        Workload {
-            name: "random".into(),
-            batch_size: 8,
-            layers: (0..sizes.len())
-                .map(|i| Layer { name: format!("l{i}"), forward: compute_ns, backward: 2 * compute_ns })
-                .collect(),
-            tensors: sizes
-                .iter()
-                .enumerate()
-                .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
-                .collect(),
-            dtype_bytes: 4,
-            collective: crate::collectives::Collective::AllReduce,
-        }
+        Workload::one_tensor_per_layer(sizes, compute_ns, 2 * compute_ns)
     }
 
     /// (topology spec, workers) pairs small enough for the reference model.

@@ -24,8 +24,7 @@
 //! `network::equivalence`).
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
 
 use super::{FlowEvent, FlowSpec, NetworkModel, Timeline};
 use crate::topology::LinkId;
@@ -93,25 +92,7 @@ struct Class {
     joinable: Option<(Nanos, f64, u32)>,
 }
 
-/// Identity hasher for fingerprints that are already mixed.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(MIX);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+use crate::fasthash::{FastMap, GOLDEN as MIX};
 
 fn fingerprint(links: &[(LinkId, u32)], cap: f64) -> u64 {
     let mut h = cap.to_bits().wrapping_mul(MIX);
@@ -130,7 +111,7 @@ pub struct MaxMinFair {
     instant_links: bool,
     classes: Vec<Class>,
     /// Fingerprint of (links, cap) -> first class with it.
-    index: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+    index: FastMap<u64, u32>,
     /// Active classes (with flows), in activation order.
     active: Vec<usize>,
     /// Per link: the active classes crossing it, with the link's position in the class.
@@ -176,7 +157,7 @@ impl MaxMinFair {
             instant_links: caps.iter().any(|c| !c.is_finite()),
             caps,
             classes: Vec::new(),
-            index: HashMap::default(),
+            index: FastMap::default(),
             active: Vec::new(),
             members: vec![Vec::new(); n],
             groups: Vec::new(),

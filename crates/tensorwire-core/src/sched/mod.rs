@@ -260,25 +260,9 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::{Layer, Tensor};
 
     fn workload(sizes: &[u64]) -> Workload {
-        Workload {
-            name: "t".into(),
-            batch_size: 1,
-            layers: sizes
-                .iter()
-                .enumerate()
-                .map(|(i, _)| Layer { name: format!("l{i}"), forward: 1, backward: 1 })
-                .collect(),
-            tensors: sizes
-                .iter()
-                .enumerate()
-                .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
-                .collect(),
-            dtype_bytes: 4,
-            collective: crate::collectives::Collective::AllReduce,
-        }
+        Workload::one_tensor_per_layer(sizes, 1, 1)
     }
 
     #[test]

@@ -52,6 +52,26 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// One tensor per layer with these sizes (bytes), each layer computing `forward_ns`
+    /// forward and `backward_ns` backward, batch 32, fp32; the tests' workload.
+    #[cfg(test)]
+    pub(crate) fn one_tensor_per_layer(sizes: &[u64], forward_ns: u64, backward_ns: u64) -> Workload {
+        Workload {
+            name: "test".into(),
+            batch_size: 32,
+            layers: (0..sizes.len())
+                .map(|i| Layer { name: format!("l{i}"), forward: forward_ns, backward: backward_ns })
+                .collect(),
+            tensors: sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| Tensor { name: format!("t{i}"), bytes: b, layer: i })
+                .collect(),
+            dtype_bytes: 4,
+            collective: crate::collectives::Collective::AllReduce,
+        }
+    }
+
     /// Checks the invariants: at least one layer, a batch >= 1, tensors referencing
     /// existing layers in non-decreasing order.
     pub fn validate(&self) -> Result<()> {

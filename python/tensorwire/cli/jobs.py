@@ -141,7 +141,9 @@ def jobs(
             for j, r, a in zip(pinned, together, alone)
         ], indent=1))
         return
-    t = Table(title=f"{len(pinned)} jobs on {cluster.describe()}, placement {placement}")
+    # The cluster's "workers" are the fabric's hosts here; the jobs' workers are per row.
+    fabric = cluster.describe().replace(f"{cluster.workers} workers", f"{cluster.workers} hosts", 1)
+    t = Table(title=f"{len(pinned)} jobs on a fabric of {fabric}, placement {placement}")
     for column, justify in (("job", "left"), ("model", "left"), ("workers", "right"), ("strategy", "left"),
                             ("iteration", "right"), ("alone", "right"), ("slowdown", "right"), ("samples/s", "right")):
         t.add_column(column, justify=justify)  # type: ignore[arg-type]

@@ -35,3 +35,24 @@ impl Hasher for MulHasher {
 
 /// A `HashMap` hashed by [`MulHasher`].
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<MulHasher>>;
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn consecutive_ids_differ_in_the_top_bits_the_map_probes_with() {
+        // hashbrown takes 7 control bits from the top of the hash: an identity hash of
+        // small ids would put them all in one control class.
+        let build = BuildHasherDefault::<MulHasher>::default();
+        let tops: std::collections::HashSet<u64> = (0u64..128).map(|id| build.hash_one(id) >> 57).collect();
+        assert!(tops.len() > 64, "{} distinct top-7-bit values for 128 ids", tops.len());
+        let mut map: FastMap<(usize, usize), u32> = FastMap::default();
+        for (i, key) in [(0, 1), (1, 0), (7, 3)].into_iter().enumerate() {
+            map.insert(key, i as u32);
+        }
+        assert_eq!((map[&(0, 1)], map[&(1, 0)], map[&(7, 3)]), (0, 1, 2));
+    }
+}

@@ -83,3 +83,29 @@ impl<T> std::ops::Index<u64> for IdTable<T> {
         self.get(id).expect("id in use")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_reuses_freed_keys_and_id_table_follows_them() {
+        let mut slab = Slab::default();
+        let mut table = IdTable::default();
+        let (a, b) = (slab.insert('a') as u64, slab.insert('b') as u64);
+        *table.get_or_insert_with(b, || 20) += 1;
+        *table.get_or_insert_with(a, || 10) += 1;
+        assert_eq!((table[a], table[b]), (11, 21));
+        // An existing value is kept, not remade.
+        assert_eq!(*table.get_or_insert_with(a, || 99), 11);
+        assert_eq!(slab.remove(a as usize), 'a');
+        assert_eq!(table.remove(a), Some(11));
+        assert_eq!(table.get(a), None);
+        assert_eq!(table.remove(a), None);
+        // The freed key comes back for the next value, and the table starts it afresh.
+        let c = slab.insert('c') as u64;
+        assert_eq!(c, a);
+        assert_eq!(*table.get_or_insert_with(c, || 30), 30);
+        assert!(table.get(1_000).is_none() && table.get_mut(1_000).is_none());
+    }
+}

@@ -71,6 +71,9 @@ pub struct Report {
     /// Failures of the scenario that happened before the run ended (the others came
     /// after the last completion and changed nothing).
     pub failures_applied: usize,
+    /// The others: indices (in the scenario's list) of the failures the run ended before,
+    /// in time order. `simulate` refuses a run with any, unless told to keep them.
+    pub failures_unreached: Vec<usize>,
     /// Network model used.
     pub network_model: String,
     /// Partial collectives: mean number of active processes per round in the steady

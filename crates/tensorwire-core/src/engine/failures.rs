@@ -68,7 +68,7 @@ impl Pending {
             }
             queue.push((seconds_to_nanos(&format!("{field}.at_s"), f.at_s)?, links, f.rate, i, f.target.clone()));
         }
-        // Time order, the listed order at equal times ([`refuse_after_end`] relies on it).
+        // Time order, the listed order at equal times.
         queue.sort_by_key(|q| (q.0, q.3));
         Ok(Pending { queue: queue.into(), applied: Vec::new(), down: Vec::new() })
     }
@@ -87,25 +87,23 @@ impl Pending {
         }
         Some((at, links, rate))
     }
+
+    /// Indices (in the scenario's list) of the failures not applied yet, in time order.
+    pub fn unreached(&self) -> Vec<usize> {
+        self.queue.iter().map(|q| q.3).collect()
+    }
 }
 
 /// Refuses the failures of `sc` that the run never reached, unless
 /// [`Scenario::allow_failures_after_end`]: names the first listed one (`failures[i].at_s`),
 /// the run's end (the last completion in `reports`, s) and what is allowed.
-///
-/// The run applies failures in time order (listed order at equal times) until it ends, so
-/// the ones it never reached are the last `failures - applied` in that order.
 pub(crate) fn refuse_after_end(sc: &Scenario, reports: &[Report]) -> Result<()> {
-    let applied = reports.iter().map(|r| r.failures_applied).max().unwrap_or(0);
-    if sc.allow_failures_after_end || applied >= sc.failures.len() {
+    if sc.allow_failures_after_end {
         return Ok(());
     }
-    let mut order = Vec::with_capacity(sc.failures.len());
-    for (i, f) in sc.failures.iter().enumerate() {
-        order.push((seconds_to_nanos(&format!("failures[{i}].at_s"), f.at_s)?, i));
-    }
-    order.sort_unstable();
-    let first = order[applied..].iter().map(|&(_, i)| i).min().expect("some failure was not applied");
+    let Some(&first) = reports.iter().flat_map(|r| &r.failures_unreached).min() else {
+        return Ok(());
+    };
     let end_s = reports.iter().flat_map(|r| r.completions_s.iter().copied()).fold(0.0, f64::max);
     Err(Error::invalid(
         format!("failures[{first}].at_s"),

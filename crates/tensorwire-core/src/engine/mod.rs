@@ -1250,6 +1250,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         folded: core.folded || core.link_fold.is_some(),
         simulated_ranks: m.simulated_ranks,
         failures_applied: core.failures.applied.len(),
+        failures_unreached: core.failures.unreached(),
         network_model: core.net.name().to_string(),
         nap: None,
         timeline,

@@ -294,7 +294,7 @@ impl MaxMinFair {
                     }
                     self.visited[c] = true;
                     self.all_filled.push(c);
-                    if self.classes[c].links.iter().all(|&(l, _)| self.members[l].len() == 1) {
+                    if self.alone(c) {
                         self.fill_alone(c);
                         continue;
                     }
@@ -314,9 +314,7 @@ impl MaxMinFair {
                     }
                     if let [(other, _)] = self.members[l][..] {
                         let other = other as usize;
-                        if !self.visited[other]
-                            && self.classes[other].links.iter().all(|&(k, _)| self.members[k].len() == 1)
-                        {
+                        if !self.visited[other] && self.alone(other) {
                             // The one class left on it, alone on all its links.
                             self.visited[other] = true;
                             self.all_filled.push(other);
@@ -342,6 +340,12 @@ impl MaxMinFair {
         self.changed = changed;
         self.changed.clear();
         self.component = component;
+    }
+
+    /// Whether active class `c` is alone in its component: no other active class crosses
+    /// any of its links.
+    fn alone(&self, c: usize) -> bool {
+        self.classes[c].links.iter().all(|&(l, _)| self.members[l].len() == 1)
     }
 
     /// A class alone in its component (no other active class on any of its links): the

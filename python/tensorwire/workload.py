@@ -19,7 +19,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -27,8 +27,10 @@ from tensorwire import _core
 from tensorwire._core import InputError
 
 FORMAT = "tensorwire-workload/1"
-#: The collectives a workload's tensors can run (docs/collectives.md).
-COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "alltoall")
+#: The collectives a workload's tensors can run (docs/collectives.md; the core's
+#: ``COLLECTIVE_NAMES``, checked by the tests).
+CollectiveName = Literal["allreduce", "reducescatter", "allgather", "broadcast", "alltoall"]
+COLLECTIVES: tuple[str, ...] = get_args(CollectiveName)
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,7 @@ class _WorkloadFile(pydantic.BaseModel):
     description: str = ""
     batch_size: pydantic.PositiveInt = 0  # zoo files give it per device
     dtype_bytes: Literal[1, 2, 4, 8] = 4
-    collective: Literal["allreduce", "reducescatter", "allgather", "broadcast", "alltoall"] = "allreduce"
+    collective: CollectiveName = "allreduce"
     sources: list[str] = []
     layers: list[_LayerModel] = pydantic.Field(min_length=1)
     devices: dict[str, Any] = {}

@@ -51,3 +51,13 @@ def test_bad_collectives_are_one_line_and_exit_2(args: list[str], field: str) ->
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"tensorwire: error: {field}"), p.stderr
+
+
+def test_the_python_list_of_collectives_is_the_cores() -> None:
+    from tensorwire.workload import COLLECTIVES
+
+    for kind in COLLECTIVES:
+        assert tw.Workload.collective(f"{kind}:1MB").collective_kind == kind
+    with pytest.raises(tw.InputError) as e:
+        tw.Workload.collective("gather:1MB")
+    assert f"one of {', '.join(COLLECTIVES)}," in e.value.args[1]

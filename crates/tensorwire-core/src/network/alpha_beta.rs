@@ -21,21 +21,35 @@ impl AlphaBeta {
     }
 }
 
-impl NetworkModel for AlphaBeta {
-    fn start(&mut self, now: Nanos, flow: FlowSpec<'_>) {
+impl AlphaBeta {
+    /// Counts the flow's bytes on its links; returns how long its bytes take to leave, ns
+    /// (`None`: a link on its path is down and it never arrives).
+    fn transmit(&mut self, flow: &FlowSpec<'_>) -> Option<Nanos> {
         let mut rate = flow.rate_cap;
         for &(l, w) in flow.links {
             rate = rate.min(self.caps[l]);
             self.link_bytes[l] += w as f64 * flow.bytes;
         }
         if flow.bytes > 0.0 && rate <= 0.0 {
-            return; // a link on its path is down: it never arrives
+            return None;
         }
-        let transmit = if flow.bytes <= 0.0 || !rate.is_finite() { 0 } else { (flow.bytes / rate).ceil() as Nanos };
+        Some(if flow.bytes <= 0.0 || !rate.is_finite() { 0 } else { (flow.bytes / rate).ceil() as Nanos })
+    }
+}
+
+impl NetworkModel for AlphaBeta {
+    fn start(&mut self, now: Nanos, flow: FlowSpec<'_>) {
+        let Some(transmit) = self.transmit(&flow) else { return };
         if flow.notify_sent {
             self.timeline.push(now + transmit, FlowEvent::Sent(flow.tag));
         }
         self.timeline.push(now + transmit + flow.latency, FlowEvent::Delivered(flow.tag));
+    }
+
+    /// Every flow is timed alone here anyway.
+    fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, _memo: &mut Option<u32>) -> Option<Nanos> {
+        let transmit = self.transmit(flow)?;
+        Some(at + transmit)
     }
 
     fn next_time(&mut self) -> Option<Nanos> {

@@ -26,7 +26,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{FlowEvent, FlowSpec, NetworkModel, Timeline};
+use super::{completion_tolerance, time_to_finish, FlowEvent, FlowSpec, NetworkModel, Timeline};
 use crate::topology::LinkId;
 use crate::units::Nanos;
 
@@ -263,7 +263,7 @@ impl MaxMinFair {
             for &(l, w) in &class.links {
                 self.link_bytes[l] += w * n * step;
             }
-            due |= class.flows.peek().is_some_and(|h| h.0.finish - class.served <= 0.0);
+            due |= class.flows.peek().is_some_and(|h| h.0.finish - class.served <= completion_tolerance(class.served));
         }
         self.due_now = due;
         self.now = to;
@@ -352,8 +352,12 @@ impl MaxMinFair {
     /// progressive filling's one round, with its arithmetic: the lower of its cap and its
     /// links' capacities over its load on them.
     fn fill_alone(&mut self, c: usize) {
-        let class = &mut self.classes[c];
-        let n = class.count as f64;
+        self.classes[c].rate = self.alone_rate(c, self.classes[c].count as f64);
+    }
+
+    /// The rate of each of `n` flows of class `c` alone in its component.
+    fn alone_rate(&self, c: usize, n: f64) -> f64 {
+        let class = &self.classes[c];
         let mut share = f64::INFINITY;
         for &(l, w) in &class.links {
             // As `fill` does (loads summed from 0.0, shares of loaded links only).
@@ -362,7 +366,11 @@ impl MaxMinFair {
                 share = share.min(self.caps[l] / load);
             }
         }
-        class.rate = if class.cap <= share { class.cap } else { share };
+        if class.cap <= share {
+            class.cap
+        } else {
+            share
+        }
     }
 
     /// Breadth-first from the links in `touched` (and the classes in `component`): adds
@@ -514,7 +522,7 @@ impl NetworkModel for MaxMinFair {
         let class = &mut self.classes[c];
         class.count += 1;
         let finish = class.served + flow.bytes.max(0.0);
-        self.due_now |= finish - class.served <= 0.0;
+        self.due_now |= finish - class.served <= completion_tolerance(class.served);
         if let Some((at, f, g)) = class.joinable {
             let group = &mut self.groups[g as usize];
             if at == now
@@ -532,6 +540,41 @@ impl NetworkModel for MaxMinFair {
         class.flows.push(Reverse(Pending { finish, seq: self.seq, group: g }));
     }
 
+    /// The flow joins its class as [`NetworkModel::start`] would, alone: its rate is the
+    /// one the refilling gives a class alone in its component, its bytes are served at it
+    /// until the first whole nanosecond by which they are all served (when the event would
+    /// come), and the class and its links are credited with them. The class keeps what it
+    /// was served, so a later flow of it finishes as it would have. `memo` keeps the class.
+    fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, memo: &mut Option<u32>) -> Option<Nanos> {
+        if flow.links.is_empty() || self.instant_links {
+            return None;
+        }
+        let c = match *memo {
+            Some(c) if self.classes[c as usize].key == flow.links && self.classes[c as usize].cap == flow.rate_cap => {
+                c as usize
+            }
+            _ => self.class_of(flow.links, flow.rate_cap),
+        };
+        *memo = Some(c as u32);
+        if self.classes[c].count > 0 {
+            return None; // the caller's guarantee does not hold
+        }
+        let rate = self.alone_rate(c, 1.0);
+        let class = &mut self.classes[c];
+        let finish = class.served + flow.bytes.max(0.0);
+        let left = finish - class.served;
+        if left > completion_tolerance(class.served) && rate <= 0.0 {
+            return None;
+        }
+        let transfer = time_to_finish(left, rate, class.served);
+        let step = rate * transfer as f64;
+        class.served += step;
+        for &(l, w) in &class.links {
+            self.link_bytes[l] += w * 1.0 * step;
+        }
+        Some(at + transfer)
+    }
+
     fn next_time(&mut self) -> Option<Nanos> {
         if let Some(t) = self.next_cache {
             return t;
@@ -544,10 +587,10 @@ impl NetworkModel for MaxMinFair {
             let class = &self.classes[c];
             let head = class.flows.peek().expect("active classes have flows").0;
             let left = head.finish - class.served;
-            if left > 0.0 && class.rate <= 0.0 {
+            if left > completion_tolerance(class.served) && class.rate <= 0.0 {
                 continue; // on a link that is down: never, unless its capacity returns
             }
-            let t = if left <= 0.0 { self.now } else { self.now + (left / class.rate).ceil() as Nanos };
+            let t = self.now + time_to_finish(left, class.rate, class.served);
             next = Some(next.map_or(t, |n: Nanos| n.min(t)));
         }
         self.next_cache = Some(next);
@@ -571,7 +614,7 @@ impl NetworkModel for MaxMinFair {
         for i in 0..self.active.len() {
             let c = self.active[i];
             let class = &mut self.classes[c];
-            let tolerance = 1e-6 + 1e-12 * class.served.abs();
+            let tolerance = completion_tolerance(class.served);
             let mut popped = false;
             while let Some(head) = class.flows.peek() {
                 if head.0.finish > class.served + tolerance {

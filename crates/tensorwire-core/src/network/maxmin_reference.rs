@@ -250,8 +250,7 @@ impl NetworkModel for ReferenceMaxMin {
         for &c in &self.active {
             let class = &self.classes[c];
             let head = class.flows.peek().expect("active classes have flows").0;
-            let left = head.finish - class.served;
-            let t = if left <= 0.0 { self.now } else { self.now + (left / class.rate).ceil() as Nanos };
+            let t = self.now + super::time_to_finish(head.finish - class.served, class.rate, class.served);
             next = Some(next.map_or(t, |n: Nanos| n.min(t)));
         }
         next
@@ -262,7 +261,7 @@ impl NetworkModel for ReferenceMaxMin {
         let mut emptied = false;
         for &c in &self.active {
             let class = &mut self.classes[c];
-            let tolerance = 1e-6 + 1e-12 * class.served.abs();
+            let tolerance = super::completion_tolerance(class.served);
             while let Some(head) = class.flows.peek() {
                 if head.0.finish > class.served + tolerance {
                     break;

@@ -63,6 +63,17 @@ pub trait NetworkModel {
     fn next_time_by(&mut self, limit: Option<Nanos>) -> Option<Nanos> {
         self.next_time().filter(|&t| limit.is_none_or(|l| t <= l))
     }
+    /// Times a flow that nothing else shares a link with from `at` until its last byte
+    /// has left (the caller guarantees it: see `engine/lanes.rs`), without an event: its
+    /// bytes are counted on its links and the time its last byte leaves is returned, as
+    /// [`NetworkModel::start`] and the events after it would have found. `at` may be ahead
+    /// of the model's clock: only the flow's own links are touched. `memo` is the caller's
+    /// per path (start with `None`): the model may keep what it found about the path there
+    /// to find it faster next time. `None`: the model has no such shortcut, or the flow
+    /// would never arrive (a link on its path is down).
+    fn time_alone(&mut self, _at: Nanos, _flow: &FlowSpec<'_>, _memo: &mut Option<u32>) -> Option<Nanos> {
+        None
+    }
     /// Advances to `now` (at most [`NetworkModel::next_time`]) and appends the events due by then,
     /// in a deterministic order.
     fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>);
@@ -108,6 +119,27 @@ impl ModelKind {
             #[cfg(test)]
             ModelKind::FlowReference => Box::new(ReferenceMaxMin::new(capacities)),
         }
+    }
+}
+
+/// Bytes by which what a flow model has served a flow may fall short of its size and the
+/// flow still count as finished: the float error of summing `rate x dt` over many
+/// instants (1e-6 bytes, plus 1e-12 of what was served).
+pub(crate) fn completion_tolerance(served: f64) -> f64 {
+    1e-6 + 1e-12 * served.abs()
+}
+
+/// Whole nanoseconds until a flow with `left` bytes to go at `rate` bytes/ns counts as
+/// finished (within [`completion_tolerance`] of `served`): the first instant a flow
+/// model's `advance` finishes it, so the time does not depend on whether anything else
+/// happens in the network meanwhile (an event one nanosecond earlier would otherwise
+/// finish a flow whose last fraction of a byte is within the tolerance).
+pub(crate) fn time_to_finish(left: f64, rate: f64, served: f64) -> Nanos {
+    let short = left - completion_tolerance(served);
+    if short <= 0.0 {
+        0
+    } else {
+        (short / rate).ceil() as Nanos
     }
 }
 

@@ -46,7 +46,9 @@ def simulate(
     The first iteration is warm-up when there are several. ``stragglers`` is ``none``,
     ``normal`` (``spread`` = coefficient of variation), ``lognormal`` (``spread`` = sigma)
     or ``fixed`` (``slowdowns`` = one compute multiplier per worker); draws are seeded.
-    ``fold=False`` disables the symmetric shortcut (same answer, slower; for checking).
+    ``fold=False`` disables the shortcuts (folding ranks that behave alike; timing a
+    collective whose messages each have links of their own by its step recurrence): the
+    same answer, slower; for checking.
     ``max_flows`` stops a run that would need more flows than that with an ``InputError``
     (field ``max_flows``) instead of running for hours or out of memory; ``progress`` is
     called every 65,536 events with a :class:`Progress` and stops the run (``InputError``,
@@ -84,6 +86,7 @@ def simulate(
         spread=float(spread),
         slowdowns=list(slowdowns) if slowdowns is not None else None,
         allow_folding=fold,
+        allow_lanes=fold,
         timeline=timeline,
         max_flows=max_flows,
         progress=report,
@@ -148,8 +151,8 @@ def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, fl
 @dataclass(frozen=True)
 class Job:
     """One job of :func:`simulate_jobs`: a workload on ``workers`` ranks under ``strategy``;
-    ``hosts`` pins its ranks to fabric hosts, one per rank (default: the run's placement
-    decides). ``name`` is unique in a run."""
+    ``hosts`` pins its ranks to fabric hosts, one per rank, then one per parameter server
+    (default: the run's placement decides). ``name`` is unique in a run."""
 
     name: str
     workload: Workload
@@ -163,6 +166,17 @@ class Job:
         if self.hosts is not None and not all(isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in self.hosts):
             raise InputError("jobs.hosts", f"{list(self.hosts)!r}: hosts are numbered 0, 1, ... (integers >= 0)")
 
+    @property
+    def hosts_needed(self) -> int:
+        """Fabric hosts the job takes: one per worker and one per parameter server.
+
+        >>> import tensorwire as tw
+        >>> tw.Job("a", tw.load_model("resnet50"), 16, "ps:num_ps=4").hosts_needed
+        20
+        """
+        strategy = self.strategy if isinstance(self.strategy, Strategy) else Strategy(self.strategy)
+        return self.workers + strategy.servers
+
 
 def simulate_jobs(
     jobs: Sequence[Job],
@@ -175,17 +189,17 @@ def simulate_jobs(
 ) -> list[Result]:
     """Simulates several jobs sharing one fabric; one :class:`Result` per job.
 
-    ``cluster.workers`` is the number of hosts of the fabric (at least the jobs' workers
-    together, else ``InputError`` field ``workers``); its topology, rates, latency, network
-    model and ``placement`` apply to all jobs: a job's ``hosts`` where given, the others in
+    ``cluster.workers`` is the number of hosts of the fabric (at least the jobs' workers and
+    parameter servers together, else ``InputError`` field ``workers``); its topology, rates,
+    latency, network model and ``placement`` apply to all jobs: a job's ``hosts`` where given, the others in
     the placement's order: ``packed`` gives job 0 the first free hosts, job 1 the next;
     ``spread`` interleaves them over leaves and machines; ``random`` shuffles (seeded). Two
     jobs of one name, hosts outside the fabric or given twice are refused, naming
     ``jobs[i].name`` or ``jobs[i].hosts``. Jobs sharing a fabric are never
-    folded; a job's ``link_utilization`` is the whole fabric's. All-reduce strategies run as
-    DDP does (one all-reduce per tensor, one at a time) and the sharded ones as always;
-    parameter servers and scheduling options are refused. A failure timed after the last
-    job ended is refused as in :func:`simulate`.
+    folded; a job's ``link_utilization`` is the whole fabric's. Every strategy runs as it
+    does alone, with all its options; a parameter-server job's servers take hosts of their
+    own after its workers' (:attr:`Job.hosts_needed`). A failure timed after the last job
+    ended is refused as in :func:`simulate`.
 
     >>> import tensorwire as tw
     >>> w = tw.load_model("resnet50")

@@ -48,6 +48,15 @@ class Strategy:
         """The strategy name, before any options."""
         return self.spec.split(":", 1)[0]
 
+    @property
+    def servers(self) -> int:
+        """Parameter servers it runs, each on a host of its own (0 for the other strategies).
+
+        >>> Strategy("ps:num_ps=4").servers, Strategy("ring").servers
+        (4, 0)
+        """
+        return _core.strategy_servers(self.spec)
+
     def __str__(self) -> str:
         return self.spec
 

@@ -134,7 +134,7 @@ fn progress_hook(callback: PyObject) -> ProgressHook {
     workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
     seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
     slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false, max_flows = None,
-    progress = None, dtype_bytes = 4, failures = None, collective = "allreduce"
+    progress = None, dtype_bytes = 4, failures = None, collective = "allreduce", allow_lanes = true
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -161,6 +161,7 @@ fn simulate<'py>(
     dtype_bytes: u32,
     failures: Option<Vec<(String, f64, f64)>>,
     collective: &str,
+    allow_lanes: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let build = || -> Result<Scenario, Error> {
         if workers < 1 {
@@ -190,6 +191,7 @@ fn simulate<'py>(
         sc.variability = variability_from(stragglers, spread, slowdowns)?;
         sc.rank_to_host = rank_to_host;
         sc.allow_folding = allow_folding;
+        sc.allow_lanes = allow_lanes;
         sc.record_timeline = timeline;
         sc.max_flows = max_flows;
         sc.progress = progress.map(progress_hook);
@@ -274,20 +276,24 @@ fn simulate_jobs<'py>(
     Ok(out)
 }
 
-/// The hosts of each job's ranks on a fabric of `hosts` hosts (`simulate_jobs` places them
-/// so): `jobs` as (name, workers, fixed hosts or None), `kind` the placement of the others.
+/// The hosts of each job's ranks, then of its parameter servers, on a fabric of `hosts`
+/// hosts (`simulate_jobs` places them so): `jobs` as (name, workers, strategy spec, fixed
+/// hosts or None), `kind` the placement of the others.
 #[pyfunction]
 #[pyo3(signature = (topology, hosts, jobs, kind = "packed", seed = 0))]
 fn place_jobs(
     topology: &str,
     hosts: usize,
-    jobs: Vec<(String, usize, Option<Vec<usize>>)>,
+    jobs: Vec<(String, usize, String, Option<Vec<usize>>)>,
     kind: &str,
     seed: u64,
 ) -> PyResult<Vec<Vec<usize>>> {
     guarded(|| {
-        let seats: Vec<JobSeat<'_>> =
-            jobs.iter().map(|(name, workers, h)| JobSeat { name, workers: *workers, hosts: h.as_deref() }).collect();
+        let mut seats: Vec<JobSeat<'_>> = Vec::with_capacity(jobs.len());
+        for (i, (name, workers, strategy, h)) in jobs.iter().enumerate() {
+            let servers = Strategy::parse(strategy).map_err(|e| e.within(&format!("jobs[{i}]")))?.servers();
+            seats.push(JobSeat { name, workers: *workers, servers, hosts: h.as_deref() });
+        }
         tensorwire_core::place_jobs(&TopologySpec::parse(topology)?, hosts, kind, seed, &seats)
     })
 }
@@ -296,6 +302,12 @@ fn place_jobs(
 #[pyfunction]
 fn check_strategy(spec: &str) -> PyResult<String> {
     guarded(|| Strategy::parse(spec).map(|s| s.spec))
+}
+
+/// Parameter servers a strategy spec runs on hosts of their own (0 for the others).
+#[pyfunction]
+fn strategy_servers(spec: &str) -> PyResult<usize> {
+    guarded(|| Strategy::parse(spec).map(|s| s.servers()))
 }
 
 /// Validates a topology spec; returns its builder name.
@@ -648,6 +660,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(placement, m)?)?;
     m.add_function(wrap_pyfunction!(place_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(strategy_servers, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;

@@ -68,7 +68,7 @@ def seat_jobs(listed: list[Job], fixed: dict[str, list[int]], hosts: int, topolo
     """The jobs with every rank on a host (``--place`` where given, else the placement's
     order), so that each job alone runs on exactly the hosts it had together. The core's
     errors about a job's hosts (``jobs[i].hosts``) are about ``--place`` here."""
-    seats = [(j.name, j.workers, fixed.get(j.name)) for j in listed]
+    seats = [(j.name, j.workers, str(j.strategy), fixed.get(j.name)) for j in listed]
     try:
         seated = _core.place_jobs(topology, hosts, seats, placement, seed % 2**64)
     except InputError as e:
@@ -83,10 +83,10 @@ def seat_jobs(listed: list[Job], fixed: dict[str, list[int]], hosts: int, topolo
 @click.option("--job", "job_specs", multiple=True, required=True, metavar="NAME:MODEL:WORKERS:STRATEGY",
               help="A job on the fabric; repeat for several, e.g. --job a:resnet50:16:ring --job b:vgg16:16:zero2.")
 @click.option("--place", "places", multiple=True, metavar="NAME=HOSTS",
-              help="Job NAME's ranks on these hosts, one per worker, e.g. a=0-7 or b=8,10,12,14; repeatable. "
+              help="Job NAME's ranks on these hosts, one per worker then one per parameter server, e.g. a=0-7 or b=8,10,12,14; repeatable. "
               "The other jobs take free hosts in --placement order.")
 @click.option("--workers", "-n", "hosts", type=int, default=None,
-              help="Hosts of the fabric (default: the jobs' workers together, or up to the highest --place host).")
+              help="Hosts of the fabric (default: the jobs' workers and parameter servers together, or up to the highest --place host).")
 @options.bandwidth
 @options.network_options
 @click.option("--gpu", default=None, help="Device whose measurements (zoo) or profile (LLMs) the jobs use.")
@@ -119,7 +119,7 @@ def jobs(
     """
     listed = [parse_job(s, gpu) for s in job_specs]
     fixed = fixed_hosts(places, listed)
-    fabric_hosts = hosts if hosts is not None else max([sum(j.workers for j in listed)] + [max(h) + 1 for h in fixed.values()])
+    fabric_hosts = hosts if hosts is not None else max([sum(j.hosts_needed for j in listed)] + [max(h) + 1 for h in fixed.values()])
     if bandwidth is None:
         raise click.UsageError("Missing option '--bandwidth'.")
     cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, placement=placement)

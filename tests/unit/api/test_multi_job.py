@@ -17,6 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 FABRIC = "leaf-spine:hosts_per_leaf=2,spines=1,uplink=8Gbps"
+LEAVES = ("-b", "8Gbps", "--topology", "leaf-spine:hosts_per_leaf=4,spines=1,uplink=8Gbps", "--iterations", "2")
 
 
 def test_two_jobs_on_one_bottleneck_each_get_half_the_rate() -> None:
@@ -47,8 +48,29 @@ def test_bad_jobs_name_the_field() -> None:
     assert e.value.args == ("workers", "the fabric has 8 hosts but the jobs need 12 workers (a 6, b 6); "
                                        "give at least 12 hosts, or smaller jobs")
     with pytest.raises(tw.InputError) as e:
-        tw.simulate_jobs([tw.Job("a", w, 2, "ps")], tw.Cluster(8, "25Gbps"))
-    assert e.value.args[0] == "jobs[0].strategy"
+        tw.simulate_jobs([tw.Job("a", w, 2, "ps+ina:switch_memory=1MB,credit=1MB")], tw.Cluster(8, "25Gbps"))
+    assert e.value.args[0] == "jobs[0].strategy.credit"
+
+
+def test_a_parameter_server_job_takes_a_host_per_server() -> None:
+    w = tw.load_model("resnet50")
+    ps = tw.Job("ps", w, 4, "ps:num_ps=2")
+    assert ps.hosts_needed == 6
+    (r,) = tw.simulate_jobs([ps], tw.Cluster(6, "25Gbps"))
+    assert r.completions_s == tw.simulate(w, tw.Cluster(4, "25Gbps"), "ps:num_ps=2", fold=False).completions_s
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate_jobs([ps, tw.Job("b", w, 4, "ring")], tw.Cluster(8, "25Gbps"))
+    assert e.value.args == ("workers", "the fabric has 8 hosts but the jobs need 10 hosts (ps 4 workers + 2 servers, "
+                                       "b 4 workers); give at least 10 hosts, or smaller jobs")
+
+
+def test_cli_runs_a_parameter_server_job_beside_a_ring_job() -> None:
+    p = run("jobs", "--job", "ps:resnet50:4:ps:num_ps=2", "--job", "b:resnet50:4:ring:schedule=priority", *LEAVES, "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    # Fabric hosts default to what the jobs take: 4 + 2 for ps (servers last), 4 for b.
+    assert [(r["job"], r["hosts"]) for r in rows] == [("ps", [0, 1, 2, 3, 4, 5]), ("b", [6, 7, 8, 9])]
+    assert all(r["slowdown"] >= 1.0 for r in rows)
 
 
 def test_cli_prints_each_job_beside_itself_alone() -> None:
@@ -107,7 +129,6 @@ def test_parse_place_reads_hosts_and_ranges() -> None:
         assert e.value.args[0] == "place"
 
 
-LEAVES = ("-b", "8Gbps", "--topology", "leaf-spine:hosts_per_leaf=4,spines=1,uplink=8Gbps", "--iterations", "2")
 
 
 def test_cli_place_pins_a_job_and_the_others_take_free_hosts() -> None:

@@ -86,6 +86,12 @@ pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
     fn neighbours_only(&self) -> bool {
         false
     }
+    /// The one rank that `rank` sends every message to, one message per step, if there is
+    /// such a rank (a ring's successor); lets the engine time a collective whose messages
+    /// have links of their own without events (`engine/lanes.rs`). Default: none.
+    fn fixed_peer(&self, _rank: usize, _n: usize) -> Option<usize> {
+        None
+    }
     /// Per digit of a mixed-radix rank layout (radices innermost first, product `n`; see
     /// `Topology::layout`): whether translating that digit by +1 modulo its radix (no
     /// carry) maps what every rank does onto what the translated rank does: the same

@@ -49,6 +49,10 @@ impl StepSchedule for Ring {
         true
     }
 
+    fn fixed_peer(&self, rank: usize, n: usize) -> Option<usize> {
+        (n > 1).then(|| (rank + 1) % n)
+    }
+
     /// A rotation of the ring: the top digit of any layout (see [`super::cyclic_shift_digits`]).
     fn invariant_digits(&self, _n: usize, layout: &[usize]) -> Vec<bool> {
         super::cyclic_shift_digits(layout)

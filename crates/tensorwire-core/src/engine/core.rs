@@ -69,6 +69,8 @@ pub(crate) struct Core {
     /// Scratch: the physical links of a folded message.
     physical: Vec<LinkId>,
     pub flows_started: u64,
+    /// Of those, the ones timed without events ([`Core::time_alone`]).
+    pub flows_alone: u64,
     /// The job whose messages start now (multi-job runs share one core; 0 otherwise).
     pub job: usize,
     /// Per job: rank 0's host and what it sent (the job's report is about it).
@@ -85,6 +87,11 @@ pub(crate) struct Core {
     pub ordered_pairs: bool,
     /// Per busy pair: the messages waiting for it, in order.
     waiting: HashMap<(usize, usize), VecDeque<Queued>>,
+    /// Spans of the watched host's messages timed alone, not yet in its busy time.
+    alone_busy: Vec<(Nanos, Nanos)>,
+    /// Protocols' wake-ups: (time, order, job, user).
+    timers: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, u64, usize, u64)>>,
+    timer_seq: u64,
 }
 
 /// What one job's rank 0 host did: its messages in flight and the time it had any,
@@ -139,6 +146,7 @@ impl Core {
             route: Vec::new(),
             physical: Vec::new(),
             flows_started: 0,
+            flows_alone: 0,
             job: 0,
             watch: vec![Watch { host: watched_host, ..Watch::default() }],
             recorded: None,
@@ -146,6 +154,9 @@ impl Core {
             failures: Default::default(),
             ordered_pairs: false,
             waiting: HashMap::new(),
+            alone_busy: Vec::new(),
+            timers: Default::default(),
+            timer_seq: 0,
         }
     }
 
@@ -178,12 +189,18 @@ impl Core {
         notify_sent: bool,
         pair: Option<(usize, usize)>,
     ) {
+        let latency = self.route_links(src, dsts);
+        self.start(src, dsts, bytes, latency + extra, user, notify_sent, pair);
+    }
+
+    /// Routes a message from host `src` to the hosts `dsts` into `self.links` (with the
+    /// folding weights); returns its path latency, ns.
+    fn route_links(&mut self, src: usize, dsts: &[usize]) -> Nanos {
         self.links.clear();
         let mut latency = 0;
         if self.link_fold.is_some() {
             self.fold_route(src, dsts, &mut latency);
-            self.start(src, dsts, bytes, latency + extra, user, notify_sent, pair);
-            return;
+            return latency;
         }
         // Folded multicast (an all-gather by multicast on a star): the representative uses
         // one destination's downlink, shared by the images of every sender multicasting
@@ -208,7 +225,14 @@ impl Core {
                 self.links.push((l, weight));
             }
         }
-        self.start(src, dsts, bytes, latency + extra, user, notify_sent, pair);
+        latency
+    }
+
+    /// The links (with folding weights) and path latency (ns) of a message from host `src`
+    /// to the hosts `dsts`, as [`Core::send`] routes it.
+    pub fn path(&mut self, src: usize, dsts: &[usize]) -> (Vec<(LinkId, u32)>, Nanos) {
+        let latency = self.route_links(src, dsts);
+        (self.links.clone(), latency)
     }
 
     /// Digit folding: the links of the message's route (the union over its destinations)
@@ -285,11 +309,15 @@ impl Core {
     /// `self.links`: all of it, or with pipelined segments what its transfer at the path's
     /// free rate (the slowest link's share, the copy cap) does not hide.
     fn overhead_of(&self, bytes: f64) -> Nanos {
+        self.overhead_over(&self.links, bytes)
+    }
+
+    /// [`Core::overhead_of`] for a message over `links`.
+    fn overhead_over(&self, links: &[(LinkId, u32)], bytes: f64) -> Nanos {
         if !self.pipelined_segments || self.overhead == 0 {
             return self.overhead;
         }
-        let rate = self
-            .links
+        let rate = links
             .iter()
             .map(|&(l, weight)| self.topo.links()[l].bytes_per_ns / f64::from(weight))
             .fold(self.copy_cap, f64::min);
@@ -299,6 +327,89 @@ impl Core {
         } else {
             self.overhead - transfer as Nanos
         }
+    }
+
+    /// Times a message that has its links to itself (see `lanes.rs`) without an event:
+    /// sent at `at` from host `src` to the hosts `dsts` over `links` (path latency
+    /// `latency`), it is counted as [`Core::send`] would count it (flows, rank 0's bytes and
+    /// busy time, link bytes); returns when it is delivered. `memo`: the network model's,
+    /// per path ([`NetworkModel::time_alone`]). `None`: the network model has no such
+    /// shortcut.
+    ///
+    /// [`NetworkModel::time_alone`]: crate::network::NetworkModel::time_alone
+    #[allow(clippy::too_many_arguments)]
+    pub fn time_alone(
+        &mut self,
+        at: Nanos,
+        src: usize,
+        dsts: &[usize],
+        links: &[(LinkId, u32)],
+        latency: Nanos,
+        bytes: f64,
+        extra: Nanos,
+        memo: &mut Option<u32>,
+    ) -> Option<Nanos> {
+        let latency = latency + extra + self.overhead_over(links, bytes);
+        let flow = FlowSpec { links, bytes, latency, rate_cap: self.copy_cap, tag: 0, notify_sent: false };
+        let delivered = self.net.time_alone(at, &flow, memo)? + latency;
+        self.flows_started += 1;
+        self.flows_alone += 1;
+        let w = &mut self.watch[self.job];
+        w.flows += 1;
+        if src == w.host {
+            w.sent += bytes;
+        }
+        if src == w.host || dsts.contains(&w.host) {
+            self.alone_busy.push((at, delivered));
+        }
+        Some(delivered)
+    }
+
+    /// Adds the time the watched host had messages timed by [`Core::time_alone`] in flight
+    /// to its busy time (the union of their spans). Call once those messages are all timed
+    /// and before anyone asks for the busy time past their start.
+    pub fn settle_alone(&mut self) {
+        let mut spans = std::mem::take(&mut self.alone_busy);
+        spans.sort_unstable();
+        let w = &mut self.watch[self.job];
+        let mut open: Option<(Nanos, Nanos)> = None;
+        for &(start, end) in &spans {
+            match open {
+                Some((s, e)) if start <= e => open = Some((s, e.max(end))),
+                _ => {
+                    if let Some((s, e)) = open {
+                        w.total += e - s;
+                    }
+                    open = Some((start, end));
+                }
+            }
+        }
+        if let Some((s, e)) = open {
+            w.total += e - s;
+        }
+        spans.clear();
+        self.alone_busy = spans;
+    }
+
+    /// Hands `user` back to the current job's protocol ([`Protocol::on_timer`]) at `at`.
+    pub fn wake_at(&mut self, at: Nanos, user: u64) {
+        self.timer_seq += 1;
+        self.timers.push(std::cmp::Reverse((at, self.timer_seq, self.job, user)));
+    }
+
+    /// When the next timer is due.
+    pub fn next_timer(&self) -> Option<Nanos> {
+        self.timers.peek().map(|t| t.0 .0)
+    }
+
+    /// The next timer due by `now`: (job, user).
+    pub fn pop_timer(&mut self, now: Nanos) -> Option<(usize, u64)> {
+        if self.next_timer()? > now {
+            return None;
+        }
+        let std::cmp::Reverse((_, _, job, user)) = self.timers.pop()?;
+        self.job = job;
+        Some((job, user))
     }
 
     /// Resolves a network tag to the protocol's tag (`None`: an event the protocol did not
@@ -386,4 +497,6 @@ pub(crate) trait Protocol {
     fn start_op(&mut self, core: &mut Core, rank: usize, op: u64, tasks: &[TaskRef], bytes: u64);
     /// A flow the protocol started was sent (`delivered == false`) or delivered.
     fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool);
+    /// A wake-up the protocol asked for ([`Core::wake_at`]) is due.
+    fn on_timer(&mut self, _core: &mut Core, _user: u64) {}
 }

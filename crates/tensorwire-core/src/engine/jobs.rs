@@ -1,23 +1,23 @@
 //! Several jobs on one fabric: each its own workload, workers and strategy, placed on the
 //! fabric's hosts, sharing its links (max-min), each with its own report.
 //!
-//! Every job runs as a stream program (`program.rs`) on one shared core, with one event
-//! loop handing each flow event to the job that started the flow ([`program::drive`]):
-//! sharded strategies as they always run, all-reduce strategies as DDP runs them (after
-//! each layer's backward pass one all-reduce per gradient tensor, one at a time in order,
-//! the next forward pass after the last; the same timing as the gradient scheduler's
-//! default, tested). Parameter servers and the scheduler's options (partition, priority,
-//! credit, fusion, partial, dispatch, streams) are refused in multi-job runs. Jobs sharing
-//! a fabric are never folded. A job's report is about its own ranks (iteration time, rank
-//! 0's communication, bytes, flows); link utilisation is the whole fabric's.
+//! Every job runs on one shared core as it would alone, with one event loop handing each
+//! flow event to the job that started the flow (`driver::drive`): sharded strategies as
+//! stream programs (`program.rs`), all-reduce and parameter-server strategies in the
+//! gradient-scheduling engine with all their options. A parameter-server job's servers
+//! take hosts of the fabric of their own, after its workers' (`JobSeat::servers`). Jobs
+//! sharing a fabric are never folded. A job's report is about its own ranks (iteration
+//! time, rank 0's communication, bytes, flows); link utilisation is the whole fabric's.
 
 use super::core::Core;
-use super::program::{self, Instr, Program, Runner};
+use super::driver::{self, Driven};
+use super::program::Runner;
 use super::step::{StepCollective, StepSettings};
-use super::{allreduce_schedule, build_core, build_report, sharded, variability, Scenario};
+use super::{
+    allreduce_schedule, build_core, check_on_fabric, sharded, variability, Engine, Folding, JobHosts, Scenario,
+};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
-use crate::sched::Policy;
 use crate::strategy::{Family, Stage, Strategy};
 use crate::topology::{placement, TopologySpec};
 use crate::units::seconds_to_nanos;
@@ -34,7 +34,8 @@ pub struct Job {
     pub workers: usize,
     /// How it synchronises.
     pub strategy: Strategy,
-    /// Hosts of its ranks, if fixed; `None`: the run's placement decides.
+    /// Hosts of its ranks, then of its parameter servers, if fixed; `None`: the run's
+    /// placement decides.
     pub hosts: Option<Vec<usize>>,
 }
 
@@ -45,13 +46,22 @@ pub struct JobSeat<'a> {
     pub name: &'a str,
     /// Its ranks.
     pub workers: usize,
-    /// Hosts of its ranks, if fixed (one per rank).
+    /// Its parameter servers, each on a host of its own (0 for the other strategies).
+    pub servers: usize,
+    /// Hosts of its ranks, then of its servers, if fixed (one each).
     pub hosts: Option<&'a [usize]>,
+}
+
+impl JobSeat<'_> {
+    /// Hosts the job takes: one per rank and one per server.
+    pub fn hosts_needed(&self) -> usize {
+        self.workers + self.servers
+    }
 }
 
 impl<'a> From<&'a Job> for JobSeat<'a> {
     fn from(job: &'a Job) -> Self {
-        JobSeat { name: &job.name, workers: job.workers, hosts: job.hosts.as_deref() }
+        JobSeat { name: &job.name, workers: job.workers, servers: job.strategy.servers(), hosts: job.hosts.as_deref() }
     }
 }
 
@@ -102,7 +112,7 @@ pub fn place_jobs(
         .iter()
         .map(|job| match job.hosts {
             Some(h) => h.to_vec(),
-            None => free.by_ref().take(job.workers).collect(),
+            None => free.by_ref().take(job.hosts_needed()).collect(),
         })
         .collect())
 }
@@ -125,25 +135,35 @@ fn check_seats(jobs: &[JobSeat<'_>], hosts: usize) -> Result<()> {
         if job.workers < 1 {
             return Err(Error::invalid(format!("jobs[{i}].workers"), "0 is not allowed; need at least 1"));
         }
-        if let Some(h) = job.hosts.filter(|h| h.len() != job.workers) {
-            return Err(Error::invalid(
-                format!("jobs[{i}].hosts"),
-                format!(
-                    "job {:?} gives {} hosts for {} workers; give one host per worker",
-                    job.name,
-                    h.len(),
+        if let Some(h) = job.hosts.filter(|h| h.len() != job.hosts_needed()) {
+            let (given, name) = (h.len(), job.name);
+            let why = match job.servers {
+                0 => format!("job {name:?} gives {given} hosts for {} workers; give one host per worker", job.workers),
+                p => format!(
+                    "job {name:?} gives {given} hosts for {} workers and {p} servers; give one host per worker, then one per server",
                     job.workers
                 ),
-            ));
+            };
+            return Err(Error::invalid(format!("jobs[{i}].hosts"), why));
         }
     }
-    let needed: usize = jobs.iter().map(|j| j.workers).sum();
+    let needed: usize = jobs.iter().map(JobSeat::hosts_needed).sum();
     if needed > hosts {
-        let each: Vec<String> = jobs.iter().map(|j| format!("{} {}", j.name, j.workers)).collect();
+        // "workers" while no job has servers; "hosts" (workers + servers) once one has.
+        let servers = jobs.iter().any(|j| j.servers > 0);
+        let each: Vec<String> = jobs
+            .iter()
+            .map(|j| match (servers, j.servers) {
+                (false, _) => format!("{} {}", j.name, j.workers),
+                (true, 0) => format!("{} {} workers", j.name, j.workers),
+                (true, p) => format!("{} {} workers + {p} servers", j.name, j.workers),
+            })
+            .collect();
+        let unit = if servers { "hosts" } else { "workers" };
         return Err(Error::invalid(
             "workers",
             format!(
-                "the fabric has {hosts} hosts but the jobs need {needed} workers ({}); give at least {needed} hosts, or smaller jobs",
+                "the fabric has {hosts} hosts but the jobs need {needed} {unit} ({}); give at least {needed} hosts, or smaller jobs",
                 each.join(", ")
             ),
         ));
@@ -161,30 +181,29 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
     let hosts_of = place_jobs(&fabric.topology, fabric.workers, placement_kind, fabric.seed, &seats)?;
     let latency = seconds_to_nanos("latency", fabric.latency)?;
     let topo = fabric.topology.build(fabric.workers, 0, fabric.bandwidth, latency);
-    let mut placed = Vec::with_capacity(jobs.len());
-    for (i, (job, hosts_of_job)) in jobs.iter().zip(hosts_of).enumerate() {
-        placed.push((job_scenario(fabric, job, i)?, hosts_of_job));
-    }
+    let placed: Vec<(Scenario, Vec<usize>)> = jobs
+        .iter()
+        .zip(hosts_of)
+        .enumerate()
+        .map(|(i, (job, hosts))| Ok((job_scenario(fabric, job, i)?, hosts)))
+        .collect::<Result<_>>()?;
     let mut core: Core = build_core(fabric, topo, false)?;
     core.set_first_job_host(placed[0].1[0]);
-    let mut runners = Vec::with_capacity(jobs.len());
-    for (i, (sc, hosts_of_job)) in placed.iter().enumerate() {
+    let mut sims: Vec<Box<dyn Driven + '_>> = Vec::with_capacity(jobs.len());
+    for (i, (sc, hosts)) in placed.iter().enumerate() {
         if i > 0 {
-            core.add_job(hosts_of_job[0]);
+            core.add_job(hosts[0]);
         }
-        let (program, exec) = job_program(sc, &core, i)?;
-        let sampler = variability::Sampler::new(sc.variability.clone(), sc.workers, fabric.seed.wrapping_add(i as u64));
-        runners.push(Runner::new(sc, program, sc.workers, i, exec.with_hosts(hosts_of_job.clone()), sampler));
+        sims.push(job_sim(sc, &mut core, i, hosts).map_err(|e| in_job(e, i))?);
     }
-    program::drive(fabric, &mut runners, &mut core)?;
-    let measured: Vec<_> = runners.into_iter().map(Runner::into_measured).collect();
-    let reports: Vec<Report> =
-        measured.into_iter().zip(&placed).map(|(m, (sc, _))| build_report(sc, &mut core, m)).collect();
+    let mut each: Vec<&mut dyn Driven> = sims.iter_mut().map(|s| &mut **s as &mut dyn Driven).collect();
+    driver::drive(fabric, &mut each, &mut core)?;
+    let reports: Vec<Report> = sims.iter_mut().map(|s| s.report(&mut core)).collect();
     super::failures::refuse_after_end(fabric, &reports)?;
     Ok(reports)
 }
 
-/// The scenario of job `i` on `fabric`, validated.
+/// The scenario of job `i` on `fabric`, validated (its own seed: the fabric's + `i`).
 fn job_scenario(fabric: &Scenario, job: &Job, i: usize) -> Result<Scenario> {
     let sc = Scenario {
         workload: job.workload.clone(),
@@ -192,57 +211,51 @@ fn job_scenario(fabric: &Scenario, job: &Job, i: usize) -> Result<Scenario> {
         strategy: job.strategy.clone(),
         rank_to_host: None,
         allow_folding: false,
+        allow_lanes: false,
+        seed: fabric.seed.wrapping_add(i as u64),
         ..fabric.clone()
     };
     sc.validate().map_err(|e| e.within(&format!("jobs[{i}]")))?;
     Ok(sc)
 }
 
-/// Job `i`'s program and collective executor.
-fn job_program(sc: &Scenario, core: &Core, i: usize) -> Result<(Program, StepCollective)> {
+/// An error while setting up job `i` names its field within the job (`jobs[i].strategy.credit`),
+/// except the fabric's `topology`, which the job's strategy does not fit.
+fn in_job(e: Error, i: usize) -> Error {
+    match e.field() {
+        "topology" => e,
+        f if f.starts_with("jobs[") => e,
+        _ => e.within(&format!("jobs[{i}]")),
+    }
+}
+
+/// Job `i` of the run as the event loop drives it, its workers (then servers) on `hosts`.
+fn job_sim<'a>(sc: &'a Scenario, core: &mut Core, i: usize, hosts: &[usize]) -> Result<Box<dyn Driven + 'a>> {
     let n = sc.workers;
     let strategy = &sc.strategy;
-    let refuse = |why: &str| Error::invalid(format!("jobs[{i}].strategy"), format!("{}: {why}", strategy.spec));
-    match &strategy.family {
-        Family::Sharded(cfg) => {
-            let group = match cfg.stage {
-                Stage::Hsdp => {
-                    let g = cfg.shard_group.unwrap_or(8.min(n));
-                    sharded::check_group(g, n)?;
-                    g
-                }
-                _ => n,
-            };
-            // A job's ranks are a part of the fabric: its collectives use flat rings
-            // (the fabric's levels describe all of its hosts, not this job's).
-            let topo = crate::topology::TopologySpec::parse("star")?.build(n, 0, 1e9, 0);
-            let schedules = sharded::schedules(cfg, &topo, n, group);
-            let program =
-                sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
-            Ok((program, StepCollective::with_schedules(schedules, settings(sc), n, false, None)))
-        }
-        Family::AllReduce(_) => {
-            let plain = strategy.policy == Policy::Fifo
-                && strategy.partition.is_none()
-                && strategy.fusion.is_none()
-                && strategy.limits.credit_bytes.is_none()
-                && strategy.limits.max_tasks == Some(1)
-                && strategy.partial.is_none()
-                && strategy.dispatch_s == 0.0
-                && !strategy.stream;
-            if !plain {
-                return Err(refuse(
-                    "multi-job runs take all-reduce strategies without partition, schedule, credit, inflight, fusion, partial, dispatch or execution options, and the sharded strategies",
-                ));
+    let sampler = || variability::Sampler::new(sc.variability.clone(), n, sc.seed);
+    if let Family::Sharded(cfg) = &strategy.family {
+        let group = match cfg.stage {
+            Stage::Hsdp => {
+                let g = cfg.shard_group.unwrap_or(8.min(n));
+                sharded::check_group(g, n)?;
+                g
             }
-            let schedule = allreduce_schedule(sc, n, &core.topo)?.expect("an all-reduce has a schedule");
-            let wire = sharded::WireFactors::of(strategy, &sc.workload).grads;
-            Ok((ddp_program(&sc.workload, wire), StepCollective::new(schedule, settings(sc), n, false, None)))
-        }
-        Family::ParameterServer(_) => Err(refuse(
-            "parameter servers cannot share a fabric with other jobs yet; use an all-reduce or sharded strategy",
-        )),
+            _ => n,
+        };
+        // A job's ranks are a part of the fabric: its collectives use flat rings (the
+        // fabric's levels describe all of its hosts, not this job's).
+        let topo = crate::topology::TopologySpec::parse("star")?.build(n, 0, 1e9, 0);
+        let schedules = sharded::schedules(cfg, &topo, n, group);
+        let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
+        let exec =
+            StepCollective::with_schedules(schedules, settings(sc), n, false, None).on_hosts(Some(hosts.to_vec()));
+        return Ok(Box::new(Runner::new(sc, program, n, i, exec, sampler())));
     }
+    check_on_fabric(strategy, &core.topo)?;
+    let schedule = allreduce_schedule(sc, n, &core.topo)?;
+    let hosts = JobHosts { workers: hosts[..n].to_vec(), servers: hosts[n..].to_vec() };
+    Ok(Box::new(Engine::new(sc, core, schedule, Folding::default(), i, Some(hosts))?))
 }
 
 fn settings(sc: &Scenario) -> StepSettings {
@@ -252,22 +265,4 @@ fn settings(sc: &Scenario) -> StepSettings {
         pipeline_bytes: sc.strategy.pipeline_chunk,
         max_pipeline: 256,
     }
-}
-
-/// DDP as a program: forward; backward, with one all-reduce per gradient tensor (in the
-/// order they are produced: layers reversed, a layer's tensors reversed) issued after its
-/// layer's backward, one at a time; the next forward pass after the last one.
-pub(super) fn ddp_program(workload: &Workload, wire_factor: f64) -> Program {
-    let mut p = Program { streams: 1, ..Program::default() };
-    let layers = workload.layers.len();
-    p.instrs.extend((0..layers).map(|layer| Instr::Compute { layer, backward: false }));
-    let mut issued = Vec::new();
-    for layer in (0..layers).rev() {
-        p.instrs.push(Instr::Compute { layer, backward: true });
-        for t in workload.tensors.iter().rev().filter(|t| t.layer == layer) {
-            issued.push(p.issue(0, (t.bytes as f64 * wire_factor).round() as u64, 0));
-        }
-    }
-    p.instrs.extend(issued.iter().map(|&c| Instr::Wait(c)));
-    p
 }

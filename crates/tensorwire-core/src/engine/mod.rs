@@ -22,9 +22,11 @@
 //! representative rank per orbit.
 
 mod core;
+mod driver;
 mod failures;
 mod fold;
 mod jobs;
+mod lanes;
 mod program;
 mod ps;
 mod sharded;
@@ -40,6 +42,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use self::core::{Core, Note, Protocol};
+use self::driver::Driven;
 use self::slab::Slab;
 use crate::collectives::{
     BinomialTree, Collective, DoubleBinaryTree, GpuTrees, HalvingDoubling, Hierarchical, RecursiveDoubling, Ring,
@@ -47,7 +50,7 @@ use crate::collectives::{
 };
 use crate::error::{Error, Result};
 use crate::metrics::{Report, Span, SpanKind};
-use crate::network::{FlowEvent, ModelKind};
+use crate::network::ModelKind;
 use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
 use crate::strategy::{Algorithm, Family, Partial, Placement, Strategy};
 use crate::topology::{Shape, TopologySpec};
@@ -86,12 +89,17 @@ pub struct Scenario {
     pub rank_to_host: Option<Vec<usize>>,
     /// Allow folding symmetric scenarios (results are the same; it is only faster).
     pub allow_folding: bool,
+    /// Allow timing collectives whose messages each have links of their own by their
+    /// step recurrence instead of message by message (`lanes.rs`: the same results, only
+    /// faster); off, every message is a flow of the network model.
+    pub allow_lanes: bool,
     /// Record the spans of the last iteration into [`Report::timeline`].
     pub record_timeline: bool,
     /// Refuse to go on past this many flows (a guard against runs that would take hours
     /// or exhaust memory); `None` for no limit.
     pub max_flows: Option<u64>,
-    /// Called every [`PROGRESS_EVERY`] events; returning `false` stops the run.
+    /// Called every [`PROGRESS_EVERY`] events (or messages timed without one, by lanes);
+    /// returning `false` stops the run.
     pub progress: Option<ProgressHook>,
     /// Link and node failures during the run (a scenario with failures is not folded).
     pub failures: Vec<Failure>,
@@ -129,36 +137,6 @@ impl std::fmt::Debug for ProgressHook {
     }
 }
 
-/// Checks the flow budget and reports progress; called by the event loops every
-/// [`PROGRESS_EVERY`] events.
-pub(crate) fn checkpoint(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -> Result<()> {
-    if let Some(max) = sc.max_flows {
-        if core.flows_started > max {
-            return Err(Error::invalid(
-                "max_flows",
-                format!(
-                    "the simulation needs more than {max} flows (at {:.3} s simulated, {iterations_done} of {} iterations done); raise max_flows (--max-flows), or simulate fewer workers or iterations",
-                    nanos_to_seconds(core.now),
-                    sc.iterations
-                ),
-            ));
-        }
-    }
-    if let Some(hook) = &sc.progress {
-        let p = Progress {
-            iterations_done: iterations_done as u32,
-            iterations: sc.iterations,
-            simulated_s: nanos_to_seconds(core.now),
-            events,
-            flows: core.flows_started,
-        };
-        if !(hook.0)(&p) {
-            return Err(Error::invalid("interrupted", "the simulation was stopped before it finished"));
-        }
-    }
-    Ok(())
-}
-
 impl Scenario {
     /// A scenario with defaults: star, 5 us per hop, flow model, 3 iterations, seed 0.
     pub fn new(workload: Workload, workers: usize, bandwidth: f64, strategy: Strategy) -> Self {
@@ -177,6 +155,7 @@ impl Scenario {
             variability: Variability::None,
             rank_to_host: None,
             allow_folding: true,
+            allow_lanes: true,
             record_timeline: false,
             max_flows: None,
             progress: None,
@@ -280,60 +259,6 @@ struct OpState {
 /// A recorded compute interval: rank, layer, backward?, start, end.
 pub(crate) type ComputeSpan = (usize, usize, bool, Nanos, Nanos);
 
-/// What an event loop handles next.
-pub(crate) enum Next {
-    /// The network's next event, at this time (network events go first at equal times).
-    Network(Nanos),
-    /// The loop's own queue's next event.
-    Queue(Nanos),
-    /// Nothing is pending.
-    Stalled,
-}
-
-/// Chooses between the network's next event and the head of a loop's queue.
-/// A failure due at or before both is applied first (it comes first at equal times).
-pub(crate) fn next(queue_head: Option<Nanos>, core: &mut Core) -> Next {
-    loop {
-        let fail = core.failures.next_time();
-        let limit = match (queue_head, fail) {
-            (Some(q), Some(f)) => Some(q.min(f)),
-            (q, None) => q,
-            (None, f) => f,
-        };
-        // The network's next event if it comes no later than the limit; asking with the
-        // limit lets the model skip work that cannot change the answer.
-        let net = core.net.next_time_by(limit);
-        if let Some(f) = fail {
-            if net.is_none_or(|t| f <= t) && queue_head.is_none_or(|q| f <= q) {
-                core.apply_next_failure();
-                continue;
-            }
-        }
-        return match (net, queue_head) {
-            (Some(t), _) => Next::Network(t),
-            (None, Some(q)) => Next::Queue(q),
-            (None, None) => Next::Stalled,
-        };
-    }
-}
-
-/// The error of a run with nothing left to happen before it finished.
-pub(crate) fn stalled(core: &Core) -> Error {
-    match core.failures.down.first() {
-        Some((target, at)) => Error::invalid(
-            "failures",
-            format!(
-                "the job cannot finish: {target} went down at {} s and routes are fixed (no rerouting is modelled), so messages crossing it never arrive; give a rate > 0 to model a degraded link",
-                nanos_to_seconds(*at)
-            ),
-        ),
-        None => Error::invalid(
-            "strategy",
-            "the simulation stalled before every iteration completed (internal error; please report)",
-        ),
-    }
-}
-
 /// Queue entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -358,7 +283,10 @@ struct Engine<'a> {
     /// Ranks the protocol simulates: 1 when folded, else every worker. Workers whose
     /// compute differs are simulated one by one even then (`workers`).
     net_ranks: usize,
-    core: Core,
+    /// This job's index in the core (its flows and its rank 0's host; 0 alone).
+    job: usize,
+    /// Hosts of the ranks when not the core's (a job of a multi-job run).
+    hosts: Option<Vec<usize>>,
     protocol: Box<dyn Protocol>,
     tasks: Vec<Task>,
     /// Per layer: its task ids in release order (tensors reversed, pieces in order).
@@ -548,29 +476,10 @@ fn collective_schedule(
     })
 }
 
-/// Simulates the scenario and reports its steady state. A failure timed after the run
-/// ended is refused (see [`Scenario::allow_failures_after_end`]).
-pub fn simulate(sc: &Scenario) -> Result<Report> {
-    let report = simulate_unchecked(sc)?;
-    failures::refuse_after_end(sc, std::slice::from_ref(&report))?;
-    Ok(report)
-}
-
-/// [`simulate`] without the check of failures after the end.
-fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
-    sc.validate()?;
-    let n = sc.workers;
-    let strategy = &sc.strategy;
-    if let Family::Sharded(cfg) = &strategy.family {
-        return sharded::simulate(sc, cfg);
-    }
-    let servers = match &strategy.family {
-        Family::ParameterServer(c) => c.num_ps,
-        _ => 0,
-    };
-    let latency = seconds_to_nanos("latency", sc.latency)?;
-    let topo = sc.topology.build(n, servers, sc.bandwidth, latency);
-    let schedule = allreduce_schedule(sc, n, &topo)?;
+/// What `strategy` needs of the fabric `topo` and of its own options together, beyond
+/// [`Scenario::validate`]: in-network aggregation a star, multicast switches that
+/// replicate (star or leaf-spine), and no options that could deadlock or contradict.
+fn check_on_fabric(strategy: &Strategy, topo: &crate::topology::Topology) -> Result<()> {
     if let Family::ParameterServer(c) = &strategy.family {
         if c.in_network_aggregation && !matches!(topo.shape(), Shape::Star) {
             return Err(Error::invalid(
@@ -596,6 +505,30 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     if multicast && !matches!(topo.shape(), Shape::Star | Shape::LeafSpine { .. }) {
         return Err(Error::invalid("topology", "multicast needs switches to replicate packets (star or leaf-spine)"));
     }
+    Ok(())
+}
+
+/// Simulates the scenario and reports its steady state. A failure timed after the run
+/// ended is refused (see [`Scenario::allow_failures_after_end`]).
+pub fn simulate(sc: &Scenario) -> Result<Report> {
+    let report = simulate_unchecked(sc)?;
+    failures::refuse_after_end(sc, std::slice::from_ref(&report))?;
+    Ok(report)
+}
+
+/// [`simulate`] without the check of failures after the end.
+fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
+    sc.validate()?;
+    let n = sc.workers;
+    let strategy = &sc.strategy;
+    if let Family::Sharded(cfg) = &strategy.family {
+        return sharded::simulate(sc, cfg);
+    }
+    let servers = strategy.servers();
+    let latency = seconds_to_nanos("latency", sc.latency)?;
+    let topo = sc.topology.build(n, servers, sc.bandwidth, latency);
+    let schedule = allreduce_schedule(sc, n, &topo)?;
+    check_on_fabric(strategy, &topo)?;
     // Stragglers do not prevent folding the network of a coordinated all-reduce: every
     // rank starts each collective at the same instant (when the last is ready), so the
     // collective itself stays symmetric; compute is then simulated per worker.
@@ -633,175 +566,218 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
         core.link_fold = Some(f.links);
         f.ranks
     });
-
-    let tasks = match &strategy.family {
-        Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
-        _ => partition(&sc.workload, strategy.partition)?,
-    };
-    let layers = sc.workload.layers.len();
-    let mut layer_tasks = vec![Vec::new(); layers];
-    for t in tasks.iter().rev() {
-        layer_tasks[t.layer].push(t.id as u32);
-    }
-    for list in &mut layer_tasks {
-        // Tensors in reverse, but the pieces of one tensor in order.
-        list.sort_by_key(|&id| (std::cmp::Reverse(tasks[id as usize].tensor), tasks[id as usize].piece));
-    }
-    let layer_pieces: Vec<u32> = layer_tasks.iter().map(|l| l.len() as u32).collect();
-    let syncable_layers = layer_pieces.iter().filter(|&&p| p > 0).count() as u32;
-    // Gradients on the wire: at reduce_dtype (default: as listed), then compressed.
-    let wire_factor = strategy.reduce_dtype.map_or(1.0, |d| f64::from(d.bytes()) / f64::from(sc.workload.dtype_bytes))
-        / strategy.compression;
-    let reduce_ns_per_byte = strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r);
-    let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&strategy.family, schedule) {
-        (Family::ParameterServer(c), _) => {
+    // Parameter servers fold by server class (`ps.rs`) on a star whose workers are alike
+    // and send every piece of a tensor as soon as it is ready (no credit or in-flight limit;
+    // one connection per pair would serialise what the folding runs side by side).
+    let server_classes = match &strategy.family {
+        Family::ParameterServer(c) => {
             let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
-            let settings = ps::PsSettings { wire_factor, reduce_ns_per_byte };
-            (Box::new(ps::ParameterServer::new(c.clone(), settings, tasks.clone(), &sizes, n)), Gate::PerLayer)
+            let allowed = sc.allow_folding
+                && sc.failures.is_empty()
+                && sc.variability.is_uniform()
+                && sc.rank_to_host.is_none()
+                && matches!(core.topo.shape(), Shape::Star)
+                && !core.ordered_pairs
+                && strategy.limits.credit_bytes.is_none()
+                && strategy.limits.max_tasks.is_none()
+                && strategy.partition.is_none();
+            ps::ServerClasses::new(c, &sizes, n, allowed)
         }
-        // Crossing the global barrier comes with priority scheduling (ByteScheduler, seed 004).
-        (_, Some(schedule)) => {
-            let settings = step::StepSettings {
-                wire_factor,
-                reduce_ns_per_byte,
-                pipeline_bytes: strategy.pipeline_chunk,
-                max_pipeline: 256,
-            };
-            (
-                Box::new(step::StepCollective::new(schedule, settings, n, folded, rank_fold.clone())),
-                if strategy.policy == Policy::Priority { Gate::PerLayer } else { Gate::Global },
-            )
+        _ => None,
+    };
+    if let Some(classes) = server_classes {
+        core.link_fold = Some(classes.links(&core.topo, n));
+    }
+    let folding = Folding { folded, rank_fold, server_classes, lanes: sc.allow_lanes };
+    let mut engine = Engine::new(sc, &mut core, schedule, folding, 0, None)?;
+    driver::drive(sc, &mut [&mut engine], &mut core)?;
+    Ok(engine.report(&mut core))
+}
+
+/// How a run is folded (see [`simulate`]); a job of a multi-job run is not.
+#[derive(Default)]
+struct Folding {
+    /// Star/ring folding: one simulated rank.
+    folded: bool,
+    /// Digit folding: which rank each simulated worker is.
+    rank_fold: Option<fold::RankFold>,
+    /// Parameter servers folded by server class.
+    server_classes: Option<ps::ServerClasses>,
+    /// Whether lanes may time the collectives (`lanes.rs`; they also need conditions of
+    /// the strategy, checked here).
+    lanes: bool,
+}
+
+/// Fabric hosts of a job's workers and parameter servers (multi-job runs; a run alone
+/// uses the core's placement and the topology's server hosts).
+#[derive(Debug, Clone)]
+pub(crate) struct JobHosts {
+    pub workers: Vec<usize>,
+    pub servers: Vec<usize>,
+}
+
+impl<'a> Engine<'a> {
+    /// The engine of `sc` as job `job` on `core`, folded by `folding`, its ranks on
+    /// `hosts` where given. `schedule` is the all-reduce's (see [`allreduce_schedule`]).
+    fn new(
+        sc: &'a Scenario,
+        core: &mut Core,
+        schedule: Option<Box<dyn StepSchedule>>,
+        folding: Folding,
+        job: usize,
+        hosts: Option<JobHosts>,
+    ) -> Result<Self> {
+        let n = sc.workers;
+        let strategy = &sc.strategy;
+        let Folding { folded, rank_fold, server_classes, lanes } = folding;
+        let tasks = match &strategy.family {
+            Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
+            _ => partition(&sc.workload, strategy.partition)?,
+        };
+        let layers = sc.workload.layers.len();
+        let mut layer_tasks = vec![Vec::new(); layers];
+        for t in tasks.iter().rev() {
+            layer_tasks[t.layer].push(t.id as u32);
         }
-        _ => unreachable!("every all-reduce has a schedule"),
-    };
-    let net_ranks = match &rank_fold {
-        Some(f) => f.reps.len(),
-        None if folded => 1,
-        None => n,
-    };
-    // Folded on a star with stragglers: one network rank, every worker's compute.
-    let simulated = if folded && !sc.variability.is_uniform() { n } else { net_ranks };
-    let workers = (0..simulated)
-        .map(|_| Worker {
-            iteration: 0,
-            op: Op::Gate(0),
-            version: vec![0; layers],
-            pieces_left: layer_pieces.clone(),
-            synced_layers: vec![0; sc.iterations as usize],
-            backward_done: 0,
-            complete: 0,
-            completed_at: Vec::new(),
-            slowdown: 1.0,
-            busy: 0,
+        for list in &mut layer_tasks {
+            // Tensors in reverse, but the pieces of one tensor in order.
+            list.sort_by_key(|&id| (std::cmp::Reverse(tasks[id as usize].tensor), tasks[id as usize].piece));
+        }
+        let layer_pieces: Vec<u32> = layer_tasks.iter().map(|l| l.len() as u32).collect();
+        let syncable_layers = layer_pieces.iter().filter(|&&p| p > 0).count() as u32;
+        // Gradients on the wire: at reduce_dtype (default: as listed), then compressed.
+        let wire_factor =
+            strategy.reduce_dtype.map_or(1.0, |d| f64::from(d.bytes()) / f64::from(sc.workload.dtype_bytes))
+                / strategy.compression;
+        let reduce_ns_per_byte = strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r);
+        let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&strategy.family, schedule) {
+            (Family::ParameterServer(c), _) => {
+                let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
+                let settings = ps::PsSettings { wire_factor, reduce_ns_per_byte };
+                (
+                    Box::new(
+                        ps::ParameterServer::new(c.clone(), settings, tasks.clone(), &sizes, n)
+                            .folded_by(server_classes)
+                            .on_hosts(hosts.clone()),
+                    ),
+                    Gate::PerLayer,
+                )
+            }
+            // Crossing the global barrier comes with priority scheduling (ByteScheduler, seed 004).
+            (_, Some(schedule)) => {
+                let settings = step::StepSettings {
+                    wire_factor,
+                    reduce_ns_per_byte,
+                    pipeline_bytes: strategy.pipeline_chunk,
+                    max_pipeline: 256,
+                };
+                // One collective at a time over the whole fabric (the coordinator releases the
+                // next once every rank finished), nothing else on the network, flows timed by
+                // a model that can time them alone, capacities fixed from the start (failures
+                // only as slow links from time 0, applied before anything starts): lanes, if
+                // the schedule and fabric have them.
+                let lanes = if lanes
+                    && !folded
+                    && sc.failures.iter().all(|f| f.at_s == 0.0 && f.rate > 0.0)
+                    && !sc.record_timeline
+                    && !core.ordered_pairs
+                    && matches!(sc.network, ModelKind::Flow | ModelKind::Analytical)
+                    && strategy.limits.max_tasks == Some(1)
+                    && strategy.partial.is_none()
+                    && !strategy.stream
+                {
+                    let simulated = rank_fold.as_ref().map_or(n, |f| f.reps.len());
+                    lanes::Lanes::plan(core, schedule.as_ref(), n, rank_fold.as_ref(), simulated)
+                } else {
+                    None
+                };
+                (
+                    Box::new(
+                        step::StepCollective::new(schedule, settings, n, folded, rank_fold.clone())
+                            .with_lanes(lanes)
+                            .on_hosts(hosts.as_ref().map(|h| h.workers.clone())),
+                    ),
+                    if strategy.policy == Policy::Priority { Gate::PerLayer } else { Gate::Global },
+                )
+            }
+            _ => unreachable!("every all-reduce has a schedule"),
+        };
+        let net_ranks = match (&rank_fold, server_classes) {
+            (Some(f), _) => f.reps.len(),
+            (None, Some(classes)) => classes.stride,
+            (None, None) if folded => 1,
+            (None, None) => n,
+        };
+        // Folded on a star with stragglers: one network rank, every worker's compute.
+        let simulated = if folded && !sc.variability.is_uniform() { n } else { net_ranks };
+        let workers = (0..simulated)
+            .map(|_| Worker {
+                iteration: 0,
+                op: Op::Gate(0),
+                version: vec![0; layers],
+                pieces_left: layer_pieces.clone(),
+                synced_layers: vec![0; sc.iterations as usize],
+                backward_done: 0,
+                complete: 0,
+                completed_at: Vec::new(),
+                slowdown: 1.0,
+                busy: 0,
+            })
+            .collect();
+        // All-reduce ranks must issue collectives in one order (or deadlock, as NCCL would):
+        // one coordinator releases a task once every rank has it ready. Parameter-server
+        // workers push independently, each with its own scheduler.
+        let coordinated = matches!(sc.strategy.family, Family::AllReduce(_));
+        let scheds = (0..if coordinated { 1 } else { simulated })
+            .map(|_| SchedSlot {
+                sched: Scheduler::with_fusion(sc.strategy.policy, sc.strategy.limits, sc.strategy.fusion),
+                timer_at: None,
+            })
+            .collect();
+        Ok(Engine {
+            sc,
+            job,
+            hosts: hosts.map(|h| h.workers),
+            net_ranks,
+            protocol,
+            tasks,
+            layer_tasks,
+            layer_pieces,
+            syncable_layers,
+            gate,
+            workers,
+            sampler: variability::Sampler::new(sc.variability.clone(), n, sc.seed),
+            scheds,
+            coordinated,
+            ready_on: HashMap::new(),
+            ops: Slab::default(),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            events: 0,
+            completed: vec![0; sc.iterations as usize],
+            completions: Vec::new(),
+            busy_at_first: 0,
+            link_bytes_at_first: Vec::new(),
+            sent_at_first: 0.0,
+            released: Vec::new(),
+            compute_spans: sc.record_timeline.then(Vec::new),
+            rank_fold,
+            last_started: None,
+            dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
+            dispatch_free: 0,
+            stream: sc.strategy.stream.then(VecDeque::new),
+            stream_busy: false,
+            stream_started: None,
+            initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
+            designated: HashMap::new(),
+            round_of: HashMap::new(),
+            active: Vec::new(),
         })
-        .collect();
-    // All-reduce ranks must issue collectives in one order (or deadlock, as NCCL would):
-    // one coordinator releases a task once every rank has it ready. Parameter-server
-    // workers push independently, each with its own scheduler.
-    let coordinated = matches!(sc.strategy.family, Family::AllReduce(_));
-    let scheds = (0..if coordinated { 1 } else { simulated })
-        .map(|_| SchedSlot {
-            sched: Scheduler::with_fusion(sc.strategy.policy, sc.strategy.limits, sc.strategy.fusion),
-            timer_at: None,
-        })
-        .collect();
-    let mut engine = Engine {
-        sc,
-        net_ranks,
-        core,
-        protocol,
-        tasks,
-        layer_tasks,
-        layer_pieces,
-        syncable_layers,
-        gate,
-        workers,
-        sampler: variability::Sampler::new(sc.variability.clone(), n, sc.seed),
-        scheds,
-        coordinated,
-        ready_on: HashMap::new(),
-        ops: Slab::default(),
-        queue: BinaryHeap::new(),
-        seq: 0,
-        events: 0,
-        completed: vec![0; sc.iterations as usize],
-        completions: Vec::new(),
-        busy_at_first: 0,
-        link_bytes_at_first: Vec::new(),
-        sent_at_first: 0.0,
-        released: Vec::new(),
-        compute_spans: sc.record_timeline.then(Vec::new),
-        rank_fold,
-        last_started: None,
-        dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
-        dispatch_free: 0,
-        stream: sc.strategy.stream.then(VecDeque::new),
-        stream_busy: false,
-        stream_started: None,
-        initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
-        designated: HashMap::new(),
-        round_of: HashMap::new(),
-        active: Vec::new(),
-    };
-    engine.run()
+    }
 }
 
 impl Engine<'_> {
-    fn run(&mut self) -> Result<Report> {
-        for w in 0..self.workers.len() {
-            self.start_iteration(w);
-        }
-        let mut flow_events = Vec::new();
-        let mut checked = 0;
-        while self.completions.len() < self.sc.iterations as usize {
-            if self.events >= checked + PROGRESS_EVERY {
-                checked = self.events;
-                checkpoint(self.sc, &self.core, self.events, self.completions.len())?;
-            }
-            match next(self.queue.peek().map(|e| e.0 .0), &mut self.core) {
-                Next::Network(t) => {
-                    self.core.now = t;
-                    flow_events.clear();
-                    self.core.net.advance(t, &mut flow_events);
-                    for &e in &flow_events {
-                        self.events += 1;
-                        let (tag, delivered) = match e {
-                            FlowEvent::Sent(tag) => (tag, false),
-                            FlowEvent::Delivered(tag) => (tag, true),
-                        };
-                        if let Some(user) = self.core.flow_event(tag, delivered) {
-                            self.protocol.on_flow(&mut self.core, user, delivered);
-                            self.drain_notes();
-                        }
-                    }
-                }
-                Next::Queue(t) => {
-                    let Reverse((_, _, event)) = self.queue.pop().unwrap();
-                    self.core.now = t;
-                    self.events += 1;
-                    match event {
-                        Event::Compute(w) => self.compute_done(w),
-                        Event::Timer(scope) => {
-                            if self.scheds[scope].timer_at == Some(t) {
-                                self.scheds[scope].timer_at = None;
-                            }
-                            self.release(scope);
-                        }
-                        Event::Activate { rank, op } => {
-                            let state = self.ops.get(op as usize);
-                            let (tasks, bytes) = (state.tasks.clone(), state.bytes);
-                            self.protocol.start_op(&mut self.core, rank, op, &tasks, bytes);
-                        }
-                    }
-                    self.drain_notes();
-                }
-                Next::Stalled => return Err(stalled(&self.core)),
-            }
-        }
-        Ok(self.report())
-    }
-
-    fn schedule_compute(&mut self, w: usize, duration: Nanos) {
+    fn schedule_compute(&mut self, core: &mut Core, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
         let d = (duration as f64 * worker.slowdown).round() as Nanos;
         worker.busy += d;
@@ -811,19 +787,19 @@ impl Engine<'_> {
                 Op::Backward(l) => (l, true),
                 _ => unreachable!("compute is scheduled for a forward or backward op"),
             };
-            spans.push((w, layer, backward, self.core.now, self.core.now + d));
+            spans.push((w, layer, backward, core.now, core.now + d));
         }
         self.seq += 1;
-        self.queue.push(Reverse((self.core.now + d, self.seq, Event::Compute(w))));
+        self.queue.push(Reverse((core.now + d, self.seq, Event::Compute(w))));
     }
 
-    fn start_iteration(&mut self, w: usize) {
+    fn start_iteration(&mut self, core: &mut Core, w: usize) {
         if self.workers[w].iteration == self.sc.iterations {
             self.workers[w].op = Op::Finished;
             return;
         }
         self.workers[w].slowdown = self.sampler.draw(w);
-        self.try_forward(w, 0);
+        self.try_forward(core, w, 0);
     }
 
     fn gate_open(&self, w: usize, layer: usize) -> bool {
@@ -835,32 +811,32 @@ impl Engine<'_> {
         }
     }
 
-    fn try_forward(&mut self, w: usize, layer: usize) {
+    fn try_forward(&mut self, core: &mut Core, w: usize, layer: usize) {
         if self.gate_open(w, layer) {
             if layer == 0 && self.workers[w].iteration + 1 == self.sc.iterations && self.last_started.is_none() {
-                self.last_started = Some(self.core.now);
+                self.last_started = Some(core.now);
             }
             self.workers[w].op = Op::Forward(layer);
-            self.schedule_compute(w, self.sc.workload.layers[layer].forward);
+            self.schedule_compute(core, w, self.sc.workload.layers[layer].forward);
         } else {
             self.workers[w].op = Op::Gate(layer);
         }
     }
 
-    fn start_backward(&mut self, w: usize, layer: usize) {
+    fn start_backward(&mut self, core: &mut Core, w: usize, layer: usize) {
         self.workers[w].op = Op::Backward(layer);
-        self.schedule_compute(w, self.sc.workload.layers[layer].backward);
+        self.schedule_compute(core, w, self.sc.workload.layers[layer].backward);
     }
 
-    fn compute_done(&mut self, w: usize) {
+    fn compute_done(&mut self, core: &mut Core, w: usize) {
         let layers = self.sc.workload.layers.len();
         match self.workers[w].op {
-            Op::Forward(l) if l + 1 < layers => self.try_forward(w, l + 1),
-            Op::Forward(_) => self.start_backward(w, layers - 1),
+            Op::Forward(l) if l + 1 < layers => self.try_forward(core, w, l + 1),
+            Op::Forward(_) => self.start_backward(core, w, layers - 1),
             Op::Backward(l) => {
                 let k = self.workers[w].iteration;
                 let scope = if self.coordinated { 0 } else { w };
-                let now = self.core.now;
+                let now = core.now;
                 for i in 0..self.layer_tasks[l].len() {
                     let id = self.layer_tasks[l][i];
                     let (layer, bytes) = (self.tasks[id as usize].layer, self.tasks[id as usize].bytes);
@@ -870,14 +846,14 @@ impl Engine<'_> {
                     }
                     self.scheds[scope].sched.notify_ready(now, r, layer, bytes);
                 }
-                self.release(scope);
+                self.release(core, scope);
                 if l > 0 {
-                    self.start_backward(w, l - 1);
+                    self.start_backward(core, w, l - 1);
                 } else {
                     self.workers[w].backward_done = k + 1;
-                    self.check_complete(w, k);
+                    self.check_complete(core, w, k);
                     self.workers[w].iteration += 1;
-                    self.start_iteration(w);
+                    self.start_iteration(core, w);
                 }
             }
             op => unreachable!("compute finished while {op:?}"),
@@ -911,25 +887,30 @@ impl Engine<'_> {
         release
     }
 
+    /// The host of `rank`.
+    fn host(&self, core: &Core, rank: usize) -> usize {
+        self.hosts.as_ref().map_or(core.host_of_rank[rank], |h| h[rank])
+    }
+
     /// Time for a partial collective's activation to travel from `initiator` to `rank`
     /// along the binomial activation tree: one small message per hop of the tree.
-    fn activation_delay(&self, initiator: usize, rank: usize) -> Nanos {
+    fn activation_delay(&self, core: &Core, initiator: usize, rank: usize) -> Nanos {
         let n = self.workers.len();
         let mut delay = 0;
         let mut at = rank;
         while let Some(parent) = crate::collectives::activation_parent(at, n, initiator) {
-            let (a, b) = (self.core.host_of_rank[parent], self.core.host_of_rank[at]);
-            delay += self.core.topo.path_latency(&self.core.topo.route(a, b)) + self.core.overhead;
+            let (a, b) = (self.host(core, parent), self.host(core, at));
+            delay += core.topo.path_latency(&core.topo.route(a, b)) + core.overhead;
             at = parent;
         }
         delay
     }
 
     /// Starts what scheduler `scope` releases now, and arms its fusion timer.
-    fn release(&mut self, scope: usize) {
+    fn release(&mut self, core: &mut Core, scope: usize) {
         let mut released = std::mem::take(&mut self.released);
         released.clear();
-        let now = self.core.now;
+        let now = core.now;
         let slot = &mut self.scheds[scope];
         slot.sched.poll(now, &mut released);
         if let Some(deadline) = slot.sched.next_deadline() {
@@ -945,9 +926,9 @@ impl Engine<'_> {
             if let Some((initiator, ready)) = self.round_of.remove(&tasks[0]) {
                 // A partial round: the initiator starts now, the others when activated.
                 self.active.push((now, ready));
-                self.protocol.start_op(&mut self.core, initiator, op, &tasks, group.bytes);
+                self.protocol.start_op(core, initiator, op, &tasks, group.bytes);
                 for rank in (0..self.workers.len()).filter(|&r| r != initiator) {
-                    let at = now + self.activation_delay(initiator, rank);
+                    let at = now + self.activation_delay(core, initiator, rank);
                     self.seq += 1;
                     self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
                 }
@@ -960,16 +941,16 @@ impl Engine<'_> {
                 match self.stream.as_mut() {
                     Some(waiting) => {
                         waiting.push_back((at, op));
-                        self.next_on_stream();
+                        self.next_on_stream(core);
                     }
                     None => self.activate_all(at, op),
                 }
             } else if self.coordinated {
                 for rank in 0..self.net_ranks {
-                    self.protocol.start_op(&mut self.core, rank, op, &tasks, group.bytes);
+                    self.protocol.start_op(core, rank, op, &tasks, group.bytes);
                 }
             } else {
-                self.protocol.start_op(&mut self.core, scope, op, &tasks, group.bytes);
+                self.protocol.start_op(core, scope, op, &tasks, group.bytes);
             }
         }
         self.released = released;
@@ -988,22 +969,22 @@ impl Engine<'_> {
     /// per-collective cost (a runtime's CPU work on every host) overlaps the collective
     /// before, but a collective dispatched early still cannot follow a long one back to
     /// back, so short collectives run at one per `dispatch` at best.
-    fn next_on_stream(&mut self) {
+    fn next_on_stream(&mut self, core: &mut Core) {
         if self.stream_busy {
             return;
         }
         if let Some((at, op)) = self.stream.as_mut().and_then(|w| w.pop_front()) {
             self.stream_busy = true;
             let paced = self.stream_started.map_or(at, |s| s + self.dispatch);
-            let at = at.max(self.core.now).max(paced);
+            let at = at.max(core.now).max(paced);
             self.stream_started = Some(at);
             self.activate_all(at, op);
         }
     }
 
-    fn drain_notes(&mut self) {
-        while !self.core.notes.is_empty() {
-            let notes = std::mem::take(&mut self.core.notes);
+    fn drain_notes(&mut self, core: &mut Core) {
+        while !core.notes.is_empty() {
+            let notes = std::mem::take(&mut core.notes);
             for note in notes {
                 match note {
                     Note::OpDone { rank, op, synced } => {
@@ -1017,7 +998,7 @@ impl Engine<'_> {
                             let tasks = self.ops.get(op as usize).tasks.clone();
                             for task in tasks {
                                 for w in holders.clone() {
-                                    self.piece_synced(w, task);
+                                    self.piece_synced(core, w, task);
                                 }
                             }
                         }
@@ -1028,19 +1009,19 @@ impl Engine<'_> {
                             let OpState { bytes, scope, .. } = self.ops.remove(op as usize);
                             if self.stream.is_some() {
                                 self.stream_busy = false;
-                                self.next_on_stream();
+                                self.next_on_stream(core);
                             }
                             self.scheds[scope].sched.notify_finish(bytes);
-                            self.release(scope);
+                            self.release(core, scope);
                         }
                     }
-                    Note::TaskSynced { rank, task } => self.piece_synced(rank, task),
+                    Note::TaskSynced { rank, task } => self.piece_synced(core, rank, task),
                 }
             }
         }
     }
 
-    fn piece_synced(&mut self, w: usize, task: TaskRef) {
+    fn piece_synced(&mut self, core: &mut Core, w: usize, task: TaskRef) {
         let layer = self.tasks[task.task as usize].layer;
         let worker = &mut self.workers[w];
         worker.pieces_left[layer] -= 1;
@@ -1050,38 +1031,91 @@ impl Engine<'_> {
         worker.pieces_left[layer] = self.layer_pieces[layer];
         worker.version[layer] = task.iteration + 1;
         worker.synced_layers[task.iteration as usize] += 1;
-        self.check_complete(w, task.iteration);
+        self.check_complete(core, w, task.iteration);
         if let Op::Gate(l) = self.workers[w].op {
             if self.gate_open(w, l) {
-                self.try_forward(w, l);
+                self.try_forward(core, w, l);
             }
         }
     }
 
-    fn check_complete(&mut self, w: usize, k: u32) {
+    fn check_complete(&mut self, core: &mut Core, w: usize, k: u32) {
         let worker = &mut self.workers[w];
         if worker.complete != k || worker.backward_done <= k || worker.synced_layers[k as usize] < self.syncable_layers
         {
             return;
         }
         worker.complete = k + 1;
-        worker.completed_at.push(self.core.now);
+        worker.completed_at.push(core.now);
         self.completed[k as usize] += 1;
         if self.completed[k as usize] as usize == self.workers.len() {
-            self.completions.push(self.core.now);
+            self.completions.push(core.now);
             if self.completions.len() == 1 && self.sc.iterations > 1 {
-                self.busy_at_first = self.core.comm_busy();
-                self.sent_at_first = self.core.watch(0).sent;
-                self.link_bytes_at_first = self.core.net.link_bytes(self.core.now).to_vec();
+                self.busy_at_first = core.comm_busy();
+                self.sent_at_first = core.watch(0).sent;
+                self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
             }
         }
         // Under the global gate the next forward pass may have been waiting for this.
         if self.workers[w].op == Op::Gate(0) && self.gate_open(w, 0) {
-            self.try_forward(w, 0);
+            self.try_forward(core, w, 0);
         }
     }
+}
 
-    fn report(&mut self) -> Report {
+impl Driven for Engine<'_> {
+    fn start(&mut self, core: &mut Core) {
+        core.job = self.job;
+        for w in 0..self.workers.len() {
+            self.start_iteration(core, w);
+        }
+        self.drain_notes(core);
+    }
+
+    fn completed(&self) -> usize {
+        self.completions.len()
+    }
+
+    fn queue_head(&self) -> Option<Nanos> {
+        self.queue.peek().map(|e| e.0 .0)
+    }
+
+    fn on_queue(&mut self, core: &mut Core, t: Nanos) {
+        let Reverse((_, _, event)) = self.queue.pop().expect("peeked");
+        core.now = t;
+        core.job = self.job;
+        match event {
+            Event::Compute(w) => self.compute_done(core, w),
+            Event::Timer(scope) => {
+                if self.scheds[scope].timer_at == Some(t) {
+                    self.scheds[scope].timer_at = None;
+                }
+                self.release(core, scope);
+            }
+            Event::Activate { rank, op } => {
+                let state = self.ops.get(op as usize);
+                let (tasks, bytes) = (state.tasks.clone(), state.bytes);
+                self.protocol.start_op(core, rank, op, &tasks, bytes);
+            }
+        }
+        self.drain_notes(core);
+    }
+
+    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+        self.protocol.on_flow(core, user, delivered);
+        self.drain_notes(core);
+    }
+
+    fn on_timer(&mut self, core: &mut Core, user: u64) {
+        self.protocol.on_timer(core, user);
+        self.drain_notes(core);
+    }
+
+    fn count_event(&mut self) {
+        self.events += 1;
+    }
+
+    fn report(&mut self, core: &mut Core) -> Report {
         let sc = self.sc;
         if let Some(fold) = &self.rank_fold {
             fold.relabel(&mut self.compute_spans);
@@ -1095,10 +1129,10 @@ impl Engine<'_> {
             compute_spans: self.compute_spans.take(),
             events: self.events,
             simulated_ranks: self.net_ranks,
-            job: 0,
+            job: self.job,
         };
         let (start, end) = measured.window();
-        let mut report = build_report(sc, &mut self.core, measured);
+        let mut report = build_report(sc, core, measured);
         if sc.strategy.partial.is_none() {
             return report;
         }
@@ -1127,6 +1161,7 @@ impl Engine<'_> {
 }
 
 /// What an event loop measured, turned into a [`Report`] by [`build_report`].
+#[derive(Default)]
 pub(crate) struct Measured {
     /// When each iteration completed on every worker, ns.
     pub completions: Vec<Nanos>,

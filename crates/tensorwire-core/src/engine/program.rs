@@ -14,11 +14,12 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use super::core::{Core, Note, Protocol};
+use super::driver::{drive, Driven};
 use super::slab::Slab;
 use super::step::StepCollective;
-use super::{variability, Measured, Next};
+use super::{build_report, variability, Measured};
 use crate::error::Result;
-use crate::network::FlowEvent;
+use crate::metrics::Report;
 use crate::units::Nanos;
 use crate::workload::Workload;
 
@@ -87,7 +88,7 @@ struct Running {
 }
 
 /// One job's program running on a shared [`Core`]: its ranks, streams and collectives.
-/// Several share one core in a multi-job run ([`drive`]); [`Runner::run`] is one alone.
+/// Several share one core in a multi-job run (`driver::drive`); [`Runner::run`] is one alone.
 pub(crate) struct Runner<'a> {
     sc: &'a super::Scenario,
     workload: &'a Workload,
@@ -156,50 +157,9 @@ impl<'a> Runner<'a> {
     }
 
     /// Runs every iteration of this job alone to completion.
-    pub fn run(self, core: &mut Core) -> Result<Measured> {
-        let sc = self.sc;
-        let mut jobs = vec![self];
-        drive(sc, &mut jobs, core)?;
-        Ok(jobs.pop().expect("one job").out)
-    }
-
-    /// What the job measured.
-    pub fn into_measured(self) -> Measured {
-        self.out
-    }
-
-    fn done(&self) -> bool {
-        self.out.completions.len() == self.iterations as usize
-    }
-
-    fn start(&mut self, core: &mut Core) {
-        core.job = self.job;
-        for r in 0..self.ranks.len() {
-            self.ranks[r].slowdown = self.sampler.draw(r);
-            self.advance(core, r);
-        }
-    }
-
-    fn queue_head(&self) -> Option<Nanos> {
-        self.queue.peek().map(|e| e.0 .0)
-    }
-
-    fn on_queue(&mut self, core: &mut Core, t: Nanos) {
-        let Reverse((_, _, r)) = self.queue.pop().expect("peeked");
-        core.now = t;
-        core.job = self.job;
-        self.out.events += 1;
-        if let Some(spans) = self.out.compute_spans.as_mut() {
-            if let Some(Instr::Compute { layer, backward }) = self.program.instrs.get(self.ranks[r].pc - 1) {
-                spans.push((r, *layer, *backward, self.ranks[r].compute_start, t));
-            }
-        }
-        self.advance(core, r);
-    }
-
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
-        self.exec.on_flow(core, user, delivered);
-        self.drain_notes(core);
+    pub fn run(mut self, core: &mut Core) -> Result<Measured> {
+        drive(self.sc, &mut [&mut self], core)?;
+        Ok(self.out)
     }
 
     /// Runs rank `r`'s program until it must wait for compute or a collective.
@@ -319,51 +279,51 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// Runs `jobs` on one core until every job has completed its iterations: one event loop,
-/// each flow event handed to the job that started the flow, each queue event to the job
-/// whose queue holds the earliest (the lowest job index first at equal times). `sc` gives
-/// the flow budget and the progress callback.
-pub(crate) fn drive(sc: &super::Scenario, jobs: &mut [Runner<'_>], core: &mut Core) -> Result<()> {
-    for job in jobs.iter_mut() {
-        job.start(core);
-        job.drain_notes(core);
-    }
-    let mut flow_events = Vec::new();
-    let mut checked = 0;
-    let mut events = 0u64;
-    while !jobs.iter().all(Runner::done) {
-        if events >= checked + super::PROGRESS_EVERY {
-            checked = events;
-            let done = jobs.iter().map(|j| j.out.completions.len()).min().unwrap_or(0);
-            super::checkpoint(sc, core, events, done)?;
+impl Driven for Runner<'_> {
+    fn start(&mut self, core: &mut Core) {
+        core.job = self.job;
+        for r in 0..self.ranks.len() {
+            self.ranks[r].slowdown = self.sampler.draw(r);
+            self.advance(core, r);
         }
-        let head = jobs.iter().enumerate().filter_map(|(i, j)| j.queue_head().map(|t| (t, i))).min();
-        match super::next(head.map(|h| h.0), core) {
-            Next::Network(t) => {
-                core.now = t;
-                flow_events.clear();
-                core.net.advance(t, &mut flow_events);
-                for &e in &flow_events {
-                    events += 1;
-                    let (tag, delivered) = match e {
-                        FlowEvent::Sent(tag) => (tag, false),
-                        FlowEvent::Delivered(tag) => (tag, true),
-                    };
-                    let user = core.flow_event(tag, delivered);
-                    let job = core.job;
-                    jobs[job].out.events += 1;
-                    if let Some(user) = user {
-                        jobs[job].on_flow(core, user, delivered);
-                    }
-                }
-            }
-            Next::Queue(t) => {
-                events += 1;
-                let (_, i) = head.expect("a queue event has a job");
-                jobs[i].on_queue(core, t);
-            }
-            Next::Stalled => return Err(super::stalled(core)),
-        }
+        self.drain_notes(core);
     }
-    Ok(())
+
+    fn completed(&self) -> usize {
+        self.out.completions.len()
+    }
+
+    fn queue_head(&self) -> Option<Nanos> {
+        self.queue.peek().map(|e| e.0 .0)
+    }
+
+    fn on_queue(&mut self, core: &mut Core, t: Nanos) {
+        let Reverse((_, _, r)) = self.queue.pop().expect("peeked");
+        core.now = t;
+        core.job = self.job;
+        if let Some(spans) = self.out.compute_spans.as_mut() {
+            if let Some(Instr::Compute { layer, backward }) = self.program.instrs.get(self.ranks[r].pc - 1) {
+                spans.push((r, *layer, *backward, self.ranks[r].compute_start, t));
+            }
+        }
+        self.advance(core, r);
+    }
+
+    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+        self.exec.on_flow(core, user, delivered);
+        self.drain_notes(core);
+    }
+
+    fn on_timer(&mut self, core: &mut Core, user: u64) {
+        self.exec.on_timer(core, user);
+        self.drain_notes(core);
+    }
+
+    fn count_event(&mut self) {
+        self.out.events += 1;
+    }
+
+    fn report(&mut self, core: &mut Core) -> Report {
+        build_report(self.sc, core, std::mem::take(&mut self.out))
+    }
 }

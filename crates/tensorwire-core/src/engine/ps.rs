@@ -14,11 +14,25 @@
 //!   memory limit, pieces are admitted in the order first requested, and a worker's push
 //!   of a piece waits until the piece has memory; the memory is freed once the aggregate
 //!   has left the switch. Modelled on a star (the one switch aggregates).
+//!
+//! **Folding by server class.** With `placement=sharded`, every tensor a multiple of P
+//! bytes and N a multiple of P, server s holds piece s of every tensor, all pieces alike,
+//! and starts its round at worker s N / P. Moving every worker by N / P and every server by
+//! one then maps the run onto itself (worker w's push of piece s to server s onto worker
+//! w + N / P's push of piece s + 1 to server s + 1, at the same instant; server s's i-th
+//! pull onto server s + 1's), on a star where the pieces of a tensor leave together (no
+//! credit or in-flight limit) and every worker computes alike. The engine then simulates
+//! server 0 and workers 0 to N / P - 1 ([`ServerClasses`]): a push of piece s from worker
+//! w is server 0's piece from worker w - s N / P; server 0's pull to worker w + k N / P
+//! is worker w's piece P - k (mod P) from server -k. Server 0 still receives N pushes per
+//! piece and sends N pulls, over its own links and the simulated workers' links, which is
+//! what each server and each worker carries.
 
 use std::collections::{HashMap, VecDeque};
 
 use super::core::{Core, Note, Protocol};
 use super::slab::Slab;
+use super::JobHosts;
 use crate::sched::{Task, TaskRef};
 use crate::strategy::{Distribution, Placement, PsConfig};
 use crate::units::Nanos;
@@ -42,6 +56,44 @@ pub(crate) struct PsSettings {
     pub reduce_ns_per_byte: f64,
 }
 
+/// Folding by server class (see the module documentation): workers `0..stride` and server
+/// 0 are simulated, `stride = N / P`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServerClasses {
+    pub stride: usize,
+}
+
+impl ServerClasses {
+    /// The folding of `workers` workers and the servers of `config` on `topo` (a star with
+    /// the servers after the workers), when the run is symmetric under moving workers by
+    /// N / P and servers by one; `allowed`: the scenario's own conditions hold (folding
+    /// allowed, every worker alike, nothing else differs, pieces released together).
+    pub fn new(config: &PsConfig, tensor_sizes: &[u64], workers: usize, allowed: bool) -> Option<Self> {
+        let p = config.num_ps;
+        let alike = config.placement == Placement::Sharded
+            && !config.multicast
+            && !config.in_network_aggregation
+            && config.switch_memory.is_none()
+            && p > 1
+            && workers.is_multiple_of(p)
+            && tensor_sizes.iter().all(|&b| b.is_multiple_of(p as u64));
+        (allowed && alike).then_some(ServerClasses { stride: workers / p })
+    }
+
+    /// Per link of `topo` (`hosts` worker hosts, then the servers'), its class's
+    /// representative and weight 1: a worker's links stand for those of the workers N / P
+    /// apart, a server's for every server's.
+    pub fn links(&self, topo: &crate::topology::Topology, workers: usize) -> Vec<(crate::topology::LinkId, u32)> {
+        let mut fold: Vec<(usize, u32)> = (0..topo.links().len()).map(|l| (l, 1)).collect();
+        for h in 0..topo.hosts() {
+            let rep = if h < workers { h % self.stride } else { workers };
+            fold[topo.uplink(h)] = (topo.uplink(rep), 1);
+            fold[topo.downlink(h)] = (topo.downlink(rep), 1);
+        }
+        fold
+    }
+}
+
 /// See the module documentation.
 pub(crate) struct ParameterServer {
     config: PsConfig,
@@ -60,6 +112,13 @@ pub(crate) struct ParameterServer {
     admitted: HashMap<TaskRef, bool>,
     admission: VecDeque<TaskRef>,
     waiting: HashMap<TaskRef, Vec<(usize, u64)>>,
+    /// Folding by server class, if the run folds.
+    classes: Option<ServerClasses>,
+    /// Pieces held by the simulated servers (all of them, unless folded).
+    simulated_pieces: usize,
+    /// Hosts of the workers and servers when not the core's and the topology's (a job
+    /// of a multi-job run).
+    hosts: Option<JobHosts>,
 }
 
 /// Assigns tensors (given by their sizes, in `parameters()` order) to `servers` servers;
@@ -89,6 +148,7 @@ impl ParameterServer {
             .map(|t| if config.placement == Placement::Sharded { t.piece % config.num_ps } else { by_tensor[t.tensor] })
             .collect();
         let servers = config.num_ps;
+        let tasks_len = tasks.len();
         ParameterServer {
             switch_free: config.switch_memory.unwrap_or(u64::MAX),
             config,
@@ -104,11 +164,54 @@ impl ParameterServer {
             admitted: HashMap::new(),
             admission: VecDeque::new(),
             waiting: HashMap::new(),
+            simulated_pieces: tasks_len,
+            classes: None,
+            hosts: None,
+        }
+    }
+
+    /// Simulates server 0 and workers `0..stride` only (see [`ServerClasses`]).
+    pub fn folded_by(mut self, classes: Option<ServerClasses>) -> Self {
+        self.classes = classes;
+        if classes.is_some() {
+            self.simulated_pieces = self.server_of_task.iter().filter(|&&s| s == 0).count();
+        }
+        self
+    }
+
+    /// Places the workers and servers on these hosts (a job of a multi-job run; `None`:
+    /// workers where the core has its ranks, servers on the topology's server hosts).
+    pub fn on_hosts(mut self, hosts: Option<JobHosts>) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    /// The servers simulated: every one, or server 0 when folded.
+    fn simulated_servers(&self) -> usize {
+        if self.classes.is_some() {
+            1
+        } else {
+            self.config.num_ps
+        }
+    }
+
+    /// The piece that stands for `task` where it is received: itself, or when folded the
+    /// piece server 0 holds of the same tensor (pieces are consecutive tasks, piece 0 first).
+    fn home(&self, task: TaskRef) -> TaskRef {
+        match self.classes {
+            Some(_) => {
+                TaskRef { iteration: task.iteration, task: task.task - self.tasks[task.task as usize].piece as u32 }
+            }
+            None => task,
         }
     }
 
     fn server_host(&self, core: &Core, server: usize) -> usize {
-        core.ranks + server
+        self.hosts.as_ref().map_or(core.ranks + server, |h| h.servers[server])
+    }
+
+    fn worker_host(&self, core: &Core, rank: usize) -> usize {
+        self.hosts.as_ref().map_or(core.host_of_rank[rank], |h| h.workers[rank])
     }
 
     fn task_bytes(&self, task: TaskRef) -> u64 {
@@ -126,16 +229,18 @@ impl ParameterServer {
         let bytes = self.task_bytes(task) as f64;
         let user = self.msgs.insert(Msg::Pull { rank, task, server }) as u64;
         let src = self.server_host(core, server);
-        let dsts: Vec<usize> = match rank {
-            Some(r) => vec![core.host_of_rank[r]],
-            None => core.host_of_rank.clone(),
+        let dsts: Vec<usize> = match (rank, self.classes) {
+            // Folded: the pull to worker r stands for worker r mod N / P's from another server.
+            (Some(r), Some(c)) => vec![self.worker_host(core, r % c.stride)],
+            (Some(r), None) => vec![self.worker_host(core, r)],
+            (None, _) => (0..self.workers).map(|r| self.worker_host(core, r)).collect(),
         };
         core.send(src, &dsts, bytes, 0, user, true);
     }
 
     fn distribute(&mut self, core: &mut Core, pieces: &[TaskRef]) {
         let workers = self.workers;
-        for server in 0..self.config.num_ps {
+        for server in 0..self.simulated_servers() {
             let mine: Vec<TaskRef> =
                 pieces.iter().copied().filter(|t| self.server_of_task[t.task as usize] == server).collect();
             // Servers start their round at different workers (server j at worker j N / P), so
@@ -171,7 +276,7 @@ impl ParameterServer {
         }
         let done = self.aggregated.entry(task.iteration).or_insert(0);
         *done += 1;
-        if *done == self.tasks.len() {
+        if *done == self.simulated_pieces {
             self.aggregated.remove(&task.iteration);
             let all: Vec<TaskRef> =
                 (0..self.tasks.len()).map(|t| TaskRef { iteration: task.iteration, task: t as u32 }).collect();
@@ -182,11 +287,12 @@ impl ParameterServer {
     fn push(&mut self, core: &mut Core, rank: usize, task: TaskRef, op: u64) {
         let bytes = self.task_bytes(task) as f64 * self.settings.wire_factor;
         let user = self.msgs.insert(Msg::Push { rank, task, op }) as u64;
-        let host = core.host_of_rank[rank];
+        let host = self.worker_host(core, rank);
         if self.config.in_network_aggregation {
             core.send_over(&[core.topo.uplink(host)], host, bytes, user, false);
         } else {
-            let server = self.server_of_task[task.task as usize];
+            // Folded: every push goes to server 0 (the image of the push to its server).
+            let server = if self.classes.is_some() { 0 } else { self.server_of_task[task.task as usize] };
             let dst = self.server_host(core, server);
             let add: Nanos = (bytes * self.settings.reduce_ns_per_byte).round() as Nanos;
             core.send(host, &[dst], bytes, add, user, false);
@@ -251,6 +357,7 @@ impl Protocol for ParameterServer {
         match self.msgs.remove(user as usize) {
             Msg::Push { rank, task, op } => {
                 core.notes.push(Note::OpDone { rank, op, synced: false });
+                let task = self.home(task);
                 let count = self.arrivals.entry(task).or_insert(0);
                 *count += 1;
                 if *count < self.workers {
@@ -268,7 +375,16 @@ impl Protocol for ParameterServer {
                 }
             }
             Msg::Aggregate { task } => self.aggregated(core, task),
-            Msg::Pull { rank: Some(rank), task, .. } => core.notes.push(Note::TaskSynced { rank, task }),
+            Msg::Pull { rank: Some(rank), task, .. } => match self.classes {
+                Some(c) => {
+                    // Worker rank mod N / P's piece P - k (mod P), k = rank / (N / P).
+                    let p = self.config.num_ps;
+                    let piece = (p - rank / c.stride % p) % p;
+                    let task = TaskRef { iteration: task.iteration, task: task.task + piece as u32 };
+                    core.notes.push(Note::TaskSynced { rank: rank % c.stride, task });
+                }
+                None => core.notes.push(Note::TaskSynced { rank, task }),
+            },
             Msg::Pull { rank: None, task, .. } => {
                 for rank in 0..self.workers {
                     core.notes.push(Note::TaskSynced { rank, task });
@@ -281,6 +397,90 @@ impl Protocol for ParameterServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{simulate, Scenario};
+    use crate::metrics::Report;
+    use proptest::prelude::{prop, prop_assert, prop_assert_eq, proptest, ProptestConfig};
+
+    /// The run folded by server class if it folds, and unfolded.
+    fn both(strategy: &str, n: usize, sizes: &[u64], compute_ns: u64) -> (Report, Report) {
+        let w = crate::workload::Workload::one_tensor_per_layer(sizes, compute_ns, 2 * compute_ns);
+        let mut sc = Scenario::new(w, n, 1e9, crate::strategy::Strategy::parse(strategy).unwrap());
+        sc.latency = 300e-9;
+        let folded = simulate(&sc).unwrap();
+        sc.allow_folding = false;
+        (folded, simulate(&sc).unwrap())
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
+    }
+
+    #[test]
+    fn sharded_servers_fold_by_class_with_the_full_runs_results() {
+        // 4 servers, 12 workers: server 0 and workers 0-2 simulated.
+        let (folded, full) = both("ps:num_ps=4,placement=sharded", 12, &[40_000, 4_000, 120_000], 3_000);
+        assert!(folded.folded && !full.folded);
+        assert_eq!(folded.simulated_ranks, 3);
+        assert!(folded.flows * 4 == full.flows, "{} vs {} flows", folded.flows, full.flows);
+        for (a, b) in folded.completions_s.iter().zip(&full.completions_s) {
+            assert!(close(*a, *b), "{a} vs {b}");
+        }
+        assert!(close(folded.comm_time_s, full.comm_time_s));
+        assert!(close(folded.sent_bytes_per_worker, full.sent_bytes_per_worker));
+        for ((l, a), (_, b)) in folded.link_utilization.iter().zip(&full.link_utilization) {
+            assert!(close(*a, *b) || (a - b).abs() < 1e-12, "{l}: {a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn servers_that_differ_do_not_fold() {
+        // Round-robin placement (servers hold different tensors), a tensor that does not
+        // split evenly, workers that are not a multiple of the servers, a credit.
+        for (strategy, n, sizes) in [
+            ("ps:num_ps=2", 8, vec![4_000u64, 8_000]),
+            ("ps:num_ps=4,placement=sharded", 8, vec![4_000, 8_002]),
+            ("ps:num_ps=3,placement=sharded", 8, vec![3_000]),
+            ("ps:num_ps=2,placement=sharded,credit=4000B", 8, vec![4_000, 8_000]),
+        ] {
+            let (folded, full) = both(strategy, n, &sizes, 1_000);
+            assert!(!folded.folded, "{strategy} n={n} {sizes:?}");
+            assert_eq!(folded.completions_s, full.completions_s);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+
+        /// Random sharded parameter-server runs (servers, workers, sizes, compute, barrier,
+        /// distribution, reduce cost, compression, priority) folded by server class agree
+        /// with the full runs.
+        #[test]
+        fn folding_by_server_class_changes_nothing(
+            p in 2usize..5,
+            per_server in 1usize..5,
+            pieces in prop::collection::vec(1u64..40_000, 1..5),
+            compute_ns in 0u64..30_000,
+            options in prop::sample::select(vec![
+                "", ",barrier=false", ",distribution=block", ",reduce=6Gbps", ",compression=2", ",schedule=priority",
+            ]),
+        ) {
+            let sizes: Vec<u64> = pieces.iter().map(|b| b * p as u64).collect();
+            let strategy = format!("ps:num_ps={p},placement=sharded{options}");
+            let n = p * per_server;
+            let (folded, full) = both(&strategy, n, &sizes, compute_ns);
+            let what = format!("{strategy} n={n} sizes={sizes:?}");
+            prop_assert!(folded.folded, "{}", what);
+            prop_assert_eq!(folded.simulated_ranks, per_server);
+            for (a, b) in folded.completions_s.iter().zip(&full.completions_s) {
+                prop_assert!(close(*a, *b), "{}: folded {} vs full {}", what, a, b);
+            }
+            prop_assert!(close(folded.comm_time_s, full.comm_time_s), "{}: comm {} vs {}", what, folded.comm_time_s, full.comm_time_s);
+            prop_assert!(close(folded.sent_bytes_per_worker, full.sent_bytes_per_worker), "{}", what);
+            for ((l, a), (_, b)) in folded.link_utilization.iter().zip(&full.link_utilization) {
+                prop_assert!(close(*a, *b) || (a - b).abs() < 1e-12, "{}: {} {} vs {}", what, l, a, b);
+            }
+        }
+    }
 
     #[test]
     fn round_robin_placement_cycles_and_balanced_evens_bytes() {

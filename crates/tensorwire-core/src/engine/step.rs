@@ -12,9 +12,14 @@
 //!
 //! Digit-folded mode (`fold.rs`) simulates the representative ranks, at indices
 //! `0..reps`: a message to rank `b` counts as received by `b`'s representative.
+//!
+//! Lane mode (`lanes.rs`): when every message has links of its own, an operation is timed
+//! all at once when its last rank starts it, and each rank's completion comes back as a
+//! timer.
 
 use super::core::{Core, Note, Protocol};
 use super::fold::RankFold;
+use super::lanes::Lanes;
 use super::slab::{IdTable, Slab};
 use crate::collectives::{Ranks, Send, StepSchedule};
 use crate::sched::TaskRef;
@@ -43,6 +48,9 @@ struct Op {
     /// Sends waiting for a receiver to start: (sender, step, index of the send in the step).
     deferred: Vec<(usize, usize, usize)>,
     finished: usize,
+    /// Lane mode: when each simulated rank started, and how many have.
+    starts: Vec<Nanos>,
+    started: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +92,8 @@ pub(crate) struct StepCollective {
     msgs: Slab<Msg>,
     /// Hosts of the ranks when not the core's (multi-job runs).
     hosts: Option<Vec<usize>>,
+    /// Lane mode: every simulated rank's messages have links of their own.
+    lanes: Option<Lanes>,
 }
 
 impl StepCollective {
@@ -118,15 +128,22 @@ impl StepCollective {
             folded,
             fold,
             hosts: None,
+            lanes: None,
             ops: IdTable::default(),
             msgs: Slab::default(),
         }
     }
 
     /// Places the ranks on these hosts instead of the core's `host_of_rank` (a job of a
-    /// multi-job run).
-    pub fn with_hosts(mut self, hosts: Vec<usize>) -> Self {
-        self.hosts = Some(hosts);
+    /// multi-job run; `None`: the core's).
+    pub fn on_hosts(mut self, hosts: Option<Vec<usize>>) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    /// Times operations by their lanes (see `lanes.rs`; the caller checked the conditions).
+    pub fn with_lanes(mut self, lanes: Option<Lanes>) -> Self {
+        self.lanes = lanes;
         self
     }
 
@@ -141,6 +158,16 @@ impl StepCollective {
 
     /// Sends message `send` of simulated rank `src`'s step `step` (from the step's plan).
     fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, send: &Send) {
+        let (bytes, extra, dsts, to) = self.message(core, op_id, src, step, send);
+        core.label = self.schedules[self.ops[op_id].schedule].label();
+        let user = self.msgs.insert(Msg { op: op_id, src, dsts: to, step }) as u64;
+        let src_host = self.host(core, self.rank(src));
+        core.send(src_host, &dsts, bytes, extra, user, false);
+    }
+
+    /// Message `send` of simulated rank `src`'s step `step`: its bytes on the wire, the
+    /// receivers' add time (ns), the receivers' hosts and their simulated indices.
+    fn message(&self, core: &Core, op_id: u64, src: usize, step: usize, send: &Send) -> (f64, Nanos, Ranks, Ranks) {
         let op = &self.ops[op_id];
         let src_rank = self.rank(src);
         let schedule = &self.schedules[op.schedule];
@@ -163,14 +190,62 @@ impl StepCollective {
             0
         };
         let dsts: Ranks = send.to.iter().map(|&d| self.host(core, d)).collect();
-        core.label = schedule.label();
         let to = match &self.fold {
             Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
             None => send.to.clone(),
         };
-        let user = self.msgs.insert(Msg { op: op_id, src, dsts: to, step }) as u64;
-        let src_host = self.host(core, src_rank);
-        core.send(src_host, &dsts, bytes, extra, user, false);
+        (bytes, extra, dsts, to)
+    }
+
+    /// Times operation `op_id` by its lanes, every rank having started it: the step rule's
+    /// recurrence over all ranks and steps (see `lanes.rs`); each rank's completion comes
+    /// back as a timer. Each rank sends one message per step, to its lane's peer; with a
+    /// rank-symmetric schedule every rank's step-`s` message has rank 0's size and add time.
+    fn run_lanes(&mut self, core: &mut Core, op_id: u64) {
+        let mut lanes = self.lanes.take().expect("lane mode");
+        let op = &self.ops[op_id];
+        let schedule = &self.schedules[op.schedule];
+        let symmetric = schedule.rank_symmetric(self.n);
+        core.label = schedule.label();
+        // When each rank began its current step, and when it may begin the next.
+        let mut begin = op.starts.clone();
+        let mut next = begin.clone();
+        let mut size = (0.0, 0);
+        for step in 0..op.steps {
+            next.copy_from_slice(&begin);
+            for (r, lane) in lanes.0.iter_mut().enumerate() {
+                if r == 0 || !symmetric {
+                    let plan = schedule.step(self.rank(r), self.n, op.pipeline, step);
+                    let [send] = &plan.sends[..] else { unreachable!("a lane carries one message per step") };
+                    let (bytes, extra, _, _) = self.message(core, op_id, r, step, send);
+                    size = (bytes, extra);
+                }
+                let (bytes, extra) = size;
+                // Sent once its receiver has started the operation (the rendezvous).
+                let at = begin[r].max(op.starts[lane.to]);
+                let delivered = core
+                    .time_alone(at, lane.src, &[lane.dst], &lane.links, lane.latency, bytes, extra, &mut lane.memo)
+                    .expect("lanes are planned only for models that time flows alone");
+                next[r] = next[r].max(delivered);
+                next[lane.to] = next[lane.to].max(delivered);
+            }
+            std::mem::swap(&mut begin, &mut next);
+        }
+        core.settle_alone();
+        for (r, &done) in begin.iter().enumerate() {
+            core.wake_at(done, (op_id << 32) | r as u64);
+        }
+        self.lanes = Some(lanes);
+    }
+
+    /// Simulated rank `rank` has finished operation `op_id`.
+    fn finish(&mut self, core: &mut Core, op_id: u64, rank: usize) {
+        core.notes.push(Note::OpDone { rank, op: op_id, synced: true });
+        let op = self.ops.get_mut(op_id).expect("op exists");
+        op.finished += 1;
+        if op.finished == self.simulated {
+            self.ops.remove(op_id);
+        }
     }
 
     /// Sends message `index` of simulated rank `src`'s step `step`, asking the schedule
@@ -187,11 +262,7 @@ impl StepCollective {
             let op = self.ops.get_mut(op_id).expect("op exists");
             let step = op.ranks[rank].step;
             if step == op.steps {
-                core.notes.push(Note::OpDone { rank, op: op_id, synced: true });
-                op.finished += 1;
-                if op.finished == self.simulated {
-                    self.ops.remove(op_id);
-                }
+                self.finish(core, op_id, rank);
                 return;
             }
             let plan = self.schedules[op.schedule].step(
@@ -249,6 +320,7 @@ impl StepCollective {
         let index = schedule;
         let schedule = &self.schedules[index];
         let pipeline = schedule.pieces_for(wire, settings.pipeline_bytes, settings.max_pipeline);
+        let lanes = self.lanes.is_some();
         let op = self.ops.get_or_insert_with(op_id, || Op {
             schedule: index,
             bytes: wire,
@@ -258,8 +330,18 @@ impl StepCollective {
             ranks: vec![RankState::default(); simulated],
             deferred: Vec::new(),
             finished: 0,
+            starts: if lanes { vec![0; simulated] } else { Vec::new() },
+            started: 0,
         });
         op.ranks[rank].started = true;
+        if lanes {
+            op.starts[rank] = core.now;
+            op.started += 1;
+            if op.started == simulated {
+                self.run_lanes(core, op_id);
+            }
+            return;
+        }
         self.begin_step(core, op_id, rank);
         // Deferred sends whose receivers have now all started.
         if let Some(op) = self.ops.get_mut(op_id) {
@@ -289,6 +371,11 @@ impl StepCollective {
 impl Protocol for StepCollective {
     fn start_op(&mut self, core: &mut Core, rank: usize, op_id: u64, _tasks: &[TaskRef], bytes: u64) {
         self.start_with(core, rank, op_id, 0, bytes);
+    }
+
+    /// Lane mode: a rank's completion of an operation (`op << 32 | rank`).
+    fn on_timer(&mut self, core: &mut Core, user: u64) {
+        self.finish(core, user >> 32, (user & 0xFFFF_FFFF) as usize);
     }
 
     fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {

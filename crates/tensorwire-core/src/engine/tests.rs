@@ -827,24 +827,27 @@ fn the_flow_budget_stops_a_run_with_a_clear_error() {
 fn progress_is_reported_and_can_stop_a_run() {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
-    let calls = Arc::new(AtomicU64::new(0));
-    let seen = calls.clone();
     let mut sc = scenario(workload(&[4096; 400], 1000), 8, "ring", 100);
     sc.allow_folding = false;
     sc.iterations = 2;
-    sc.progress = Some(ProgressHook(Arc::new(move |p: &Progress| {
-        assert!(p.iterations_done <= p.iterations && p.events > 0);
-        seen.fetch_add(1, Ordering::Relaxed);
-        true
-    })));
-    let done = simulate(&sc).unwrap();
-    assert!(
-        calls.load(Ordering::Relaxed) >= done.events / PROGRESS_EVERY - 1,
-        "{} calls",
-        calls.load(Ordering::Relaxed)
-    );
-    sc.progress = Some(ProgressHook(Arc::new(|_: &Progress| false)));
-    assert_eq!(simulate(&sc).unwrap_err().field(), "interrupted");
+    // Message by message, and by lanes (every message timed without an event).
+    for lanes in [false, true] {
+        let calls = Arc::new(AtomicU64::new(0));
+        let seen = calls.clone();
+        sc.allow_lanes = lanes;
+        sc.progress = Some(ProgressHook(Arc::new(move |p: &Progress| {
+            assert!(p.iterations_done <= p.iterations && p.events > 0);
+            seen.fetch_add(1, Ordering::Relaxed);
+            true
+        })));
+        let done = simulate(&sc).unwrap();
+        let work = done.events + if lanes { done.flows } else { 0 };
+        assert!(work > PROGRESS_EVERY, "lanes={lanes}: {work}");
+        let calls = calls.load(Ordering::Relaxed);
+        assert!(calls + 1 >= work / PROGRESS_EVERY, "lanes={lanes}: {calls} calls for {work} events and messages");
+        sc.progress = Some(ProgressHook(Arc::new(|_: &Progress| false)));
+        assert_eq!(simulate(&sc).unwrap_err().field(), "interrupted");
+    }
     // The sharded engine checks too.
     sc.strategy = crate::strategy::Strategy::parse("fsdp").unwrap();
     assert_eq!(simulate(&sc).unwrap_err().field(), "interrupted");
@@ -1234,6 +1237,67 @@ mod multi_job {
     }
 
     #[test]
+    fn a_job_of_any_strategy_alone_gives_what_simulate_gives() {
+        // Parameter servers (the fabric's hosts after the workers' are the servers', as the
+        // topology numbers them alone) and the gradient scheduler's options, with a straggler.
+        let w = workload(&[4096, 100_000, 7, 65_536, 300_000], 20_000);
+        for strategy in [
+            "ps:num_ps=2",
+            "ps:num_ps=3,placement=balanced,barrier=false",
+            "ps:num_ps=2,placement=sharded",
+            "ps+multicast:num_ps=2",
+            "ps+ina:switch_memory=100000B",
+            "ps:pipeline=50000B,credit=100000B",
+            "ring:schedule=priority,partition=50000B,credit=100000B",
+            "ring:fusion=100KB",
+            "ring:partial=majority",
+            "halving-doubling:execution=stream,dispatch=5us",
+        ] {
+            let mut sc = scenario(w.clone(), 6, strategy, 300);
+            sc.iterations = 3;
+            sc.variability = Variability::Slowdowns(vec![1.0, 1.0, 2.0, 1.0, 1.0, 1.0]);
+            let alone = run(&sc);
+            let mut fabric = sc.clone();
+            fabric.workers = 6 + sc.strategy.servers();
+            let jobs = simulate_jobs(&fabric, &[job("a", &w, 6, strategy, None)], "packed").unwrap();
+            assert_eq!(jobs[0].completions_s, alone.completions_s, "{strategy}");
+            assert_eq!(jobs[0].sent_bytes_per_worker, alone.sent_bytes_per_worker, "{strategy}");
+            if !alone.folded {
+                assert_eq!(jobs[0].flows, alone.flows, "{strategy}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_parameter_server_job_and_a_ring_job_share_the_fabric() {
+        // On a star only the hosts' own links carry traffic, so two jobs on their own hosts do
+        // not meet: each runs as alone. Put a ring job's workers on the servers' leaf of a
+        // leaf-spine with one thin spine, and both slow down.
+        let w = workload(&[40_000, 100_000], 2_000);
+        let mut fabric = scenario(w.clone(), 10, "ring", 100);
+        fabric.iterations = 3;
+        let ps = job("ps", &w, 4, "ps:num_ps=2", None);
+        let ring = job("ring", &w, 4, "ring", None);
+        let both = simulate_jobs(&fabric, &[ps.clone(), ring.clone()], "packed").unwrap();
+        let ps_alone = simulate_jobs(&fabric, std::slice::from_ref(&ps), "packed").unwrap();
+        let ring_alone = simulate_jobs(&fabric, std::slice::from_ref(&ring), "packed").unwrap();
+        assert_eq!(both[0].completions_s, ps_alone[0].completions_s);
+        // On the star the ring's hosts are 6 to 9 together but 0 to 3 alone: same times.
+        assert_eq!(both[1].completions_s, ring_alone[0].completions_s);
+        // Leaf 0 holds hosts 0 to 4, leaf 1 hosts 5 to 9, one spine at the host rate: the
+        // pushes of workers 0 to 3 to servers 5 and 6 and the ring over 4, 7, 8, 9 (its hops
+        // 4 -> 7 and 9 -> 4) both cross the spine.
+        fabric.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=5,spines=1,uplink=8Gbps").unwrap();
+        let ps = job("ps", &w, 4, "ps:num_ps=2", Some(vec![0, 1, 2, 3, 5, 6]));
+        let ring = job("ring", &w, 4, "ring", Some(vec![4, 7, 8, 9]));
+        let both = simulate_jobs(&fabric, &[ps.clone(), ring.clone()], "packed").unwrap();
+        let ps_alone = simulate_jobs(&fabric, &[ps], "packed").unwrap();
+        let ring_alone = simulate_jobs(&fabric, &[ring], "packed").unwrap();
+        assert!(both[0].iteration_time_s > ps_alone[0].iteration_time_s * 1.05);
+        assert!(both[1].iteration_time_s > ring_alone[0].iteration_time_s * 1.05);
+    }
+
+    #[test]
     fn two_jobs_on_one_bottleneck_link_each_get_half_its_rate() {
         // Two leaves of two hosts, one spine at the host rate. Job a on hosts 0 and 2, job b
         // on 1 and 3: both rings cross leaf0 -> spine -> leaf1 (and back) at every step, so
@@ -1270,8 +1334,17 @@ mod multi_job {
         );
         assert_eq!(err(&[job("a", &w, 2, "ring", None), job("a", &w, 2, "ring", None)]), "jobs[1].name");
         assert_eq!(err(&[job("a", &w, 0, "ring", None)]), "jobs[0].workers");
-        assert_eq!(err(&[job("a", &w, 2, "ps", None)]), "jobs[0].strategy");
-        assert_eq!(err(&[job("a", &w, 2, "ring:schedule=priority", None)]), "jobs[0].strategy");
+        // A parameter-server job takes a host per server: 2 workers + 4 servers do not fit 4
+        // hosts, and fixed hosts are one per worker, then one per server.
+        assert_eq!(err(&[job("a", &w, 2, "ps:num_ps=4", None)]), "workers");
+        let e = simulate_jobs(&fabric, &[job("a", &w, 2, "ps", Some(vec![0, 1]))], "packed").unwrap_err();
+        assert_eq!(e.field(), "jobs[0].hosts");
+        assert!(e.to_string().contains("2 workers and 1 servers"), "{e}");
+        // What the job's strategy needs of itself and of the fabric.
+        assert_eq!(err(&[job("a", &w, 2, "ps+ina:switch_memory=1MB,credit=1MB", None)]), "jobs[0].strategy.credit");
+        let mut rack = fabric.clone();
+        rack.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=2,spines=1").unwrap();
+        assert_eq!(simulate_jobs(&rack, &[job("a", &w, 2, "ps+ina", None)], "packed").unwrap_err().field(), "topology");
         assert_eq!(err(&[]), "jobs");
         assert_eq!(
             simulate_jobs(&fabric, &[job("a", &w, 2, "ring", None)], "diagonal").unwrap_err().field(),
@@ -1285,7 +1358,7 @@ mod job_placement {
     use super::*;
 
     fn seat<'a>(name: &'a str, workers: usize, hosts: Option<&'a [usize]>) -> JobSeat<'a> {
-        JobSeat { name, workers, hosts }
+        JobSeat { name, workers, servers: 0, hosts }
     }
 
     fn place(hosts: usize, kind: &str, jobs: &[JobSeat<'_>]) -> Result<Vec<Vec<usize>>> {

@@ -192,6 +192,14 @@ pub struct Strategy {
 }
 
 impl Strategy {
+    /// Parameter servers it runs on hosts of their own (0 for the other families).
+    pub fn servers(&self) -> usize {
+        match &self.family {
+            Family::ParameterServer(c) => c.num_ps,
+            _ => 0,
+        }
+    }
+
     /// Parses and validates a spec such as `ring:partition=4MiB` or `ps:num_ps=4`.
     pub fn parse(text: &str) -> Result<Strategy> {
         let (name, pairs) = spec::split("strategy", text)?;

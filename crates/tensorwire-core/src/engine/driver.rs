@@ -1,0 +1,186 @@
+//! The event loop: one or several jobs on one [`Core`], each job's own events (compute,
+//! scheduler timers) in its own queue, the network's events and protocols' wake-ups in the
+//! core's. A single-job run is the loop with one job; a multi-job run (`jobs.rs`) hands
+//! each flow event and wake-up to the job that started it and each queue event to the job
+//! whose queue holds the earliest (the lowest job index first at equal times).
+
+use super::core::Core;
+use super::{Progress, Scenario, PROGRESS_EVERY};
+use crate::error::{Error, Result};
+use crate::metrics::Report;
+use crate::network::FlowEvent;
+use crate::units::{nanos_to_seconds, Nanos};
+
+/// A job as the event loop sees it: the gradient-scheduling engine (`Engine`, every
+/// strategy of a single-job run) or a stream program (`program::Runner`, sharded
+/// strategies).
+pub(crate) trait Driven {
+    /// Starts every rank's first iteration.
+    fn start(&mut self, core: &mut Core);
+    /// Iterations completed on every rank (the run's `iterations` at the end).
+    fn completed(&self) -> usize;
+    /// When the job's own next event is due, ns.
+    fn queue_head(&self) -> Option<Nanos>;
+    /// Handles the job's own next event, due at `t` (it sets the core's job and time).
+    fn on_queue(&mut self, core: &mut Core, t: Nanos);
+    /// Hands the job's protocol a flow event of its message `user`.
+    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool);
+    /// Hands the job's protocol its wake-up `user` ([`Core::wake_at`]).
+    fn on_timer(&mut self, core: &mut Core, user: u64);
+    /// Counts one event handled for the job (`Report::events`).
+    fn count_event(&mut self);
+    /// The job's report, once it is done.
+    fn report(&mut self, core: &mut Core) -> Report;
+}
+
+/// Runs `jobs` on `core` until every job has completed its iterations. `sc` gives the
+/// flow budget and the progress callback (its `iterations` are the run's). Generic so
+/// that a run alone calls its job directly (the loop runs once per event: dispatch
+/// through `dyn Driven` cost 2-3% of an unfolded ring's time); `J = dyn Driven` for
+/// several jobs.
+pub(crate) fn drive<J: Driven + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core: &mut Core) -> Result<()> {
+    for job in jobs.iter_mut() {
+        job.start(core);
+    }
+    let mut flow_events = Vec::new();
+    let mut checked = 0;
+    let mut events = 0u64;
+    let iterations = sc.iterations as usize;
+    while jobs.iter().any(|j| j.completed() < iterations) {
+        // Messages timed by lanes count as events would (they come without any).
+        let work = events + core.flows_alone;
+        if work >= checked + PROGRESS_EVERY {
+            checked = work;
+            let done = jobs.iter().map(|j| j.completed()).min().unwrap_or(0);
+            checkpoint(sc, core, events, done)?;
+        }
+        let head = jobs.iter().enumerate().filter_map(|(i, j)| j.queue_head().map(|t| (t, i))).min();
+        match next(head.map(|h| h.0), core) {
+            Next::Network(t) => {
+                core.now = t;
+                flow_events.clear();
+                core.net.advance(t, &mut flow_events);
+                for &e in &flow_events {
+                    events += 1;
+                    let (tag, delivered) = match e {
+                        FlowEvent::Sent(tag) => (tag, false),
+                        FlowEvent::Delivered(tag) => (tag, true),
+                    };
+                    let user = core.flow_event(tag, delivered);
+                    let job = &mut jobs[core.job];
+                    job.count_event();
+                    if let Some(user) = user {
+                        job.on_flow(core, user, delivered);
+                    }
+                }
+            }
+            Next::Timer(t) => {
+                core.now = t;
+                while let Some((job, user)) = core.pop_timer(t) {
+                    events += 1;
+                    jobs[job].count_event();
+                    jobs[job].on_timer(core, user);
+                }
+            }
+            Next::Queue(t) => {
+                events += 1;
+                let (_, i) = head.expect("a queue event has a job");
+                jobs[i].count_event();
+                jobs[i].on_queue(core, t);
+            }
+            Next::Stalled => return Err(stalled(core)),
+        }
+    }
+    Ok(())
+}
+
+/// Checks the flow budget and reports progress; called by the event loops every
+/// [`PROGRESS_EVERY`] events or messages timed without one.
+fn checkpoint(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -> Result<()> {
+    if let Some(max) = sc.max_flows {
+        if core.flows_started > max {
+            return Err(Error::invalid(
+                "max_flows",
+                format!(
+                    "the simulation needs more than {max} flows (at {:.3} s simulated, {iterations_done} of {} iterations done); raise max_flows (--max-flows), or simulate fewer workers or iterations",
+                    nanos_to_seconds(core.now),
+                    sc.iterations
+                ),
+            ));
+        }
+    }
+    if let Some(hook) = &sc.progress {
+        let p = Progress {
+            iterations_done: iterations_done as u32,
+            iterations: sc.iterations,
+            simulated_s: nanos_to_seconds(core.now),
+            events,
+            flows: core.flows_started,
+        };
+        if !(hook.0)(&p) {
+            return Err(Error::invalid("interrupted", "the simulation was stopped before it finished"));
+        }
+    }
+    Ok(())
+}
+
+/// What an event loop handles next.
+enum Next {
+    /// The network's next event, at this time (network events go first at equal times).
+    Network(Nanos),
+    /// A protocol's wake-up ([`Core::wake_at`]; they stand for deliveries, so they go
+    /// after network events and before the queue's at equal times).
+    Timer(Nanos),
+    /// The loop's own queue's next event.
+    Queue(Nanos),
+    /// Nothing is pending.
+    Stalled,
+}
+
+/// Chooses between the network's next event and the head of a loop's queue.
+/// A failure due at or before both is applied first (it comes first at equal times).
+fn next(queue_head: Option<Nanos>, core: &mut Core) -> Next {
+    let earliest = |a: Option<Nanos>, b: Option<Nanos>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    };
+    loop {
+        let fail = core.failures.next_time();
+        let timer = core.next_timer();
+        let limit = earliest(earliest(queue_head, timer), fail);
+        // The network's next event if it comes no later than the limit; asking with the
+        // limit lets the model skip work that cannot change the answer.
+        let net = core.net.next_time_by(limit);
+        if let Some(f) = fail {
+            if net.is_none_or(|t| f <= t) && earliest(queue_head, timer).is_none_or(|q| f <= q) {
+                core.apply_next_failure();
+                continue;
+            }
+        }
+        return match (net, timer, queue_head) {
+            (Some(t), _, _) => Next::Network(t),
+            (None, Some(t), q) if q.is_none_or(|q| t <= q) => Next::Timer(t),
+            (None, _, Some(q)) => Next::Queue(q),
+            (None, Some(t), None) => Next::Timer(t),
+            (None, None, None) => Next::Stalled,
+        };
+    }
+}
+
+/// The error of a run with nothing left to happen before it finished.
+fn stalled(core: &Core) -> Error {
+    match core.failures.down.first() {
+        Some((target, at)) => Error::invalid(
+            "failures",
+            format!(
+                "the job cannot finish: {target} went down at {} s and routes are fixed (no rerouting is modelled), so messages crossing it never arrive; give a rate > 0 to model a degraded link",
+                nanos_to_seconds(*at)
+            ),
+        ),
+        None => Error::invalid(
+            "strategy",
+            "the simulation stalled before every iteration completed (internal error; please report)",
+        ),
+    }
+}

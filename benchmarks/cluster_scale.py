@@ -27,6 +27,11 @@ CASE = r"""
 import json, sys, time
 import tensorwire as tw
 spec = json.loads(sys.argv[1])
+if spec.get("lanes") is False:
+    # Message by message: the core's switch for lanes (folding stays on).
+    from tensorwire import _core, api
+    plain = _core.simulate
+    api._core.simulate = lambda *a, **k: plain(*a, **{**k, "allow_lanes": False})
 w = tw.load_model(spec["model"], **spec.get("model_args", {}))
 cluster = tw.Cluster(spec["workers"], spec["bandwidth"], latency=spec.get("latency", "5us"), topology=spec.get("topology", "star"))
 kwargs = {}
@@ -34,6 +39,10 @@ if spec.get("straggler"):
     slow = [1.0] * spec["workers"]
     slow[spec["workers"] // 2] = spec["straggler"]
     kwargs = {"stragglers": "fixed", "slowdowns": slow}
+if spec.get("slow_link"):
+    # One host link at a fraction of its rate from the start.
+    target, rate = spec["slow_link"]
+    kwargs["failures"] = [tw.Failure(target, at_s=0.0, rate=rate)]
 cpu = wall = float("inf")
 for _ in range(spec["repeat"]):
     t0, c0 = time.perf_counter(), time.process_time()
@@ -52,12 +61,17 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def label(r: dict[str, Any]) -> str:
     extra = f", {r['straggler']}x straggler" if r.get("straggler") else ""
+    if r.get("slow_link"):
+        extra += f", {r['slow_link'][0]} at {r['slow_link'][1]:g} of its rate"
+    if r.get("lanes") is False:
+        extra += ", message by message"
     return f"{r['model']} `{r['strategy']}` on {r['workers']:,} ({r.get('topology', 'star')}{extra})"
 
 
 def row(r: dict[str, Any], twin: dict[str, Any] | None) -> str:
     ratio = f"{r['cpu_s'] / twin['cpu_s']:.2f}x" if twin else ""
-    return (f"| {label(r)} | {'folded' if r['folded'] else 'full'} | {r['cpu_s'] * 1e3:,.0f} | {r['wall_s'] * 1e3:,.0f} "
+    mode = ("folded" if r["folded"] else "full") + (", lanes" if r["events"] < r["flows"] else "")
+    return (f"| {label(r)} | {mode} | {r['cpu_s'] * 1e3:,.0f} | {r['wall_s'] * 1e3:,.0f} "
             f"| {r['max_rss_mb']:.0f} | {r['flows']:,} | {r['iteration_time_s'] * 1e3:.2f} | {ratio} |")
 
 
@@ -68,13 +82,18 @@ HEADER = ("| case | mode | CPU (ms) | wall (ms) | max RSS (MB) | flows | iterati
 def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """(case, its symmetric twin) for every target of issue 15."""
     ring = {"model": "resnet50", "strategy": "ring", "bandwidth": "25Gbps"}
+    vgg = {"model": "vgg16", "bandwidth": "25Gbps", "workers": 1024}
+    leaf_spine = {**ring, "workers": 1024, "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps"}
     cases: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
         ({**ring, "workers": 1024, "straggler": 2.0}, {**ring, "workers": 1024}),
-        ({"model": "vgg16", "strategy": "ps:num_ps=16,placement=balanced", "bandwidth": "25Gbps", "workers": 1024},
-         {"model": "vgg16", "strategy": "ring", "bandwidth": "25Gbps", "workers": 1024}),
-        ({**ring, "workers": 1024, "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps"},
-         {**ring, "workers": 1024}),
+        ({**vgg, "strategy": "ps:num_ps=16,placement=balanced"}, {**vgg, "strategy": "ring"}),
+        ({**vgg, "strategy": "ps:num_ps=16,placement=sharded"}, {**vgg, "strategy": "ring"}),
+        (leaf_spine, {**ring, "workers": 1024}),
+        ({**leaf_spine, "lanes": False}, {**ring, "workers": 1024}),
+        ({**ring, "workers": 256, "slow_link": ["h100->sw", 0.5]}, {**ring, "workers": 256}),
     ]
+    if quick:
+        cases = [c for c in cases if c[0].get("lanes") is not False]
     return cases
 
 

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::slab::Slab;
-use crate::network::{FlowSpec, NetworkModel};
+use crate::network::{AlonePath, FlowSpec, NetworkModel};
 use crate::sched::TaskRef;
 use crate::topology::{LinkId, Topology};
 use crate::units::Nanos;
@@ -314,19 +314,30 @@ impl Core {
 
     /// [`Core::overhead_of`] for a message over `links`.
     fn overhead_over(&self, links: &[(LinkId, u32)], bytes: f64) -> Nanos {
-        if !self.pipelined_segments || self.overhead == 0 {
+        let Some(rate) = self.overhead_rate(links) else {
             return self.overhead;
-        }
-        let rate = links
-            .iter()
-            .map(|&(l, weight)| self.topo.links()[l].bytes_per_ns / f64::from(weight))
-            .fold(self.copy_cap, f64::min);
+        };
         let transfer = if rate > 0.0 { (bytes / rate).round() } else { f64::INFINITY };
         if transfer >= self.overhead as f64 {
             0
         } else {
             self.overhead - transfer as Nanos
         }
+    }
+
+    /// The rate whose transfer time hides the host overhead of a message over `links`
+    /// (pipelined segments: the slowest link's share, the copy cap); `None` when the whole
+    /// overhead counts whatever the message.
+    pub fn overhead_rate(&self, links: &[(LinkId, u32)]) -> Option<f64> {
+        if !self.pipelined_segments || self.overhead == 0 {
+            return None;
+        }
+        Some(
+            links
+                .iter()
+                .map(|&(l, weight)| self.topo.links()[l].bytes_per_ns / f64::from(weight))
+                .fold(self.copy_cap, f64::min),
+        )
     }
 
     /// Times a message that has its links to itself (see `lanes.rs`) without an event:
@@ -352,17 +363,50 @@ impl Core {
         let latency = latency + extra + self.overhead_over(links, bytes);
         let flow = FlowSpec { links, bytes, latency, rate_cap: self.copy_cap, tag: 0, notify_sent: false };
         let delivered = self.net.time_alone(at, &flow, memo)? + latency;
-        self.flows_started += 1;
-        self.flows_alone += 1;
+        self.count_alone(1);
+        if self.watches(src, dsts) {
+            self.watch_alone(src, at, delivered, bytes);
+        }
+        Some(delivered)
+    }
+
+    /// The network model's state of the path `links` for flows alone on it
+    /// ([`NetworkModel::alone_path`], with the copy cap); `memo` as for
+    /// [`Core::time_alone`].
+    ///
+    /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
+    pub fn alone_path(&mut self, links: &[(LinkId, u32)], memo: &mut Option<u32>) -> Option<AlonePath> {
+        self.net.alone_path(links, self.copy_cap, memo)
+    }
+
+    /// A message's time on the wire besides its transfer when sent over `links` (its path
+    /// latency given): latency, the receiver's add time `extra` and the host overhead.
+    pub fn alone_delay(&self, links: &[(LinkId, u32)], latency: Nanos, bytes: f64, extra: Nanos) -> Nanos {
+        latency + extra + self.overhead_over(links, bytes)
+    }
+
+    /// Counts `messages` timed alone as [`Core::send`] counts messages: flows started, the
+    /// current job's flows (the watched host's part: [`Core::watch_alone`]).
+    pub fn count_alone(&mut self, messages: u64) {
+        self.flows_started += messages;
+        self.flows_alone += messages;
+        self.watch[self.job].flows += messages;
+    }
+
+    /// Whether the current job's rank 0 host sends or receives a message from `src` to `dsts`.
+    pub fn watches(&self, src: usize, dsts: &[usize]) -> bool {
+        let host = self.watch[self.job].host;
+        src == host || dsts.contains(&host)
+    }
+
+    /// The watched host's part of a message it sends or receives ([`Core::watches`]), timed
+    /// alone from `at` until `delivered`: the bytes it sent and its busy time.
+    pub fn watch_alone(&mut self, src: usize, at: Nanos, delivered: Nanos, bytes: f64) {
         let w = &mut self.watch[self.job];
-        w.flows += 1;
         if src == w.host {
             w.sent += bytes;
         }
-        if src == w.host || dsts.contains(&w.host) {
-            self.alone_busy.push((at, delivered));
-        }
-        Some(delivered)
+        self.alone_busy.push((at, delivered));
     }
 
     /// Adds the time the watched host had messages timed by [`Core::time_alone`] in flight

@@ -29,9 +29,12 @@
 //!
 //! [`NetworkModel::time_alone`]: crate::network::NetworkModel::time_alone
 
+use std::collections::HashMap;
+
 use super::core::Core;
 use super::fold::RankFold;
 use crate::collectives::StepSchedule;
+use crate::network::AlonePath;
 use crate::topology::LinkId;
 use crate::units::Nanos;
 
@@ -98,6 +101,48 @@ impl Lanes {
             lanes.push(Lane { src, dst, to, memo: None, links, latency });
         }
         Some(Lanes(lanes))
+    }
+}
+
+/// Lanes whose paths are in one state: the same rate alone, the same bytes served by their
+/// flow classes, latency and host overhead. Carrying equal messages (a rank-symmetric
+/// schedule), their messages take equal times step after step, so a collective costs one
+/// network-model step per group and step and a few comparisons per lane and step (on a
+/// ring on a star, one group: each message is a `max` and an add).
+#[derive(Debug)]
+pub(crate) struct LaneGroups {
+    /// Each lane's group.
+    pub of_lane: Vec<u32>,
+    /// Each lane's path (its own flow class; rate and served as its group's).
+    pub paths: Vec<AlonePath>,
+    /// Per group: the path state all its lanes share, and one lane of it.
+    pub state: Vec<AlonePath>,
+    pub first: Vec<usize>,
+}
+
+impl Lanes {
+    /// The lanes grouped by the state of their paths; `None` if the network model has no
+    /// such state ([`NetworkModel::alone_path`]: then each message is timed on its own).
+    ///
+    /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
+    pub fn groups(&mut self, core: &mut Core) -> Option<LaneGroups> {
+        let mut index: HashMap<(u64, u64, Nanos, u64), u32> = HashMap::new();
+        let mut groups = LaneGroups { of_lane: Vec::new(), paths: Vec::new(), state: Vec::new(), first: Vec::new() };
+        for (r, lane) in self.0.iter_mut().enumerate() {
+            let path = core.alone_path(&lane.links, &mut lane.memo)?;
+            // The host overhead depends on the path's slowest link when segments pipeline.
+            let overhead_rate = core.overhead_rate(&lane.links).map_or(u64::MAX, f64::to_bits);
+            let key = (path.rate.to_bits(), path.served.to_bits(), lane.latency, overhead_rate);
+            let next = groups.state.len() as u32;
+            let g = *index.entry(key).or_insert(next);
+            if g == next {
+                groups.state.push(path);
+                groups.first.push(r);
+            }
+            groups.of_lane.push(g);
+            groups.paths.push(path);
+        }
+        Some(groups)
     }
 }
 
@@ -182,6 +227,28 @@ mod tests {
     }
 
     #[test]
+    fn lanes_on_paths_in_one_state_are_one_group() {
+        // A ring on a star: every lane alike, one group. Host 3 at half its rate: the lanes
+        // over its uplink (rank 3's) and its downlink (rank 2's) are a second group.
+        for (failures, expected) in [
+            (vec![], vec![0u32; 8]),
+            (vec![crate::engine::Failure { at_s: 0.0, target: "h3".into(), rate: 0.5 }], vec![0, 0, 1, 1, 0, 0, 0, 0]),
+        ] {
+            let mut sc = scenario("star", 8, "ring", &[8_000], 0);
+            sc.failures = failures;
+            let topo = sc.topology.build(8, 0, sc.bandwidth, 300);
+            let mut core = crate::engine::build_core(&sc, topo, false).unwrap();
+            while core.failures.next_time() == Some(0) {
+                core.apply_next_failure();
+            }
+            let mut lanes = super::Lanes::plan(&mut core, &crate::collectives::Ring, 8, None, 8).unwrap();
+            let groups = lanes.groups(&mut core).unwrap();
+            assert_eq!(groups.of_lane, expected);
+            assert_eq!(groups.state.len(), groups.first.len());
+        }
+    }
+
+    #[test]
     fn messages_that_share_a_link_are_flows() {
         // Ring 0 -> 1 -> 2 -> 3 on hosts 0, 2, 1, 3 (two leaves of two, one spine): ranks 0
         // and 2 both cross leaf 0's uplink, so nothing is timed by lanes.
@@ -218,7 +285,8 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 192, .. ProptestConfig::default() })]
 
         /// Lanes change nothing but the work: random ring scenarios (fabric, placement,
-        /// sizes, compute, stragglers, scheduling and cost options, network model) give
+        /// sizes, compute, stragglers, a slow host, scheduling and cost options, network
+        /// model) give
         /// the same completions, communication time, bytes, flows and link utilisation
         /// with lanes as message by message.
         #[test]
@@ -226,11 +294,12 @@ mod tests {
             (topology, n) in arb_fabric(),
             strategy in prop::sample::select(vec![
                 "ring", "ring:schedule=priority", "ring:compression=3", "ring:reduce=5Gbps",
-                "ring:dispatch=2us", "ring:fusion=90000B", "ring:partition=50000B",
+                "ring:dispatch=2us", "ring:fusion=90000B", "ring:partition=50000B", "ring:segments=pipelined",
             ]),
             sizes in prop::collection::vec(1u64..300_000, 1..5),
             compute_ns in 0u64..40_000,
             straggler in prop::option::of((0usize..64, 1.1f64..3.0)),
+            slow_host in prop::option::of((0usize..64, 0.2f64..0.95)),
             overhead_ns in prop_oneof![Just(0u64), 1u64..3_000],
             copy in prop::option::of(0.3e9f64..3e9),
             analytical in prop::bool::ANY,
@@ -250,6 +319,10 @@ mod tests {
                 s[who % n] = slow;
                 sc.variability = Variability::Slowdowns(s);
             }
+            if let Some((who, rate)) = slow_host {
+                // A host at a fraction of its links' rate from the start: its lanes differ.
+                sc.failures = vec![crate::engine::Failure { at_s: 0.0, target: format!("h{}", who % n), rate }];
+            }
             if let Some(seed) = shuffle {
                 // A seeded permutation of the hosts (some share links, some do not).
                 let mut hosts: Vec<usize> = (0..n).collect();
@@ -262,7 +335,7 @@ mod tests {
                 }
                 sc.rank_to_host = Some(hosts);
             }
-            let what = format!("{strategy} on {topology}, n={n}, sizes={sizes:?}, straggler={straggler:?}, hosts={:?}", sc.rank_to_host);
+            let what = format!("{strategy} on {topology}, n={n}, sizes={sizes:?}, straggler={straggler:?}, slow={slow_host:?}, hosts={:?}", sc.rank_to_host);
             let (lanes, flows) = both(&mut sc);
             prop_assert_eq!(lanes.completions_s.len(), flows.completions_s.len());
             for (a, b) in lanes.completions_s.iter().zip(&flows.completions_s) {

@@ -19,7 +19,7 @@
 
 use super::core::{Core, Note, Protocol};
 use super::fold::RankFold;
-use super::lanes::Lanes;
+use super::lanes::{LaneGroups, Lanes};
 use super::slab::{IdTable, Slab};
 use crate::collectives::{Ranks, Send, StepSchedule};
 use crate::sched::TaskRef;
@@ -158,55 +158,62 @@ impl StepCollective {
 
     /// Sends message `send` of simulated rank `src`'s step `step` (from the step's plan).
     fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, send: &Send) {
-        let (bytes, extra, dsts, to) = self.message(core, op_id, src, step, send);
+        let (bytes, extra) = self.message(op_id, src, step, send);
+        let dsts: Ranks = send.to.iter().map(|&d| self.host(core, d)).collect();
         core.label = self.schedules[self.ops[op_id].schedule].label();
+        let to = match &self.fold {
+            Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
+            None => send.to.clone(),
+        };
         let user = self.msgs.insert(Msg { op: op_id, src, dsts: to, step }) as u64;
         let src_host = self.host(core, self.rank(src));
         core.send(src_host, &dsts, bytes, extra, user, false);
     }
 
-    /// Message `send` of simulated rank `src`'s step `step`: its bytes on the wire, the
-    /// receivers' add time (ns), the receivers' hosts and their simulated indices.
-    fn message(&self, core: &Core, op_id: u64, src: usize, step: usize, send: &Send) -> (f64, Nanos, Ranks, Ranks) {
+    /// Message `send` of simulated rank `src`'s step `step`: its bytes on the wire and the
+    /// receivers' add time (ns).
+    fn message(&self, op_id: u64, src: usize, step: usize, send: &Send) -> (f64, Nanos) {
         let op = &self.ops[op_id];
-        let src_rank = self.rank(src);
-        let schedule = &self.schedules[op.schedule];
         let bytes = op.bytes * send.chunks.len() as f64 / op.chunks as f64;
+        if self.settings.reduce_ns_per_byte <= 0.0 {
+            return (bytes, 0);
+        }
         // The receivers' add time, if they reduce what they receive (all alike by
         // construction); asking the receiver's plan only when adding costs anything.
-        let extra: Nanos = if self.settings.reduce_ns_per_byte > 0.0 {
-            let first = send.to[0];
-            let reduces = schedule
-                .step(if self.folded { src_rank } else { first }, self.n, op.pipeline, step)
-                .recvs
-                .iter()
-                .any(|r| r.reduce && (self.folded || r.from == src_rank));
-            if reduces {
-                (bytes * self.settings.reduce_ns_per_byte).round() as Nanos
-            } else {
-                0
-            }
-        } else {
-            0
-        };
-        let dsts: Ranks = send.to.iter().map(|&d| self.host(core, d)).collect();
-        let to = match &self.fold {
-            Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
-            None => send.to.clone(),
-        };
-        (bytes, extra, dsts, to)
+        let src_rank = self.rank(src);
+        let reduces = self.schedules[op.schedule]
+            .step(if self.folded { src_rank } else { send.to[0] }, self.n, op.pipeline, step)
+            .recvs
+            .iter()
+            .any(|r| r.reduce && (self.folded || r.from == src_rank));
+        (bytes, if reduces { (bytes * self.settings.reduce_ns_per_byte).round() as Nanos } else { 0 })
     }
 
     /// Times operation `op_id` by its lanes, every rank having started it: the step rule's
     /// recurrence over all ranks and steps (see `lanes.rs`); each rank's completion comes
-    /// back as a timer. Each rank sends one message per step, to its lane's peer; with a
-    /// rank-symmetric schedule every rank's step-`s` message has rank 0's size and add time.
+    /// back as a timer. Each rank sends one message per step, to its lane's peer.
     fn run_lanes(&mut self, core: &mut Core, op_id: u64) {
         let mut lanes = self.lanes.take().expect("lane mode");
+        let schedule = &self.schedules[self.ops[op_id].schedule];
+        core.label = schedule.label();
+        let symmetric = schedule.rank_symmetric(self.n);
+        let groups = if symmetric { lanes.groups(core) } else { None };
+        let done = match groups {
+            Some(groups) => self.lanes_by_group(core, op_id, &lanes, groups),
+            None => self.lanes_one_by_one(core, op_id, &mut lanes, symmetric),
+        };
+        core.settle_alone();
+        for (r, &t) in done.iter().enumerate() {
+            core.wake_at(t, (op_id << 32) | r as u64);
+        }
+        self.lanes = Some(lanes);
+    }
+
+    /// [`StepCollective::run_lanes`] message by message (with a rank-symmetric schedule,
+    /// every rank's step-`s` message is rank 0's); returns each rank's completion.
+    fn lanes_one_by_one(&self, core: &mut Core, op_id: u64, lanes: &mut Lanes, symmetric: bool) -> Vec<Nanos> {
         let op = &self.ops[op_id];
         let schedule = &self.schedules[op.schedule];
-        let symmetric = schedule.rank_symmetric(self.n);
-        core.label = schedule.label();
         // When each rank began its current step, and when it may begin the next.
         let mut begin = op.starts.clone();
         let mut next = begin.clone();
@@ -217,7 +224,7 @@ impl StepCollective {
                 if r == 0 || !symmetric {
                     let plan = schedule.step(self.rank(r), self.n, op.pipeline, step);
                     let [send] = &plan.sends[..] else { unreachable!("a lane carries one message per step") };
-                    let (bytes, extra, _, _) = self.message(core, op_id, r, step, send);
+                    let (bytes, extra) = self.message(op_id, r, step, send);
                     size = (bytes, extra);
                 }
                 let (bytes, extra) = size;
@@ -231,11 +238,50 @@ impl StepCollective {
             }
             std::mem::swap(&mut begin, &mut next);
         }
-        core.settle_alone();
-        for (r, &done) in begin.iter().enumerate() {
-            core.wake_at(done, (op_id << 32) | r as u64);
+        begin
+    }
+
+    /// [`StepCollective::run_lanes`] for a rank-symmetric schedule: every rank's step-`s`
+    /// message is rank 0's, so the lanes of a group ([`LaneGroups`]) take equal times; one
+    /// network-model step per group and step, then the recurrence per lane. Returns each
+    /// rank's completion.
+    fn lanes_by_group(&self, core: &mut Core, op_id: u64, lanes: &Lanes, mut groups: LaneGroups) -> Vec<Nanos> {
+        let op = &self.ops[op_id];
+        let schedule = &self.schedules[op.schedule];
+        let to: Vec<usize> = lanes.0.iter().map(|l| l.to).collect();
+        let watched: Vec<usize> = (0..to.len()).filter(|&r| core.watches(lanes.0[r].src, &[lanes.0[r].dst])).collect();
+        // Per group: bytes its lanes' links carried, and this step's time on the wire.
+        let mut carried = vec![0.0; groups.state.len()];
+        let mut delay: Vec<Nanos> = vec![0; groups.state.len()];
+        let mut begin = op.starts.clone();
+        let mut next = begin.clone();
+        for step in 0..op.steps {
+            let plan = schedule.step(self.rank(0), self.n, op.pipeline, step);
+            let [send] = &plan.sends[..] else { unreachable!("a lane carries one message per step") };
+            let (bytes, extra) = self.message(op_id, 0, step, send);
+            for (g, state) in groups.state.iter_mut().enumerate() {
+                let (transfer, served) = state.serve(bytes).expect("lanes are planned on links with capacity");
+                carried[g] += served;
+                let lane = &lanes.0[groups.first[g]];
+                delay[g] = transfer + core.alone_delay(&lane.links, lane.latency, bytes, extra);
+            }
+            next.copy_from_slice(&begin);
+            for (r, &peer) in to.iter().enumerate() {
+                let delivered = begin[r].max(op.starts[peer]) + delay[groups.of_lane[r] as usize];
+                next[r] = next[r].max(delivered);
+                next[peer] = next[peer].max(delivered);
+            }
+            for &r in &watched {
+                let at = begin[r].max(op.starts[to[r]]);
+                core.watch_alone(lanes.0[r].src, at, at + delay[groups.of_lane[r] as usize], bytes);
+            }
+            std::mem::swap(&mut begin, &mut next);
         }
-        self.lanes = Some(lanes);
+        core.count_alone((to.len() * op.steps) as u64);
+        for (path, &g) in groups.paths.iter().zip(&groups.of_lane) {
+            core.net.credit_alone(path.class, groups.state[g as usize].served, carried[g as usize]);
+        }
+        begin
     }
 
     /// Simulated rank `rank` has finished operation `op_id`.

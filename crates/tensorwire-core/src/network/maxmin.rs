@@ -26,7 +26,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{completion_tolerance, time_to_finish, FlowEvent, FlowSpec, NetworkModel, Timeline};
+use super::{completion_tolerance, time_to_finish, AlonePath, FlowEvent, FlowSpec, NetworkModel, Timeline};
 use crate::topology::LinkId;
 use crate::units::Nanos;
 
@@ -546,33 +546,33 @@ impl NetworkModel for MaxMinFair {
     /// come), and the class and its links are credited with them. The class keeps what it
     /// was served, so a later flow of it finishes as it would have. `memo` keeps the class.
     fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, memo: &mut Option<u32>) -> Option<Nanos> {
-        if flow.links.is_empty() || self.instant_links {
+        let mut path = self.alone_path(flow.links, flow.rate_cap, memo)?;
+        let (transfer, bytes) = path.serve(flow.bytes)?;
+        self.credit_alone(path.class, path.served, bytes);
+        Some(at + transfer)
+    }
+
+    fn alone_path(&mut self, links: &[(LinkId, u32)], rate_cap: f64, memo: &mut Option<u32>) -> Option<AlonePath> {
+        if links.is_empty() || self.instant_links {
             return None;
         }
         let c = match *memo {
-            Some(c) if self.classes[c as usize].key == flow.links && self.classes[c as usize].cap == flow.rate_cap => {
-                c as usize
-            }
-            _ => self.class_of(flow.links, flow.rate_cap),
+            Some(c) if self.classes[c as usize].key == links && self.classes[c as usize].cap == rate_cap => c as usize,
+            _ => self.class_of(links, rate_cap),
         };
         *memo = Some(c as u32);
         if self.classes[c].count > 0 {
             return None; // the caller's guarantee does not hold
         }
-        let rate = self.alone_rate(c, 1.0);
-        let class = &mut self.classes[c];
-        let finish = class.served + flow.bytes.max(0.0);
-        let left = finish - class.served;
-        if left > completion_tolerance(class.served) && rate <= 0.0 {
-            return None;
-        }
-        let transfer = time_to_finish(left, rate, class.served);
-        let step = rate * transfer as f64;
-        class.served += step;
+        Some(AlonePath { class: c as u32, rate: self.alone_rate(c, 1.0), served: self.classes[c].served })
+    }
+
+    fn credit_alone(&mut self, class: u32, served: f64, bytes: f64) {
+        let class = &mut self.classes[class as usize];
+        class.served = served;
         for &(l, w) in &class.links {
-            self.link_bytes[l] += w * 1.0 * step;
+            self.link_bytes[l] += w * 1.0 * bytes;
         }
-        Some(at + transfer)
     }
 
     fn next_time(&mut self) -> Option<Nanos> {

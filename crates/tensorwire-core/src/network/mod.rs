@@ -74,6 +74,19 @@ pub trait NetworkModel {
     fn time_alone(&mut self, _at: Nanos, _flow: &FlowSpec<'_>, _memo: &mut Option<u32>) -> Option<Nanos> {
         None
     }
+    /// The state of the path `links` (flows capped at `rate_cap`) for flows that run on it
+    /// alone, to be timed by [`AlonePath::serve`] and recorded by
+    /// [`NetworkModel::credit_alone`]: what [`NetworkModel::time_alone`] does per flow, for a
+    /// caller that times many paths in one state at once (lanes: the ranks of a collective
+    /// whose paths are alike serve equal messages alike). `memo` as for `time_alone`. `None`:
+    /// the model has no such state, or the path is in use.
+    fn alone_path(&mut self, _links: &[(LinkId, u32)], _rate_cap: f64, _memo: &mut Option<u32>) -> Option<AlonePath> {
+        None
+    }
+    /// Records flows timed on the path of class `class` ([`AlonePath::class`]): the class has
+    /// now served `served` bytes ([`AlonePath::served`] after them), and its links carried
+    /// `bytes` more (times their weights).
+    fn credit_alone(&mut self, _class: u32, _served: f64, _bytes: f64) {}
     /// Advances to `now` (at most [`NetworkModel::next_time`]) and appends the events due by then,
     /// in a deterministic order.
     fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>);
@@ -140,6 +153,36 @@ pub(crate) fn time_to_finish(left: f64, rate: f64, served: f64) -> Nanos {
         0
     } else {
         (short / rate).ceil() as Nanos
+    }
+}
+
+/// A path that flows run on alone ([`NetworkModel::alone_path`]), as the max-min model
+/// times them: at the rate a class alone gets, each flow finishing at the first whole
+/// nanosecond by which the class has served it ([`time_to_finish`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlonePath {
+    /// The model's flow class of the path.
+    pub class: u32,
+    /// Bytes/ns a flow alone on the path gets.
+    pub rate: f64,
+    /// Bytes the class has served (flows finish relative to it).
+    pub served: f64,
+}
+
+impl AlonePath {
+    /// Serves a flow of `bytes` on the path: its transfer time (ns) and the bytes served
+    /// meanwhile (`rate x time`, what its links carry); `None` if it never finishes (the
+    /// path has no rate).
+    pub fn serve(&mut self, bytes: f64) -> Option<(Nanos, f64)> {
+        let finish = self.served + bytes.max(0.0);
+        let left = finish - self.served;
+        if left > completion_tolerance(self.served) && self.rate <= 0.0 {
+            return None;
+        }
+        let transfer = time_to_finish(left, self.rate, self.served);
+        let step = self.rate * transfer as f64;
+        self.served += step;
+        Some((transfer, step))
     }
 }
 

@@ -90,7 +90,7 @@ def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         ({**vgg, "strategy": "ps:num_ps=16,placement=sharded"}, {**vgg, "strategy": "ring"}),
         (leaf_spine, {**ring, "workers": 1024}),
         ({**leaf_spine, "lanes": False}, {**ring, "workers": 1024}),
-        ({**ring, "workers": 256, "slow_link": ["h100->sw", 0.5]}, {**ring, "workers": 256}),
+        ({**ring, "workers": 1024, "slow_link": ["h500->sw", 0.5]}, {**ring, "workers": 1024}),
     ]
     if quick:
         cases = [c for c in cases if c[0].get("lanes") is not False]

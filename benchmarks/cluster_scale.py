@@ -53,6 +53,25 @@ print(json.dumps({"cpu_s": cpu, "wall_s": wall, "flows": r.flows, "events": r.ev
                   "iteration_time_s": r.iteration_time_s}))
 """
 
+# Two jobs sharing a fabric: `workers` each, spread over the leaves so that both cross the spine.
+JOBS_CASE = r"""
+import json, sys, time
+import tensorwire as tw
+spec = json.loads(sys.argv[1])
+w = tw.load_model(spec["model"])
+n = spec["workers"]
+cluster = tw.Cluster(2 * n, spec["bandwidth"], latency="5us", topology=spec["topology"], placement="spread")
+jobs = [tw.Job("a", w, n, spec["strategy"]), tw.Job("b", w, n, spec["strategy"])]
+cpu = wall = float("inf")
+for _ in range(spec["repeat"]):
+    t0, c0 = time.perf_counter(), time.process_time()
+    a, b = tw.simulate_jobs(jobs, cluster, iterations=1)
+    wall = min(wall, time.perf_counter() - t0)
+    cpu = min(cpu, time.process_time() - c0)
+print(json.dumps({"cpu_s": cpu, "wall_s": wall, "flows": a.flows + b.flows, "events": a.events + b.events,
+                  "folded": False, "iteration_time_s": a.iteration_time_s}))
+"""
+
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Runs one case in its own process (benchmarks/simulator.py's runner); adds its peak RSS (MB)."""
@@ -158,6 +177,11 @@ def main() -> None:
     print("\nLLM (issue 14):\n\n" + HEADER)
     for case in llm_cases(args.quick):
         print(row(measure({**case, "repeat": args.repeat}), None))
+    print("\nTwo jobs sharing a 4:1 leaf-spine (spread placement; never folded, no lanes):\n\n" + HEADER)
+    for n in (64, 128):
+        spec = {"model": "resnet50", "strategy": "ring", "bandwidth": "25Gbps", "workers": n, "repeat": args.repeat,
+                "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps"}
+        print(row(simulator.measure(spec, JOBS_CASE), None).replace(f"on {n:,} (", f"on 2 x {n:,} (", 1))
     if args.growth:
         rows = growth(args.quick, args.repeat)
         print("\n" + HEADER)

@@ -513,11 +513,6 @@ impl Core {
         w.total + if w.active > 0 { self.now - w.since } else { 0 }
     }
 
-    /// Time rank 0's host has had at least one message in flight, up to now, ns.
-    pub fn comm_busy(&self) -> Nanos {
-        self.comm_busy_of(0)
-    }
-
     /// What job `job`'s rank 0 host sent, and the flows the job started.
     pub fn watch(&self, job: usize) -> &Watch {
         &self.watch[job]

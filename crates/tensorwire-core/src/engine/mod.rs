@@ -1051,8 +1051,8 @@ impl Engine<'_> {
         if self.completed[k as usize] as usize == self.workers.len() {
             self.completions.push(core.now);
             if self.completions.len() == 1 && self.sc.iterations > 1 {
-                self.busy_at_first = core.comm_busy();
-                self.sent_at_first = core.watch(0).sent;
+                self.busy_at_first = core.comm_busy_of(self.job);
+                self.sent_at_first = core.watch(self.job).sent;
                 self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
             }
         }

@@ -1297,6 +1297,52 @@ mod multi_job {
         assert!(both[1].iteration_time_s > ring_alone[0].iteration_time_s * 1.05);
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+        /// On a star no two jobs share a link, so each job of a multi-job run reports
+        /// what it reports alone on the same hosts (random jobs of every family, sizes and
+        /// placements): completions, communication time, bytes and flows of its own ranks,
+        /// whatever its index in the run.
+        #[test]
+        fn jobs_that_share_no_link_each_report_what_they_report_alone(
+            specs in prop::collection::vec(
+                (prop::sample::select(vec![
+                    "ring", "ring:schedule=priority,partition=30000B", "ps:num_ps=2", "ps+multicast",
+                    "ps:placement=sharded,num_ps=2", "halving-doubling", "fsdp", "zero2:bucket=50000B",
+                ]), 2usize..5),
+                1..4,
+            ),
+            sizes in prop::collection::vec(1u64..200_000, 1..4),
+            placement in prop::sample::select(vec!["packed", "spread", "random"]),
+            spare in 0usize..3,
+            seed in 0u64..1000,
+        ) {
+            let w = workload(&sizes, 3_000);
+            let jobs: Vec<Job> = specs.iter().enumerate().map(|(i, (s, n))| job(&format!("j{i}"), &w, *n, s, None)).collect();
+            let seats: Vec<JobSeat<'_>> = jobs.iter().map(JobSeat::from).collect();
+            let hosts = seats.iter().map(JobSeat::hosts_needed).sum::<usize>() + spare;
+            let mut fabric = scenario(w.clone(), hosts, "ring", 300);
+            fabric.iterations = 3;
+            fabric.seed = seed;
+            let placed = place_jobs(&fabric.topology, hosts, placement, seed, &seats).unwrap();
+            let together = simulate_jobs(&fabric, &jobs, placement).unwrap();
+            for (i, (j, h)) in jobs.iter().zip(placed).enumerate() {
+                let alone = Job { hosts: Some(h), ..j.clone() };
+                // Alone, job i is job 0: its seed is the fabric's + 0, so give it the same draw.
+                let mut own = fabric.clone();
+                own.seed = seed.wrapping_add(i as u64);
+                let alone = &simulate_jobs(&own, &[alone], "packed").unwrap()[0];
+                let r = &together[i];
+                let what = format!("job {i} of {specs:?}, {placement}, sizes {sizes:?}");
+                prop_assert_eq!(&r.completions_s, &alone.completions_s, "{}", what);
+                prop_assert_eq!(r.flows, alone.flows, "{}", what);
+                prop_assert!((r.comm_time_s - alone.comm_time_s).abs() < 1e-12, "{}: comm {} vs {}", what, r.comm_time_s, alone.comm_time_s);
+                prop_assert!((r.sent_bytes_per_worker - alone.sent_bytes_per_worker).abs() < 1e-6, "{}", what);
+            }
+        }
+    }
+
     #[test]
     fn two_jobs_on_one_bottleneck_link_each_get_half_its_rate() {
         // Two leaves of two hosts, one spine at the host rate. Job a on hosts 0 and 2, job b

@@ -11,8 +11,8 @@ use crate::metrics::Report;
 use crate::network::FlowEvent;
 use crate::units::{nanos_to_seconds, Nanos};
 
-/// A job as the event loop sees it: the gradient-scheduling engine (`Engine`, every
-/// strategy of a single-job run) or a stream program (`program::Runner`, sharded
+/// A job as the event loop sees it: the gradient-scheduling engine (`Engine`: all-reduce
+/// and parameter-server strategies) or a stream program (`program::Runner`: sharded
 /// strategies).
 pub(crate) trait Driven {
     /// Starts every rank's first iteration.

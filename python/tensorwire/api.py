@@ -50,9 +50,10 @@ def simulate(
     collective whose messages each have links of their own by its step recurrence): the
     same answer, slower; for checking.
     ``max_flows`` stops a run that would need more flows than that with an ``InputError``
-    (field ``max_flows``) instead of running for hours or out of memory; ``progress`` is
-    called every 65,536 events with a :class:`Progress` and stops the run (``InputError``,
-    field ``interrupted``) when it returns False. ``failures`` lowers links' rates (or
+    (field ``max_flows``) instead of running for hours or out of memory (messages timed by
+    lanes count 1/16 of a flow: they need no memory and a few nanoseconds each);
+    ``progress`` is called every 65,536 events with a :class:`Progress` and stops the run
+    (``InputError``, field ``interrupted``) when it returns False. ``failures`` lowers links' rates (or
     takes them down) at given times (:mod:`tensorwire.failures`); one timed after the run
     ended could change nothing and is refused (``InputError``, field ``failures[i].at_s``,
     saying when the run ended), so ``Result.failures_applied`` is every failure.

@@ -89,6 +89,8 @@ pub(crate) struct Core {
     waiting: HashMap<(usize, usize), VecDeque<Queued>>,
     /// Spans of the watched host's messages timed alone, not yet in its busy time.
     alone_busy: Vec<(Nanos, Nanos)>,
+    /// Link rates set by failures: (time, link, bytes/ns), in time order.
+    capacity_changes: Vec<(Nanos, LinkId, f64)>,
     /// Protocols' wake-ups: (time, order, job, user).
     timers: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, u64, usize, u64)>>,
     timer_seq: u64,
@@ -155,6 +157,7 @@ impl Core {
             ordered_pairs: false,
             waiting: HashMap::new(),
             alone_busy: Vec::new(),
+            capacity_changes: Vec::new(),
             timers: Default::default(),
             timer_seq: 0,
         }
@@ -503,8 +506,25 @@ impl Core {
             for l in links {
                 let nominal = self.topo.links()[l].bytes_per_ns;
                 self.net.set_capacity(self.now, l, nominal * rate);
+                self.capacity_changes.push((self.now, l, nominal * rate));
             }
         }
+    }
+
+    /// Bytes link `l` could have carried from `start` to `end` (ns): its nominal rate, and
+    /// the rates failures gave it from when they did.
+    pub fn capacity_over(&self, l: LinkId, start: Nanos, end: Nanos) -> f64 {
+        let mut rate = self.topo.links()[l].bytes_per_ns;
+        let mut from = start;
+        let mut total = 0.0;
+        for &(at, _, new) in self.capacity_changes.iter().filter(|c| c.1 == l) {
+            if at > from {
+                total += rate * (at.min(end) - from) as f64;
+                from = at.min(end);
+            }
+            rate = new;
+        }
+        total + rate * (end - from) as f64
     }
 
     /// Time job `job`'s rank 0 host has had at least one message in flight, up to now, ns.

@@ -821,6 +821,14 @@ fn the_flow_budget_stops_a_run_with_a_clear_error() {
     assert!(e.to_string().contains("more than 1000 flows"), "{e}");
     sc.max_flows = Some(10_000_000);
     assert!(simulate(&sc).is_ok());
+    // Messages timed by lanes weigh 1/16 of a flow: a budget below the run's flows but
+    // above a sixteenth of them stops it message by message, not with lanes.
+    sc.max_flows = None;
+    let flows = simulate(&sc).unwrap().flows;
+    sc.max_flows = Some(flows / 4);
+    assert!(simulate(&sc).is_ok());
+    sc.allow_lanes = false;
+    assert_eq!(simulate(&sc).unwrap_err().field(), "max_flows");
 }
 
 #[test]
@@ -1188,6 +1196,32 @@ mod link_failures {
         let fsdp = run(&sc);
         sc.failures = vec![fail("h2", 0.0, 0.25)];
         assert!(run(&sc).iteration_time_s > fsdp.iteration_time_s);
+    }
+
+    #[test]
+    fn a_slowed_link_is_as_busy_as_its_bytes_over_what_it_could_carry_then() {
+        // Every uplink of a ring on a star carries the same bytes; h0's at half its rate
+        // from the start is twice as busy. From the second iteration on, only what follows.
+        let mut sc = scenario(workload(&[100_000; 4], 50_000), 4, "ring", 100);
+        sc.iterations = 4;
+        let util = |r: &Report, name: &str| r.link_utilization.iter().find(|(l, _)| l == name).unwrap().1;
+        sc.failures = vec![fail("h0->sw", 0.0, 0.5)];
+        let slow = run(&sc);
+        let (h0, h1) = (util(&slow, "h0->sw"), util(&slow, "h1->sw"));
+        assert!(h0 < 1.0 && (h0 - 2.0 * h1).abs() < 1e-9, "{h0} {h1}");
+        // Halved midway through the window: the capacity counts each rate for its time.
+        let healthy = run(&sc_without_failures(&sc));
+        let (start, end) = (healthy.completions_s[0], healthy.completions_s[3]);
+        let at = (start + end) / 2.0;
+        sc.failures = vec![fail("h0->sw", at, 0.5)];
+        let mid = run(&sc);
+        let (s, e) = (mid.completions_s[0], mid.completions_s[3]);
+        let expected = util(&mid, "h1->sw") * (e - s) / ((at - s) + 0.5 * (e - at));
+        assert!((util(&mid, "h0->sw") - expected).abs() < 1e-6, "{} vs {expected}", util(&mid, "h0->sw"));
+    }
+
+    fn sc_without_failures(sc: &Scenario) -> Scenario {
+        Scenario { failures: Vec::new(), ..sc.clone() }
     }
 
     #[test]

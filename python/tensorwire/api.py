@@ -68,8 +68,7 @@ def simulate(
         raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError("seed", f"{seed!r} must be an integer >= 0")
-    if max_flows is not None and (isinstance(max_flows, bool) or not isinstance(max_flows, int) or max_flows < 1):
-        raise InputError("max_flows", f"{max_flows!r} must be an integer >= 1")
+    _check_max_flows(max_flows)
     report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
     raw = _core.simulate(
         workload._to_core(),
@@ -213,6 +212,12 @@ def simulate_jobs(
     return _run_jobs(jobs, cluster, iterations, seed, failures, max_flows, allow_failures_after_end=False)
 
 
+def _check_max_flows(max_flows: Optional[int]) -> None:
+    """Refuses a flow budget that is not a whole number >= 1 (``None``: no budget)."""
+    if max_flows is not None and (isinstance(max_flows, bool) or not isinstance(max_flows, int) or max_flows < 1):
+        raise InputError("max_flows", f"{max_flows!r} must be an integer >= 1")
+
+
 def _run_jobs(
     jobs: Sequence[Job],
     cluster: Cluster,
@@ -229,6 +234,7 @@ def _run_jobs(
     specs = [j.strategy.spec if isinstance(j.strategy, Strategy) else Strategy(j.strategy).spec for j in jobs]
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
+    _check_max_flows(max_flows)
     raws = _core.simulate_jobs(
         [(j.name, j.workload._to_core(), j.workload.dtype_bytes, j.workers, spec, None if j.hosts is None else list(j.hosts))
          for j, spec in zip(jobs, specs)],

@@ -91,6 +91,7 @@ def seat_jobs(listed: list[Job], fixed: dict[str, list[int]], hosts: int, topolo
 @options.network_options
 @click.option("--gpu", default=None, help="Device whose measurements (zoo) or profile (LLMs) the jobs use.")
 @options.fail
+@options.max_flows
 @options.run_options
 def jobs(
     job_specs: tuple[str, ...],
@@ -104,6 +105,7 @@ def jobs(
     placement: str,
     gpu: Optional[str],
     failures: tuple[Failure, ...],
+    max_flows: int,
     iterations: int,
     seed: int,
     as_json: bool,
@@ -125,12 +127,12 @@ def jobs(
     cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, placement=placement)
     pinned = seat_jobs(listed, fixed, fabric_hosts, topology, placement, seed)
     with render.progress(len(pinned) + 1, "simulating") as advance:
-        together = simulate_jobs(pinned, cluster, iterations=iterations, seed=seed, failures=failures)
+        together = simulate_jobs(pinned, cluster, iterations=iterations, seed=seed, failures=failures, max_flows=max_flows)
         advance()
         alone = []
         for j in pinned:
             # Alone, a job ends sooner: failures after its end are allowed (they change nothing).
-            alone.append(_run_jobs([j], cluster, iterations, seed, failures, None, allow_failures_after_end=True)[0])
+            alone.append(_run_jobs([j], cluster, iterations, seed, failures, max_flows, allow_failures_after_end=True)[0])
             advance()
     if as_json:
         click.echo(json.dumps([

@@ -64,6 +64,17 @@ def test_a_parameter_server_job_takes_a_host_per_server() -> None:
                                        "b 4 workers); give at least 10 hosts, or smaller jobs")
 
 
+def test_cli_jobs_keep_to_the_flow_budget() -> None:
+    # Two 16-worker rings sharing a leaf-spine: ~150,000 flows (the budget is checked every
+    # 65,536 events), more than 1,000.
+    p = run("jobs", "--job", "a:resnet50:16:ring", "--job", "b:resnet50:16:ring", *LEAVES, "--placement", "spread",
+            "--max-flows", "1000")
+    assert error_line(p).startswith("tensorwire: error: max_flows: the simulation needs more than 1000 flows")
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate_jobs([tw.Job("a", tw.load_model("resnet50"), 2, "ring")], tw.Cluster(2, "25Gbps"), max_flows=0)
+    assert e.value.args[0] == "max_flows"
+
+
 def test_cli_runs_a_parameter_server_job_beside_a_ring_job() -> None:
     p = run("jobs", "--job", "ps:resnet50:4:ps:num_ps=2", "--job", "b:resnet50:4:ring:schedule=priority", *LEAVES, "--json")
     assert p.returncode == 0, p.stderr

@@ -231,6 +231,15 @@ impl Core {
         latency
     }
 
+    /// The host of `rank`: in `hosts` where its job has hosts of its own (a job of a
+    /// multi-job run), else where the core places its ranks.
+    pub fn host_of(&self, hosts: Option<&[usize]>, rank: usize) -> usize {
+        match hosts {
+            Some(h) => h[rank],
+            None => self.host_of_rank[rank],
+        }
+    }
+
     /// The links (with folding weights) and path latency (ns) of a message from host `src`
     /// to the hosts `dsts`, as [`Core::send`] routes it.
     pub fn path(&mut self, src: usize, dsts: &[usize]) -> (Vec<(LinkId, u32)>, Nanos) {
@@ -363,7 +372,7 @@ impl Core {
         extra: Nanos,
         memo: &mut Option<u32>,
     ) -> Option<Nanos> {
-        let latency = latency + extra + self.overhead_over(links, bytes);
+        let latency = self.alone_delay(links, latency, bytes, extra);
         let flow = FlowSpec { links, bytes, latency, rate_cap: self.copy_cap, tag: 0, notify_sent: false };
         let delivered = self.net.time_alone(at, &flow, memo)? + latency;
         self.count_alone(1);

@@ -113,8 +113,8 @@ impl Lanes {
 pub(crate) struct LaneGroups {
     /// Each lane's group.
     pub of_lane: Vec<u32>,
-    /// Each lane's path (its own flow class; rate and served as its group's).
-    pub paths: Vec<AlonePath>,
+    /// Each lane's flow class (its own; its path's state is its group's).
+    pub class_of_lane: Vec<u32>,
     /// Per group: the path state all its lanes share, and one lane of it.
     pub state: Vec<AlonePath>,
     pub first: Vec<usize>,
@@ -127,7 +127,8 @@ impl Lanes {
     /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
     pub fn groups(&mut self, core: &mut Core) -> Option<LaneGroups> {
         let mut index: HashMap<(u64, u64, Nanos, u64), u32> = HashMap::new();
-        let mut groups = LaneGroups { of_lane: Vec::new(), paths: Vec::new(), state: Vec::new(), first: Vec::new() };
+        let mut groups =
+            LaneGroups { of_lane: Vec::new(), class_of_lane: Vec::new(), state: Vec::new(), first: Vec::new() };
         for (r, lane) in self.0.iter_mut().enumerate() {
             let path = core.alone_path(&lane.links, &mut lane.memo)?;
             // The host overhead depends on the path's slowest link when segments pipeline.
@@ -140,7 +141,7 @@ impl Lanes {
                 groups.first.push(r);
             }
             groups.of_lane.push(g);
-            groups.paths.push(path);
+            groups.class_of_lane.push(path.class);
         }
         Some(groups)
     }

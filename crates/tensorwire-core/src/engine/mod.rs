@@ -530,15 +530,15 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     let topo = sc.topology.build(n, servers, sc.bandwidth, latency);
     let schedule = allreduce_schedule(sc, n, &topo)?;
     check_on_fabric(strategy, &topo)?;
+    // What every folding needs: allowed, ranks to merge, nothing that changes over time
+    // or singles out hosts.
+    let may_fold = sc.allow_folding && n > 1 && sc.failures.is_empty() && sc.rank_to_host.is_none();
     // Stragglers do not prevent folding the network of a coordinated all-reduce: every
     // rank starts each collective at the same instant (when the last is ready), so the
     // collective itself stays symmetric; compute is then simulated per worker.
-    let folded = sc.allow_folding
-        && n > 1
-        && sc.failures.is_empty()
+    let folded = may_fold
         && strategy.partial.is_none()
         && (sc.variability.is_uniform() || matches!(strategy.family, Family::AllReduce(_)))
-        && sc.rank_to_host.is_none()
         && match &schedule {
             Some(s) => {
                 s.rank_symmetric(n)
@@ -549,15 +549,7 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
         };
     // Digit folding where the star/ring folding does not apply (same conditions otherwise).
     let digit_fold = match &schedule {
-        Some(s)
-            if !folded
-                && sc.allow_folding
-                && n > 1
-                && sc.failures.is_empty()
-                && strategy.partial.is_none()
-                && sc.variability.is_uniform()
-                && sc.rank_to_host.is_none() =>
-        {
+        Some(s) if !folded && may_fold && strategy.partial.is_none() && sc.variability.is_uniform() => {
             fold::DigitFold::new(&topo, n, s.as_ref())
         }
         _ => None,
@@ -572,17 +564,14 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     // one connection per pair would serialise what the folding runs side by side).
     let server_classes = match &strategy.family {
         Family::ParameterServer(c) => {
-            let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
-            let allowed = sc.allow_folding
-                && sc.failures.is_empty()
+            let allowed = may_fold
                 && sc.variability.is_uniform()
-                && sc.rank_to_host.is_none()
                 && matches!(core.topo.shape(), Shape::Star)
                 && !core.ordered_pairs
                 && strategy.limits.credit_bytes.is_none()
                 && strategy.limits.max_tasks.is_none()
                 && strategy.partition.is_none();
-            ps::ServerClasses::new(c, &sizes, n, allowed)
+            ps::ServerClasses::new(c, &sc.workload, n, allowed)
         }
         _ => None,
     };
@@ -888,11 +877,6 @@ impl Engine<'_> {
         release
     }
 
-    /// The host of `rank`.
-    fn host(&self, core: &Core, rank: usize) -> usize {
-        self.hosts.as_ref().map_or(core.host_of_rank[rank], |h| h[rank])
-    }
-
     /// Time for a partial collective's activation to travel from `initiator` to `rank`
     /// along the binomial activation tree: one small message per hop of the tree.
     fn activation_delay(&self, core: &Core, initiator: usize, rank: usize) -> Nanos {
@@ -900,7 +884,7 @@ impl Engine<'_> {
         let mut delay = 0;
         let mut at = rank;
         while let Some(parent) = crate::collectives::activation_parent(at, n, initiator) {
-            let (a, b) = (self.host(core, parent), self.host(core, at));
+            let (a, b) = (core.host_of(self.hosts.as_deref(), parent), core.host_of(self.hosts.as_deref(), at));
             delay += core.topo.path_latency(&core.topo.route(a, b)) + core.overhead;
             at = parent;
         }

@@ -36,6 +36,7 @@ use super::JobHosts;
 use crate::sched::{Task, TaskRef};
 use crate::strategy::{Distribution, Placement, PsConfig};
 use crate::units::Nanos;
+use crate::workload::Workload;
 
 #[derive(Debug, Clone, Copy)]
 enum Msg {
@@ -64,11 +65,11 @@ pub(crate) struct ServerClasses {
 }
 
 impl ServerClasses {
-    /// The folding of `workers` workers and the servers of `config` on `topo` (a star with
-    /// the servers after the workers), when the run is symmetric under moving workers by
-    /// N / P and servers by one; `allowed`: the scenario's own conditions hold (folding
+    /// The folding of `workers` workers and the servers of `config` training `workload` (on
+    /// a star, the servers after the workers), when the run is symmetric under moving
+    /// workers by N / P and servers by one (every tensor splits evenly over the servers); `allowed`: the scenario's own conditions hold (folding
     /// allowed, every worker alike, nothing else differs, pieces released together).
-    pub fn new(config: &PsConfig, tensor_sizes: &[u64], workers: usize, allowed: bool) -> Option<Self> {
+    pub fn new(config: &PsConfig, workload: &Workload, workers: usize, allowed: bool) -> Option<Self> {
         let p = config.num_ps;
         let alike = config.placement == Placement::Sharded
             && !config.multicast
@@ -76,7 +77,7 @@ impl ServerClasses {
             && config.switch_memory.is_none()
             && p > 1
             && workers.is_multiple_of(p)
-            && tensor_sizes.iter().all(|&b| b.is_multiple_of(p as u64));
+            && workload.tensors.iter().all(|t| t.bytes.is_multiple_of(p as u64));
         (allowed && alike).then_some(ServerClasses { stride: workers / p })
     }
 
@@ -211,7 +212,7 @@ impl ParameterServer {
     }
 
     fn worker_host(&self, core: &Core, rank: usize) -> usize {
-        self.hosts.as_ref().map_or(core.host_of_rank[rank], |h| h.workers[rank])
+        core.host_of(self.hosts.as_ref().map(|h| h.workers.as_slice()), rank)
     }
 
     fn task_bytes(&self, task: TaskRef) -> u64 {

@@ -147,10 +147,6 @@ impl StepCollective {
         self
     }
 
-    fn host(&self, core: &Core, rank: usize) -> usize {
-        self.hosts.as_ref().map_or(core.host_of_rank[rank], |h| h[rank])
-    }
-
     /// The rank simulated at index `i`.
     fn rank(&self, i: usize) -> usize {
         self.fold.as_ref().map_or(i, |f| f.rank(i))
@@ -159,14 +155,14 @@ impl StepCollective {
     /// Sends message `send` of simulated rank `src`'s step `step` (from the step's plan).
     fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, send: &Send) {
         let (bytes, extra) = self.message(op_id, src, step, send);
-        let dsts: Ranks = send.to.iter().map(|&d| self.host(core, d)).collect();
+        let dsts: Ranks = send.to.iter().map(|&d| core.host_of(self.hosts.as_deref(), d)).collect();
         core.label = self.schedules[self.ops[op_id].schedule].label();
         let to = match &self.fold {
             Some(f) => send.to.iter().map(|&d| f.slot(d)).collect(),
             None => send.to.clone(),
         };
         let user = self.msgs.insert(Msg { op: op_id, src, dsts: to, step }) as u64;
-        let src_host = self.host(core, self.rank(src));
+        let src_host = core.host_of(self.hosts.as_deref(), self.rank(src));
         core.send(src_host, &dsts, bytes, extra, user, false);
     }
 
@@ -278,8 +274,8 @@ impl StepCollective {
             std::mem::swap(&mut begin, &mut next);
         }
         core.count_alone((to.len() * op.steps) as u64);
-        for (path, &g) in groups.paths.iter().zip(&groups.of_lane) {
-            core.net.credit_alone(path.class, groups.state[g as usize].served, carried[g as usize]);
+        for (&class, &g) in groups.class_of_lane.iter().zip(&groups.of_lane) {
+            core.net.credit_alone(class, groups.state[g as usize].served, carried[g as usize]);
         }
         begin
     }

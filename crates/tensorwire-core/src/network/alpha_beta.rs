@@ -19,9 +19,7 @@ impl AlphaBeta {
         let n = caps.len();
         AlphaBeta { caps, link_bytes: vec![0.0; n], timeline: Timeline::default() }
     }
-}
 
-impl AlphaBeta {
     /// Counts the flow's bytes on its links; returns how long its bytes take to leave, ns
     /// (`None`: a link on its path is down and it never arrives).
     fn transmit(&mut self, flow: &FlowSpec<'_>) -> Option<Nanos> {

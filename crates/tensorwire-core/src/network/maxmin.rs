@@ -571,7 +571,7 @@ impl NetworkModel for MaxMinFair {
         let class = &mut self.classes[class as usize];
         class.served = served;
         for &(l, w) in &class.links {
-            self.link_bytes[l] += w * 1.0 * bytes;
+            self.link_bytes[l] += w * bytes;
         }
     }
 

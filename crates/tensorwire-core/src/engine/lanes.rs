@@ -151,17 +151,16 @@ impl Lanes {
 mod tests {
     use proptest::prelude::{prop, prop_assert, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig, Strategy};
 
+    use crate::engine::tests::{self, close};
     use crate::engine::{simulate, Scenario, Variability};
     use crate::metrics::Report;
     use crate::network::ModelKind;
     use crate::topology::TopologySpec;
-    use crate::workload::Workload;
 
+    /// `strategy` on `n` workers of `topology`, one tensor per layer (300 ns per hop).
     fn scenario(topology: &str, n: usize, strategy: &str, sizes: &[u64], compute_ns: u64) -> Scenario {
-        let w = Workload::one_tensor_per_layer(sizes, compute_ns, 2 * compute_ns);
-        let mut sc = Scenario::new(w, n, 1e9, crate::strategy::Strategy::parse(strategy).unwrap());
+        let mut sc = tests::scenario(tests::workload(sizes, compute_ns), n, strategy, 300);
         sc.topology = TopologySpec::parse(topology).unwrap();
-        sc.latency = 300e-9;
         sc
     }
 
@@ -172,10 +171,6 @@ mod tests {
         sc.allow_lanes = false;
         let flows = simulate(sc).unwrap();
         (lanes, flows)
-    }
-
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
     }
 
     #[test]

@@ -398,22 +398,17 @@ impl Protocol for ParameterServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{simulate, Scenario};
+    use crate::engine::simulate;
+    use crate::engine::tests::{close, scenario, workload};
     use crate::metrics::Report;
     use proptest::prelude::{prop, prop_assert, prop_assert_eq, proptest, ProptestConfig};
 
     /// The run folded by server class if it folds, and unfolded.
     fn both(strategy: &str, n: usize, sizes: &[u64], compute_ns: u64) -> (Report, Report) {
-        let w = crate::workload::Workload::one_tensor_per_layer(sizes, compute_ns, 2 * compute_ns);
-        let mut sc = Scenario::new(w, n, 1e9, crate::strategy::Strategy::parse(strategy).unwrap());
-        sc.latency = 300e-9;
+        let mut sc = scenario(workload(sizes, compute_ns), n, strategy, 300);
         let folded = simulate(&sc).unwrap();
         sc.allow_folding = false;
         (folded, simulate(&sc).unwrap())
-    }
-
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
     }
 
     #[test]

@@ -6,12 +6,12 @@ use super::*;
 
 /// One tensor per layer, with the given sizes and per-layer compute (ns): `compute_ns`
 /// forward, twice that backward.
-fn workload(sizes: &[u64], compute_ns: u64) -> Workload {
+pub(super) fn workload(sizes: &[u64], compute_ns: u64) -> Workload {
     Workload::one_tensor_per_layer(sizes, compute_ns, 2 * compute_ns)
 }
 
 /// 1 byte/ns links (8 Gbps), `hop_ns` per hop.
-fn scenario(w: Workload, workers: usize, strategy: &str, hop_ns: u64) -> Scenario {
+pub(super) fn scenario(w: Workload, workers: usize, strategy: &str, hop_ns: u64) -> Scenario {
     let mut sc = Scenario::new(w, workers, 1e9, crate::strategy::Strategy::parse(strategy).unwrap());
     sc.latency = hop_ns as f64 * 1e-9;
     sc
@@ -19,6 +19,12 @@ fn scenario(w: Workload, workers: usize, strategy: &str, hop_ns: u64) -> Scenari
 
 fn run(sc: &Scenario) -> Report {
     simulate(sc).unwrap()
+}
+
+/// Whether two results agree within 1e-9 relative (what a shortcut must keep: folding,
+/// lanes).
+pub(super) fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
 }
 
 #[test]
@@ -865,10 +871,6 @@ fn progress_is_reported_and_can_stop_a_run() {
 /// `nodes` and `rail` topologies.
 mod digit_folding {
     use super::*;
-
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
-    }
 
     /// Runs `sc` folded and full; asserts it folded to `reps` ranks and that completions
     /// and every link's utilisation agree within 1e-9 relative.

@@ -53,17 +53,18 @@ def simulate(
     (field ``max_flows``) instead of running for hours or out of memory (messages timed by
     lanes count 1/16 of a flow: they need no memory and a few nanoseconds each);
     ``progress`` is called every 65,536 events with a :class:`Progress` and stops the run
-    (``InputError``, field ``interrupted``) when it returns False. ``failures`` lowers links' rates (or
-    takes them down) at given times (:mod:`tensorwire.failures`); one timed after the run
-    ended could change nothing and is refused (``InputError``, field ``failures[i].at_s``,
-    saying when the run ended), so ``Result.failures_applied`` is every failure.
+    (``InputError``, field ``interrupted``) when it returns False. ``failures`` lowers
+    links' rates (or takes them down) at given times (:mod:`tensorwire.failures`); one
+    timed after the run ended could change nothing and is refused (``InputError``, field
+    ``failures[i].at_s``, saying when the run ended), so ``Result.failures_applied`` is
+    every failure.
 
     >>> from tensorwire import Cluster, load_model
     >>> r = simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
     >>> 0 < r.scaling_factor <= 1
     True
     """
-    spec = strategy.spec if isinstance(strategy, Strategy) else Strategy(strategy).spec
+    spec = _as_strategy(strategy).spec
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -174,8 +175,7 @@ class Job:
         >>> tw.Job("a", tw.load_model("resnet50"), 16, "ps:num_ps=4").hosts_needed
         20
         """
-        strategy = self.strategy if isinstance(self.strategy, Strategy) else Strategy(self.strategy)
-        return self.workers + strategy.servers
+        return self.workers + _as_strategy(self.strategy).servers
 
 
 def simulate_jobs(
@@ -191,12 +191,13 @@ def simulate_jobs(
 
     ``cluster.workers`` is the number of hosts of the fabric (at least the jobs' workers and
     parameter servers together, else ``InputError`` field ``workers``); its topology, rates,
-    latency, network model and ``placement`` apply to all jobs: a job's ``hosts`` where given, the others in
+    latency, network model and ``placement`` apply to all jobs: a job's ``hosts`` where
+    given, the others in
     the placement's order: ``packed`` gives job 0 the first free hosts, job 1 the next;
     ``spread`` interleaves them over leaves and machines; ``random`` shuffles (seeded). Two
     jobs of one name, hosts outside the fabric or given twice are refused, naming
-    ``jobs[i].name`` or ``jobs[i].hosts``. Jobs sharing a fabric are never
-    folded; a job's ``link_utilization`` is the whole fabric's. Every strategy runs as it
+    ``jobs[i].name`` or ``jobs[i].hosts``. Jobs sharing a fabric are never folded and never
+    take lanes; a job's ``link_utilization`` is the whole fabric's. Every strategy runs as it
     does alone, with all its options; a parameter-server job's servers take hosts of their
     own after its workers' (:attr:`Job.hosts_needed`). A failure timed after the last job
     ended is refused as in :func:`simulate`.
@@ -210,6 +211,11 @@ def simulate_jobs(
     True
     """
     return _run_jobs(jobs, cluster, iterations, seed, failures, max_flows, allow_failures_after_end=False)
+
+
+def _as_strategy(strategy: Union[Strategy, str]) -> Strategy:
+    """``strategy`` validated (a spec string becomes a :class:`Strategy`)."""
+    return strategy if isinstance(strategy, Strategy) else Strategy(strategy)
 
 
 def _check_max_flows(max_flows: Optional[int]) -> None:
@@ -231,7 +237,7 @@ def _run_jobs(
     """:func:`simulate_jobs`; ``allow_failures_after_end`` keeps failures timed after the run
     instead of refusing them, for baselines that share another run's failures (each job of
     ``tensorwire jobs`` alone: it ends before the jobs together do)."""
-    specs = [j.strategy.spec if isinstance(j.strategy, Strategy) else Strategy(j.strategy).spec for j in jobs]
+    specs = [_as_strategy(j.strategy).spec for j in jobs]
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
     _check_max_flows(max_flows)

@@ -4,6 +4,16 @@ from typing import Callable, Any, Optional, final
 
 __version__: str
 
+# The core's name lists and defaults (crates/tensorwire-py/src/catalog.rs).
+NETWORK_MODELS: tuple[str, ...]
+PLACEMENTS: tuple[str, ...]
+COLLECTIVES: tuple[str, ...]
+DTYPES: tuple[str, ...]
+NODE_PRESETS: tuple[dict[str, Any], ...]
+GPU_PRESETS: tuple[str, ...]
+DEFAULT_ITERATIONS: int
+DEFAULT_LATENCY_S: float
+
 class InputError(ValueError):
     """Invalid input: ``args[0]`` is the field, ``args[1]`` what is allowed."""
 

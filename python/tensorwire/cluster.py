@@ -11,8 +11,11 @@ from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
 
 Number = Union[int, float]
 
-#: Placements of ranks on hosts (see :class:`Cluster`).
-PLACEMENTS = ("packed", "spread", "random")
+#: Placements of ranks on hosts (see :class:`Cluster`), as the core names them.
+PLACEMENTS: tuple[str, ...] = _core.PLACEMENTS
+
+#: Network models (see :class:`Cluster`), as the core names them.
+NETWORK_MODELS: tuple[str, ...] = _core.NETWORK_MODELS
 
 
 @dataclass(frozen=True, init=False)
@@ -44,7 +47,7 @@ class Cluster:
         self,
         workers: int,
         bandwidth: Union[Number, str],
-        latency: Union[Number, str] = 5e-6,
+        latency: Union[Number, str] = _core.DEFAULT_LATENCY_S,
         topology: str = "star",
         network: str = "flow",
         per_message_overhead: Union[Number, str] = 0.0,
@@ -54,8 +57,8 @@ class Cluster:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InputError("workers", f"{workers!r} is not allowed; need an integer >= 1")
         _core.check_topology(topology)
-        if network not in ("flow", "analytical"):
-            raise InputError("network", f"{network!r} is not a network model; choose flow or analytical")
+        if network not in NETWORK_MODELS:
+            raise InputError("network", f"{network!r} is not a network model; choose {' or '.join(NETWORK_MODELS)}")
         if placement not in PLACEMENTS:
             raise InputError("placement", f"{placement!r} is not a placement; choose one of {', '.join(PLACEMENTS)}")
         object.__setattr__(self, "placement", placement)

@@ -41,7 +41,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 
 #: The presets the core knows (checked against the core's own list by the tests).
-PRESETS: tuple[str, ...] = ("p3.16xlarge", "dgx-a100", "pcie-8")
+PRESETS: tuple[str, ...] = _core.GPU_PRESETS
 #: Seed 003's multiplicative link-usage penalty between successive trees (MXNet's
 #: ``MXNET_KVSTORE_TREE_LINK_USAGE_PENALTY``).
 DEFAULT_PENALTY = 0.7

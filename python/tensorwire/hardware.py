@@ -19,8 +19,9 @@ where a datasheet prints only the with-sparsity figure it is halved, and the sou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
+from tensorwire import _core
 from tensorwire._core import InputError
 
 GiB = 2**30
@@ -184,16 +185,22 @@ class Node:
         return self.nics * self.nic_bits_per_s
 
 
+def _simulated(name: str) -> dict[str, Any]:
+    """The figures the simulator uses for node preset ``name`` (the core's table, so that
+    they exist once): GPUs, NVLink bytes/s and NIC bit/s per GPU per direction."""
+    core = next(p for p in _core.NODE_PRESETS if p["name"] == name)
+    return {"gpus": core["gpus"], "nvlink_bytes_per_s": core["nvlink_bytes_per_s"],
+            "nic_bits_per_s": core["nic_bytes_per_s"] * 8}
+
+
 _NODES: tuple[Node, ...] = (
     Node(
         name="dgx-a100",
         display_name="NVIDIA DGX A100 (640GB)",
         gpu="a100-80gb",
-        gpus=8,
         nvswitches=6,
-        nvlink_bytes_per_s=300e9,
         nics=8,
-        nic_bits_per_s=200e9,
+        **_simulated("dgx-a100"),
         sources=(
             "NVIDIA DGX A100 datasheet (2020-2021): 8x A100 SXM (80GB in the 640GB system, 40GB in the "
             "320GB system), 6x NVIDIA NVSwitch, 4.8 TB/s bidirectional GPU-to-GPU bandwidth (600 GB/s "
@@ -205,11 +212,9 @@ _NODES: tuple[Node, ...] = (
         name="dgx-h100",
         display_name="NVIDIA DGX H100",
         gpu="h100",
-        gpus=8,
         nvswitches=4,
-        nvlink_bytes_per_s=450e9,
         nics=8,
-        nic_bits_per_s=400e9,
+        **_simulated("dgx-h100"),
         sources=(
             "NVIDIA DGX H100 datasheet (2022-2023): 8x H100 SXM 80GB, 4x NVIDIA NVSwitch, 7.2 TB/s "
             "bidirectional GPU-to-GPU bandwidth (900 GB/s per GPU), 4 OSFP ports serving 8x "

@@ -1,6 +1,8 @@
 //! PyO3 glue for `tensorwire._core`: converts Python values to core types and back, maps
 //! core errors to `InputError`, and stops any panic at the boundary. No logic lives here.
 
+mod catalog;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::create_exception;
@@ -674,5 +676,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    catalog::register(m)?;
     Ok(())
 }

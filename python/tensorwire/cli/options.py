@@ -8,6 +8,7 @@ import click
 
 from tensorwire import _core
 from tensorwire.workloads import model_names
+from tensorwire.workloads.formats import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +38,7 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Optional[int]) 
 
 workers = click.option("--workers", "-n", type=int, callback=_positive, help="Number of workers (data-parallel ranks).")
 network_options = _stack(
-    click.option("--latency", default="5us", show_default=True, callback=_duration, help="Latency per hop (ns/us/ms/s)."),
+    click.option("--latency", default=f"{_core.DEFAULT_LATENCY_S * 1e6:g}us", show_default=True, callback=_duration, help="Latency per hop (ns/us/ms/s)."),
     click.option(
         "--topology",
         default="star",
@@ -47,7 +48,7 @@ network_options = _stack(
     ),
     click.option(
         "--network",
-        type=click.Choice(["flow", "analytical"]),
+        type=click.Choice(_core.NETWORK_MODELS),
         default="flow",
         show_default=True,
         help="flow: max-min fair sharing; analytical: alpha-beta without contention.",
@@ -57,7 +58,7 @@ network_options = _stack(
     ),
     click.option(
         "--placement",
-        type=click.Choice(["packed", "spread", "random"]),
+        type=click.Choice(_core.PLACEMENTS),
         default="packed",
         show_default=True,
         help="Ranks on hosts: packed (rank r on host r), spread (consecutive ranks on different leaves/groups/machines), random (seeded).",
@@ -105,7 +106,7 @@ max_flows = click.option(
     "messages timed by lanes count 1/16 of a flow).",
 )
 run_options = _stack(
-    click.option("--iterations", type=int, callback=_positive, default=3, show_default=True, help="Iterations to simulate (first is warm-up)."),
+    click.option("--iterations", type=int, callback=_positive, default=_core.DEFAULT_ITERATIONS, show_default=True, help="Iterations to simulate (first is warm-up)."),
     click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the random streams."),
     click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
 )
@@ -122,7 +123,7 @@ whatif_options = _stack(
 )
 workload_format = click.option(
     "--workload-format",
-    type=click.Choice(["auto", "tensorwire", "kineto", "chakra"]),
+    type=click.Choice(("auto", *FORMATS)),
     default="auto",
     show_default=True,
     help="Format of the workload file(s): auto detects it from the content; tensorwire (workload JSON or "

@@ -34,7 +34,7 @@ DEFAULTS: dict[str, tuple[Optional[Scalar], ...]] = {
     "model": ("resnet50",),
     "workers": (32,),
     "bandwidth": ("25Gbps",),
-    "latency": ("5us",),
+    "latency": (_core.DEFAULT_LATENCY_S,),
     "topology": ("star",),
     "network": ("flow",),
     "gpu": (None,),
@@ -136,7 +136,7 @@ def expand(
     batches: Axis = None,
     compute_speedups: Axis = None,
     seeds: Axis = None,
-    iterations: int = 3,
+    iterations: int = _core.DEFAULT_ITERATIONS,
 ) -> list[Config]:
     """Validates every axis and returns the cross product, strategies varying fastest.
 
@@ -160,8 +160,8 @@ def expand(
         _core.check_topology(t)
     nets = _unique(str(n).strip() for n in _items(networks, "network"))
     for n in nets:
-        if n not in ("flow", "analytical"):
-            raise InputError("network", f"{n!r} is not a network model; choose flow or analytical")
+        if n not in _core.NETWORK_MODELS:
+            raise InputError("network", f"{n!r} is not a network model; choose {' or '.join(_core.NETWORK_MODELS)}")
     lats = _unique(to_seconds(v if isinstance(v, (int, float)) else str(v), "latency") for v in _items(latencies, "latency"))
     ns = _unique(_int(n, "workers", 1) for n in _items(workers, "workers"))
     rates = _unique(to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth"))

@@ -22,6 +22,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from functools import lru_cache
 from typing import Any, Callable, Literal, Optional, Sequence
 
+from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import simulate
 from tensorwire.cluster import Cluster
@@ -53,7 +54,7 @@ def run_grid(
     batches: Axis = None,
     compute_speedups: Axis = None,
     seeds: Axis = None,
-    iterations: int = 3,
+    iterations: int = _core.DEFAULT_ITERATIONS,
     jobs: Optional[int] = None,
     ray_address: Optional[str] = None,
     progress: Optional[Progress] = None,

@@ -138,18 +138,26 @@ impl std::fmt::Debug for ProgressHook {
     }
 }
 
+/// Iterations a scenario simulates unless told otherwise: one warm-up and two measured, so
+/// that the steady state is measured between two iteration ends.
+pub const DEFAULT_ITERATIONS: u32 = 3;
+
+/// Latency of one hop unless told otherwise, seconds (5 us; docs/simulator.md, "Latency").
+pub const DEFAULT_LATENCY_S: f64 = 5e-6;
+
 impl Scenario {
-    /// A scenario with defaults: star, 5 us per hop, flow model, 3 iterations, seed 0.
+    /// A scenario with defaults: star, [`DEFAULT_LATENCY_S`] per hop, flow model,
+    /// [`DEFAULT_ITERATIONS`] iterations, seed 0.
     pub fn new(workload: Workload, workers: usize, bandwidth: f64, strategy: Strategy) -> Self {
         Scenario {
             workload,
             workers,
             topology: TopologySpec::parse("star").expect("built-in"),
             bandwidth,
-            latency: 5e-6,
+            latency: DEFAULT_LATENCY_S,
             strategy,
             network: ModelKind::Flow,
-            iterations: 3,
+            iterations: DEFAULT_ITERATIONS,
             seed: 0,
             per_message_overhead: 0.0,
             copy_bandwidth: None,

@@ -112,6 +112,9 @@ pub enum ModelKind {
 }
 
 impl ModelKind {
+    /// The names [`ModelKind::parse`] accepts, in the order help texts list them.
+    pub const NAMES: &'static [&'static str] = &["flow", "analytical"];
+
     /// Parses `flow` or `analytical`.
     pub fn parse(text: &str) -> crate::Result<Self> {
         match text {
@@ -119,7 +122,7 @@ impl ModelKind {
             "analytical" => Ok(ModelKind::Analytical),
             _ => Err(crate::Error::invalid(
                 "network",
-                format!("{text:?} is not a network model; choose flow or analytical"),
+                format!("{text:?} is not a network model; choose {}", Self::NAMES.join(" or ")),
             )),
         }
     }

@@ -6,7 +6,7 @@ them. See ``tensorwire strategies`` for the list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tensorwire import _core
 
@@ -32,21 +32,26 @@ class StrategyInfo:
 
 @dataclass(frozen=True)
 class Strategy:
-    """A validated strategy spec.
+    """A validated strategy spec, parsed once by the core (``core`` holds the parsed
+    object; its settings are the simulator's and the runtime's).
 
-    >>> Strategy("ring:partition=4MiB").name
-    'ring'
+    >>> s = Strategy("ring:partition=4MiB")
+    >>> s.name, s.core.partition_bytes
+    ('ring', 4194304)
     """
 
     spec: str
+    core: _core.Strategy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "spec", _core.check_strategy(self.spec))
+        core = _core.Strategy(self.spec)
+        object.__setattr__(self, "core", core)
+        object.__setattr__(self, "spec", core.spec)
 
     @property
     def name(self) -> str:
         """The strategy name, before any options."""
-        return self.spec.split(":", 1)[0]
+        return self.core.name
 
     @property
     def servers(self) -> int:
@@ -55,7 +60,7 @@ class Strategy:
         >>> Strategy("ps:num_ps=4").servers, Strategy("ring").servers
         (4, 0)
         """
-        return _core.strategy_servers(self.spec)
+        return self.core.servers
 
     def __str__(self) -> str:
         return self.spec

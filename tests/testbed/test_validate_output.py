@@ -78,8 +78,7 @@ def test_bad_matrix_is_an_input_error() -> None:
 
 
 def test_runtime_modes_are_scenarios_with_the_specs_the_runtime_runs() -> None:
-    from tensorwire.testbed.jobs.runtime import runtime_options
-    from tensorwire.testbed.jobs.spec import StrategyOptions
+    from tensorwire.testbed.jobs.runtime import runtime_config
 
     full = v.scenarios(quick=False)
     assert {s.strategy for s in full if s.runtime} == {"fifo", "fusion", "priority"}
@@ -88,10 +87,10 @@ def test_runtime_modes_are_scenarios_with_the_specs_the_runtime_runs() -> None:
         spec = sc.spec(3 << 20)
         tw.Strategy(spec)  # the simulator accepts it
         if sc.runtime:
-            modes[sc.strategy] = runtime_options(StrategyOptions.parse(spec))["mode"]
+            modes[sc.strategy] = runtime_config(spec).mode
     assert modes == {"fifo": "fifo", "fusion": "fusion", "priority": "priority"}
-    prio = runtime_options(StrategyOptions.parse(v.Scenario("vgg", "priority", 2, "1Gbps").spec(16 << 20)))
-    assert prio["partition"] == 1 << 20 and prio["credit"] == 2 << 20
+    prio = runtime_config(v.Scenario("vgg", "priority", 2, "1Gbps").spec(16 << 20))
+    assert prio.partition_bytes == 1 << 20 and prio.credit_bytes == 2 << 20
 
 
 @pytest.mark.parametrize(
@@ -99,11 +98,10 @@ def test_runtime_modes_are_scenarios_with_the_specs_the_runtime_runs() -> None:
     [("ps", "strategy"), ("ring:compression=4", "strategy"), ("ring:schedule=priority,fusion=1MiB", "strategy")],
 )
 def test_specs_the_runtime_does_not_run_are_refused(spec: str, field: str) -> None:
-    from tensorwire.testbed.jobs.runtime import runtime_options
-    from tensorwire.testbed.jobs.spec import StrategyOptions
+    from tensorwire.testbed.jobs.runtime import runtime_config
 
     with pytest.raises(tw.InputError) as e:
-        runtime_options(StrategyOptions.parse(spec))
+        runtime_config(spec)
     assert e.value.args[0].startswith(field)
 
 

@@ -2,6 +2,7 @@
 //! core errors to `InputError`, and stops any panic at the boundary. No logic lives here.
 
 mod catalog;
+mod strategy;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -298,18 +299,6 @@ fn place_jobs(
         }
         tensorwire_core::place_jobs(&TopologySpec::parse(topology)?, hosts, kind, seed, &seats)
     })
-}
-
-/// Validates a strategy spec; returns it trimmed.
-#[pyfunction]
-fn check_strategy(spec: &str) -> PyResult<String> {
-    guarded(|| Strategy::parse(spec).map(|s| s.spec))
-}
-
-/// Parameter servers a strategy spec runs on hosts of their own (0 for the others).
-#[pyfunction]
-fn strategy_servers(spec: &str) -> PyResult<usize> {
-    guarded(|| Strategy::parse(spec).map(|s| s.servers()))
 }
 
 /// Validates a topology spec; returns its builder name.
@@ -657,12 +646,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_class::<Scheduler>()?;
     m.add_function(wrap_pyfunction!(partition, m)?)?;
-    m.add_function(wrap_pyfunction!(check_strategy, m)?)?;
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
     m.add_function(wrap_pyfunction!(placement, m)?)?;
     m.add_function(wrap_pyfunction!(place_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_jobs, m)?)?;
-    m.add_function(wrap_pyfunction!(strategy_servers, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;
@@ -676,6 +663,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<strategy::PyStrategy>()?;
     catalog::register(m)?;
     Ok(())
 }

@@ -1,11 +1,13 @@
 """The runtime: the core's scheduling policies on torch.distributed (Gloo on CPU, NCCL on GPU).
 
->>> import tensorwire.torch as twt                       # doctest: +SKIP
->>> twt.init_process_group()                             # torchrun's environment
->>> model = twt.ScheduledDataParallel(net, opt, mode="priority", partition="512KiB", credit="2MiB")
->>> for x, y in data:                                    # the loop stays as it is
-...     opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
->>> model.synchronize()                                  # before evaluation or a checkpoint
+Sketch (run on every rank of a torchrun job)::
+
+    import tensorwire.torch as twt
+    twt.init_process_group()                             # torchrun's environment
+    model = twt.ScheduledDataParallel(net, opt, strategy="ring:schedule=priority,partition=512KiB,credit=2MiB")
+    for x, y in data:                                    # the loop stays as it is
+        opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+    model.synchronize()                                  # before evaluation or a checkpoint
 
 Also: :func:`profile` (a real model -> a workload file for ``tensorwire simulate``),
 :func:`measure` (scaling factor and network throughput on 1 and N processes), the task

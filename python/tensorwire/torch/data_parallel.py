@@ -46,9 +46,9 @@ class ScheduledDataParallel(torch.nn.Module):
         optimizer: the user's optimizer over ``module``'s parameters; its ``step`` becomes
             the end-of-iteration marker and each parameter is stepped on its own with the
             same class and hyperparameters (SGD, Adam, AdamW, ...).
-        mode: ``priority`` (layers nearest the input first, partition and credit; seed 004),
-            ``fifo`` (ready order, like DDP) or ``fusion`` (ready order through a Horovod
-            fusion buffer).
+        mode: ``priority`` (layers nearest the input first, partition and credit; seed 004;
+            the default), ``fifo`` (ready order, like DDP) or ``fusion`` (ready order through
+            a Horovod fusion buffer). Sugar for a strategy spec: see ``strategy``.
         partition: largest piece of a tensor, bytes or text (``"512KiB"``); default 4 MiB
             in ``priority``, whole tensors otherwise. Rounded down to whole elements.
         credit: most bytes in flight (committed to the stream), bytes or text; default
@@ -68,6 +68,12 @@ class ScheduledDataParallel(torch.nn.Module):
             yours: close it when done (for a parameter server that releases the server).
         autotune: ``True`` or an :class:`~tensorwire.torch.AutoTune` to tune partition and
             credit while training (``priority`` only).
+        strategy: a strategy spec the simulator predicts, e.g.
+            ``"ring:schedule=priority,partition=4MiB,credit=16MiB"`` or
+            ``"ring:fusion=64MiB,cycle=5ms"``: the core parses it and configures the
+            scheduler with its own settings and defaults
+            (:meth:`~tensorwire.torch.SchedulerConfig.from_strategy`); instead of ``mode``
+            and its options.
         timeout_s: bound on every communication wait (Gloo's timeout); a dead or stuck
             peer makes every rank raise :class:`~tensorwire.torch.CommunicationError`.
         broadcast: copy the leader's parameters and buffers to every worker first (as DDP).
@@ -85,7 +91,7 @@ class ScheduledDataParallel(torch.nn.Module):
         self,
         module: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
-        mode: str = "priority",
+        mode: Optional[str] = None,
         partition: Size = None,
         credit: Size = None,
         fusion_bytes: Size = None,
@@ -93,6 +99,7 @@ class ScheduledDataParallel(torch.nn.Module):
         group: Optional[dist.ProcessGroup] = None,
         in_flight: Optional[int] = None,
         *,
+        strategy: Optional[str] = None,
         transport: Optional[Transport] = None,
         autotune: Union[bool, AutoTune, None] = None,
         timeout_s: Optional[float] = None,
@@ -104,7 +111,16 @@ class ScheduledDataParallel(torch.nn.Module):
             raise InputError("module", f"{type(module).__name__} is not a torch.nn.Module")
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise InputError("optimizer", f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
-        config = SchedulerConfig.make(mode, partition, credit, fusion_bytes, fusion_cycle_s, in_flight)
+        if strategy is None:
+            config = SchedulerConfig.make(mode or "priority", partition, credit, fusion_bytes, fusion_cycle_s, in_flight)
+        else:
+            given = [n for n, v in (("mode", mode), ("partition", partition), ("credit", credit), ("fusion_bytes", fusion_bytes),
+                                    ("fusion_cycle_s", fusion_cycle_s), ("in_flight", in_flight)) if v is not None]
+            if given:
+                raise InputError(given[0], "give either strategy= or mode= with its options, not both")
+            if not isinstance(strategy, str):
+                raise InputError("strategy", f"{strategy!r} must be a strategy spec such as 'ring:schedule=priority'")
+            config = SchedulerConfig.from_strategy(strategy)
         if autotune is True:
             autotune = AutoTune()
         if autotune is not None and autotune is not False and not isinstance(autotune, AutoTune):

@@ -129,6 +129,30 @@ class SchedulerConfig:
             raise InputError("in_flight", f"{in_flight!r} must be an integer >= 1 (collectives in flight at most)")
         return cls(mode, part, cred, fb, fc, in_flight)
 
+    @classmethod
+    def from_strategy(cls, spec: str) -> SchedulerConfig:
+        """The scheduler settings of a strategy spec, as the core parses it (the simulator's
+        settings for the same spec: one definition of every option and default).
+
+        ``schedule=priority`` is mode ``priority``, ``fusion=`` mode ``fusion``, else
+        ``fifo``; ``partition``, ``credit``, ``fusion``/``cycle`` and ``inflight`` as
+        written, with the core's defaults; the limit on operations in flight is the core's.
+
+        >>> c = SchedulerConfig.from_strategy("ring:schedule=priority,partition=1MiB,credit=2MiB")
+        >>> c.mode, c.partition_bytes, c.credit_bytes
+        ('priority', 1048576, 2097152)
+        >>> f = SchedulerConfig.from_strategy("ring:fusion=4MiB")
+        >>> f.mode, f.fusion_bytes, f.fusion_cycle_s, f.max_groups
+        ('fusion', 4194304, 0.005, 1)
+        """
+        s = _core.Strategy(spec)
+        if s.family == "sharded":
+            raise InputError("strategy", f"{s.name} is sharded data parallelism; the runtime schedules all-reduce and parameter-server strategies")
+        mode: Mode = "priority" if s.policy == "priority" else "fusion" if s.fusion_bytes is not None else "fifo"
+        given = dict(s.options)
+        in_flight = int(given["inflight"]) if "inflight" in given else None
+        return cls(mode, s.partition_bytes, s.credit_bytes, s.fusion_bytes, s.fusion_cycle_s, in_flight, s.max_in_flight)
+
     def with_limits(self, partition_bytes: Optional[int], credit_bytes: Optional[int]) -> SchedulerConfig:
         """The same mode with another partition and credit (what auto-tuning changes)."""
         max_groups = self.max_groups if credit_bytes is None or self.in_flight is not None else None

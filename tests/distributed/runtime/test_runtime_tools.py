@@ -16,14 +16,6 @@ from tensorwire import InputError
 
 
 # -- no torch needed ---------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["tensorwire.torch.tasks", "tensorwire.torch.tuning"])
-def test_doctests(name: str) -> None:
-    if name.endswith("tuning"):
-        pytest.importorskip("optuna")
-    failures, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL)
-    assert tried > 0 and failures == 0
-
-
 def test_importing_the_package_and_its_cli_never_imports_torch() -> None:
     code = "import sys, tensorwire, tensorwire.torch, tensorwire.torch.cli, tensorwire.torch.tasks; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -394,11 +394,3 @@ def test_subset_uniform_and_json() -> None:
     nvswitch = Topology.uniform(4, weight=3)
     assert nvswitch.trees(1)[0].weight == 9
 
-
-def test_module_examples_run() -> None:
-    import doctest
-
-    import tensorwire.gputopo
-
-    failures, tried = doctest.testmod(tensorwire.gputopo, optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0

@@ -122,28 +122,9 @@ pub(crate) struct ParameterServer {
     hosts: Option<JobHosts>,
 }
 
-/// Assigns tensors (given by their sizes, in `parameters()` order) to `servers` servers;
-/// for `Sharded` every tensor is on every server (its pieces are spread by index).
-pub fn place(sizes: &[u64], servers: usize, placement: Placement) -> Vec<usize> {
-    match placement {
-        Placement::RoundRobin | Placement::Sharded => (0..sizes.len()).map(|i| i % servers).collect(),
-        Placement::Balanced => {
-            let mut load = vec![0u64; servers];
-            sizes
-                .iter()
-                .map(|&b| {
-                    let s = (0..servers).min_by_key(|&s| (load[s], s)).unwrap();
-                    load[s] += b;
-                    s
-                })
-                .collect()
-        }
-    }
-}
-
 impl ParameterServer {
     pub fn new(config: PsConfig, settings: PsSettings, tasks: Vec<Task>, tensor_sizes: &[u64], workers: usize) -> Self {
-        let by_tensor = place(tensor_sizes, config.num_ps, config.placement);
+        let by_tensor = config.placement.assign(tensor_sizes, config.num_ps);
         let server_of_task = tasks
             .iter()
             .map(|t| if config.placement == Placement::Sharded { t.piece % config.num_ps } else { by_tensor[t.tensor] })
@@ -397,7 +378,6 @@ impl Protocol for ParameterServer {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::engine::simulate;
     use crate::engine::tests::{close, scenario, workload};
     use crate::metrics::Report;
@@ -476,12 +456,5 @@ mod tests {
                 prop_assert!(close(*a, *b) || (a - b).abs() < 1e-12, "{}: {} {} vs {}", what, l, a, b);
             }
         }
-    }
-
-    #[test]
-    fn round_robin_placement_cycles_and_balanced_evens_bytes() {
-        assert_eq!(place(&[5, 5, 5, 5, 5], 2, Placement::RoundRobin), vec![0, 1, 0, 1, 0]);
-        // Greedy by bytes in order: 100 -> s0, 1 -> s1, 1 -> s1, 50 -> s1.
-        assert_eq!(place(&[100, 1, 1, 50], 2, Placement::Balanced), vec![0, 1, 1, 1]);
     }
 }

@@ -3,6 +3,7 @@
 //! parser validates against it and the `strategies` listing prints it.
 
 mod options;
+mod ps_placement;
 mod sharded;
 
 pub use options::{HOST_OPTIONS, PS_OPTIONS};

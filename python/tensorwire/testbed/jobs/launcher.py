@@ -111,9 +111,9 @@ def run_job(
     job = job_strategy(options.name)
     job.runner(runtime)  # refuses a strategy that cannot run this way, before launching
     if runtime:
-        from tensorwire.testbed.jobs.runtime import runtime_options
+        from tensorwire.testbed.jobs.runtime import runtime_config
 
-        runtime_options(options)  # refuses what the runtime would not run, before launching
+        runtime_config(spec_text)  # refuses what the runtime would not run, before launching
         if testbed.delay > 0:
             raise InputError("delay", "runtime jobs cannot add user-space delay; use a testbed with delay 0")
     check_iterations(iterations, warmup)

@@ -45,23 +45,6 @@ from tensorwire.testbed.shaping import PAYLOAD_EFFICIENCY
 SEND_WINDOW = 4
 
 
-def place(sizes: list[int], servers: int, placement: str) -> list[int]:
-    """Server of each tensor (the simulator's ``place``).
-
-    >>> place([100, 1, 1, 50], 2, "balanced"), place([5] * 5, 2, "round-robin")
-    ([0, 1, 1, 1], [0, 1, 0, 1, 0])
-    """
-    if placement == "balanced":
-        load = [0] * servers
-        out = []
-        for b in sizes:
-            s = min(range(servers), key=lambda i: (load[i], i))
-            load[s] += b
-            out.append(s)
-        return out
-    return [i % servers for i in range(len(sizes))]
-
-
 def _tags(ctx: Context) -> tuple[int, int]:
     """Tag bases: pushes use ``task``, pulls ``len(tasks) + task``."""
     return 0, len(ctx.tasks)
@@ -76,7 +59,7 @@ def run_ps(ctx: Context) -> None:
 
 
 def _server_of_task(ctx: Context) -> list[int]:
-    of_tensor = place(ctx.tensor_bytes, ctx.options.num_ps, ctx.options.placement)
+    of_tensor = _core.Strategy(ctx.spec.strategy).place_tensors(ctx.tensor_bytes)  # the simulator's rule
     return [of_tensor[t.tensor] for t in ctx.tasks]
 
 

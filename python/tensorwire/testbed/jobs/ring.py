@@ -29,13 +29,21 @@ from tensorwire import _core
 from tensorwire.device_stream import DeviceStream
 from tensorwire.testbed.jobs.context import Context
 
-#: Scheduler settings of the simulator's ``ring``: FIFO, one collective in flight.
-RING_POLICY = ("fifo", None, 1)
+def scheduler_policy(spec: str) -> tuple[str, Optional[int], Optional[int]]:
+    """The core's scheduler settings ``(policy, credit_bytes, max_tasks)`` for a spec: the
+    simulator's own (for ``ring``: FIFO, one collective in flight).
+
+    >>> scheduler_policy("ring")
+    ('fifo', None, 1)
+    """
+    s = _core.Strategy(spec)
+    return s.policy, s.credit_bytes, s.max_in_flight
 
 
-def run_ring(ctx: Context, policy: tuple[str, Optional[int], Optional[int]] = RING_POLICY) -> None:
+def run_ring(ctx: Context, policy: Optional[tuple[str, Optional[int], Optional[int]]] = None) -> None:
     """Runs the job on this rank; every rank is a worker. ``policy`` is the scheduler's
-    ``(policy, credit_bytes, max_tasks)``, the hook for the runtime's scheduler modes."""
+    ``(policy, credit_bytes, max_tasks)`` (default: the core's for the job's spec,
+    :func:`scheduler_policy`)."""
     import torch
     import torch.distributed as dist
 
@@ -44,7 +52,7 @@ def run_ring(ctx: Context, policy: tuple[str, Optional[int], Optional[int]] = RI
     grads = ctx.tensor_buffers()
     views = ctx.views(grads)
     tasks = ctx.tasks
-    sched = _core.Scheduler(*policy)
+    sched = _core.Scheduler(*(policy or scheduler_policy(spec.strategy)))
     ready: queue.Queue[Optional[tuple[int, int]]] = queue.Queue()
     synced = [threading.Event() for _ in range(n_iter)]
     synced_at = [0.0] * n_iter

@@ -27,13 +27,14 @@ wrapper's ``on_synchronized``) or its backward pass ended, whichever is later, a
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 from tensorwire._core import InputError
+from tensorwire.strategy import Strategy
 from tensorwire.testbed.jobs.context import Context
-from tensorwire.testbed.jobs.spec import StrategyOptions
-from tensorwire.units import to_bytes
+from tensorwire.torch.tasks import SchedulerConfig
 
 #: Dispatch probe: tensors (one layer each, 2N x 16 floats, no compute), iterations.
 DISPATCH_PROBE_TENSORS = 32
@@ -44,41 +45,28 @@ DISPATCH_PROBE_ITERATIONS = 12
 RUNTIME_OPTIONS = ("schedule", "credit", "fusion", "cycle", "inflight", "dispatch")
 
 
-def runtime_options(options: StrategyOptions) -> dict[str, Any]:
-    """The :class:`~tensorwire.torch.ScheduledDataParallel` arguments for a ``ring`` spec.
+def runtime_config(spec: str) -> SchedulerConfig:
+    """The runtime's scheduler settings for a spec, from the core (:meth:`SchedulerConfig.from_strategy`);
+    refuses a spec the runtime would not run (it would be predicted but not run).
 
-    >>> runtime_options(StrategyOptions.parse("ring:schedule=priority,partition=1MiB,credit=2MiB"))
-    {'mode': 'priority', 'partition': 1048576, 'credit': 2097152}
-    >>> runtime_options(StrategyOptions.parse("ring:fusion=4MiB"))
-    {'mode': 'fusion', 'partition': None, 'credit': None, 'fusion_bytes': 4194304, 'fusion_cycle_s': '5ms'}
-    >>> runtime_options(StrategyOptions.parse("ring"))
-    {'mode': 'fifo', 'partition': None, 'credit': None}
+    >>> c = runtime_config("ring:schedule=priority,partition=1MiB,credit=2MiB")
+    >>> c.mode, c.partition_bytes, c.credit_bytes
+    ('priority', 1048576, 2097152)
+    >>> c = runtime_config("ring:fusion=4MiB")
+    >>> c.mode, c.fusion_bytes, c.fusion_cycle_s
+    ('fusion', 4194304, 0.005)
+    >>> runtime_config("ring").mode
+    'fifo'
     """
-    if options.name != "ring":
-        raise InputError("strategy", f"the runtime runs all-reduce: use a 'ring' spec, not {options.name!r}")
-    extra = dict(options.extra)
-    unknown = sorted(set(extra) - set(RUNTIME_OPTIONS))
+    s = Strategy(spec).core
+    if s.name != "ring":
+        raise InputError("strategy", f"the runtime runs all-reduce: use a 'ring' spec, not {s.name!r}")
+    unknown = sorted({k for k, _ in s.options} - set(RUNTIME_OPTIONS) - {"partition"})
     if unknown:
         raise InputError(
             "strategy", f"the runtime does not run option(s) {', '.join(unknown)}; it runs {', '.join(RUNTIME_OPTIONS)} and partition"
         )
-    priority = extra.get("schedule", "fifo") == "priority"
-    fusion = "fusion" in extra
-    if priority and fusion:
-        raise InputError("strategy", "the runtime's fusion mode keeps ready order: use schedule=priority or fusion=, not both")
-    out: dict[str, Any] = {
-        "mode": "priority" if priority else "fusion" if fusion else "fifo",
-        "partition": options.partition_bytes,
-        "credit": extra.get("credit"),
-    }
-    if "inflight" in extra:
-        out["in_flight"] = int(extra["inflight"])
-    if out["credit"] is not None:
-        out["credit"] = int(round(to_bytes(out["credit"], "strategy.credit")))
-    if fusion:
-        out["fusion_bytes"] = int(round(to_bytes(extra["fusion"], "strategy.fusion")))
-        out["fusion_cycle_s"] = extra.get("cycle", "5ms")
-    return out
+    return SchedulerConfig.from_strategy(s.spec)
 
 
 def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:
@@ -143,7 +131,7 @@ def run_runtime(ctx: Context) -> None:
     from tensorwire.torch.emulate import emulated
 
     spec = ctx.spec  # run_job refused user-space delay and options the runtime would not run
-    kwargs = runtime_options(ctx.options)
+    config = runtime_config(spec.strategy)  # refused before launching; checked again here
     n = spec.iterations
     synced = [0.0] * n
     backward_end = [0.0] * n
@@ -156,7 +144,7 @@ def run_runtime(ctx: Context) -> None:
     model = emulated(ctx.workload)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.zeros(1, 16)
-    with ScheduledDataParallel(model, opt, **kwargs, timeout_s=spec.timeout_s, on_synchronized=on_synchronized) as sdp:
+    with ScheduledDataParallel(model, opt, strategy=spec.strategy, timeout_s=spec.timeout_s, on_synchronized=on_synchronized) as sdp:
         dist.barrier()
         model.stream.waited()
         for k in range(n):
@@ -177,4 +165,4 @@ def run_runtime(ctx: Context) -> None:
     ctx.completions = [max(b, s) for b, s in zip(backward_end, synced)]
     ctx.notes["compute_busy_s"] = model.stream.busy_s
     ctx.notes["backward_end"] = backward_end
-    ctx.notes["runtime"] = dict(kwargs)
+    ctx.notes["runtime"] = {"strategy": spec.strategy, **dataclasses.asdict(config)}

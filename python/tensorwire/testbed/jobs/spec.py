@@ -13,7 +13,6 @@ from typing import Any, Optional
 
 from tensorwire._core import InputError
 from tensorwire.strategy import Strategy
-from tensorwire.units import to_bytes
 
 
 @dataclass(frozen=True)
@@ -33,23 +32,23 @@ class StrategyOptions:
 
     @classmethod
     def parse(cls, spec: str) -> StrategyOptions:
-        """``ps:num_ps=2,distribution=block`` -> options (the spec is validated by the core first)."""
-        checked = Strategy(spec).spec
-        name, _, rest = checked.partition(":")
-        values: dict[str, str] = {}
-        for pair in filter(None, (p.strip() for p in rest.split(","))):
-            key, _, value = pair.partition("=")
-            values[key.strip()] = value.strip()
-        partition = values.pop("partition", None)
-        flag = values.pop("barrier", "true")
+        """``ps:num_ps=2,distribution=block`` -> options, as the core parses the spec.
+
+        >>> o = StrategyOptions.parse("ps:num_ps=2,distribution=block,pipeline=1MiB")
+        >>> o.name, o.num_ps, o.placement, o.distribution, o.barrier, o.partition_bytes
+        ('ps', 2, 'round-robin', 'block', True, 1048576)
+        """
+        s = Strategy(spec).core
+        placement, distribution, barrier = s.ps_settings or ("round-robin", "round-robin", True)
+        named = {"num_ps", "placement", "distribution", "barrier", "partition", "pipeline"}
         return cls(
-            name=name,
-            partition_bytes=int(round(to_bytes(partition, "strategy.partition"))) if partition else None,
-            num_ps=int(values.pop("num_ps", "1")),
-            placement=values.pop("placement", "round-robin"),
-            distribution=values.pop("distribution", "round-robin"),
-            barrier=flag in ("true", "1", "yes"),
-            extra=values,
+            name=s.name,
+            partition_bytes=s.partition_bytes,
+            num_ps=max(s.servers, 1),
+            placement=placement,
+            distribution=distribution,
+            barrier=barrier,
+            extra={k: v for k, v in s.options if k not in named},
         )
 
 

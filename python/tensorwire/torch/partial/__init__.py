@@ -1,15 +1,19 @@
 """Partial collectives and eager-SGD (seed 002) on torch.distributed.
 
->>> from tensorwire.torch.partial import PartialAllreduce, EagerSGD   # doctest: +SKIP
->>> pa = PartialAllreduce(numel=1024, kind="solo")                     # every rank
->>> r = pa(grad)             # returns at once if a faster rank already ran the round
->>> r.tensor, r.round, r.contributors
->>> leftover = pa.flush(); pa.close()                                  # every rank
+Sketch (run on every rank of a torchrun job)::
 
->>> opt = EagerSGD(torch.optim.SGD(model.parameters(), lr=0.1), kind="majority")
->>> for x, y in data:                       # the training loop stays as it is
-...     opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
->>> opt.finish()                            # leftover gradients, then close
+    from tensorwire.torch.partial import PartialAllreduce, EagerSGD
+    pa = PartialAllreduce(numel=1024, kind="solo")                     # every rank
+    r = pa(grad)             # returns at once if a faster rank already ran the round
+    r.tensor, r.round, r.contributors
+    leftover = pa.flush(); pa.close()                                  # every rank
+
+Sketch (run on every rank of a torchrun job)::
+
+    opt = EagerSGD(torch.optim.SGD(model.parameters(), lr=0.1), kind="majority")
+    for x, y in data:                       # the training loop stays as it is
+        opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+    opt.finish()                            # leftover gradients, then close
 
 Modules: :mod:`~tensorwire.torch.partial.schedule` (schedules as DAGs of operations and
 their executor), :mod:`~tensorwire.torch.partial.collective` (solo and majority

@@ -1,0 +1,148 @@
+//! `tensorwire._core.Strategy`: a parsed strategy spec held as the core's object, so that
+//! Python asks it questions (servers, scheduler settings, tensor placement) instead of
+//! parsing the spec again or copying the core's defaults.
+
+use pyo3::prelude::*;
+
+use tensorwire_core::sched::Policy;
+use tensorwire_core::spec;
+use tensorwire_core::strategy::{Distribution, Family, Strategy};
+use tensorwire_core::units::nanos_to_seconds;
+
+use crate::guarded;
+
+/// A validated strategy spec (`NAME[:key=value,...]`), parsed once by the core.
+#[pyclass(name = "Strategy", module = "tensorwire._core", frozen)]
+pub struct PyStrategy {
+    pub inner: Strategy,
+    name: String,
+    options: Vec<(String, String)>,
+}
+
+#[pymethods]
+impl PyStrategy {
+    #[new]
+    fn new(spec: &str) -> PyResult<Self> {
+        guarded(|| {
+            let inner = Strategy::parse(spec)?;
+            let (name, options) = spec::split("strategy", &inner.spec)?;
+            Ok(PyStrategy { inner, name, options })
+        })
+    }
+
+    /// The spec, trimmed.
+    #[getter]
+    fn spec(&self) -> &str {
+        &self.inner.spec
+    }
+
+    /// The strategy's name (before any options).
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The options as written, `[(key, value), ...]`.
+    #[getter]
+    fn options(&self) -> Vec<(String, String)> {
+        self.options.clone()
+    }
+
+    /// `parameter-server`, `all-reduce` or `sharded`.
+    #[getter]
+    fn family(&self) -> &'static str {
+        match self.inner.family {
+            Family::ParameterServer(_) => "parameter-server",
+            Family::AllReduce(_) => "all-reduce",
+            Family::Sharded(_) => "sharded",
+        }
+    }
+
+    /// Parameter servers it runs on hosts of their own (0 for the other families).
+    #[getter]
+    fn servers(&self) -> usize {
+        self.inner.servers()
+    }
+
+    /// Largest piece a tensor is cut into, bytes (`None`: whole tensors).
+    #[getter]
+    fn partition_bytes(&self) -> Option<u64> {
+        self.inner.partition
+    }
+
+    /// Release order of ready pieces: `fifo` or `priority`.
+    #[getter]
+    fn policy(&self) -> &'static str {
+        match self.inner.policy {
+            Policy::Fifo => "fifo",
+            Policy::Priority => "priority",
+        }
+    }
+
+    /// Most bytes in flight (`None`: no credit).
+    #[getter]
+    fn credit_bytes(&self) -> Option<u64> {
+        self.inner.limits.credit_bytes
+    }
+
+    /// Most collectives in flight (`None`: unbounded), after the core's rule: without a
+    /// credit an all-reduce runs one at a time unless it runs on a stream.
+    #[getter]
+    fn max_in_flight(&self) -> Option<usize> {
+        self.inner.limits.max_tasks
+    }
+
+    /// Fusion buffer threshold, bytes (`None`: no fusion).
+    #[getter]
+    fn fusion_bytes(&self) -> Option<u64> {
+        self.inner.fusion.map(|f| f.threshold_bytes)
+    }
+
+    /// Longest a ready task waits in the fusion buffer, s (`None`: no fusion).
+    #[getter]
+    fn fusion_cycle_s(&self) -> Option<f64> {
+        self.inner.fusion.map(|f| nanos_to_seconds(f.cycle))
+    }
+
+    /// Released collectives run one at a time in release order (`execution=stream`).
+    #[getter]
+    fn stream(&self) -> bool {
+        self.inner.stream
+    }
+
+    /// A coordinator's dispatch cost per collective, s.
+    #[getter]
+    fn dispatch_s(&self) -> f64 {
+        self.inner.dispatch_s
+    }
+
+    /// Parameter servers: `(placement, distribution, barrier)` as written in specs, with
+    /// the core's defaults; `None` for the other families.
+    #[getter]
+    fn ps_settings(&self) -> Option<(&'static str, &'static str, bool)> {
+        match &self.inner.family {
+            Family::ParameterServer(c) => Some((
+                c.placement.name(),
+                match c.distribution {
+                    Distribution::RoundRobin => "round-robin",
+                    Distribution::Block => "block",
+                },
+                c.barrier,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Parameter servers: the server of each tensor, given the tensors' sizes in bytes in
+    /// `parameters()` order (the simulator's rule). Refused for the other families.
+    fn place_tensors(&self, sizes: Vec<u64>) -> PyResult<Vec<usize>> {
+        guarded(|| match &self.inner.family {
+            Family::ParameterServer(c) => Ok(c.placement.assign(&sizes, c.num_ps)),
+            _ => Err(tensorwire_core::Error::invalid("strategy", "tensor placement applies to parameter servers")),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Strategy({:?})", self.inner.spec)
+    }
+}

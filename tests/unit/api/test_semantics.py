@@ -88,3 +88,19 @@ def test_input_error_has_field_and_message() -> None:
     with pytest.raises(tw.InputError) as raised:
         tw.simulate(tw.load_model("resnet50"), tw.Cluster(4, "25Gbps"), "nope")
     assert raised.value.field == "strategy" and "unknown strategy" in raised.value.message
+
+
+@pytest.mark.parametrize("spec", ["ps:num_ps=4,placement=balanced", "ps", "ps+multicast:num_ps=2"])
+def test_parameter_server_accounting_is_per_iteration(spec: str) -> None:
+    # Every worker pushes its whole gradient once per iteration, whatever the iterations
+    # simulated and however far ahead of the others it runs.
+    w = tw.load_model("resnet50")
+    cluster = tw.Cluster(16, "100Gbps")
+    runs = [tw.simulate(w, cluster, spec, iterations=k) for k in (3, 6)]
+    for r in runs:
+        assert r.sent_bytes_per_worker == pytest.approx(w.total_bytes, rel=1e-9)
+        # Each worker's uplink carries its gradient once per iteration.
+        up = [u for name, u in r.link_utilization.items() if name.startswith("h") and int(name[1:].split("-")[0]) < 16]
+        assert up and max(up) == pytest.approx(min(up), rel=1e-6)
+        assert max(up) == pytest.approx(w.total_bytes / (cluster.bandwidth * r.iteration_time_s), rel=1e-4)
+    assert runs[0].comm_time_s == pytest.approx(runs[1].comm_time_s, rel=1e-6)

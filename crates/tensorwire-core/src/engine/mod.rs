@@ -1224,7 +1224,9 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
     let iteration_time = nanos_to_seconds(window) / periods;
     let compute = nanos_to_seconds(sc.workload.compute_time());
     let (comm, sent) = match m.rank0 {
-        Some(((busy0, sent0), (busy1, sent1))) => (nanos_to_seconds(busy1 - busy0) / periods, (sent1 - sent0) / periods),
+        Some(((busy0, sent0), (busy1, sent1))) => {
+            (nanos_to_seconds(busy1 - busy0) / periods, (sent1 - sent0) / periods)
+        }
         None => (
             nanos_to_seconds(core.comm_busy_of(m.job) - if k > 1 { m.busy_at_first } else { 0 }) / periods,
             (core.watch(m.job).sent - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,

@@ -142,7 +142,9 @@ pub(super) fn schedules(cfg: &ShardedConfig, topo: &Topology, n: usize, group: u
             inner: Box::new(Levels { levels: inner_levels(groups), phase: LevelPhase::AllReduce }),
             size: group,
         }),
-        (ShardAlgorithm::HalvingDoubling, _) => Box::new(AcrossGroups { inner: Box::new(HalvingDoubling), size: group }),
+        (ShardAlgorithm::HalvingDoubling, _) => {
+            Box::new(AcrossGroups { inner: Box::new(HalvingDoubling), size: group })
+        }
         _ => Box::new(AcrossGroups { inner: Box::new(Ring), size: group }),
     };
     list.push(across);

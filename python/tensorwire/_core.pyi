@@ -15,9 +15,17 @@ DEFAULT_ITERATIONS: int
 DEFAULT_LATENCY_S: float
 
 class InputError(ValueError):
-    """Invalid input: ``args[0]`` is the field, ``args[1]`` what is allowed."""
+    """Invalid input: ``InputError(field, message)``; ``field`` names the input (``args[0]``),
+    ``message`` says what is allowed (``args[1]``)."""
 
-WorkloadTuple = tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]]]
+    @property
+    def field(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+#: (name, batch size, [(layer, forward s, backward s)], [(tensor, bytes, layer)], element
+#: size in bytes, collective name): the whole workload, the same into every entry point.
+WorkloadTuple = tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]], int, str]
 
 def simulate(
     workload: WorkloadTuple,
@@ -39,13 +47,11 @@ def simulate(
     timeline: bool = False,
     max_flows: Optional[int] = None,
     progress: Optional[Callable[[int, int, float, int, int], bool]] = None,
-    dtype_bytes: int = 4,
     failures: Optional[list[tuple[str, float, float]]] = None,
-    collective: str = "allreduce",
     allow_lanes: bool = True,
 ) -> dict[str, Any]: ...
 def simulate_jobs(
-    jobs: list[tuple[str, WorkloadTuple, int, int, str, Optional[list[int]]]],
+    jobs: list[tuple[str, WorkloadTuple, int, str, Optional[list[int]]]],
     hosts: int,
     bandwidth: float,
     latency: float,

@@ -91,8 +91,6 @@ def simulate(
         timeline=timeline,
         max_flows=max_flows,
         progress=report,
-        dtype_bytes=workload.dtype_bytes,
-        collective=workload.collective_kind,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
         rank_to_host=None if cluster.placement == "packed" else _core.placement(
             cluster.topology, cluster.workers, cluster.placement, seed % 2**64),
@@ -128,23 +126,26 @@ def _result(raw: dict[str, Any], workload: Workload, workers: int, bandwidth: fl
 
 
 def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, float]], workload: Workload, workers: int) -> list[dict[str, object]]:
-    """Core spans as dicts: compute per worker; flows per sending worker and per link."""
+    """Core spans as dicts: compute per worker; flows per sender and per link. A flow's
+    sender is ``worker`` (a rank) or ``server`` (a parameter server's index); the other is
+    None, as both are on a link's copy of the flow."""
     def host(h: int) -> str:
         return f"worker {h}" if h < workers else f"server {h - workers}"
 
     out: list[dict[str, object]] = []
     for kind, src, to, label, links, start, end, nbytes in raw:
         if kind != "flow":
-            out.append({"kind": "compute", "worker": src, "link": None, "name": f"{kind} {label}",
+            out.append({"kind": "compute", "worker": src, "server": None, "link": None, "name": f"{kind} {label}",
                         "start_s": start, "end_s": end, "bytes": None})
             continue
         name = f"{host(src)} -> {', '.join(host(t) for t in to) if len(to) < 4 else f'{len(to)} hosts'}"
         if label:
             name = f"{label}: {name}"
-        out.append({"kind": "flow", "worker": src if src < workers else None, "link": None, "name": name,
+        out.append({"kind": "flow", "worker": src if src < workers else None,
+                    "server": src - workers if src >= workers else None, "link": None, "name": name,
                     "start_s": start, "end_s": end, "bytes": nbytes})
         for link in links:
-            out.append({"kind": "flow", "worker": None, "link": link, "name": name,
+            out.append({"kind": "flow", "worker": None, "server": None, "link": link, "name": name,
                         "start_s": start, "end_s": end, "bytes": nbytes})
     return out
 
@@ -242,7 +243,7 @@ def _run_jobs(
         raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
     _check_max_flows(max_flows)
     raws = _core.simulate_jobs(
-        [(j.name, j.workload._to_core(), j.workload.dtype_bytes, j.workers, spec, None if j.hosts is None else list(j.hosts))
+        [(j.name, j.workload._to_core(), j.workers, spec, None if j.hosts is None else list(j.hosts))
          for j, spec in zip(jobs, specs)],
         cluster.workers,
         cluster.bandwidth,

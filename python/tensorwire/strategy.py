@@ -87,7 +87,7 @@ def strategies() -> list[StrategyInfo]:
 def probe(spec: str, workers: int, topology: str = "star", network: str = "flow") -> None:
     """Raises :class:`InputError` when the core rejects ``spec`` for ``workers`` workers on
     ``topology`` (it tries a 1 KiB all-reduce): e.g. ``multitree`` needs one multi-GPU machine."""
-    tiny = ("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)])
+    tiny = ("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)], 4, "allreduce")
     _core.simulate(tiny, workers, spec, 1e9, 0.0, topology=topology, network=network, iterations=1)
 
 

@@ -1,7 +1,8 @@
 """Chrome / Perfetto trace of one simulated iteration (open in ui.perfetto.dev or
 chrome://tracing): one process for the workers (a track per worker with its forward and
-backward passes, and one for its outgoing messages) and one for the links (a track per
-directed link with every message crossing it). Times in microseconds from the start of
+backward passes, and one for its outgoing messages), one for the links (a track per
+directed link with every message crossing it) and, with parameter servers, one for the
+servers (a track per server with its outgoing messages). Times in microseconds from the start of
 the iteration.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 from tensorwire.io import write_atomic
 from tensorwire.result import Result
 
-WORKERS, LINKS = 1, 2
+WORKERS, LINKS, SERVERS = 1, 2, 3
 
 
 def chrome_trace(result: Result) -> dict[str, Any]:
@@ -39,15 +40,25 @@ def chrome_trace(result: Result) -> dict[str, Any]:
     for w in workers:
         events.append({"ph": "M", "pid": WORKERS, "tid": 2 * w, "name": "thread_name", "args": {"name": f"worker {w} compute"}})
         events.append({"ph": "M", "pid": WORKERS, "tid": 2 * w + 1, "name": "thread_name", "args": {"name": f"worker {w} sends"}})
+    servers = sorted({int(s["server"]) for s in result.timeline if s.get("server") is not None})
+    if servers:
+        events.append({"ph": "M", "pid": SERVERS, "name": "process_name", "args": {"name": "parameter servers"}})
+    for p in servers:
+        events.append({"ph": "M", "pid": SERVERS, "tid": p, "name": "thread_name", "args": {"name": f"server {p} sends"}})
     for i, s in enumerate(result.timeline):
         start, end = us(s["start_s"]), us(s["end_s"])
         if s["kind"] == "compute":
             events.append({"ph": "X", "pid": WORKERS, "tid": 2 * int(s["worker"]), "name": s["name"], "cat": "compute",
                            "ts": start, "dur": end - start})
             continue
-        pid, tid = (LINKS, link_tid[str(s["link"])]) if s["link"] is not None else (WORKERS, 2 * int(s["worker"]) + 1)
-        if s["link"] is None and s["worker"] is None:
-            continue  # a server's message: shown on the links it crosses
+        if s["link"] is not None:
+            pid, tid = LINKS, link_tid[str(s["link"])]
+        elif s["worker"] is not None:
+            pid, tid = WORKERS, 2 * int(s["worker"]) + 1
+        elif s.get("server") is not None:
+            pid, tid = SERVERS, int(s["server"])
+        else:
+            continue  # no sender known: shown on the links it crosses
         args = {"bytes": s["bytes"]}
         # Messages overlap on a track, so they are async slices (which may overlap).
         events.append({"ph": "b", "pid": pid, "tid": tid, "id": i, "cat": "flow", "name": s["name"], "ts": start, "args": args})

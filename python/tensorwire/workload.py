@@ -121,9 +121,9 @@ class Workload:
         >>> Workload.collective("allgather:64MiB").collective_kind
         'allgather'
         """
-        name, batch, layers, tensors = _core.collective(spec)
+        name, batch, layers, tensors, dtype_bytes, kind = _core.collective(spec)
         w = cls._from_core(name, batch, layers, tensors, f"{spec}: collective microbenchmark")
-        return dataclasses.replace(w, collective_kind=spec.split(":", 1)[0])
+        return dataclasses.replace(w, dtype_bytes=dtype_bytes, collective_kind=kind)
 
     @classmethod
     def from_file(cls, path: str | Path, format: str | None = None) -> Workload:
@@ -201,10 +201,12 @@ class Workload:
         write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
 
     # -- bindings -----------------------------------------------------------------------
-    def _to_core(self) -> tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]]]:
+    def _to_core(self) -> _core.WorkloadTuple:
+        """The whole workload as the core takes it (element size and collective included):
+        the one form :func:`tensorwire.simulate` and :func:`tensorwire.simulate_jobs` pass."""
         layers = [(layer.name, layer.forward_s, layer.backward_s) for layer in self.layers]
         tensors = [(t.name, t.bytes, i) for i, layer in enumerate(self.layers) for t in layer.tensors]
-        return self.name, self.batch_size, layers, tensors
+        return self.name, self.batch_size, layers, tensors, self.dtype_bytes, self.collective_kind
 
     @classmethod
     def _from_core(

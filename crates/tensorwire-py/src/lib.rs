@@ -24,7 +24,27 @@ use tensorwire_core::units::{self, seconds_to_nanos};
 use tensorwire_core::workload::{collective_benchmark, Layer, Tensor, Workload};
 use tensorwire_core::{Error, Failure, Job, JobSeat, Progress, ProgressHook, Report, Scenario, Variability};
 
-create_exception!(_core, InputError, PyValueError, "Invalid input; `args[0]` is the field, `args[1]` what is allowed.");
+// Named `tensorwire.InputError`, where users import it from (it lives in `_core`).
+create_exception!(
+    tensorwire,
+    InputError,
+    PyValueError,
+    "Invalid input: ``InputError(field, message)``; ``field`` names the input (``args[0]``), ``message`` says what is allowed (``args[1]``)."
+);
+
+/// Gives `InputError` its `field` and `message` attributes: read-only views of `args[0]`
+/// and `args[1]` (None when missing), so `args` stays the one place they are kept.
+fn add_input_error_fields(py: Python<'_>) -> PyResult<()> {
+    let ty = py.get_type::<InputError>();
+    let property = py.import("builtins")?.getattr("property")?;
+    for (name, i, doc) in [("field", 0, "The input that is wrong."), ("message", 1, "What is allowed.")] {
+        let code = std::ffi::CString::new(format!("lambda e: e.args[{i}] if len(e.args) > {i} else None"))
+            .expect("no NUL in the code");
+        let get = py.eval(&code, None, None)?;
+        ty.setattr(name, property.call1((get, py.None(), py.None(), doc))?)?;
+    }
+    Ok(())
+}
 
 fn to_py(e: Error) -> PyErr {
     let Error::Invalid { field, message } = e;
@@ -38,11 +58,15 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
     }
 }
 
-/// (name, batch_size, [(layer name, forward s, backward s)], [(tensor name, bytes, layer)])
-type WorkloadTuple = (String, u32, Vec<(String, f64, f64)>, Vec<(String, u64, usize)>);
+/// A workload as it crosses the boundary, the same way into `simulate`, `simulate_jobs` and
+/// out of `collective`: (name, batch_size, [(layer name, forward s, backward s)],
+/// [(tensor name, bytes, layer)], element size in bytes, collective name). Every part of
+/// the workload is in it, so no path can leave one at a default.
+type WorkloadTuple = (String, u32, Vec<(String, f64, f64)>, Vec<(String, u64, usize)>, u32, String);
 
+/// The one conversion of a [`WorkloadTuple`] into a validated [`Workload`].
 fn workload_from(w: WorkloadTuple) -> Result<Workload, Error> {
-    let (name, batch_size, layers, tensors) = w;
+    let (name, batch_size, layers, tensors, dtype_bytes, collective) = w;
     let layers = layers
         .into_iter()
         .enumerate()
@@ -55,11 +79,13 @@ fn workload_from(w: WorkloadTuple) -> Result<Workload, Error> {
         })
         .collect::<Result<Vec<_>, Error>>()?;
     let tensors = tensors.into_iter().map(|(name, bytes, layer)| Tensor { name, bytes, layer }).collect();
-    let w = Workload { name, batch_size, layers, tensors, dtype_bytes: 4, collective: Collective::AllReduce };
+    let collective = Collective::parse("workload.collective", &collective)?;
+    let w = Workload { name, batch_size, layers, tensors, dtype_bytes, collective };
     w.validate()?;
     Ok(w)
 }
 
+/// The inverse of [`workload_from`].
 fn workload_to(w: Workload) -> WorkloadTuple {
     (
         w.name,
@@ -69,6 +95,8 @@ fn workload_to(w: Workload) -> WorkloadTuple {
             .map(|l| (l.name, units::nanos_to_seconds(l.forward), units::nanos_to_seconds(l.backward)))
             .collect(),
         w.tensors.into_iter().map(|t| (t.name, t.bytes, t.layer)).collect(),
+        w.dtype_bytes,
+        w.collective.name().to_string(),
     )
 }
 
@@ -137,7 +165,7 @@ fn progress_hook(callback: PyObject) -> ProgressHook {
     workload, workers, strategy, bandwidth, latency, topology = "star", network = "flow", iterations = 3,
     seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
     slowdowns = None, rank_to_host = None, allow_folding = true, timeline = false, max_flows = None,
-    progress = None, dtype_bytes = 4, failures = None, collective = "allreduce", allow_lanes = true
+    progress = None, failures = None, allow_lanes = true
 ))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
@@ -161,9 +189,7 @@ fn simulate<'py>(
     timeline: bool,
     max_flows: Option<u64>,
     progress: Option<PyObject>,
-    dtype_bytes: u32,
     failures: Option<Vec<(String, f64, f64)>>,
-    collective: &str,
     allow_lanes: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let build = || -> Result<Scenario, Error> {
@@ -179,10 +205,7 @@ fn simulate<'py>(
         if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
             return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
         }
-        let mut w = workload_from(workload)?;
-        w.dtype_bytes = dtype_bytes;
-        w.collective = Collective::parse("workload.collective", collective)?;
-        w.validate()?;
+        let w = workload_from(workload)?;
         let mut sc = Scenario::new(w, workers as usize, bandwidth, Strategy::parse(strategy)?);
         sc.latency = latency;
         sc.topology = TopologySpec::parse(topology)?;
@@ -210,8 +233,8 @@ fn simulate<'py>(
     report_to_dict(py, &report)
 }
 
-/// (name, workload, dtype_bytes, workers, strategy, hosts or None) of one job.
-type JobTuple = (String, WorkloadTuple, u32, usize, String, Option<Vec<usize>>);
+/// (name, workload, workers, strategy, hosts or None) of one job.
+type JobTuple = (String, WorkloadTuple, usize, String, Option<Vec<usize>>);
 
 /// Runs several jobs on one fabric of `hosts` hosts; returns one metrics dict per job.
 #[pyfunction]
@@ -246,9 +269,8 @@ fn simulate_jobs<'py>(
             return Err(Error::invalid("latency", "latency and overhead must be durations >= 0"));
         }
         let mut list = Vec::with_capacity(jobs.len());
-        for (i, (name, workload, dtype_bytes, workers, strategy, job_hosts)) in jobs.into_iter().enumerate() {
-            let mut w = workload_from(workload).map_err(|e| e.within(&format!("jobs[{i}]")))?;
-            w.dtype_bytes = dtype_bytes;
+        for (i, (name, workload, workers, strategy, job_hosts)) in jobs.into_iter().enumerate() {
+            let w = workload_from(workload).map_err(|e| e.within(&format!("jobs[{i}]")))?;
             let strategy = Strategy::parse(&strategy).map_err(|e| e.within(&format!("jobs[{i}]")))?;
             list.push(Job { name, workload: w, workers, strategy, hosts: job_hosts });
         }
@@ -642,6 +664,7 @@ fn tree_allreduce_plan(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_input_error_fields(m.py())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_class::<Scheduler>()?;

@@ -17,7 +17,8 @@ from tensorwire.workloads import load_model
 
 
 #: A span of a recorded iteration, as ``Result.timeline`` gives it: ``kind`` (compute or
-#: flow), ``worker`` (int or None), ``link`` (str or None), ``name``, ``start_s``,
+#: flow), ``worker`` (int or None), ``server`` (a parameter server's index, or None),
+#: ``link`` (str or None), ``name``, ``start_s``,
 #: ``end_s`` (seconds) and ``bytes`` (None for compute).
 Span = dict[str, Any]
 

@@ -55,6 +55,22 @@ def test_folding_changes_nothing_for_sharded_strategies_on_a_rail_fabric(llama: 
         assert folded.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9), spec
 
 
+def test_hsdp_groups_spanning_some_nodes_run_a_ring_per_level() -> None:
+    # Shard groups of 16 on 8-GPU nodes span 2 of 4 nodes: a ring inside each node, then
+    # one per rail across the 2 nodes (not one flat ring through a single NIC, which took
+    # 3.5x as long). Their time lies between those of groups of 8 and of 32.
+    llama = tw.load_model("llama3_8b", gpu="h100", seq_len=2048)
+    cluster = tw.Cluster(32, "400Gbps", topology="rail:node=dgx-h100")
+    t = {g: tw.simulate(llama, cluster, f"hsdp:shard_group={g}", iterations=2) for g in (8, 16, 32)}
+    times = [t[g].iteration_time_s for g in (8, 32)]
+    assert min(times) * 0.99 <= t[16].iteration_time_s <= max(times) * 1.01
+    assert max(t[16].link_utilization.values()) < 0.5
+    # Bytes per GPU: two all-gathers and a reduce-scatter of the bf16 model inside the
+    # group, then an all-reduce of the 1/16 shard across the 2 groups.
+    p = 2 * 8_030_261_248
+    assert t[16].sent_bytes_per_worker == pytest.approx(3 * 15 / 16 * p + 2 * 1 / 2 * p / 16, rel=1e-6)
+
+
 @pytest.mark.parametrize(
     "args, field",
     [

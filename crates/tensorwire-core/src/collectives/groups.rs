@@ -34,6 +34,32 @@ pub fn group_digits(layout: &[usize], size: usize) -> Option<usize> {
     (product == size).then_some(within)
 }
 
+/// The layouts (innermost digit first) of one contiguous group of `size` ranks and of the
+/// set of groups, when a group is whole leading digits of `layout` and possibly a part of
+/// the next one that divides it: on `[8, 4]` (8 GPUs per node, 4 nodes), groups of 16 are
+/// `[8, 2]` (2 whole nodes) and the groups form `[2]`. `None` when groups cut across
+/// digits otherwise (then only flat collectives fit them).
+pub fn split_layout(layout: &[usize], size: usize) -> Option<(Vec<usize>, Vec<usize>)> {
+    let (mut within, mut product) = (0, 1);
+    while within < layout.len() && product * layout[within] <= size && size.is_multiple_of(product * layout[within]) {
+        product *= layout[within];
+        within += 1;
+    }
+    let part = size / product;
+    if part == 1 {
+        return Some((layout[..within].to_vec(), layout[within..].to_vec()));
+    }
+    let next = *layout.get(within)?;
+    if !next.is_multiple_of(part) {
+        return None;
+    }
+    let mut group = layout[..within].to_vec();
+    group.push(part);
+    let mut across = vec![next / part];
+    across.extend_from_slice(&layout[within + 1..]);
+    Some((group, across))
+}
+
 /// Maps a step of a sub-communicator onto global ranks.
 fn lift(step: Step, global: impl Fn(usize) -> usize) -> Step {
     Step {
@@ -125,6 +151,18 @@ mod tests {
             check::all_reduce_in_groups(&within, n, |r| r / size);
             check::all_reduce_in_groups(&across, n, |r| r % size);
         }
+    }
+
+    #[test]
+    fn groups_may_take_part_of_a_digit() {
+        assert_eq!(split_layout(&[8, 4], 16), Some((vec![8, 2], vec![2])));
+        assert_eq!(split_layout(&[8, 4], 8), Some((vec![8], vec![4])));
+        assert_eq!(split_layout(&[8, 4], 32), Some((vec![8, 4], vec![])));
+        assert_eq!(split_layout(&[8, 4], 4), Some((vec![4], vec![2, 4])));
+        assert_eq!(split_layout(&[8, 4, 2], 16), Some((vec![8, 2], vec![2, 2])));
+        assert_eq!(split_layout(&[8, 3], 16), None);
+        assert_eq!(split_layout(&[8, 6], 24), Some((vec![8, 3], vec![2])));
+        assert_eq!(split_layout(&[8, 6], 32), None);
     }
 
     #[test]

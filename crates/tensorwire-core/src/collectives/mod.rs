@@ -22,7 +22,7 @@ pub use alltoall::PairwiseAllToAll;
 pub use broadcast::{BinomialBroadcast, ChainBroadcast};
 pub use doubling::{HalvingDoubling, RecursiveDoubling};
 pub use gputree::GpuTrees;
-pub use groups::{group_digits, AcrossGroups, InGroups};
+pub use groups::{group_digits, split_layout, AcrossGroups, InGroups};
 pub use halves::{AllGather, ReduceScatter, Splits};
 pub use hierarchical::Hierarchical;
 pub use levels::{LevelPhase, Levels};

@@ -319,6 +319,9 @@ struct Engine<'a> {
     busy_at_first: Nanos,
     link_bytes_at_first: Vec<f64>,
     sent_at_first: f64,
+    /// Rank 0's (communication busy time, bytes sent) at its own first and last
+    /// completions (see [`Measured::rank0`]).
+    rank0: [Option<(Nanos, f64)>; 2],
     released: Vec<Group>,
     /// Partial collectives: the stream drawing majority initiators, each task's drawn
     /// initiator, each released task's (initiator, ranks ready at release), and
@@ -756,6 +759,7 @@ impl<'a> Engine<'a> {
             completions: Vec::new(),
             busy_at_first: 0,
             link_bytes_at_first: Vec::new(),
+            rank0: [None, None],
             sent_at_first: 0.0,
             released: Vec::new(),
             compute_spans: sc.record_timeline.then(Vec::new),
@@ -1040,6 +1044,19 @@ impl Engine<'_> {
         }
         worker.complete = k + 1;
         worker.completed_at.push(core.now);
+        if w == 0 {
+            // Rank 0's own iterations bound what it sends and how long its links are busy:
+            // a parameter-server worker runs ahead of the slowest, so a window between two
+            // completions of every worker would cut its pushes at a point that moves.
+            let done = worker.completed_at.len();
+            let snapshot = || Some((core.comm_busy_of(self.job), core.watch(self.job).sent));
+            if done == 1 && self.sc.iterations > 1 {
+                self.rank0[0] = snapshot();
+            }
+            if done == self.sc.iterations as usize {
+                self.rank0[1] = snapshot();
+            }
+        }
         self.completed[k as usize] += 1;
         if self.completed[k as usize] as usize == self.workers.len() {
             self.completions.push(core.now);
@@ -1118,6 +1135,11 @@ impl Driven for Engine<'_> {
             busy_at_first: self.busy_at_first,
             link_bytes_at_first: std::mem::take(&mut self.link_bytes_at_first),
             sent_at_first: self.sent_at_first,
+            rank0: match self.rank0 {
+                [first, Some(last)] => Some((first.unwrap_or((0, 0.0)), last)),
+                _ => None,
+            },
+            links_per_iteration: self.hosts.is_none(),
             last_started: self.last_started,
             compute_spans: self.compute_spans.take(),
             events: self.events,
@@ -1164,6 +1186,16 @@ pub(crate) struct Measured {
     pub link_bytes_at_first: Vec<f64>,
     /// Bytes rank 0's host had sent then.
     pub sent_at_first: f64,
+    /// Rank 0's (communication busy time ns, bytes sent) at its own first completion
+    /// ((0, 0) with one iteration) and at its last: when given, the report's
+    /// communication time and bytes sent per iteration are rank 0's over its own measured
+    /// iterations (exact whatever the other workers' pace), not over the window between
+    /// completions of every worker.
+    pub rank0: Option<((Nanos, f64), (Nanos, f64))>,
+    /// Link utilisation from the bytes of every iteration (a run alone: each iteration
+    /// moves the same bytes, so a link's share does not depend on where the window cuts
+    /// the workers' skewed iterations); else from the bytes in the window.
+    pub links_per_iteration: bool,
     /// When the first worker started the last iteration, ns.
     pub last_started: Option<Nanos>,
     /// Compute spans, when recording.
@@ -1199,14 +1231,25 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
     let window = end - start;
     let iteration_time = nanos_to_seconds(window) / periods;
     let compute = nanos_to_seconds(sc.workload.compute_time());
-    let comm = nanos_to_seconds(core.comm_busy_of(m.job) - if k > 1 { m.busy_at_first } else { 0 }) / periods;
-    let sent = (core.watch(m.job).sent - if k > 1 { m.sent_at_first } else { 0.0 }) / periods;
+    let (comm, sent) = match m.rank0 {
+        Some(((busy0, sent0), (busy1, sent1))) => {
+            (nanos_to_seconds(busy1 - busy0) / periods, (sent1 - sent0) / periods)
+        }
+        None => (
+            nanos_to_seconds(core.comm_busy_of(m.job) - if k > 1 { m.busy_at_first } else { 0 }) / periods,
+            (core.watch(m.job).sent - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,
+        ),
+    };
     let now = core.now;
     let bytes_end = core.net.link_bytes(now).to_vec();
     let first = &m.link_bytes_at_first;
     let topo = &core.topo;
-    let delta: Vec<f64> =
-        bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect();
+    // Per link: bytes of one window's worth of iterations (`periods` of them).
+    let delta: Vec<f64> = if m.links_per_iteration && k > 1 {
+        bytes_end.iter().map(|&b| b / k as f64 * periods).collect()
+    } else {
+        bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect()
+    };
     let mut orbit_total = [0.0f64; 2];
     if core.folded {
         for (l, d) in delta.iter().enumerate() {

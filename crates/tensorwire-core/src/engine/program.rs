@@ -147,6 +147,8 @@ impl<'a> Runner<'a> {
                 busy_at_first: 0,
                 link_bytes_at_first: Vec::new(),
                 sent_at_first: 0.0,
+                rank0: None,
+                links_per_iteration: false,
                 last_started: None,
                 compute_spans: sc.record_timeline.then(Vec::new),
                 simulated_ranks: ranks,

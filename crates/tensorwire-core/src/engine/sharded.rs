@@ -25,7 +25,7 @@ use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
 use super::{build_core, build_report, variability, Scenario};
 use crate::collectives::{
-    group_digits, AcrossGroups, AllGather, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter, Ring,
+    split_layout, AcrossGroups, AllGather, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter, Ring,
     StepSchedule,
 };
 use crate::error::{Error, Result};
@@ -111,20 +111,18 @@ pub(super) fn schedules(cfg: &ShardedConfig, topo: &Topology, n: usize, group: u
         ShardAlgorithm::Auto => ShardAlgorithm::Ring,
         a => a,
     };
-    // The layout's first digits that make up one shard group, and the rest.
-    let (aligned, within) = match group_digits(&layout, group) {
-        Some(w) => (true, w),
-        None => (false, 0),
-    };
+    // The layouts of one shard group and of the groups: whole leading digits of the
+    // fabric's layout, and possibly part of the next (groups of 16 on 8-GPU nodes span 2
+    // nodes and run a ring per level, like NCCL's rings per rail, not one flat ring
+    // through a single NIC).
+    let split = split_layout(&layout, group);
     let inner_levels = |digits: &[usize]| digits[..digits.len().saturating_sub(1)].to_vec();
     let sharded = |phase: LevelPhase| -> Box<dyn StepSchedule> {
-        match (algorithm, phase) {
-            (ShardAlgorithm::HalvingDoubling, LevelPhase::ReduceScatter) => Box::new(ReduceScatter(HalvingDoubling)),
-            (ShardAlgorithm::HalvingDoubling, _) => Box::new(AllGather(HalvingDoubling)),
-            (ShardAlgorithm::Hierarchical, _) if aligned => {
-                Box::new(Levels { levels: inner_levels(&layout[..within]), phase })
-            }
-            (_, LevelPhase::ReduceScatter) => Box::new(ReduceScatter(Ring)),
+        match (algorithm, phase, &split) {
+            (ShardAlgorithm::HalvingDoubling, LevelPhase::ReduceScatter, _) => Box::new(ReduceScatter(HalvingDoubling)),
+            (ShardAlgorithm::HalvingDoubling, _, _) => Box::new(AllGather(HalvingDoubling)),
+            (ShardAlgorithm::Hierarchical, _, Some((own, _))) => Box::new(Levels { levels: inner_levels(own), phase }),
+            (_, LevelPhase::ReduceScatter, _) => Box::new(ReduceScatter(Ring)),
             _ => Box::new(AllGather(Ring)),
         }
     };
@@ -139,12 +137,14 @@ pub(super) fn schedules(cfg: &ShardedConfig, topo: &Topology, n: usize, group: u
     if group == n {
         return list; // no replicas, nothing to all-reduce across them
     }
-    let across: Box<dyn StepSchedule> = match algorithm {
-        ShardAlgorithm::Hierarchical if aligned && within < layout.len() => Box::new(AcrossGroups {
-            inner: Box::new(Levels { levels: inner_levels(&layout[within..]), phase: LevelPhase::AllReduce }),
+    let across: Box<dyn StepSchedule> = match (algorithm, &split) {
+        (ShardAlgorithm::Hierarchical, Some((_, groups))) if !groups.is_empty() => Box::new(AcrossGroups {
+            inner: Box::new(Levels { levels: inner_levels(groups), phase: LevelPhase::AllReduce }),
             size: group,
         }),
-        ShardAlgorithm::HalvingDoubling => Box::new(AcrossGroups { inner: Box::new(HalvingDoubling), size: group }),
+        (ShardAlgorithm::HalvingDoubling, _) => {
+            Box::new(AcrossGroups { inner: Box::new(HalvingDoubling), size: group })
+        }
         _ => Box::new(AcrossGroups { inner: Box::new(Ring), size: group }),
     };
     list.push(across);

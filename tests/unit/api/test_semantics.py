@@ -1,0 +1,106 @@
+"""Answers that must agree between entry points: one job run by ``simulate_jobs`` is the
+same run as ``simulate``; every strategy gives a valid Chrome trace; ``InputError``'s
+documented attributes."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tensorwire as tw
+from tensorwire.trace import chrome_trace, write_trace
+
+COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "alltoall")
+STRATEGIES = tuple(s.name for s in tw.strategies())
+MEASURES = ("iteration_time_s", "comm_time_s", "exposed_comm_s", "sent_bytes_per_worker",
+            "throughput_samples_per_s", "compute_time_s")
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(COLLECTIVES), strategy=st.sampled_from(STRATEGIES),
+       workers=st.integers(2, 8), kib=st.integers(1, 4096), count=st.integers(1, 3))
+def test_one_job_alone_reports_what_simulate_reports(kind: str, strategy: str, workers: int, kib: int, count: int) -> None:
+    w = tw.Workload.collective(f"{kind}:{kib}KiBx{count}")
+    try:
+        alone = tw.simulate(w, tw.Cluster(workers, "25Gbps"), strategy)
+    except tw.InputError:
+        return  # the strategy does not take this collective (or needs another fabric)
+    job = tw.Job("a", w, workers, strategy)
+    (r,) = tw.simulate_jobs([job], tw.Cluster(job.hosts_needed, "25Gbps"))
+    for m in MEASURES:
+        assert getattr(r, m) == pytest.approx(getattr(alone, m), rel=1e-9, abs=1e-12), m
+
+
+def test_an_allgather_job_is_an_allgather() -> None:
+    w = tw.Workload.collective("allgather:64MiB")
+    c = tw.Cluster(8, "25Gbps")
+    (r,) = tw.simulate_jobs([tw.Job("a", w, 8, "ring")], c)
+    # A ring all-gather moves (n-1)/n of the buffer over each host link: half an all-reduce.
+    assert r.iteration_time_s == pytest.approx(tw.simulate(w, c, "ring").iteration_time_s, rel=1e-12)
+    assert r.sent_bytes_per_worker == pytest.approx(7 / 8 * 64 * 2**20)
+
+
+def test_the_workload_crosses_whole() -> None:
+    w = tw.Workload.collective("alltoall:1MiB")
+    assert w._to_core()[4:] == (w.dtype_bytes, "alltoall")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_gives_a_valid_trace(strategy: str, tmp_path: Path) -> None:
+    w = tw.load_model("resnet50")
+    # multitree runs inside one multi-GPU machine.
+    cluster = tw.Cluster(8, "25Gbps", topology="nodes:machine=p3.16xlarge") if strategy == "multitree" else tw.Cluster(4, "25Gbps")
+    try:
+        r = tw.simulate(w, cluster, strategy, timeline=True, fold=False)
+    except tw.InputError:
+        pytest.skip(f"{strategy} does not run on 4 workers of this fabric")
+    path = tmp_path / "t.json"
+    write_trace(path, r)
+    trace = json.loads(path.read_text())
+    events = trace["traceEvents"]
+    assert all(isinstance(e["pid"], int) for e in events)
+    slices = [e for e in events if e["ph"] in "be"]
+    assert slices and len([e for e in slices if e["ph"] == "b"]) == len([e for e in slices if e["ph"] == "e"])
+    if strategy.startswith("ps"):
+        # The servers' messages have a track of their own.
+        names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+        assert "server 0 sends" in names
+        assert any(e["pid"] == 3 for e in slices)
+
+
+def test_a_server_span_names_its_server() -> None:
+    r = tw.simulate(tw.load_model("resnet50"), tw.Cluster(4, "25Gbps"), "ps:num_ps=2", timeline=True, fold=False)
+    servers = {s["server"] for s in r.timeline if s["kind"] == "flow" and s["link"] is None and s["worker"] is None}
+    assert servers == {0, 1}
+    assert chrome_trace(r)["traceEvents"]
+
+
+def test_input_error_has_field_and_message() -> None:
+    e = tw.InputError("workers", "need at least 1")
+    assert (e.field, e.message, e.args) == ("workers", "need at least 1", ("workers", "need at least 1"))
+    assert isinstance(e, ValueError)
+    assert tw.InputError.__module__ == "tensorwire" and repr(tw.InputError) == "<class 'tensorwire.InputError'>"
+    assert pickle.loads(pickle.dumps(e)).args == e.args
+    with pytest.raises(tw.InputError) as raised:
+        tw.simulate(tw.load_model("resnet50"), tw.Cluster(4, "25Gbps"), "nope")
+    assert raised.value.field == "strategy" and "unknown strategy" in raised.value.message
+
+
+@pytest.mark.parametrize("spec", ["ps:num_ps=4,placement=balanced", "ps", "ps+multicast:num_ps=2"])
+def test_parameter_server_accounting_is_per_iteration(spec: str) -> None:
+    # Every worker pushes its whole gradient once per iteration, whatever the iterations
+    # simulated and however far ahead of the others it runs.
+    w = tw.load_model("resnet50")
+    cluster = tw.Cluster(16, "100Gbps")
+    runs = [tw.simulate(w, cluster, spec, iterations=k) for k in (3, 6)]
+    for r in runs:
+        assert r.sent_bytes_per_worker == pytest.approx(w.total_bytes, rel=1e-9)
+        # Each worker's uplink carries its gradient once per iteration.
+        up = [u for name, u in r.link_utilization.items() if name.startswith("h") and int(name[1:].split("-")[0]) < 16]
+        assert up and max(up) == pytest.approx(min(up), rel=1e-6)
+        assert max(up) == pytest.approx(w.total_bytes / (cluster.bandwidth * r.iteration_time_s), rel=1e-4)
+    assert runs[0].comm_time_s == pytest.approx(runs[1].comm_time_s, rel=1e-6)

@@ -18,7 +18,7 @@ from tensorwire.failures import Failure
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
-from tensorwire.trace import write_trace
+from tensorwire.trace import DEFAULT_TRACE_WORKERS, write_trace
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload
 from tensorwire.workloads import llm, load_model, models
@@ -78,6 +78,9 @@ def _emit_json(data: Any) -> None:
 @click.option("--strategy", "-s", required=True, help="Strategy spec NAME[:key=value,...]; see `tensorwire strategies`.")
 @options.whatif_options
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace of the last iteration.")
+@click.option("--trace-workers", type=click.IntRange(min=1), default=DEFAULT_TRACE_WORKERS, show_default=True,
+              help="Workers whose compute and messages the trace shows (0..N-1), with their hosts' links, "
+              "at most 150,000 spans (the earliest), so that it stays in the tens of MB at scale.")
 @options.max_flows
 @options.fail
 @options.run_options
@@ -103,6 +106,7 @@ def simulate_cmd(
     add_modules: Optional[str],
     stragglers: str,
     trace_file: Optional[str],
+    trace_workers: int,
     max_flows: int,
     failures: tuple[Failure, ...],
     iterations: int,
@@ -133,7 +137,10 @@ def simulate_cmd(
         healthy = None if not failures else simulate(
             workload, cluster, spec, iterations=iterations, seed=seed, max_flows=max_flows, progress=progress, **variability)
     if trace_file is not None:
-        write_trace(trace_file, result)
+        size, events = write_trace(trace_file, result, trace_workers)
+        shown = min(trace_workers, result.workers)
+        click.echo(f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events "
+                   f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)", err=True)
     extra = collective_metrics(workload, result) if collective is not None else _llm_metrics(workload, seq_len, result)
     if as_json:
         out = result.to_dict()

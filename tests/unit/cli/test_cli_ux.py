@@ -159,3 +159,31 @@ def test_report_without_plotly_suggests_what_works_from_a_checkout() -> None:
     assert "pip install -e '.[report]'" in PLOTLY_HINT and "make build" in PLOTLY_HINT
     assert "tensorwire[report]" not in PLOTLY_HINT
     assert "pip install" in (Path(__file__).parents[3] / "Makefile").read_text().split("build: ")[1].split("\n\n")[0].replace("plotly", "pip install plotly")
+
+
+def test_trace_says_where_and_how_big_and_is_bounded_by_trace_workers(tmp_path: Path) -> None:
+    sizes = {}
+    for n in ("1", "16"):
+        path = tmp_path / f"t{n}.json"
+        p = run("simulate", "--model", "resnet50", "-n", "16", "-b", "25Gbps", "-s", "ring", "--trace", str(path),
+                "--trace-workers", n)
+        assert p.returncode == 0, p.stderr
+        line = p.stderr.strip()
+        assert line.startswith(f"tensorwire: wrote {path}: ") and "MB" in line and "events" in line
+        events = json.loads(path.read_text())["traceEvents"]
+        assert f"{len(events):,} events" in line
+        sizes[n] = len(events)
+        workers = {e["tid"] // 2 for e in events if e.get("pid") == 1 and "tid" in e}
+        assert workers <= set(range(int(n)))
+        links = {e["args"]["name"] for e in events if e.get("pid") == 2 and e.get("name") == "thread_name"}
+        assert links and all(int(x.split("->")[0 if x.startswith("h") else 1][1:]) < int(n) for x in links), links
+    assert sizes["1"] < sizes["16"]
+
+
+def test_import_trace_warns_when_the_traced_step_and_the_simulation_disagree(tmp_path: Path) -> None:
+    p = run("import-trace", str(DATA / "ddp_tiny_rank0.json.gz"), str(DATA / "ddp_tiny_rank1.json.gz"),
+            "--out", str(tmp_path / "job.json"))
+    assert p.returncode == 0, p.stderr
+    warning = p.stderr.strip().splitlines()
+    assert len(warning) == 1 and warning[0].startswith("tensorwire: warning: ")
+    assert "20.331 ms" in warning[0] and "0.840 ms" in warning[0] and "Gloo" in warning[0]

@@ -445,7 +445,9 @@ mod tests {
         }
         assert!(!applies("zero1", "prefetch") && !applies("fsdp", "shard_group") && applies("hsdp", "shard_group"));
         assert!(!applies("ps", "fusion") && !applies("ps", "switch_memory") && applies("ps+ina", "switch_memory"));
-        assert!(ALIASES.iter().all(|(a, t)| STRATEGIES.iter().any(|s| s.name == *a) && STRATEGIES.iter().any(|s| s.name == *t)));
+        assert!(ALIASES
+            .iter()
+            .all(|(a, t)| STRATEGIES.iter().any(|s| s.name == *a) && STRATEGIES.iter().any(|s| s.name == *t)));
     }
 
     #[test]

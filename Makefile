@@ -18,8 +18,9 @@ $(PY):
 
 env: $(PY)  ## create .venv with the build tool
 
-build: $(PY)  ## build the Rust core into .venv (release): what the simulator needs
+build: $(PY)  ## build the Rust core into .venv (release), with plotly for `tensorwire report`
 	maturin develop --release -q
+	$(PY) -m pip install -q "plotly>=5"
 
 build-test: $(PY)  ## build with everything the tests use: pytest, torch (CPU), plotly, pyarrow
 	maturin develop --release -q --extras test,torch,report

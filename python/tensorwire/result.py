@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
@@ -52,8 +53,9 @@ class Result:
         return max(self.link_utilization.values(), default=0.0)
 
     def busiest_links(self, k: int = 5) -> list[tuple[str, float]]:
-        """The ``k`` busiest links, busiest first (ties by name)."""
-        return sorted(self.link_utilization.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        """The ``k`` busiest links, busiest first, ties in natural order of their names (h2
+        before h10)."""
+        return sorted(self.link_utilization.items(), key=lambda kv: (-kv[1], _natural(kv[0])))[:k]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -62,3 +64,12 @@ class Result:
         d["max_link_utilization"] = self.max_link_utilization
         d["timeline"] = list(self.timeline)
         return d
+
+
+def _natural(name: str) -> tuple[tuple[int, str], ...]:
+    """Sort key ordering the numbers in a name by value.
+
+    >>> sorted(["h10->sw", "h2->sw", "h1->sw", "leaf0->spine1"], key=_natural)
+    ['h1->sw', 'h2->sw', 'h10->sw', 'leaf0->spine1']
+    """
+    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"(\d+)", name) if p)

@@ -7,6 +7,7 @@ them. See ``tensorwire strategies`` for the list.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from tensorwire import _core
 
@@ -23,11 +24,14 @@ class OptionInfo:
 
 @dataclass(frozen=True)
 class StrategyInfo:
-    """A built-in strategy."""
+    """A built-in strategy: its own options (only those it takes), the names of the host
+    options it takes, and the strategy it is another name for (``zero3``: ``fsdp``)."""
 
     name: str
     summary: str
     options: tuple[OptionInfo, ...]
+    host_options: tuple[str, ...] = ()
+    alias_of: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,8 @@ def with_options(spec: str, *options: str) -> str:
 def strategies() -> list[StrategyInfo]:
     """Every built-in strategy with its options."""
     return [
-        StrategyInfo(s["name"], s["summary"], tuple(OptionInfo(**o) for o in s["options"])) for s in _core.strategies()
+        StrategyInfo(s["name"], s["summary"], tuple(OptionInfo(**o) for o in s["options"]), tuple(s["host_options"]), s["alias_of"])
+        for s in _core.strategies()
     ]
 
 

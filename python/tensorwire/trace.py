@@ -9,8 +9,10 @@ the iteration.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any
+from dataclasses import replace
+from typing import Any, Optional
 
 from tensorwire.io import write_atomic
 from tensorwire.result import Result
@@ -18,10 +20,26 @@ from tensorwire.result import Result
 WORKERS, LINKS, SERVERS = 1, 2, 3
 
 
-def chrome_trace(result: Result) -> dict[str, Any]:
-    """The trace as a JSON-ready dict (``traceEvents`` format)."""
+#: Workers whose compute and messages a trace shows by default: enough to see the pattern,
+#: small enough that a 1,024-GPU FSDP trace stays in the tens of MB, not hundreds.
+DEFAULT_TRACE_WORKERS = 8
+
+#: With ``workers`` given, at most this many spans (the earliest; about 2 events each, some
+#: 40 MB of JSON): one worker's sends in a 1,024-rank FSDP iteration alone are ~0.7 M spans.
+MAX_SPANS = 150_000
+
+
+def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any]:
+    """The trace as a JSON-ready dict (``traceEvents`` format); ``workers``: show only the
+    compute and sends of workers 0..workers-1 and the links of their hosts (h0..), at most
+    :data:`MAX_SPANS` spans (the earliest); None: every worker and link, every span."""
     if not result.timeline:
         raise ValueError("the result has no timeline; simulate with timeline=True")
+    timeline = [s for s in result.timeline if workers is None or _shown(s, workers)]
+    if workers is not None and len(timeline) > MAX_SPANS:
+        # The earliest spans (the start of the iteration) up to the cap, in time order.
+        timeline = sorted(timeline, key=lambda s: float(s["start_s"]))[:MAX_SPANS]
+    result = replace(result, timeline=tuple(timeline))
     t0 = min(float(s["start_s"]) for s in result.timeline)
 
     def us(t: Any) -> float:
@@ -36,8 +54,8 @@ def chrome_trace(result: Result) -> dict[str, Any]:
     link_tid = {name: i for i, name in enumerate(links)}
     for name, tid in link_tid.items():
         events.append({"ph": "M", "pid": LINKS, "tid": tid, "name": "thread_name", "args": {"name": name}})
-    workers = sorted({int(s["worker"]) for s in result.timeline if s["worker"] is not None})
-    for w in workers:
+    traced = sorted({int(s["worker"]) for s in result.timeline if s["worker"] is not None})
+    for w in traced:
         events.append({"ph": "M", "pid": WORKERS, "tid": 2 * w, "name": "thread_name", "args": {"name": f"worker {w} compute"}})
         events.append({"ph": "M", "pid": WORKERS, "tid": 2 * w + 1, "name": "thread_name", "args": {"name": f"worker {w} sends"}})
     servers = sorted({int(s["server"]) for s in result.timeline if s.get("server") is not None})
@@ -67,6 +85,22 @@ def chrome_trace(result: Result) -> dict[str, Any]:
             "metadata": {"model": result.model, "workers": result.workers, "strategy": result.strategy}}
 
 
-def write_trace(path: str | Path, result: Result) -> None:
-    """Writes the trace atomically."""
-    write_atomic(Path(path), json.dumps(chrome_trace(result)))
+_HOST = re.compile(r"(?<![A-Za-z0-9])h(\d+)")
+
+
+def _shown(span: dict[str, Any], workers: int) -> bool:
+    """Whether a span belongs to one of the first ``workers`` workers or their hosts' links."""
+    if span["worker"] is not None:
+        return int(span["worker"]) < workers
+    if span["link"] is None:
+        return True
+    return any(int(h) < workers for h in _HOST.findall(str(span["link"])))
+
+
+def write_trace(path: str | Path, result: Result, workers: Optional[int] = None) -> tuple[int, int]:
+    """Writes the trace atomically (of ``workers`` workers, see :func:`chrome_trace`);
+    returns its size in bytes and its number of events."""
+    trace = chrome_trace(result, workers)
+    text = json.dumps(trace)
+    write_atomic(Path(path), text)
+    return len(text.encode()), len(trace["traceEvents"])

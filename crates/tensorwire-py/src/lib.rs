@@ -17,7 +17,7 @@ use tensorwire_core::metrics::SpanKind;
 use tensorwire_core::network::ModelKind;
 use tensorwire_core::sched::{self, Limits, Policy, TaskRef};
 use tensorwire_core::spec::OptionInfo;
-use tensorwire_core::strategy::{Strategy, HOST_OPTIONS, STRATEGIES};
+use tensorwire_core::strategy::{applies, Strategy, ALIASES, HOST_OPTIONS, STRATEGIES};
 use tensorwire_core::topology::spec::TOPOLOGIES;
 use tensorwire_core::topology::TopologySpec;
 use tensorwire_core::units::{self, seconds_to_nanos};
@@ -353,7 +353,8 @@ fn options_list<'py>(py: Python<'py>, options: &[OptionInfo]) -> PyResult<Bound<
     Ok(list)
 }
 
-/// Every built-in strategy: name, summary, options (name, accepts, default, help).
+/// Every built-in strategy: name, summary, options (name, accepts, default, help) that it
+/// takes, the host options it takes (names), and the strategy it is another name for (or None).
 #[pyfunction]
 fn strategies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let list = PyList::empty(py);
@@ -361,7 +362,11 @@ fn strategies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         let d = PyDict::new(py);
         d.set_item("name", s.name)?;
         d.set_item("summary", s.summary)?;
-        d.set_item("options", options_list(py, s.options)?)?;
+        let own: Vec<OptionInfo> = s.options.iter().filter(|o| applies(s.name, o.name)).copied().collect();
+        d.set_item("options", options_list(py, &own)?)?;
+        let host: Vec<&str> = HOST_OPTIONS.iter().filter(|o| applies(s.name, o.name)).map(|o| o.name).collect();
+        d.set_item("host_options", host)?;
+        d.set_item("alias_of", ALIASES.iter().find(|(a, _)| *a == s.name).map(|(_, t)| *t))?;
         list.append(d)?;
     }
     Ok(list)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
 
 import click
 
@@ -17,7 +18,8 @@ from tensorwire.failures import Failure
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
-from tensorwire.trace import write_trace
+from tensorwire.trace import DEFAULT_TRACE_WORKERS, write_trace
+from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload
 from tensorwire.workloads import llm, load_model, models
 from tensorwire.workloads.synthetic import add_modules
@@ -26,7 +28,9 @@ DEFAULT_MODELS = ("resnet50", "vgg16", "bert_base")
 DEFAULT_WORKERS = 32
 DEFAULT_BANDWIDTH = "25Gbps"
 #: What `compare` ranks for LLMs by default: DDP-style all-reduce against sharded data
-#: parallelism, with DDP's ring as the baseline (a parameter server is not how LLMs train).
+#: parallelism, with the ring as the baseline (a parameter server is not how LLMs train).
+#: ``ring`` is one unfused all-reduce per gradient tensor, one at a time;
+#: ``ring:fusion=25MiB`` is closer to DDP's 25 MiB buckets.
 LLM_STRATEGIES = ("ring", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "hsdp")
 
 
@@ -74,6 +78,9 @@ def _emit_json(data: Any) -> None:
 @click.option("--strategy", "-s", required=True, help="Strategy spec NAME[:key=value,...]; see `tensorwire strategies`.")
 @options.whatif_options
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace of the last iteration.")
+@click.option("--trace-workers", type=click.IntRange(min=1), default=DEFAULT_TRACE_WORKERS, show_default=True,
+              help="Workers whose compute and messages the trace shows (0..N-1), with their hosts' links, "
+              "at most 150,000 spans (the earliest), so that it stays in the tens of MB at scale.")
 @options.max_flows
 @options.fail
 @options.run_options
@@ -99,6 +106,7 @@ def simulate_cmd(
     add_modules: Optional[str],
     stragglers: str,
     trace_file: Optional[str],
+    trace_workers: int,
     max_flows: int,
     failures: tuple[Failure, ...],
     iterations: int,
@@ -129,27 +137,121 @@ def simulate_cmd(
         healthy = None if not failures else simulate(
             workload, cluster, spec, iterations=iterations, seed=seed, max_flows=max_flows, progress=progress, **variability)
     if trace_file is not None:
-        write_trace(trace_file, result)
+        size, events = write_trace(trace_file, result, trace_workers)
+        shown = min(trace_workers, result.workers)
+        click.echo(f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events "
+                   f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)", err=True)
+    extra = collective_metrics(workload, result) if collective is not None else _llm_metrics(workload, seq_len, result)
     if as_json:
         out = result.to_dict()
+        out["bandwidth_bytes_per_s"] = result.bandwidth
+        out.update(extra)
         if healthy is not None:
             out["without_failures"] = {"iteration_time_s": healthy.iteration_time_s, "scaling_factor": healthy.scaling_factor}
         _emit_json(out)
     else:
-        render.result(result, workload, healthy)
+        render.result(result, workload, healthy, extra)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A strategy of a comparison that was refused up front (over the flow budget)."""
+
+    model: str
+    strategy: str
+    reason: str
+
+
+def _run_or_refuse(w: Workload, cluster: Cluster, s: Strategy, progress: Any, **kwargs: Any) -> Union[Result, Refused]:
+    """One simulation of a comparison; a strategy refused for the flow budget becomes a
+    :class:`Refused` row instead of ending the whole comparison."""
+    try:
+        return simulate(w, cluster, s, progress=progress, **kwargs)
+    except InputError as e:
+        field, message = e.args if len(e.args) == 2 else ("input", str(e))
+        if field != "max_flows":
+            raise
+        return Refused(w.name, s.spec, message)
+
+
+def _baseline(rows: list[Union[Result, Refused]], preferred: str) -> tuple[Optional[Result], str]:
+    """The baseline of one model's rows: the first row named ``preferred`` that ran, else the
+    first row that ran (the order given); and a note when it is not the preferred one."""
+    ran = [r for r in rows if isinstance(r, Result)]
+    base = next((r for r in ran if r.strategy.split(":", 1)[0] == preferred), None)
+    if base is not None:
+        return base, ""
+    if not ran:
+        return None, "every strategy was refused"
+    refused = next((r for r in rows if isinstance(r, Refused) and r.strategy.split(":", 1)[0] == preferred), None)
+    why = f"{refused.strategy} was refused" if refused is not None else f"{preferred} is not in the list"
+    return ran[0], f"baseline {ran[0].strategy}: {why}"
+
+
+#: nccl-tests' bus-bandwidth factor of each collective on n ranks (doc/PERFORMANCE.md in
+#: NVIDIA's nccl-tests): the fraction of the buffer each rank's busiest link must carry,
+#: so that bus bandwidth is comparable with the link rate whatever the collective.
+BUSBW_FACTOR: dict[str, Callable[[int], float]] = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+}
+
+
+def collective_metrics(workload: Workload, r: Result) -> dict[str, Any]:
+    """What a collective microbenchmark reports, with nccl-tests' definitions: the time of one
+    collective (the iteration runs COUNT of them back to back), algorithm bandwidth = buffer
+    bytes / time per collective, bus bandwidth = algbw x the collective's factor
+    (:data:`BUSBW_FACTOR`); bandwidths in bytes/s."""
+    count = len(workload.tensors)
+    size = workload.tensors[0].bytes
+    per = r.iteration_time_s / count
+    algbw = size / per if per > 0 else float("inf")
+    factor = BUSBW_FACTOR[workload.collective_kind](r.workers)
+    return {
+        "collective": workload.collective_kind,
+        "collective_bytes": size,
+        "collectives_per_iteration": count,
+        "time_per_collective_s": per,
+        "algbw_bytes_per_s": algbw,
+        "busbw_bytes_per_s": algbw * factor,
+        "busbw_factor": factor,
+    }
+
+
+def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[str, float]:
+    """tokens/s of the whole job and achieved model TFLOP/s per GPU, for a built-in LLM (else
+    empty): model FLOPs per iteration and GPU = 3 x forward FLOPs (forward plus a backward of
+    twice the forward, without recomputation, as MFU counts them) x micro-batch."""
+    if workload.name not in llm.names() or r.iteration_time_s <= 0:
+        return {}
+    tokens = llm.tokens_per_sample(workload.name, seq_len)
+    flops = 3 * llm.forward_flops(workload.name, tokens) * workload.batch_size
+    return {
+        "tokens_per_s": r.throughput_samples_per_s * tokens,
+        "model_tflops_per_gpu": flops / r.iteration_time_s / 1e12,
+    }
 
 
 @cli.command("compare")
 @click.option("--model", "-m", "model_names", multiple=True, help=options.model_help + " Repeat for several.")
+@options.workload_file
 @options.workers
 @options.bandwidth
-@click.option("--strategies", "strategy_list", default=None, help="Comma-separated specs (default: every built-in strategy).")
+@click.option("--strategies", "strategy_list", default=None,
+              help="Comma-separated specs (default: every built-in strategy, aliases such as zero3 once; for LLMs "
+              "all-reduce and sharded ones). The speedup column is over ps (for LLMs ring), or the first listed.")
 @options.network_options
 @options.compute_options
 @options.whatif_options
+@options.max_flows
 @options.run_options
 def compare_cmd(
     model_names: tuple[str, ...],
+    workload_file: Optional[str],
+    workload_format: str,
     workers: Optional[int],
     bandwidth: Optional[float],
     strategy_list: Optional[str],
@@ -166,22 +268,26 @@ def compare_cmd(
     compute_speedup: Optional[float],
     add_modules: Optional[str],
     stragglers: str,
+    max_flows: int,
     iterations: int,
     seed: int,
     as_json: bool,
 ) -> None:
     """Rank strategies by iteration time, with the speedup of each over a baseline: `ps`, or
-    for LLMs DDP's `ring`.
+    for LLMs DDP's `ring`; when that is not in --strategies, the first one listed.
 
     With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps. LLMs
     (`--model llama3_8b`) are compared by default under all-reduce strategies and sharded
-    data parallelism (zero1, zero2, fsdp, hsdp).
+    data parallelism (zero1, zero2, fsdp, hsdp). `--workload FILE` ranks them for your own
+    workload or trace. A strategy over the flow budget (--max-flows) is listed as refused,
+    not run; when the baseline is refused, the next strategy that ran is the baseline.
     """
-    names = list(model_names) or list(DEFAULT_MODELS)
+    names = list(model_names) or ([] if workload_file is not None else list(DEFAULT_MODELS))
     n = workers or DEFAULT_WORKERS
-    only_llms = all(name in llm.names() for name in names)
-    # By default every built-in strategy that runs on this cluster (multitree needs one machine).
-    candidates = LLM_STRATEGIES if only_llms else tuple(s.name for s in strategies())
+    only_llms = bool(names) and workload_file is None and all(name in llm.names() for name in names)
+    # By default every built-in strategy that runs on this cluster (multitree needs one
+    # machine), each once: an alias (zero3 = fsdp) would be a second row with the same numbers.
+    candidates = LLM_STRATEGIES if only_llms else tuple(s.name for s in strategies() if s.alias_of is None)
     specs = (
         split_specs(strategy_list)
         if strategy_list
@@ -190,11 +296,9 @@ def compare_cmd(
     checked = [Strategy(s) for s in specs]
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
-    base_name = "ring" if only_llms else "ps"
-    baseline = next((s for s in checked if s.name == base_name), None)
-    if baseline is None:
-        baseline = Strategy(base_name)
-        checked.insert(0, baseline)
+    preferred = "ring" if only_llms else "ps"
+    if all(s.name != preferred for s in checked):
+        preferred = checked[0].name
     cluster = _cluster(
         n,
         bandwidth if bandwidth is not None else _core.parse_rate("bandwidth", DEFAULT_BANDWIDTH),
@@ -204,31 +308,47 @@ def compare_cmd(
         overhead,
         placement,
     )
-    workloads = [_whatif(_load(n, gpu, batch, seq_len, mfu, recompute), compute_speedup, add_modules) for n in names]
+    loaded = [_load(m, gpu, batch, seq_len, mfu, recompute) for m in names]
+    if workload_file is not None:
+        loaded.append(Workload.from_file(workload_file, workload_format))
+    workloads = [_whatif(w, compute_speedup, add_modules) for w in loaded]
     variability = parse_stragglers(stragglers, cluster.workers)
-    results: dict[str, list[Result]] = {}
-    with render.progress(len(workloads) * len(checked), "simulating") as advance:
+    results: dict[str, list[Union[Result, Refused]]] = {}
+    with render.progress(len(workloads) * len(checked), "simulating") as advance, render.run_progress() as running:
         for w in workloads:
             results[w.name] = []
             for s in checked:
-                results[w.name].append(simulate(w, cluster, s, iterations=iterations, seed=seed, **variability))
-                advance()
+                row = _run_or_refuse(w, cluster, s, running, iterations=iterations, seed=seed, max_flows=max_flows, **variability)
+                results[w.name].append(row)
+                advance(f"{w.name} {s.spec}: " + (f"refused ({row.reason})" if isinstance(row, Refused)
+                                                   else format_seconds(row.iteration_time_s)))
+    by_name = {w.name: w for w in workloads}
+    aliases = {s.name: s.alias_of for s in strategies() if s.alias_of is not None}
     if as_json:
         out = []
-        for name, rs in results.items():
-            base = next(r for r in rs if r.strategy == baseline.spec)
-            for r in sorted(rs, key=lambda r: r.iteration_time_s):
+        for name, rows in results.items():
+            base, note = _baseline(rows, preferred)
+            ran = sorted((r for r in rows if isinstance(r, Result)), key=lambda r: r.iteration_time_s)
+            for r in ran:
                 d = r.to_dict()
                 d.pop("link_utilization")
                 d.pop("timeline")
-                d["baseline"] = baseline.spec
-                d["speedup_over_baseline"] = base.iteration_time_s / r.iteration_time_s
-                if baseline.name == "ps":
+                d.update(_llm_metrics(by_name[name], seq_len, r))
+                d["baseline"] = base.strategy if base is not None else None
+                if note:
+                    d["baseline_note"] = note
+                d["speedup_over_baseline"] = base.iteration_time_s / r.iteration_time_s if base is not None else None
+                if base is not None and base.strategy == "ps":
                     d["speedup_over_ps"] = d["speedup_over_baseline"]
                 out.append(d)
+            for x in rows:
+                if isinstance(x, Refused):
+                    out.append({"model": x.model, "strategy": x.strategy, "refused": x.reason})
         _emit_json(out)
     else:
-        render.comparison(results, baseline.spec, cluster)
+        for name, rows in results.items():
+            base, note = _baseline(rows, preferred)
+            render.comparison(name, rows, base, note, cluster, aliases, lambda r: _llm_metrics(by_name[name], seq_len, r))
 
 
 @cli.command("models")
@@ -245,20 +365,23 @@ def models_cmd(as_json: bool) -> None:
 @cli.command("strategies")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def strategies_cmd(as_json: bool) -> None:
-    """List the built-in strategies and their options."""
+    """List the built-in strategies and the options each takes (an alias on its target's row)."""
     infos = strategies()
     if as_json:
-        common = [o.__dict__ for o in host_options()]
+        host = host_options()
         _emit_json(
             [
-                {"name": s.name, "summary": s.summary, "options": [o.__dict__ for o in s.options] + common}
+                {
+                    "name": s.name,
+                    "summary": s.summary,
+                    "alias_of": s.alias_of,
+                    "options": [o.__dict__ for o in s.options] + [o.__dict__ for o in host if o.name in s.host_options],
+                }
                 for s in infos
             ]
         )
     else:
         render.strategies(infos, host_options(), _core.topologies())
-
-
 
 
 def _register() -> None:

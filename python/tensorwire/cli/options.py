@@ -117,8 +117,8 @@ def _speedup(ctx: click.Context, param: click.Parameter, value: Optional[float])
 
 
 whatif_options = _stack(
-    click.option("--compute-speedup", type=float, callback=_speedup, default=None, help="What if compute were X times faster (seed 000 section 8.6)."),
-    click.option("--add-modules", default=None, help="Synthetic model: compute:N or network:N more Inception-v3 modules, or BLOCK:N (seed 000 section 8.5)."),
+    click.option("--compute-speedup", type=float, callback=_speedup, default=None, help="What if compute were X times faster (Chang et al., 'How to Train your DNN: The Network Operator Edition', section 8.6; docs/sources.md)."),
+    click.option("--add-modules", default=None, help="Synthetic model: compute:N or network:N more Inception-v3 modules, or BLOCK:N (Chang et al. 2020, section 8.5; docs/sources.md)."),
     click.option("--stragglers", default="none", show_default=True, help="none | normal:CV | lognormal:SIGMA | fixed:M0,M1,... | empirical:FILE"),
 )
 workload_format = click.option(

@@ -1,12 +1,14 @@
-"""Human-readable output with rich: tables and progress bars (on stderr, only on a terminal)."""
+"""Human-readable output with rich: tables, and progress on stderr (a bar on a terminal, a
+few plain lines elsewhere)."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
+import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -23,41 +25,79 @@ from tensorwire.workloads import ModelInfo
 console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 
 
+#: Off a terminal, a progress line at least this often (seconds) while one simulation runs.
+LINE_EVERY_S = 10.0
+
+
+def _line(text: str) -> None:
+    """One progress line on stderr (off a terminal, where no bar can be drawn)."""
+    click.echo(f"tensorwire: {text}", err=True)
+
+
 @contextlib.contextmanager
-def progress(total: int, what: str) -> Iterator[Callable[[], None]]:
-    """A progress bar on stderr when it is a terminal; yields a function to advance it."""
-    if not sys.stderr.isatty() or total <= 1:
-        yield lambda: None
+def progress(total: int, what: str) -> Iterator[Callable[..., None]]:
+    """Progress of ``total`` steps on stderr; yields ``advance(label="")``, called after each.
+
+    On a terminal: a bar (``what``, k/total, elapsed). Elsewhere (a pipe, a log file, CI): a
+    line per finished step, ``tensorwire: [k/total] label (T s)``, at most about 20 lines in
+    all (every ``ceil(total/20)``-th step and the last one), so that a long run is visibly
+    working without flooding a log. Nothing for a single step."""
+    start = time.monotonic()
+    if total <= 1:
+        yield lambda label="": None
+        return
+    if not sys.stderr.isatty():
+        every = max(1, -(-total // 20))
+        done = 0
+
+        def line(label: str = "") -> None:
+            nonlocal done
+            done += 1
+            if done % every == 0 or done == total:
+                _line(f"[{done}/{total}] {label or what} ({time.monotonic() - start:.1f} s)")
+
+        yield line
         return
     bar = Progress(
-        TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True
+        TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=True,
     )
     with bar:
-        task = bar.add_task(what, total=total)
-        yield lambda: bar.advance(task)
+        task = bar.add_task(what, total=total, detail="")
+        yield lambda label="": bar.update(task, advance=1, detail=label)
 
 
 @contextlib.contextmanager
-def run_progress(after_s: float = 1.0) -> Iterator[Callable[[RunProgress], bool]]:
-    """A progress bar for one long simulation: on stderr when it is a terminal, shown only
-    once the run has taken ``after_s`` seconds; yields the ``simulate(progress=...)`` callback."""
+def run_progress(after_s: float = 1.0, what: str = "simulating") -> Iterator[Callable[[RunProgress], bool]]:
+    """Progress of one long simulation, shown only once the run has taken ``after_s``
+    seconds; yields the ``simulate(progress=...)`` callback. On a terminal: a bar on stderr.
+    Elsewhere: a line on stderr every :data:`LINE_EVERY_S` seconds (iterations done, simulated
+    time, flows), so that a run of minutes in a pipe or a log is visibly alive."""
     start = time.monotonic()
+    last_line = start
     bar: Optional[Progress] = None
     task = None
 
     def report(p: RunProgress) -> bool:
-        nonlocal bar, task
-        if not sys.stderr.isatty() or time.monotonic() - start < after_s:
+        nonlocal bar, task, last_line
+        now = time.monotonic()
+        if now - start < after_s:
+            return True
+        detail = f"{p.simulated_s:.3f} s simulated, {p.flows:,} flows"
+        if not sys.stderr.isatty():
+            if now - last_line >= LINE_EVERY_S:
+                last_line = now
+                _line(f"{what}: {p.iterations_done}/{p.iterations} iterations, {detail} ({now - start:.0f} s)")
             return True
         if bar is None:
             bar = Progress(
-                TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("iterations"),
+                TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("iterations"),
                 TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=Console(stderr=True), transient=True,
             )
             bar.start()
-            task = bar.add_task("simulating", total=p.iterations, detail="")
+            task = bar.add_task(what, total=p.iterations, detail="")
         assert task is not None
-        bar.update(task, completed=p.iterations_done, detail=f"{p.simulated_s:.3f} s simulated, {p.flows:,} flows")
+        bar.update(task, completed=p.iterations_done, detail=detail)
         return True
 
     try:
@@ -67,25 +107,39 @@ def run_progress(after_s: float = 1.0) -> Iterator[Callable[[RunProgress], bool]
             bar.stop()
 
 
-def result(r: Result, workload: Workload, healthy: Optional[Result] = None) -> None:
+def result(r: Result, workload: Workload, healthy: Optional[Result] = None, extra: Optional[dict[str, Any]] = None) -> None:
     """Metrics of one simulation and its busiest links (``healthy``: the same run without
-    its failures, shown beside it)."""
+    its failures, shown beside it). ``extra``: a collective microbenchmark's time per
+    collective and bandwidths (key ``busbw_bytes_per_s``), shown instead of the training
+    metrics, or an LLM's tokens/s and model TFLOP/s per GPU."""
+    extra = extra or {}
+    bench = "busbw_bytes_per_s" in extra
     t = Table(title=f"{workload.description or workload.name}: {r.strategy}, {r.workers} workers, {format_rate(r.bandwidth)}")
     t.add_column("metric")
     t.add_column("value", justify="right")
-    t.add_row("iteration time", format_seconds(r.iteration_time_s))
+    t.add_row("iteration time" + (f" ({extra['collectives_per_iteration']} collectives)" if bench else ""),
+              format_seconds(r.iteration_time_s))
     if healthy is not None:
         slower = r.iteration_time_s / healthy.iteration_time_s if healthy.iteration_time_s > 0 else float("inf")
         t.add_row("iteration time without failures", f"{format_seconds(healthy.iteration_time_s)} ({slower:.2f}x slower with)")
-    t.add_row("throughput", f"{r.throughput_samples_per_s:,.1f} samples/s")
-    t.add_row("scaling factor", f"{r.scaling_factor:.3f}")
-    t.add_row("compute per iteration", format_seconds(r.compute_time_s))
+    if bench:
+        t.add_row("time per collective", format_seconds(extra["time_per_collective_s"]))
+        t.add_row("algorithm bandwidth (size / time)", f"{extra['algbw_bytes_per_s'] / 1e9:,.3f} GB/s")
+        t.add_row(f"bus bandwidth (algbw x {extra['busbw_factor']:.4g})", f"{extra['busbw_bytes_per_s'] / 1e9:,.3f} GB/s")
+        t.add_row("host link rate", f"{r.bandwidth / 1e9:,.3f} GB/s")
+    else:
+        t.add_row("throughput", f"{format_count(r.throughput_samples_per_s)} samples/s")
+        if "tokens_per_s" in extra:
+            t.add_row("tokens/s (whole job)", format_count(extra["tokens_per_s"]))
+            t.add_row("model TFLOP/s per GPU (achieved)", f"{extra['model_tflops_per_gpu']:,.1f}")
+        t.add_row("scaling factor", f"{r.scaling_factor:.3f}")
+        t.add_row("compute per iteration", format_seconds(r.compute_time_s))
     # Two different measures: rank 0's messages in flight, and the time the iteration is
     # longer than its compute, which also counts waits for other workers or servers (so it
     # may be the larger, e.g. under parameter servers).
     t.add_row("rank 0 communicating", format_seconds(r.comm_time_s))
     t.add_row("exposed (iteration - compute)", format_seconds(r.exposed_comm_s))
-    t.add_row("gradient bytes per worker", format_bytes(workload.total_bytes))
+    t.add_row("gradient bytes per worker" if not bench else "bytes per iteration", format_bytes(workload.total_bytes))
     t.add_row("bytes sent per worker", format_bytes(round(r.sent_bytes_per_worker)))
     if r.nap is not None:
         t.add_row("active processes per round (NAP)", f"{r.nap:.2f} of {r.workers}")
@@ -94,26 +148,63 @@ def result(r: Result, workload: Workload, healthy: Optional[Result] = None) -> N
     console.print(t)
 
 
-def comparison(results: dict[str, list[Result]], baseline: str, cluster: Cluster) -> None:
-    """One ranked table per model."""
-    for model, rs in results.items():
-        base = next(r for r in rs if r.strategy == baseline)
-        t = Table(title=f"{model} on {cluster.describe()}")
-        for col, just in (("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right"),
-                          ("scaling", "right"), ("exposed", "right"), ("max link", "right"), (f"vs {baseline}", "right")):
-            t.add_column(col, justify=just)  # type: ignore[arg-type]
-        for i, r in enumerate(sorted(rs, key=lambda r: r.iteration_time_s), start=1):
-            t.add_row(
-                str(i),
-                r.strategy,
-                format_seconds(r.iteration_time_s),
-                f"{r.throughput_samples_per_s:,.0f}",
-                f"{r.scaling_factor:.3f}",
-                format_seconds(r.exposed_comm_s),
-                f"{r.max_link_utilization:.0%}",
-                f"{base.iteration_time_s / r.iteration_time_s:.2f}x",
-            )
-        console.print(t)
+def comparison(
+    model: str,
+    rows: Sequence[Any],
+    base: Optional[Result],
+    note: str,
+    cluster: Cluster,
+    aliases: Optional[dict[str, str]] = None,
+    extra: Optional[Callable[[Result], dict[str, float]]] = None,
+) -> None:
+    """One ranked table for ``model``: the results fastest first, then the strategies refused
+    up front (objects with ``strategy`` and ``reason``), each on a row that says why.
+    ``base`` is the baseline of the speedup column (``note`` says why it is not the usual
+    one), ``aliases`` maps another name to its strategy (shown on the target's row), and
+    ``extra`` gives LLM columns (tokens/s, model TFLOP/s per GPU) for a result."""
+    ran = sorted((r for r in rows if isinstance(r, Result)), key=lambda r: r.iteration_time_s)
+    refused = [r for r in rows if not isinstance(r, Result)]
+    llm = bool(ran) and extra is not None and bool(extra(ran[0]))
+    title = f"{model} on {cluster.describe()}" + (f" ({note})" if note else "")
+    t = Table(title=title)
+    columns = [("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right")]
+    if llm:
+        columns += [("tokens/s", "right"), ("TFLOP/s per GPU", "right")]
+    columns += [("scaling", "right"), ("exposed", "right"), ("max link", "right"),
+                (f"vs {base.strategy}" if base is not None else "speedup", "right")]
+    for col, just in columns:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    also: dict[str, list[str]] = {}
+    for alias, target in (aliases or {}).items():
+        also.setdefault(target, []).append(alias)
+    for i, r in enumerate(ran, start=1):
+        name = r.strategy + (f" (= {', '.join(also[r.strategy])})" if r.strategy in also else "")
+        cells = [str(i), name, format_seconds(r.iteration_time_s), format_count(r.throughput_samples_per_s)]
+        if llm and extra is not None:
+            m = extra(r)
+            cells += [format_count(m["tokens_per_s"]), f"{m['model_tflops_per_gpu']:,.1f}"]
+        cells += [
+            f"{r.scaling_factor:.3f}",
+            format_seconds(r.exposed_comm_s),
+            f"{r.max_link_utilization:.0%}",
+            f"{base.iteration_time_s / r.iteration_time_s:.2f}x" if base is not None else "-",
+        ]
+        t.add_row(*cells)
+    for x in refused:
+        t.add_row("-", x.strategy, f"refused: {x.reason}", *([""] * (len(columns) - 3)))
+    console.print(t)
+
+
+def format_count(x: float) -> str:
+    """A rate such as samples/s: thousands separated, with decimals when it is small (an LLM
+    job makes a few samples per second), three significant digits below 100.
+
+    >>> format_count(1878.74), format_count(16.42), format_count(0.0123)
+    ('1,879', '16.4', '0.0123')
+    """
+    if x >= 100 or x == 0:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
 
 
 def model_dict(m: ModelInfo) -> dict[str, Any]:
@@ -149,20 +240,43 @@ def models(infos: list[ModelInfo]) -> None:
 
 
 def strategies(infos: list[StrategyInfo], common: tuple[OptionInfo, ...], topologies: list[dict[str, Any]]) -> None:
-    """Strategies with their own options, the options every strategy takes, then topologies."""
-    t = Table(title="strategies: NAME[:key=value,...]", show_lines=True)
+    """Strategies, one row each (an alias on its target's row) with the names of the options
+    it takes; each strategy option once, with the strategies that take it; the host options
+    once; then topologies. Only options a strategy accepts are listed for it."""
+    aliases: dict[str, list[str]] = {}
+    for s in infos:
+        if s.alias_of is not None:
+            aliases.setdefault(s.alias_of, []).append(s.name)
+    all_host = [o.name for o in common]
+    t = Table(title="strategies: NAME[:key=value,...]")
     t.add_column("strategy")
     t.add_column("what it does")
-    t.add_column("options (default)")
+    t.add_column("its options")
+    t.add_column("host options")
     for s in infos:
-        opts = "\n".join(f"{o.name}={o.accepts}" + (f" ({o.default})" if o.default else "") + f": {o.help}" for o in s.options)
-        t.add_row(s.name, s.summary, opts or "-")
+        if s.alias_of is not None:
+            continue
+        name = s.name + "".join(f"\n(= {a})" for a in aliases.get(s.name, []))
+        left_out = [o for o in all_host if o not in s.host_options]
+        host = "all" if not left_out else "all but " + ", ".join(left_out)
+        t.add_row(name, s.summary, ", ".join(o.name for o in s.options) or "-", host)
     console.print(t)
-    t = Table(title="options every strategy takes (e.g. ring:partition=4MiB,schedule=priority,credit=8MiB)")
-    t.add_column("option")
-    t.add_column("accepts")
-    t.add_column("default")
-    t.add_column("what it does")
+    taken: dict[str, tuple[OptionInfo, list[str]]] = {}
+    for s in infos:
+        if s.alias_of is None:
+            for o in s.options:
+                taken.setdefault(o.name, (o, []))[1].append(s.name)
+    t = Table(title="strategy options (e.g. ps:num_ps=4,placement=balanced or fsdp:prefetch=2)")
+    for col in ("option", "accepts", "default", "taken by", "what it does"):
+        t.add_column(col)
+    for o, names in taken.values():
+        ps_family = [s.name for s in infos if s.name.startswith("ps")]
+        who = "every ps*" if names == ps_family else ", ".join(names)
+        t.add_row(o.name, o.accepts, o.default or "-", who, o.help)
+    console.print(t)
+    t = Table(title="host options, taken by every strategy unless its row says otherwise (e.g. ring:fusion=25MiB)")
+    for col in ("option", "accepts", "default", "what it does"):
+        t.add_column(col)
     for o in common:
         t.add_row(o.name, o.accepts, o.default or "-", o.help)
     console.print(t)

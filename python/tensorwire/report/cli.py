@@ -15,6 +15,13 @@ from tensorwire.sweep.grid import expand
 from tensorwire.sweep.run import run_configs
 from tensorwire.sweep.table import read_rows
 
+#: What to do when plotly is missing: tensorwire is not on PyPI, so the extra works only from
+#: a checkout; plain plotly works everywhere.
+PLOTLY_HINT = (
+    "the HTML report needs plotly: pip install plotly (in a checkout of tensorwire: make build, "
+    "or pip install -e '.[report]')"
+)
+
 #: The sweep the report runs when it is given no --sweep file.
 DEFAULT_WORKERS = "4,8,16,32,64"
 DEFAULT_BANDWIDTHS = "1Gbps,10Gbps,25Gbps,40Gbps,100Gbps"
@@ -50,6 +57,7 @@ def report(
     Per model: speedup over ps against bandwidth and against workers for each strategy,
     the breakdown of an iteration (compute, overlapped and exposed communication), a
     ranked table, and a per-worker timeline of one iteration. The page needs no network.
+    `--workload FILE` reports on your own workload or trace (alone, or beside --model).
 
     \b
       tensorwire report --model resnet50,vgg16 --out report.html
@@ -64,7 +72,7 @@ def report(
     except ImportError as e:
         if not (e.name or "").startswith("plotly"):
             raise
-        raise InputError("report", "the HTML report needs plotly: pip install 'tensorwire[report]'") from None
+        raise InputError("report", PLOTLY_HINT) from None
     if sweep_file is not None:
         flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}
         given = [
@@ -90,7 +98,7 @@ def report(
 
             def done(k: int) -> None:
                 for _ in range(k):
-                    advance()
+                    advance("configurations")
 
             rows = run_configs(configs, jobs=jobs, ray_address=ray_address, progress=done)
     write_report(path, build_report(rows, title=title, with_timeline=not no_timeline))

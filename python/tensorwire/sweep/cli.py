@@ -31,7 +31,8 @@ def sweep(out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any
       tensorwire sweep -m resnet50,vgg16 -n 4,8,16,32 -b 1Gbps,10Gbps,25Gbps,100Gbps \\
           -s "ps,ring,ring:partition=4MiB" --out results.parquet
 
-    The whole grid is checked before any simulation starts. Columns: docs/sweep-and-report.md.
+    `--workload FILE` sweeps your own workload or trace (alone, or beside --model). The whole
+    grid is checked before any simulation starts. Columns: docs/sweep-and-report.md.
     """
     path = check_path(out)
     configs = expand(**grid)
@@ -40,7 +41,7 @@ def sweep(out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any
 
         def done(k: int) -> None:
             for _ in range(k):
-                advance()
+                advance("configurations")
 
         rows = run_configs(configs, jobs=jobs, ray_address=ray_address, progress=done)
     write_rows(path, rows)

@@ -25,6 +25,9 @@ from tensorwire.workloads import load_model
 from tensorwire.workloads import models as zoo_models
 
 T = TypeVar("T")
+
+#: The ``gpu`` column of a workload read from a file (its compute times are the file's).
+FILE_GPU = "file"
 Scalar = Union[str, int, float]
 Axis = Union[None, str, int, float, Iterable[Optional[Scalar]]]
 
@@ -65,6 +68,11 @@ class Config:
     strategy: str
     iterations: int
     seed: int
+    #: A workload file simulated instead of the zoo model ``model`` (then its name), and its format.
+    workload_file: str = ""
+    workload_format: str = "auto"
+    #: Flow budget of each simulation (:func:`tensorwire.simulate`'s ``max_flows``); None: no limit.
+    max_flows: Optional[int] = None
 
     def describe(self) -> str:
         """One line naming the configuration, for error messages."""
@@ -137,11 +145,18 @@ def expand(
     compute_speedups: Axis = None,
     seeds: Axis = None,
     iterations: int = _core.DEFAULT_ITERATIONS,
+    workload_file: Optional[str] = None,
+    workload_format: str = "auto",
+    max_flows: Optional[int] = None,
 ) -> list[Config]:
     """Validates every axis and returns the cross product, strategies varying fastest.
 
     An axis left out takes its :data:`DEFAULTS` value; ``strategies`` left out is every
-    built-in strategy that runs on all the grid's topologies and worker counts.
+    built-in strategy that runs on all the grid's topologies and worker counts (an alias
+    such as ``zero3`` once, under its target's name). ``workload_file`` (any format
+    :meth:`tensorwire.Workload.from_file` reads) is simulated too, as a model named after
+    the workload; with it, ``models`` left out means the file alone. ``max_flows`` is
+    passed to every simulation.
 
     Raises :class:`tensorwire.InputError` naming the field (``model``, ``gpu``, ``batch``,
     ``workers``, ``bandwidth``, ``latency``, ``topology``, ``network``, ``strategy``,
@@ -151,7 +166,9 @@ def expand(
     [(4, 'ps'), (4, 'ring'), (8, 'ps'), (8, 'ring')]
     """
     iters = _int(iterations, "iterations", 1)
-    model_names = _unique(str(m).strip() for m in _items(models, "model"))
+    if max_flows is not None:
+        max_flows = _int(max_flows, "max_flows", 1)
+    model_names = [] if models is None and workload_file else _unique(str(m).strip() for m in _items(models, "model"))
     gpu_names = _unique(None if g in (None, "") else str(g).strip() for g in _items(gpus, "gpu"))
     batch_sizes = _unique(None if b in (None, "") else _int(b, "batch", 1) for b in _items(batches, "batch"))
     speedups = _unique(_positive_float(x, "compute_speedup") for x in _items(compute_speedups, "compute_speedup"))
@@ -166,7 +183,7 @@ def expand(
     ns = _unique(_int(n, "workers", 1) for n in _items(workers, "workers"))
     rates = _unique(to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth"))
     if strategies is None:  # every built-in strategy that runs on every topology and size of the grid
-        specs = [s.name for s in builtin_strategies() if _runs(s.name, topos, ns, nets)]
+        specs = [s.name for s in builtin_strategies() if s.alias_of is None and _runs(s.name, topos, ns, nets)]
     else:
         specs = _unique(Strategy(str(s)).spec for s in _items(strategies, "strategy", specs=True))
     seed_values = _unique(_int(s, "seed", 0) for s in _items(seeds, "seed"))
@@ -178,6 +195,12 @@ def expand(
         size = load_model(name, gpu, batch).batch_size  # raises InputError (model, gpu, batch)
         resolved.append((name, gpu or default_device[name], size))
     resolved = _unique(resolved)
+    files: list[tuple[str, str, int]] = []
+    if workload_file:
+        from tensorwire.workload import Workload
+
+        w = Workload.from_file(workload_file, workload_format)  # raises InputError (workload...)
+        files.append((w.name, FILE_GPU, w.batch_size))
 
     _probe(specs, topos, ns, nets)
 
@@ -195,9 +218,12 @@ def expand(
             strategy=spec,
             iterations=iters,
             seed=seed,
+            workload_file=str(workload_file) if device == FILE_GPU and (name, device, batch) in files else "",
+            workload_format=workload_format,
+            max_flows=max_flows,
         )
         for (name, device, batch), speedup, topo, net, lat, n, rate, spec, seed in itertools.product(
-            resolved, speedups, topos, nets, lats, ns, rates, specs, seed_values
+            resolved + files, speedups, topos, nets, lats, ns, rates, specs, seed_values
         )
     ]
 

@@ -30,6 +30,9 @@ GRID_PARAMS = (
     "compute_speedups",
     "seeds",
     "iterations",
+    "workload_file",
+    "workload_format",
+    "max_flows",
 )
 
 
@@ -37,8 +40,9 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
     """The grid options with these defaults for the main axes (``strategies=None``: every built-in one)."""
     every = " [default: every built-in strategy]" if strategies is None else ""
     decorators: list[Callable[[F], F]] = [
-        click.option("--model", "-m", "models", default=models, show_default=True, metavar="LIST",
-                     help=f"{shared.model_help} Comma-separated list."),
+        click.option("--model", "-m", "models", default=None, metavar="LIST",
+                     help=f"{shared.model_help} Comma-separated list. [default: {models}, or none with --workload]"),
+        shared.workload_file,
         click.option("--workers", "-n", default=workers, show_default=True, metavar="LIST",
                      help="Numbers of workers, e.g. 4,8,16,32."),
         click.option("--bandwidth", "-b", "bandwidths", default=bandwidths, show_default=True, metavar="LIST",
@@ -62,6 +66,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
                      help="Seeds of the random streams."),
         click.option("--iterations", type=click.IntRange(min=1), default=3, show_default=True,
                      help="Iterations to simulate (the first is warm-up)."),
+        shared.max_flows,
     ]
 
     def apply(f: F) -> F:

@@ -55,6 +55,9 @@ def run_grid(
     compute_speedups: Axis = None,
     seeds: Axis = None,
     iterations: int = _core.DEFAULT_ITERATIONS,
+    workload_file: Optional[str] = None,
+    workload_format: str = "auto",
+    max_flows: Optional[int] = None,
     jobs: Optional[int] = None,
     ray_address: Optional[str] = None,
     progress: Optional[Progress] = None,
@@ -66,6 +69,8 @@ def run_grid(
     ``models="resnet50,vgg16"``, ``workers=[4, 8]``, ``bandwidths="1Gbps,25Gbps"``,
     ``strategies="ps,ring:partition=4MiB"``, ``latencies`` (seconds or text), ``topologies``,
     ``networks`` (flow, analytical), ``gpus``, ``batches``, ``compute_speedups``, ``seeds``.
+    ``workload_file`` adds a workload file to the models, ``max_flows`` bounds every simulation
+    (see :func:`tensorwire.sweep.grid.expand`).
     The whole grid is validated first (:func:`tensorwire.sweep.grid.expand`). ``jobs`` is the
     number of local processes (default: every core); ``ray_address`` runs on a Ray cluster
     instead (``auto``, ``ray://HOST:10001``, or ``local`` for a one-machine cluster).
@@ -89,6 +94,9 @@ def run_grid(
         compute_speedups=compute_speedups,
         seeds=seeds,
         iterations=iterations,
+        workload_file=workload_file,
+        workload_format=workload_format,
+        max_flows=max_flows,
     )
     return run_configs(configs, jobs=jobs, ray_address=ray_address, progress=progress, executor=executor)
 
@@ -147,7 +155,9 @@ def run_one(config: Config) -> Row:
     c = config
     cluster = Cluster(c.workers, c.bandwidth, c.latency, c.topology, c.network)
     try:
-        r = simulate(_workload(c.model, c.gpu, c.batch, c.compute_speedup), cluster, c.strategy, iterations=c.iterations, seed=c.seed)
+        w = (_file_workload(c.workload_file, c.workload_format, c.compute_speedup) if c.workload_file
+             else _workload(c.model, c.gpu, c.batch, c.compute_speedup))
+        r = simulate(w, cluster, c.strategy, iterations=c.iterations, seed=c.seed, max_flows=c.max_flows)
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
         raise InputError(field, f"{c.describe()}: {message}") from None
@@ -181,6 +191,13 @@ def run_one(config: Config) -> Row:
 def _workload(model: str, gpu: str, batch: int, speedup: float) -> Workload:
     """Workloads are immutable; each (model, device, batch, speedup) is built once per process."""
     w = load_model(model, gpu, batch)
+    return w if speedup == 1.0 else w.with_compute_speedup(speedup)
+
+
+@lru_cache(maxsize=8)
+def _file_workload(path: str, fmt: str, speedup: float) -> Workload:
+    """A workload file, read once per process."""
+    w = Workload.from_file(path, fmt)
     return w if speedup == 1.0 else w.with_compute_speedup(speedup)
 
 

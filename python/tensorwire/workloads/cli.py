@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Optional
 
 import click
 
+from tensorwire.api import simulate
 from tensorwire.cli import options
+from tensorwire.cluster import Cluster
+from tensorwire.workload import Workload
 from tensorwire.workloads.formats import detect_format, load_workload
 
 
@@ -38,3 +42,31 @@ def import_trace(traces: tuple[str, ...], out: str, workload_format: str, step: 
         size = sum(t.bytes for t in layer.tensors)
         click.echo(f"  {layer.name:<24} {layer.forward_s * 1e3:>9.3f} ms {layer.backward_s * 1e3:>9.3f} ms {size:>15,}")
     click.echo(f"  total: {len(workload.layers)} layers, {len(workload.tensors)} tensors, {workload.total_bytes:,} B, compute {workload.compute_time_s * 1e3:.3f} ms, batch {workload.batch_size}")
+    warning = credibility(workload, len(traces))
+    if warning:
+        click.echo(f"tensorwire: warning: {warning}", err=True)
+
+
+#: A traced step and its simulation further apart than this factor get a warning.
+CREDIBLE_RATIO = 2.0
+_STEP_S = re.compile(r"step (\d+(?:\.\d*)?) s$")
+
+
+def credibility(workload: Workload, ranks: int, bandwidth: str = "25Gbps") -> Optional[str]:
+    """A warning when the measured step of the trace (the median over its ranks, at the end
+    of the workload's description) and a simulation of the same ranks (ring all-reduce on a
+    ``bandwidth`` star) differ by more than :data:`CREDIBLE_RATIO`; None when they agree or
+    the trace states no step (docs/traces.md says what to do)."""
+    m = _STEP_S.search(workload.description)
+    if m is None or ranks < 2:
+        return None
+    measured = float(m.group(1))
+    simulated = simulate(workload, Cluster(ranks, bandwidth), "ring").iteration_time_s
+    if measured <= 0 or simulated <= 0 or max(measured / simulated, simulated / measured) <= CREDIBLE_RATIO:
+        return None
+    return (
+        f"the traced step took {measured * 1e3:.3f} ms but simulating the {ranks} traced ranks (ring, {bandwidth} star) "
+        f"gives {simulated * 1e3:.3f} ms ({max(measured / simulated, simulated / measured):.1f}x apart): the profiler's "
+        "overhead, a CPU or Gloo backend, or a network unlike the simulated one; check before trusting projections "
+        "(docs/traces.md, \"Does the trace agree with the simulation?\")"
+    )

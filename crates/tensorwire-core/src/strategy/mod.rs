@@ -37,7 +37,7 @@ pub static STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo { name: "ps+multicast", summary: "parameter servers that send each parameter once, replicated by the switch (IP multicast)", options: PS_OPTIONS },
     StrategyInfo { name: "ps+ina", summary: "parameter servers with in-network aggregation: the switch forwards a chunk once every worker's copy arrived", options: PS_OPTIONS },
     StrategyInfo { name: "ps+multicast+ina", summary: "in-network aggregation and multicast distribution together", options: PS_OPTIONS },
-    StrategyInfo { name: "ring", summary: "ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of S/N bytes", options: NONE },
+    StrategyInfo { name: "ring", summary: "ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of S/N bytes; one unfused all-reduce per gradient tensor, one at a time (ring:fusion=25MiB for DDP-like buckets)", options: NONE },
     StrategyInfo { name: "ring+multicast", summary: "ring reduce-scatter, then every rank multicasts its reduced chunk (seed 000 section 8.4)", options: NONE },
     StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (seed 000 section 3.3.2)", options: NONE },
     StrategyInfo { name: "recursive-doubling", summary: "recursive doubling all-reduce, one collective at a time (MPI)", options: NONE },
@@ -52,6 +52,38 @@ pub static STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo { name: "zero3", summary: "the same as fsdp (DeepSpeed's name)", options: SHARDED_OPTIONS },
     StrategyInfo { name: "hsdp", summary: "hybrid sharding: fsdp inside each shard group (a machine), shards all-reduced across groups", options: SHARDED_OPTIONS },
 ];
+
+/// Strategy names that are another strategy under a second name: (alias, target).
+pub static ALIASES: &[(&str, &str)] = &[("zero3", "fsdp")];
+
+/// Host options that only all-reduce strategies take (a parameter server refuses fusion,
+/// stream execution, a dispatch cost and partial collectives).
+const ALL_REDUCE_ONLY: [&str; 5] = ["fusion", "cycle", "execution", "dispatch", "partial"];
+
+/// Host options that sharded strategies refuse, and why.
+const NOT_FOR_SHARDED: [(&str, &str); 9] = [
+    ("partition", "sharded strategies move whole units or buckets; use unit/min_unit (fsdp) or bucket (zero)"),
+    ("schedule", "sharded strategies run their collectives in program order on one all-gather and one reduce-scatter stream, as FSDP and DeepSpeed do"),
+    ("credit", "the all-gather and reduce-scatter streams run one collective at a time each"),
+    ("inflight", "the all-gather and reduce-scatter streams run one collective at a time each"),
+    ("fusion", "zero1/zero2 bucket gradients with bucket=SIZE"),
+    ("cycle", "zero1/zero2 bucket gradients with bucket=SIZE"),
+    ("execution", "sharded strategies always run on streams"),
+    ("dispatch", "a coordinator's dispatch cost applies to all-reduce strategies"),
+    ("partial", "partial collectives apply to all-reduce strategies"),
+];
+
+/// Whether strategy `name` takes `option` (one of its own options or a host option): the
+/// parser refuses the options for which this is false, and listings leave them out.
+pub fn applies(name: &str, option: &str) -> bool {
+    if let Some(stage) = sharded::stage_of(name) {
+        return sharded::applies(stage, option) && !NOT_FOR_SHARDED.iter().any(|(o, _)| *o == option);
+    }
+    if name.starts_with("ps") {
+        return !ALL_REDUCE_ONLY.contains(&option) && (option != "switch_memory" || name.contains("+ina"));
+    }
+    true
+}
 
 /// Where each tensor lives on the parameter servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,18 +359,7 @@ impl Strategy {
 
 /// Host options that make no sense for sharded strategies, and why.
 fn refuse_for_sharded(spec: &Spec) -> Result<()> {
-    let why = [
-        ("partition", "sharded strategies move whole units or buckets; use unit/min_unit (fsdp) or bucket (zero)"),
-        ("schedule", "sharded strategies run their collectives in program order on one all-gather and one reduce-scatter stream, as FSDP and DeepSpeed do"),
-        ("credit", "the all-gather and reduce-scatter streams run one collective at a time each"),
-        ("inflight", "the all-gather and reduce-scatter streams run one collective at a time each"),
-        ("fusion", "zero1/zero2 bucket gradients with bucket=SIZE"),
-        ("cycle", "zero1/zero2 bucket gradients with bucket=SIZE"),
-        ("execution", "sharded strategies always run on streams"),
-        ("dispatch", "a coordinator's dispatch cost applies to all-reduce strategies"),
-        ("partial", "partial collectives apply to all-reduce strategies"),
-    ];
-    for (name, reason) in why {
+    for (name, reason) in NOT_FOR_SHARDED {
         if spec.get(name).is_some() {
             return Err(Error::invalid(
                 format!("strategy.{name}"),
@@ -396,6 +417,39 @@ fn family(spec: &Spec) -> Result<Family> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::OptionKind;
+
+    /// A value of `kind` that is not its default (a listed default alone may be a no-op).
+    fn sample(o: &OptionInfo) -> String {
+        match o.kind {
+            OptionKind::Bytes => "2MiB".into(),
+            OptionKind::Rate => "10Gbps".into(),
+            OptionKind::Duration => "1ms".into(),
+            OptionKind::Count | OptionKind::Natural => "2".into(),
+            OptionKind::Real => if o.name == "penalty" { "0.5" } else { "2" }.into(),
+            OptionKind::Flag => if o.default == "true" { "false" } else { "true" }.into(),
+            OptionKind::Choice(words) => words.iter().find(|w| **w != o.default).unwrap_or(&words[0]).to_string(),
+        }
+    }
+
+    #[test]
+    fn options_that_do_not_apply_are_refused_and_own_options_are_accepted() {
+        for s in STRATEGIES {
+            for o in s.options.iter().chain(HOST_OPTIONS) {
+                let spec = format!("{}:{}={}", s.name, o.name, sample(o));
+                if !applies(s.name, o.name) {
+                    assert!(Strategy::parse(&spec).is_err(), "{spec} is listed as not applying but parses");
+                } else if s.options.iter().any(|own| own.name == o.name) {
+                    assert!(Strategy::parse(&spec).is_ok(), "{spec} applies but is refused");
+                }
+            }
+        }
+        assert!(!applies("zero1", "prefetch") && !applies("fsdp", "shard_group") && applies("hsdp", "shard_group"));
+        assert!(!applies("ps", "fusion") && !applies("ps", "switch_memory") && applies("ps+ina", "switch_memory"));
+        assert!(ALIASES
+            .iter()
+            .all(|(a, t)| STRATEGIES.iter().any(|s| s.name == *a) && STRATEGIES.iter().any(|s| s.name == *t)));
+    }
 
     #[test]
     fn parses_known_strategies() {

@@ -124,24 +124,38 @@ pub fn stage_of(name: &str) -> Option<Stage> {
     })
 }
 
+/// Options of [`SHARDED_OPTIONS`] that only fsdp and hsdp take.
+const FSDP_ONLY: [&str; 5] = ["prefetch", "backward_prefetch", "reshard_after_forward", "unit", "min_unit"];
+
+/// Whether `option` (one of [`SHARDED_OPTIONS`]) applies to `stage`; [`config`] refuses the
+/// others, and the strategy listing leaves them out.
+pub fn applies(stage: Stage, option: &str) -> bool {
+    let fsdp_like = matches!(stage, Stage::Fsdp | Stage::Hsdp);
+    match option {
+        o if FSDP_ONLY.contains(&o) => fsdp_like,
+        "bucket" => !fsdp_like,
+        "shard_group" => stage == Stage::Hsdp,
+        _ => true,
+    }
+}
+
 /// Reads the sharded options of `spec`; refuses options that do not apply to the stage.
 pub fn config(stage: Stage, spec: &Spec) -> Result<ShardedConfig> {
-    let fsdp_like = matches!(stage, Stage::Fsdp | Stage::Hsdp);
-    for name in ["prefetch", "backward_prefetch", "reshard_after_forward", "unit", "min_unit"] {
-        if !fsdp_like && spec.get(name).is_some() {
+    for name in FSDP_ONLY {
+        if !applies(stage, name) && spec.get(name).is_some() {
             return Err(Error::invalid(
                 format!("strategy.{name}"),
                 format!("applies to fsdp and hsdp, not {}", spec.name),
             ));
         }
     }
-    if fsdp_like && spec.get("bucket").is_some() {
+    if !applies(stage, "bucket") && spec.get("bucket").is_some() {
         return Err(Error::invalid(
             "strategy.bucket",
             "applies to zero1 and zero2; fsdp and hsdp move one unit at a time",
         ));
     }
-    if stage != Stage::Hsdp && spec.get("shard_group").is_some() {
+    if !applies(stage, "shard_group") && spec.get("shard_group").is_some() {
         return Err(Error::invalid("strategy.shard_group", format!("applies to hsdp, not {}", spec.name)));
     }
     let bucket = spec.bytes("bucket").unwrap_or(500e6);

@@ -58,4 +58,4 @@ def chrome_trace(result: Result) -> dict[str, Any]:
 
 def write_trace(path: str | Path, result: Result) -> None:
     """Writes the trace atomically."""
-    write_atomic(Path(path), json.dumps(chrome_trace(result)))
+    write_atomic(Path(path), json.dumps(chrome_trace(result)), field="trace")

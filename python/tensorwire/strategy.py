@@ -115,11 +115,11 @@ def split_specs(text: str, field: str = "strategies") -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"split_specs takes comma-separated text such as 'ps,ring', not {text!r:.80}")
     if not text.strip():
-        raise InputError(field, "give at least one strategy spec, e.g. ps,ring")
+        raise _core.InputError(field, "give at least one strategy spec, e.g. ps,ring")
     specs: list[str] = []
     for piece in (p.strip() for p in text.split(",")):
         if not piece:
-            raise InputError(field, f"{text!r} has an empty item; separate specs with single commas")
+            raise _core.InputError(field, f"{text!r} has an empty item; separate specs with single commas")
         if "=" in piece and ":" not in piece and specs:
             specs[-1] += "," + piece
         else:

@@ -469,7 +469,7 @@ def _check_matrix(adjacency: Any) -> Matrix:
             raise InputError("adjacency", f"row {i} has {len(row)} entries; the matrix must be square ({n} x {n})")
         for j, w in enumerate(row):
             if isinstance(w, bool) or not isinstance(w, int) or not 0 <= w <= MAX_WEIGHT:
-                raise InputError("adjacency", f"entry [{i}][{j}] = {_short(w)} is not a link weight 0-{MAX_WEIGHT} ({_WEIGHT_HELP})")
+                raise InputError("adjacency", f"entry [{i}][{j}] = {_short(w)} is not an integer link weight 0-{MAX_WEIGHT} (link weights: {_WEIGHT_HELP})")
         rows.append(tuple(row))
     return tuple(rows)
 

@@ -69,12 +69,15 @@ def test_sigterm_stops_the_sweep_and_its_workers(tmp_path: Path) -> None:
     p.send_signal(signal.SIGTERM)
     try:
         _, err = p.communicate(timeout=30)
+        assert p.returncode == 128 + signal.SIGTERM, err
+        assert err.strip().splitlines()[-1] == "tensorwire: interrupted (SIGTERM)" and "Traceback" not in err
+        assert _gone(workers, 10), [w for w in workers if _alive(w)]
+        assert not (tmp_path / "o.csv").exists()
     finally:
         p.kill()
-    assert p.returncode == 128 + signal.SIGTERM, err
-    assert err.strip().splitlines()[-1] == "tensorwire: interrupted (SIGTERM)" and "Traceback" not in err
-    assert _gone(workers, 10), [w for w in workers if _alive(w)]
-    assert not (tmp_path / "o.csv").exists()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
 
 
 def test_sigkill_of_the_parent_ends_its_workers(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
+from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_text, is_int
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy
 from tensorwire.workload import Workload
@@ -65,11 +66,12 @@ def simulate(
     True
     """
     spec = _as_strategy(strategy).spec
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError("seed", f"{seed!r} must be an integer >= 0")
-    _check_max_flows(max_flows)
+    _check_types(workload, cluster)
+    _check_run(iterations, seed, max_flows, failures)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function taking a Progress (or None), not {progress!r:.80}")
+    if slowdowns is not None and stragglers not in ("fixed", "empirical"):
+        raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
     report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
     raw = _core.simulate(
         workload._to_core(),
@@ -163,10 +165,16 @@ class Job:
     hosts: Optional[Sequence[int]] = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
-            raise InputError("jobs.workers", f"{self.workers!r} is not allowed; need an integer >= 1")
-        if self.hosts is not None and not all(isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in self.hosts):
-            raise InputError("jobs.hosts", f"{list(self.hosts)!r}: hosts are numbered 0, 1, ... (integers >= 0)")
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError("jobs.name", f"{self.name!r} is not a job name; give a non-empty string")
+        check_text("jobs.name", self.name)
+        if not isinstance(self.workload, Workload):
+            raise TypeError(f"job {self.name!r}: workload must be a Workload (e.g. tensorwire.load_model('resnet50')), not {self.workload!r:.80}")
+        check_int("jobs.workers", self.workers, 1, U32_MAX)
+        if self.hosts is not None and (
+            isinstance(self.hosts, (str, bytes)) or not all(is_int(h) and 0 <= h <= U32_MAX for h in self.hosts)
+        ):
+            raise InputError("jobs.hosts", f"{list(self.hosts)!r:.200}: hosts are numbered 0, 1, ... (integers from 0 to {U32_MAX})")
 
     @property
     def hosts_needed(self) -> int:
@@ -221,8 +229,27 @@ def _as_strategy(strategy: Union[Strategy, str]) -> Strategy:
 
 def _check_max_flows(max_flows: Optional[int]) -> None:
     """Refuses a flow budget that is not a whole number >= 1 (``None``: no budget)."""
-    if max_flows is not None and (isinstance(max_flows, bool) or not isinstance(max_flows, int) or max_flows < 1):
-        raise InputError("max_flows", f"{max_flows!r} must be an integer >= 1")
+    if max_flows is not None:
+        check_int("max_flows", max_flows, 1, U64_MAX)
+
+
+def _check_types(workload: Any, cluster: Any) -> None:
+    """A :class:`TypeError` saying what was expected, instead of an ``AttributeError`` later."""
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload (tensorwire.load_model, Workload.from_file, ...), not {workload!r:.80}")
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
+
+
+def _check_run(iterations: Any, seed: Any, max_flows: Any, failures: Any) -> None:
+    """The arguments :func:`simulate` and :func:`simulate_jobs` share, in the core's ranges."""
+    check_int("iterations", iterations, 1, U32_MAX)
+    check_int("seed", seed, 0, U64_MAX)
+    _check_max_flows(max_flows)
+    if isinstance(failures, (str, bytes, Failure)) or not all(isinstance(f, Failure) for f in failures):
+        raise TypeError(
+            f"failures must be a list of Failure objects (e.g. [tensorwire.failures.parse_failure('h3@0s')]), not {failures!r:.80}"
+        )
 
 
 def _run_jobs(
@@ -238,10 +265,12 @@ def _run_jobs(
     """:func:`simulate_jobs`; ``allow_failures_after_end`` keeps failures timed after the run
     instead of refusing them, for baselines that share another run's failures (each job of
     ``tensorwire jobs`` alone: it ends before the jobs together do)."""
+    if isinstance(jobs, (str, bytes, Job)) or not all(isinstance(j, Job) for j in jobs):
+        raise TypeError(f"jobs must be a list of Job objects, not {jobs!r:.80}")
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
     specs = [_as_strategy(j.strategy).spec for j in jobs]
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise InputError("iterations", f"{iterations!r} must be an integer >= 1")
-    _check_max_flows(max_flows)
+    _check_run(iterations, seed, max_flows, failures)
     raws = _core.simulate_jobs(
         [(j.name, j.workload._to_core(), j.workers, spec, None if j.hosts is None else list(j.hosts))
          for j, spec in zip(jobs, specs)],

@@ -7,6 +7,7 @@ from typing import Optional, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.limits import U32_MAX, check_int
 from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
 
 Number = Union[int, float]
@@ -54,8 +55,9 @@ class Cluster:
         copy_bandwidth: Union[Number, str, None] = None,
         placement: str = "packed",
     ) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError("workers", f"{workers!r} is not allowed; need an integer >= 1")
+        check_int("workers", workers, 1, U32_MAX)
+        if not isinstance(topology, str):
+            raise InputError("topology", f"{topology!r} is not a topology spec such as star or leaf-spine:hosts_per_leaf=8")
         _core.check_topology(topology)
         if network not in NETWORK_MODELS:
             raise InputError("network", f"{network!r} is not a network model; choose {' or '.join(NETWORK_MODELS)}")

@@ -14,6 +14,7 @@ Failure(target='h3', at_s=1.0, rate=0.0)
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from tensorwire._core import InputError
@@ -29,6 +30,12 @@ class Failure:
     rate: float = 0.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.target, str):
+            raise TypeError(f"Failure.target must be a link or node name (str), not {self.target!r:.80}")
+        for key in ("at_s", "rate"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise InputError(f"failures.{key}", f"{value!r:.80} is not a number")
         if not self.target:
             raise InputError("failures.target", "name a link (h0->sw) or a node (h0, sw, leaf0)")
         if not 0.0 <= self.rate <= 1.0:

@@ -54,6 +54,10 @@ LINK_NAMES = {0: "-", 1: "PCIe", 2: "NV1", 3: "NV2+"}
 PCIE_CODES = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
 
 _WEIGHT_HELP = "0 no link, 1 PCIe, 2 single NVLink, 3 double NVLink"
+#: Largest adjacency file read, bytes (128 GPUs' matrix is a few tens of KiB).
+ADJACENCY_FILE_LIMIT = 16 * 2**20
+#: The largest link weight (seed 003's: a double NVLink); the simulator has a rate for 1-3 only.
+MAX_WEIGHT = 3
 _FILE_KEYS = frozenset({"gpus", "adjacency", "links", "trees", "source", "penalty", "array_bound"})
 _PLAN_CACHE_SIZE = 256
 
@@ -231,7 +235,7 @@ class Topology:
         """``gpus`` GPUs, every pair linked with ``weight`` (1: a PCIe-only machine; 3: NVSwitch)."""
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
             raise InputError("gpus", f"{gpus!r} must be an integer >= 1")
-        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= MAX_WEIGHT:
             raise InputError("weight", f"{weight!r} must be a link weight >= 1 ({_WEIGHT_HELP})")
         return cls([[0 if i == j else weight for j in range(gpus)] for i in range(gpus)], source=f"uniform-{gpus}")
 
@@ -245,16 +249,10 @@ class Topology:
         and whose message names the file.
         """
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
-            raise InputError("adjacency", f"cannot read {str(p)!r}: {e.strerror or e}") from None
-        except UnicodeDecodeError:
-            raise InputError("adjacency", f"{p.name}: not a text (UTF-8) file") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError("adjacency", f"{p.name}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        from tensorwire.io import decode_text, loads_json, read_input
+
+        text = decode_text(read_input(p, "adjacency", ADJACENCY_FILE_LIMIT), p, "adjacency")
+        data = loads_json(text, p, "adjacency")
         if isinstance(data, list):
             matrix = data
         elif isinstance(data, dict):
@@ -470,8 +468,8 @@ def _check_matrix(adjacency: Any) -> Matrix:
         if len(row) != n:
             raise InputError("adjacency", f"row {i} has {len(row)} entries; the matrix must be square ({n} x {n})")
         for j, w in enumerate(row):
-            if isinstance(w, bool) or not isinstance(w, int):
-                raise InputError("adjacency", f"entry [{i}][{j}] = {_short(w)} is not an integer link weight ({_WEIGHT_HELP})")
+            if isinstance(w, bool) or not isinstance(w, int) or not 0 <= w <= MAX_WEIGHT:
+                raise InputError("adjacency", f"entry [{i}][{j}] = {_short(w)} is not an integer link weight 0-{MAX_WEIGHT} (link weights: {_WEIGHT_HELP})")
         rows.append(tuple(row))
     return tuple(rows)
 

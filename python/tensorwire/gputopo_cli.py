@@ -23,6 +23,7 @@ from typing import Any, Optional, Sequence
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tensorwire._core import InputError
 from tensorwire.gputopo import DEFAULT_ARRAY_BOUND, DEFAULT_PENALTY, LINK_NAMES, PRESETS, Topology, Tree
@@ -51,14 +52,14 @@ def to_json(topo: Topology, trees: Sequence[Tree], penalty: float, array_bound: 
 
 def _render(topo: Topology, trees: Sequence[Tree], penalty: float, console: Console) -> None:
     n = topo.gpus
-    console.print(f"[bold]GPU links: {topo.source}[/]")
+    console.print(Text(f"GPU links: {topo.source}", style="bold"))
     links = Table()
     links.add_column("GPU", justify="right", style="bold")
     for j in range(n):
         links.add_column(str(j), justify="center")
     for i in range(n):
         cells = [
-            "X" if i == j else f"[{_STYLE.get(topo.weight(i, j), '')}]{topo.weight(i, j)}[/]" for j in range(n)
+            "X" if i == j else Text(str(topo.weight(i, j)), style=_STYLE.get(topo.weight(i, j), "")) for j in range(n)
         ]
         links.add_row(str(i), *cells)
     console.print(links)

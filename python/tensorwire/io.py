@@ -1,17 +1,107 @@
-"""Writing output files safely: never leave a half-written file behind."""
+"""Writing output files safely: never leave a half-written file behind, never replace
+anything but a regular file, and say in one line (an :class:`InputError` naming the option)
+why a path cannot be written.
+
+The rules (docs/formats.md, "Output files"):
+
+- the data goes to a temporary file beside the target, which is then renamed over it, so a
+  reader sees the old file or the new one, never a part;
+- a target that exists must be a regular file: a directory, device node (``/dev/null``),
+  FIFO or socket is refused, never replaced;
+- a symbolic link is followed: the file it points to is replaced and the link stays (a
+  link to something that is not a regular file is refused, as above);
+- missing parent directories are created;
+- :func:`check_output` finds most unwritable paths (empty, a directory, a parent that is a
+  file, a read-only file system, ``/proc``) before a long computation starts; a write that
+  still fails (a full disk) is refused saying that nothing was written.
+"""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import stat
 import tempfile
+import zlib
 from pathlib import Path
+from typing import Any, Optional, Union
+
+from tensorwire._core import InputError
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Writes ``data`` to a temporary file beside ``path``, then renames it over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _reason(e: OSError) -> str:
+    if e.errno == errno.ENOTDIR or isinstance(e, FileExistsError):
+        return "a parent directory is a file"
+    return e.strerror or str(e)
+
+
+def _target(path: PathLike, field: str) -> Path:
+    """Where the data goes: ``path`` with symbolic links resolved, after refusing an empty
+    path and an existing target that is not a regular file."""
+    text = os.fspath(path)
+    if not text:
+        raise InputError(field, "the file name is empty; give a path such as out.json")
+    try:
+        st: Optional[os.stat_result] = os.stat(text)  # follows symbolic links
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise InputError(field, f"cannot write {text}: {_reason(e)}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InputError(field, f"cannot write {text}: it is {_kind(st.st_mode)}, not a regular file (only regular files are written)")
+    return Path(os.path.realpath(text))
+
+
+def check_output(path: PathLike, field: str = "out") -> Path:
+    """Refuses, before any work is done, an output path that :func:`write_atomic` could not
+    write (:class:`InputError` naming ``field``); returns ``path`` as a :class:`Path`.
+
+    Creates nothing: a probe file is made and removed in the nearest existing directory."""
+    text = os.fspath(path)
+    target = _target(text, field)
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(field, f"cannot write {text}: a parent directory is a file")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as e:
+        raise InputError(field, f"cannot write {text}: {_reason(e)}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return Path(text)
+
+
+def write_atomic(path: PathLike, data: Union[str, bytes], field: str = "out") -> None:
+    """Writes ``data`` to a temporary file beside ``path``, then renames it over ``path``
+    (over the file a symbolic link points to, keeping the link); :class:`InputError` naming
+    ``field`` when that cannot be done, in which case nothing was written."""
+    text = os.fspath(path)
+    target = _target(text, field)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(field, f"cannot write {text}: {_reason(e)}; nothing was written") from None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise InputError(field, f"cannot write {text}: {_reason(e)}; nothing was written") from None
     try:
         # mkstemp makes the file private (0600); give it the usual mode for new files.
         umask = os.umask(0)
@@ -19,7 +109,85 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
+        _target(text, field)  # still a regular file (or nothing) just before the rename
+        os.replace(tmp, target)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(field, f"cannot write {text}: {_reason(e)}; nothing was written") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# -- reading input files ------------------------------------------------------------------
+
+#: Largest workload file (tensorwire JSON or five-attribute trace) read, bytes.
+WORKLOAD_FILE_LIMIT = 64 * 2**20
+#: Largest trace read (a Kineto trace after decompression, a Chakra file), bytes.
+TRACE_FILE_LIMIT = 1024 * 2**20
+
+
+def _size(n: int) -> str:
+    return f"{n // 2**20} MiB"
+
+
+def read_input(path: PathLike, field: str, limit: int) -> bytes:
+    """The bytes of an input file, read no further than ``limit`` (so ``/dev/zero`` or a
+    huge file is refused after reading ``limit`` bytes, not after filling memory)."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                raise InputError(field, f"{str(p)!r} is a device, not a file")
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise InputError(field, f"cannot read {str(p)!r}: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise InputError(field, f"{p.name}: larger than the {_size(limit)} this reader takes (docs/formats.md)")
+    return data
+
+
+def gunzip(data: bytes, name: str, field: str, limit: int) -> bytes:
+    """Decompresses gzip data (every member) to at most ``limit`` bytes; a file that would
+    decompress to more (a "gzip bomb") is refused without decompressing the rest."""
+    out: list[bytes] = []
+    total = 0
+    rest = data
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            chunk = d.decompress(rest, limit + 1 - total)
+        except zlib.error as e:
+            raise InputError(field, f"{name}: not a complete gzip file ({e})") from None
+        total += len(chunk)
+        out.append(chunk)
+        if total > limit or d.unconsumed_tail:
+            raise InputError(field, f"{name}: decompresses to more than the {_size(limit)} this reader takes (docs/formats.md)")
+        if not d.eof:
+            raise InputError(field, f"{name}: not a complete gzip file (it ends early)")
+        rest = d.unused_data
+        if rest and rest[:2] != b"\x1f\x8b":
+            break  # trailing bytes after the last member are ignored, as gzip does
+    return b"".join(out)
+
+
+def decode_text(data: bytes, path: PathLike, field: str) -> str:
+    """``data`` as UTF-8 text; a file that is not is refused naming the byte offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(field, f"{Path(path).name}: not UTF-8 text (byte {e.start}); expected a text file") from None
+
+
+def loads_json(text: Union[str, bytes], path: PathLike, field: str) -> Any:
+    """Parsed JSON; invalid or too deeply nested JSON is refused in one line."""
+    name = Path(path).name
+    try:
+        return json.loads(text)
+    except UnicodeDecodeError as e:
+        raise InputError(field, f"{name}: not UTF-8 text (byte {e.start}); expected a JSON file") from None
+    except json.JSONDecodeError as e:
+        raise InputError(field, f"{name}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise InputError(field, f"{name}: JSON nested too deeply") from None

@@ -114,17 +114,22 @@ def host_options() -> tuple[OptionInfo, ...]:
     return tuple(OptionInfo(**o) for o in _core.host_options())
 
 
-def split_specs(text: str) -> list[str]:
+def split_specs(text: str, field: str = "strategies") -> list[str]:
     """Splits ``ps,ring:partition=4MiB,credit=1MiB`` into specs: a comma-separated piece that
-    is ``key=value`` (no name before a colon) continues the previous spec's options.
+    is ``key=value`` (no name before a colon) continues the previous spec's options. An empty
+    text or an empty item (``ps,,ring``) is refused (:class:`InputError` naming ``field``).
 
     >>> split_specs("ps,ring:partition=4MiB,credit=1MiB,ps:num_ps=2")
     ['ps', 'ring:partition=4MiB,credit=1MiB', 'ps:num_ps=2']
     """
+    if not isinstance(text, str):
+        raise TypeError(f"split_specs takes comma-separated text such as 'ps,ring', not {text!r:.80}")
+    if not text.strip():
+        raise _core.InputError(field, "give at least one strategy spec, e.g. ps,ring")
     specs: list[str] = []
     for piece in (p.strip() for p in text.split(",")):
         if not piece:
-            continue
+            raise _core.InputError(field, f"{text!r} has an empty item; separate specs with single commas")
         if "=" in piece and ":" not in piece and specs:
             specs[-1] += "," + piece
         else:

@@ -102,5 +102,5 @@ def write_trace(path: str | Path, result: Result, workers: Optional[int] = None)
     returns its size in bytes and its number of events."""
     trace = chrome_trace(result, workers)
     text = json.dumps(trace)
-    write_atomic(Path(path), text)
+    write_atomic(Path(path), text, field="trace")
     return len(text.encode()), len(trace["traceEvents"])

@@ -6,7 +6,17 @@ is parsed by the core (one parser for the CLI, the API and strategy options).
 
 from __future__ import annotations
 
+import numbers
+
 from tensorwire import _core
+
+
+def _number(value: object, field: str) -> None:
+    """Refuses what is not a number: ``True`` is not 1 B/s, and ``None`` not 0 s."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _core.InputError(field, f"{value!r:.80} is not a number; give a number or text such as 25Gbps or 5us")
+    if isinstance(value, int) and abs(value).bit_length() > 1023:
+        raise _core.InputError(field, f"an integer of {value.bit_length()} bits is too large")
 
 
 def to_bytes(value: float | int | str, field: str = "size") -> float:
@@ -17,6 +27,7 @@ def to_bytes(value: float | int | str, field: str = "size") -> float:
     """
     if isinstance(value, str):
         return _core.parse_bytes(field, value)
+    _number(value, field)
     return float(value)
 
 
@@ -28,6 +39,7 @@ def to_rate(value: float | int | str, field: str = "bandwidth") -> float:
     """
     if isinstance(value, str):
         return _core.parse_rate(field, value)
+    _number(value, field)
     rate = float(value)
     if not rate > 0 or rate == float("inf"):
         raise _core.InputError(field, f"{value!r} must be a rate greater than 0")
@@ -42,6 +54,7 @@ def to_seconds(value: float | int | str, field: str = "duration") -> float:
     """
     if isinstance(value, str):
         return _core.parse_duration(field, value)
+    _number(value, field)
     seconds = float(value)
     if not seconds >= 0 or seconds == float("inf"):
         raise _core.InputError(field, f"{value!r} must be a duration >= 0")

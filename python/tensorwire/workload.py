@@ -19,12 +19,13 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import pydantic
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_text
 
 FORMAT = "tensorwire-workload/1"
 #: The collectives a workload's tensors can run (docs/collectives.md; the core's
@@ -40,6 +41,10 @@ class Tensor:
     name: str
     bytes: int
 
+    def __post_init__(self) -> None:
+        check_text("tensor.name", self.name)
+        check_int("tensor.bytes", self.bytes, 0, U64_MAX)
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -49,6 +54,15 @@ class Layer:
     forward_s: float
     backward_s: float
     tensors: tuple[Tensor, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_text("layer.name", self.name)
+        for key in ("forward_s", "backward_s"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
+                raise InputError(f"layer.{key}", f"{value!r} (layer {self.name!r}) must be a finite number of seconds >= 0")
+        if isinstance(self.tensors, (str, bytes)) or not all(isinstance(t, Tensor) for t in self.tensors):
+            raise TypeError(f"layer {self.name!r}: tensors must be Tensor objects, got {self.tensors!r:.200}")
 
 
 @dataclass(frozen=True)
@@ -78,10 +92,17 @@ class Workload:
             raise InputError("workload.collective", f"{self.collective_kind!r} is not a collective; choose one of {', '.join(COLLECTIVES)}")
         if isinstance(self.dtype_bytes, bool) or self.dtype_bytes not in (1, 2, 4, 8):
             raise InputError("workload.dtype_bytes", f"{self.dtype_bytes!r} is not an element size; choose 1, 2, 4 or 8")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise InputError("workload.batch_size", f"{self.batch_size!r} must be an integer >= 1")
+        check_int("workload.batch_size", self.batch_size, 1, U32_MAX)
         if not self.layers:
             raise InputError("workload.layers", "a workload needs at least one layer")
+        if isinstance(self.layers, (str, bytes)) or not all(isinstance(layer, Layer) for layer in self.layers):
+            raise TypeError(f"workload {self.name!r}: layers must be Layer objects, got {self.layers!r:.200}")
+        check_text("workload.name", self.name)
+        check_text("workload.description", self.description)
+        for source in self.sources:
+            check_text("workload.sources", source)
+        if self.total_bytes > U64_MAX:
+            raise InputError("workload.tensors", f"{self.total_bytes} bytes in all is more than the core's limit of {U64_MAX}")
 
     # -- derived quantities -------------------------------------------------------------
     @property
@@ -137,17 +158,12 @@ class Workload:
     @classmethod
     def from_text_file(cls, path: str | Path) -> Workload:
         """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
+        from tensorwire.io import WORKLOAD_FILE_LIMIT, decode_text, loads_json, read_input
+
         p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror}") from None
+        text = decode_text(read_input(p, "workload", WORKLOAD_FILE_LIMIT), p, "workload")
         if text.lstrip().startswith("{"):
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise InputError("workload", f"{p.name}: not valid JSON (line {e.lineno}: {e.msg})") from None
-            return cls.from_dict(data)
+            return cls.from_dict(loads_json(text, p, "workload"))
         from tensorwire.workloads.trace import parse_trace
 
         return parse_trace(text, name=p.stem)
@@ -231,7 +247,7 @@ class Workload:
 class _TensorModel(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     name: str
-    bytes: pydantic.NonNegativeInt
+    bytes: Annotated[int, pydantic.Field(ge=0, le=U64_MAX)]
 
 
 class _LayerModel(pydantic.BaseModel):
@@ -254,7 +270,7 @@ class _WorkloadFile(pydantic.BaseModel):
     format: Literal["tensorwire-workload/1", "tensorwire-zoo/1"]
     name: str
     description: str = ""
-    batch_size: pydantic.PositiveInt = 0  # zoo files give it per device
+    batch_size: Annotated[int, pydantic.Field(ge=1, le=U32_MAX)] = 0  # zoo files give it per device
     dtype_bytes: Literal[1, 2, 4, 8] = 4
     collective: CollectiveName = "allreduce"
     sources: list[str] = []

@@ -144,3 +144,34 @@ def test_timing_of_setup_is_small() -> None:
     with Testbed(hosts=8):
         pass
     assert time.monotonic() - t0 < 10
+
+
+def test_validate_cleanup_removes_what_a_killed_run_left_and_only_that() -> None:
+    proc, run_id = _start_owner(_KILLED_RUN)
+    stranger = f"{netns.PREFIX}{netns.new_run_id()}-h0"  # named like ours, but no record
+    subprocess.run(["ip", "netns", "add", stranger], check=True)
+    try:
+        proc.kill()
+        proc.wait()
+        assert len(_ours(run_id)) == 3
+        done = subprocess.run([sys.executable, "-m", "tensorwire", "validate", "--cleanup"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().startswith("removed the leftovers of") and run_id in done.stdout
+        assert _ours(run_id) == [] and not netns.record_path(run_id).exists()
+        assert stranger in netns.namespaces()  # not tensorwire's: left alone
+        again = subprocess.run([sys.executable, "-m", "tensorwire", "validate", "--cleanup"],
+                               capture_output=True, text=True, timeout=120)
+        assert again.stdout.strip() == "nothing to clean up: no testbed run was left behind"
+    finally:
+        subprocess.run(["ip", "netns", "delete", stranger], check=False)
+
+
+def test_validate_cleanup_needs_root(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tensorwire.cli import main
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert main(["validate", "--cleanup"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "tensorwire: error: cleanup: needs root: the testbed's namespaces are root's; run it as root (sudo)"
+    )

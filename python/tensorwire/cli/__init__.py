@@ -1,13 +1,25 @@
 """The ``tensorwire`` command. Every error in user input ends as one line on stderr and
-exit status 2; no traceback is ever shown for bad input."""
+exit status 2; no traceback is ever shown for bad input.
+
+A run stopped by Ctrl-C (SIGINT) or SIGTERM (``timeout``, batch schedulers) stops within
+about a second, prints one line (``tensorwire: interrupted``) and exits with 128 + the
+signal's number: 130 for SIGINT, 143 for SIGTERM. Output files are written atomically, so
+an interrupted command leaves the old file (or none), never a part of one.
+"""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import signal
+import sys
+from types import FrameType
+from typing import Any, Optional, Sequence
 
 import click
 
 from tensorwire._core import InputError
+
+#: The signal that stopped the run (SIGINT unless SIGTERM arrived).
+_stopped_by: list[int] = []
 
 
 def _fail(message: str) -> int:
@@ -15,28 +27,58 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _interrupted() -> int:
+    signum = _stopped_by[-1] if _stopped_by else int(signal.SIGINT)
+    name = signal.Signals(signum).name
+    click.echo("tensorwire: interrupted" + ("" if signum == signal.SIGINT else f" ({name})"), err=True)
+    return 128 + signum
+
+
+def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
+    """SIGTERM is handled as Ctrl-C is: the run stops, pools shut down, workers end."""
+    _stopped_by.append(signum)
+    raise KeyboardInterrupt
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns (and, from the console script, exits with) the exit status."""
     from tensorwire.cli.app import cli
 
+    _stopped_by.clear()
+    previous: Any = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_signal)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="tensorwire", standalone_mode=False)
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
+        if field == "interrupted":  # the core stopped at a pending signal
+            return _interrupted()
         return _fail(f"{field}: {message}")
     except click.exceptions.NoSuchOption as e:
         return _fail(e.format_message())
     except click.UsageError as e:
         return _fail(e.format_message().replace("\n", " "))
-    except click.Abort:
+    except click.Abort as e:
+        if isinstance(e.__context__, KeyboardInterrupt) or _stopped_by:
+            return _interrupted()
         return _fail("aborted")
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.ClickException as e:
         return _fail(e.format_message())
     except KeyboardInterrupt:
-        click.echo("tensorwire: interrupted", err=True)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        return _fail("memory: the input needs more memory than this machine has; give smaller sizes or counts")
+    except RecursionError:
+        return _fail("input: nested too deeply")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        sys.stderr.flush()
     return 0

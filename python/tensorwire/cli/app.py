@@ -15,6 +15,7 @@ from tensorwire.api import simulate
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
+from tensorwire.io import check_output
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
@@ -131,16 +132,13 @@ def simulate_cmd(
     workload = _whatif(workload, compute_speedup, add_modules)
     variability = parse_stragglers(stragglers, workers)
     cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, placement)
+    if trace_file is not None:
+        check_output(trace_file, "trace")
     with render.run_progress() as progress:
         result = simulate(workload, cluster, spec, iterations=iterations, seed=seed, timeline=trace_file is not None,
                           max_flows=max_flows, progress=progress, failures=failures, **variability)
         healthy = None if not failures else simulate(
             workload, cluster, spec, iterations=iterations, seed=seed, max_flows=max_flows, progress=progress, **variability)
-    if trace_file is not None:
-        size, events = write_trace(trace_file, result, trace_workers)
-        shown = min(trace_workers, result.workers)
-        click.echo(f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events "
-                   f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)", err=True)
     extra = collective_metrics(workload, result) if collective is not None else _llm_metrics(workload, seq_len, result)
     if as_json:
         out = result.to_dict()
@@ -151,6 +149,12 @@ def simulate_cmd(
         _emit_json(out)
     else:
         render.result(result, workload, healthy, extra)
+    if trace_file is not None:
+        # After the result is shown: a write that fails (a full disk) loses only the trace.
+        size, events = write_trace(trace_file, result, trace_workers)
+        shown = min(trace_workers, result.workers)
+        click.echo(f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events "
+                   f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)", err=True)
 
 
 @dataclass(frozen=True)
@@ -290,7 +294,7 @@ def compare_cmd(
     candidates = LLM_STRATEGIES if only_llms else tuple(s.name for s in strategies() if s.alias_of is None)
     specs = (
         split_specs(strategy_list)
-        if strategy_list
+        if strategy_list is not None
         else [s for s in candidates if runs_on(s, n, topology, network)]
     )
     checked = [Strategy(s) for s in specs]

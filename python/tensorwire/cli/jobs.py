@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Optional
 
 import click
@@ -14,8 +15,16 @@ from tensorwire.api import Job, _run_jobs, simulate_jobs
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
+from tensorwire.limits import U32_MAX
 from tensorwire.units import format_seconds
 from tensorwire.workloads import load_model
+
+
+#: What a job's name may contain (it is shown in tables and named in --place).
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+#: The most hosts one --place may give a job (the core's placement is checked for budget
+#: by the core; this only keeps a range such as 0-1000000000 from filling memory here).
+MAX_PLACED = 10_000_000
 
 
 def parse_job(text: str, gpu: Optional[str]) -> Job:
@@ -24,8 +33,10 @@ def parse_job(text: str, gpu: Optional[str]) -> Job:
     if len(parts) != 4 or not all(parts):
         raise InputError("job", f"{text!r} is not NAME:MODEL:WORKERS:STRATEGY, e.g. a:resnet50:16:ring or b:llama3_8b:64:fsdp")
     name, model, workers, strategy = parts
-    if not workers.isdigit() or int(workers) < 1:
-        raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer >= 1")
+    if not _NAME.fullmatch(name):
+        raise InputError("job", f"{text!r}: the name {name!r} may use only letters, digits, '_', '-' and '.'")
+    if not workers.isdigit() or not 1 <= int(workers) <= U32_MAX:
+        raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {U32_MAX}")
     return Job(name, load_model(model, gpu), int(workers), strategy)
 
 
@@ -43,7 +54,12 @@ def parse_place(text: str) -> tuple[str, list[int]]:
         first, dash, last = item.partition("-")
         if not first.isdigit() or (dash and not last.isdigit()) or (dash and int(last) < int(first)):
             raise InputError("place", f"{text!r}: {item!r} is not a host (0, 1, ...) or a range FIRST-LAST")
-        hosts.extend(range(int(first), int(last if dash else first) + 1))
+        end = int(last if dash else first) + 1
+        if end > U32_MAX:
+            raise InputError("place", f"{text!r}: {item!r}: hosts are numbered from 0 to {U32_MAX - 1}")
+        if len(hosts) + end - int(first) > MAX_PLACED:
+            raise InputError("place", f"{text!r}: more than {MAX_PLACED:,} hosts for one job")
+        hosts.extend(range(int(first), end))
     return name, hosts
 
 

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from tensorwire.api import Progress as RunProgress
 from tensorwire.cluster import Cluster
@@ -107,6 +108,16 @@ def run_progress(after_s: float = 1.0, what: str = "simulating") -> Iterator[Cal
             bar.stop()
 
 
+#: Longest text from an input file (a workload's description) shown in a title, characters.
+TITLE_CHARS = 200
+
+
+def short(text: str, limit: int = TITLE_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (with an ellipsis) if longer."""
+    line = " ".join(text[: limit + 1].split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def result(r: Result, workload: Workload, healthy: Optional[Result] = None, extra: Optional[dict[str, Any]] = None) -> None:
     """Metrics of one simulation and its busiest links (``healthy``: the same run without
     its failures, shown beside it). ``extra``: a collective microbenchmark's time per
@@ -114,7 +125,8 @@ def result(r: Result, workload: Workload, healthy: Optional[Result] = None, extr
     metrics, or an LLM's tokens/s and model TFLOP/s per GPU."""
     extra = extra or {}
     bench = "busbw_bytes_per_s" in extra
-    t = Table(title=f"{workload.description or workload.name}: {r.strategy}, {r.workers} workers, {format_rate(r.bandwidth)}")
+    title = f"{short(workload.description or workload.name)}: {r.strategy}, {r.workers} workers, {format_rate(r.bandwidth)}"
+    t = Table(title=Text(title))
     t.add_column("metric")
     t.add_column("value", justify="right")
     t.add_row("iteration time" + (f" ({extra['collectives_per_iteration']} collectives)" if bench else ""),

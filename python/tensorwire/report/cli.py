@@ -9,6 +9,7 @@ import click
 from click.core import ParameterSource
 
 from tensorwire._core import InputError
+from tensorwire.io import check_output
 from tensorwire.cli import render
 from tensorwire.sweep import options
 from tensorwire.sweep.grid import expand
@@ -67,6 +68,7 @@ def report(
     path = Path(out)
     if path.suffix.lower() not in (".html", ".htm"):
         raise InputError("out", f"{out!r}: the report is HTML; give a file ending in .html")
+    check_output(path, "out")
     try:
         from tensorwire.report.page import build_report, write_report
     except ImportError as e:

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import click
 
 from tensorwire.cli import render
+from tensorwire.io import check_output
 from tensorwire.sweep import options
 from tensorwire.sweep.grid import expand
 from tensorwire.sweep.run import run_configs
@@ -34,7 +35,7 @@ def sweep(out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any
     `--workload FILE` sweeps your own workload or trace (alone, or beside --model). The whole
     grid is checked before any simulation starts. Columns: docs/sweep-and-report.md.
     """
-    path = check_path(out)
+    path = check_output(check_path(out), "out")
     configs = expand(**grid)
     started = time.perf_counter()
     with render.progress(len(configs), "simulating") as advance:

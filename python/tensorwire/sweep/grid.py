@@ -88,21 +88,29 @@ def _items(value: Axis, field: str, specs: bool = False) -> list[Optional[Scalar
     if value is None:
         return list(DEFAULTS[field])
     if isinstance(value, str):
-        items: list[Optional[Scalar]] = list(split_specs(value) if specs else [p.strip() for p in value.split(",") if p.strip()])
+        items: list[Optional[Scalar]] = list(split_specs(value, field) if specs else _split(value, field))
     elif isinstance(value, (int, float)):
         items = [value]
     else:
         items = []
         for v in value:
             if isinstance(v, str) and not specs and "," in v:
-                items.extend(p.strip() for p in v.split(",") if p.strip())
+                items.extend(_split(v, field))
             elif isinstance(v, str) and specs:
-                items.extend(split_specs(v))
+                items.extend(split_specs(v, field))
             else:
                 items.append(v)
     if not items:
         raise InputError(field, "give at least one value")
     return items
+
+
+def _split(text: str, field: str) -> list[str]:
+    """The items of a comma-separated list; an empty item (``4,,8``) is refused."""
+    items = [p.strip() for p in text.split(",")]
+    if text.strip() and not all(items):
+        raise InputError(field, f"{text!r} has an empty item; separate values with single commas")
+    return [p for p in items if p]
 
 
 def _unique(values: Iterable[T]) -> list[T]:

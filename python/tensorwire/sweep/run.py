@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from functools import lru_cache
 from typing import Any, Callable, Literal, Optional, Sequence
@@ -131,7 +133,9 @@ def run_configs(
                 pool = ThreadPoolExecutor(n_jobs, thread_name_prefix="tensorwire-sweep")
             else:
                 # spawn: no fork of a process that runs threads (rich's progress bar)
-                pool = ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn"))
+                pool = ProcessPoolExecutor(
+                    n_jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_watch_parent, initargs=(os.getpid(),)
+                )
             pairs = _run_pool(pool, chunks(indexed, n_jobs * CHUNKS_PER_WORKER), advance)
     rows: list[Optional[Row]] = [None] * len(indexed)
     for i, row in pairs:
@@ -201,6 +205,22 @@ def _file_workload(path: str, fmt: str, speedup: float) -> Workload:
     return w if speedup == 1.0 else w.with_compute_speedup(speedup)
 
 
+#: How often a pool worker checks that the sweep that started it is still alive, seconds.
+PARENT_POLL_S = 0.5
+
+
+def _watch_parent(parent: int) -> None:
+    """Pool worker initializer: the worker exits when the process that started it has died
+    (SIGKILL leaves no chance to shut the pool down), instead of running on as an orphan."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tensorwire-parent-watch", daemon=True).start()
+
+
 def _run_pool(pool: Executor, work: list[Chunk], advance: Progress) -> list[tuple[int, Row]]:
     out: list[tuple[int, Row]] = []
     try:
@@ -209,6 +229,13 @@ def _run_pool(pool: Executor, work: list[Chunk], advance: Progress) -> list[tupl
             out.extend(f.result())
             advance(futures[f])
     except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM) or a configuration failed: stop the workers now
+        # rather than waiting for their chunks; nothing of theirs is kept.
+        if isinstance(pool, ProcessPoolExecutor):
+            # Python < 3.14 has no public way to reach a pool's processes.
+            processes: dict[int, Any] = getattr(pool, "_processes", None) or {}
+            for process in list(processes.values()):
+                process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import platform
 import sys
 import time
@@ -18,6 +19,7 @@ from typing import Any, Optional, Sequence
 
 import click
 
+from tensorwire._core import InputError
 from tensorwire.io import write_atomic
 from tensorwire.testbed.validate import summary, within_10pct
 
@@ -129,15 +131,35 @@ within 10%: {s['within_10pct']:.0%}.</p>
 """
 
 
+def _cleanup(other_options: bool) -> None:
+    """``validate --cleanup``: removes the leftovers of killed runs; one line either way."""
+    from tensorwire.testbed.netns import cleanup_leftovers
+
+    if other_options:
+        raise click.UsageError("--cleanup takes no other option")
+    if os.geteuid() != 0:
+        raise InputError("cleanup", "needs root: the testbed's namespaces are root's; run it as root (sudo)")
+    removed = cleanup_leftovers()
+    if removed:
+        click.echo(f"removed the leftovers of {len(removed)} testbed run(s): {', '.join(removed)}")
+    else:
+        click.echo("nothing to clean up: no testbed run was left behind")
+
+
 @click.command("validate")
 @click.option("--quick", is_flag=True, help="Six scenarios (ring, ps and the runtime's priority mode, both workloads) on a 3-host testbed (about two minutes) instead of the full matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write results.json, results.html and results.md into this folder.")
-def validate(quick: bool, as_json: bool, out_dir: Optional[str]) -> None:
+@click.option("--cleanup", is_flag=True, help="Only remove what killed testbed runs left behind (namespaces, their processes, records), then exit. Needs root.")
+def validate(quick: bool, as_json: bool, out_dir: Optional[str], cleanup: bool) -> None:
     """Run scenarios on the emulated testbed and in the simulator; compare iteration times.
 
-    Needs root (network namespaces, tc) and torch.
+    Needs root (network namespaces, tc) and torch. After a run was killed (SIGKILL),
+    `tensorwire validate --cleanup` removes its leftovers (docs/testbed.md).
     """
+    if cleanup:
+        _cleanup(quick or as_json or out_dir is not None)
+        return
     from tensorwire.testbed.jobs import JobFailed
     from tensorwire.testbed.netns import TestbedUnavailable
     from tensorwire.testbed.validate import validate as run
@@ -161,8 +183,6 @@ def validate(quick: bool, as_json: bool, out_dir: Optional[str]) -> None:
 
 
 if __name__ == "__main__":  # ``python -m tensorwire.testbed.cli`` until the main CLI registers it
-    from tensorwire._core import InputError
-
     try:
         validate.main(prog_name="tensorwire validate", standalone_mode=True)
     except InputError as e:

@@ -7,9 +7,10 @@ characters, so the longest interface name, ``twa1b2cp255``, stays under Linux's 
 
 Before it creates anything, a run writes an ownership record ``<STATE_DIR>/<id>.json``
 with its pid and the pid's start time (from ``/proc``, so a reused pid is not mistaken for
-the owner). :func:`cleanup_leftovers` removes every namespace whose record is missing or
-whose owner is gone, together with the processes still inside it; a namespace created
-before its record cannot exist, because the record is written first.
+the owner). :func:`cleanup_leftovers` removes the namespaces of every run whose owner is
+gone, together with the processes still inside them, then the record; a namespace without
+a record is not tensorwire's (the record is written first and removed last) and is left
+alone. ``tensorwire validate --cleanup`` runs it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ NETNS_DIR = Path("/run/netns")
 PREFIX = "tw"
 RUN_ID_LENGTH = 5
 _RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
+_RUN_ID = re.compile(rf"[a-z0-9]{{{RUN_ID_LENGTH}}}")
 _NAMESPACE = re.compile(rf"^{PREFIX}([a-z0-9]{{{RUN_ID_LENGTH}}})-(?:h\d+|sw)$")
 
 
@@ -225,12 +227,15 @@ def destroy_run(run_id: str) -> None:
 def cleanup_leftovers() -> list[str]:
     """Removes what runs that were killed left behind; returns their run ids.
 
-    A run is left over when its ownership record is missing or its owner is no longer
-    alive. Live runs, including other processes' testbeds, are never touched.
+    A run is left over when it has an ownership record (so it was tensorwire's) whose owner
+    is no longer alive. Live runs, including other processes' testbeds, are never touched,
+    and neither is a namespace without a record, even one whose name looks like ours:
+    tensorwire writes the record before creating anything and removes it last, so such a
+    namespace was made by something else.
     """
-    run_ids = {m.group(1) for n in namespaces() if (m := _NAMESPACE.match(n))}
-    if STATE_DIR.is_dir():
-        run_ids |= {p.stem for p in STATE_DIR.glob("*.json")}
+    if not STATE_DIR.is_dir():
+        return []
+    run_ids = {p.stem for p in STATE_DIR.glob("*.json") if _RUN_ID.fullmatch(p.stem)}
     removed = []
     for run_id in sorted(run_ids):
         if not owner_alive(run_id):

@@ -191,7 +191,7 @@ def load_model(
     for field, value in (("seq_len", seq_len), ("micro_batch", micro_batch), ("mfu", mfu), ("recompute", recompute or None)):
         if value is not None:
             raise InputError(field, f"only for the LLMs ({', '.join(llm.names())}); {name} is a measured zoo model (use batch_size)")
-    device = gpu or data["default_device"]
+    device = data["default_device"] if gpu is None else gpu
     if device not in data["devices"]:
         raise InputError("gpu", f"{name} has no measurements for {device!r}; available: {', '.join(data['devices'])}")
     d = data["devices"][device]

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from tensorwire._core import InputError
+from tensorwire.io import TRACE_FILE_LIMIT, read_input
+from tensorwire.limits import U64_MAX
 from tensorwire.workload import Workload
 from tensorwire.workloads.layering import Collective, Step, merge_ranks, split_at_collectives, with_owners
 
@@ -176,10 +178,7 @@ def _node(buf: bytes) -> Node:
 def read_nodes(path: PathLike) -> tuple[str, list[Node]]:
     """The version string of the GlobalMetadata and the nodes of a Chakra ET file."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror}") from None
+    data = read_input(p, "workload", TRACE_FILE_LIMIT)
     messages: list[bytes] = []
     pos = 0
     try:
@@ -279,6 +278,8 @@ def read_step(path: PathLike, *, default_rank: int = 0) -> Step:
         size = n.attrs.get("comm_size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise InputError("workload", f"{p.name}: node {n.id} ({n.name!r}) has no integer comm_size attribute (bytes)")
+        if size > U64_MAX:
+            raise InputError("workload", f"{p.name}: node {n.id} ({n.name!r}) has comm_size {size}; at most {U64_MAX} bytes")
         c = Collective(kind, size, "bytes", at * 1e-6, at * 1e-6, (at + n.duration_micros) * 1e-6, phase, index=index)
         colls.append(c)
         if c.is_gradient:

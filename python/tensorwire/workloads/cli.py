@@ -10,6 +10,8 @@ import click
 
 from tensorwire.api import simulate
 from tensorwire.cli import options
+from tensorwire.cli.render import short
+from tensorwire.io import check_output
 from tensorwire.cluster import Cluster
 from tensorwire.workload import Workload
 from tensorwire.workloads.formats import detect_format, load_workload
@@ -29,6 +31,7 @@ def import_trace(traces: tuple[str, ...], out: str, workload_format: str, step: 
     give median per-layer times and must have launched the same collectives. The file is
     written atomically. `tensorwire simulate --workload FILE` reads it (or the traces).
     """
+    check_output(out, "out")
     fmt = detect_format(traces[0]) if workload_format == "auto" else workload_format
     workload = load_workload(list(traces), fmt, step=step, name=name)
     workload.save(out)
@@ -36,7 +39,7 @@ def import_trace(traces: tuple[str, ...], out: str, workload_format: str, step: 
         click.echo(json.dumps(workload.to_dict(), indent=1))
         return
     click.echo(f"{out}: {workload.name} from {len(traces)} {fmt} trace(s)")
-    click.echo(f"  {workload.description}")
+    click.echo(f"  {short(workload.description)}")
     click.echo(f"  {'layer':<24} {'forward':>12} {'backward':>12} {'gradient bytes':>15}")
     for layer in workload.layers:
         size = sum(t.bytes for t in layer.tensors)

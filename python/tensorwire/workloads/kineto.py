@@ -29,16 +29,15 @@ time), an approximation documented in docs/traces.md.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire._core import InputError
+from tensorwire.io import TRACE_FILE_LIMIT, gunzip, read_input
 from tensorwire.workload import Layer, Workload
 from tensorwire.workloads.layering import Collective, Step, merge_ranks, owned_tensors, split_at_collectives, with_owners
 
@@ -105,21 +104,17 @@ def load_trace(path: PathLike) -> dict[str, Any]:
     """The trace's JSON (``.json`` or gzip-compressed, detected by content) as a dict with
     ``traceEvents``; :class:`InputError` naming the file and what is wrong otherwise."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror}") from None
+    raw = read_input(p, "workload", TRACE_FILE_LIMIT)
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise InputError("workload", f"{p.name}: not a complete gzip file ({e}); expected a gzip-compressed Kineto JSON trace") from None
+        raw = gunzip(raw, p.name, "workload", TRACE_FILE_LIMIT)
     try:
         data = json.loads(raw)
     except UnicodeDecodeError:
         raise InputError("workload", f"{p.name}: not text; expected a Kineto JSON trace (.json or .json.gz)") from None
     except json.JSONDecodeError as e:
         raise InputError("workload", f"{p.name}: not valid JSON (line {e.lineno}: {e.msg}); the trace may be truncated") from None
+    except RecursionError:
+        raise InputError("workload", f"{p.name}: JSON nested too deeply; expected a Kineto JSON trace") from None
     if isinstance(data, list):
         data = {"traceEvents": data}
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):

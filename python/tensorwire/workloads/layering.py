@@ -116,11 +116,20 @@ def split_at_collectives(
 
 
 def with_owners(layers: Sequence[Layer], colls: Sequence[Collective]) -> tuple[Collective, ...]:
-    """``colls`` with ``layer`` set to the layer owning each as a gradient tensor."""
+    """``colls`` with ``layer`` set to the layer owning each as a gradient tensor: the first
+    tensor (in layer order) named ``....KIND#INDEX`` after the collective.
+
+    Linear in the number of tensors: ``KIND#INDEX`` has no dot, so a name ends with
+    ``.KIND#INDEX`` exactly when that is the text after its last dot, which indexes them."""
     owner = {t.name: layer.name for layer in layers for t in layer.tensors}
+    by_suffix: dict[str, str] = {}
+    for tensor, layer_name in owner.items():
+        head, dot, suffix = tensor.rpartition(".")
+        if dot:
+            by_suffix.setdefault(suffix, layer_name)
     out = []
     for c in colls:
-        name = next((n for t, n in owner.items() if t.endswith(f".{c.kind}#{c.index}")), None) if c.is_gradient else None
+        name = by_suffix.get(f"{c.kind}#{c.index}") if c.is_gradient else None
         out.append(Collective(c.kind, c.bytes, c.dtype, c.launch_s, c.start_s, c.end_s, c.phase, name, c.overlap_s, c.index))
     return tuple(out)
 

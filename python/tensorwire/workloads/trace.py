@@ -18,6 +18,7 @@ import math
 import re
 
 from tensorwire._core import InputError
+from tensorwire.limits import U32_MAX, U64_MAX
 from tensorwire.workload import Layer, Tensor, Workload
 
 _HEADER = re.compile(r"#\s*(forward_s|first_backward_s|batch_size)\s*[:=]\s*(\S+)")
@@ -53,6 +54,8 @@ def parse_trace(text: str, name: str = "trace") -> Workload:
             raise InputError(f"trace line {number}", "event_time must be a number and size an integer") from None
         if not math.isfinite(t) or t < 0 or b < 0:
             raise InputError(f"trace line {number}", "event_time and size must be >= 0")
+        if b > U64_MAX:
+            raise InputError(f"trace line {number}", f"size {b} is more than {U64_MAX} bytes")
         source = source or src
         if src == source:
             events.append((t, tensor, b))
@@ -62,8 +65,8 @@ def parse_trace(text: str, name: str = "trace") -> Workload:
         if not (math.isfinite(header[key]) and header[key] >= 0):
             raise InputError(f"trace.{key}", "must be a number of seconds >= 0")
     batch = header["batch_size"]
-    if batch < 1 or batch != int(batch):
-        raise InputError("trace.batch_size", "must be an integer >= 1")
+    if not (math.isfinite(batch) and 1 <= batch <= U32_MAX and batch == int(batch)):
+        raise InputError("trace.batch_size", f"{batch!r} is not allowed; need an integer from 1 to {U32_MAX}")
     events.sort(key=lambda e: e[0])
     seen: dict[str, int] = {}
     produced: list[tuple[float, str, int]] = []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import tensorwire as tw
+from tensorwire._core import InputError
 from tensorwire.sweep import COLUMNS, read_rows, run_grid, write_rows
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "sweep-and-report.md"
@@ -59,7 +60,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path, rows: list[dict[str, 
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(tensorwire.io.os, "replace", no_rename)
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match="No space left on device; nothing was written"):
         write_rows(path, rows[:1])
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]

@@ -1,0 +1,48 @@
+"""The ranges of the integers the core takes, checked before they cross into it.
+
+Python integers are unbounded; the core's are not: counts of workers, iterations and batch
+sizes are 32-bit unsigned, byte sizes, seeds and flow budgets 64-bit unsigned. A value out
+of range is refused here as an :class:`InputError` naming the field (never wrapped, never an
+``OverflowError``). A ``bool`` is not a number here (``True`` is not one worker).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from tensorwire._core import InputError
+
+#: Largest value of the core's unsigned 32-bit counts (workers, iterations, batch size).
+U32_MAX = 2**32 - 1
+#: Largest value of the core's unsigned 64-bit quantities (bytes, seeds, flow budgets).
+U64_MAX = 2**64 - 1
+
+
+def is_int(value: Any) -> bool:
+    """An integer (``int``, numpy's) that is not a ``bool``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int(field: str, value: Any, minimum: int = 0, maximum: int = U64_MAX) -> int:
+    """``value`` if it is an integer in ``[minimum, maximum]``, else :class:`InputError`.
+
+    >>> check_int("workers", 8, 1, U32_MAX)
+    8
+    """
+    if not is_int(value) or not minimum <= value <= maximum:
+        shown = repr(value) if not is_int(value) or int(value).bit_length() <= 96 else f"an integer of {int(value).bit_length()} bits"
+        raise InputError(field, f"{shown} is not allowed; need an integer from {minimum} to {maximum}")
+    return int(value)
+
+
+def check_text(field: str, value: Any) -> str:
+    """``value`` if it is text the core can take (a ``str`` that is valid Unicode: no lone
+    surrogates such as JSON's ``"\\ud800"``), else :class:`InputError`."""
+    if not isinstance(value, str):
+        raise InputError(field, f"{value!r:.80} is not text")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(field, f"{value[:40]!a}: not valid Unicode (character {e.start} is a lone surrogate)") from None
+    return value

@@ -1,0 +1,90 @@
+"""API arguments: integers outside the core's types are InputError naming the field (never
+OverflowError or a wrapped value); wrong object types are a TypeError saying what was
+expected (never an AttributeError from deep inside)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+import tensorwire as tw
+from tensorwire._core import InputError
+from tensorwire.api import Job, simulate_jobs
+from tensorwire.failures import Failure
+from tensorwire.limits import U32_MAX, U64_MAX, check_int
+from tensorwire.strategy import split_specs
+from tensorwire.workload import Layer, Tensor, Workload
+
+W = tw.load_model("resnet50")
+C = tw.Cluster(8, "25Gbps")
+
+OUT_OF_RANGE: list[tuple[str, Callable[[], Any]]] = [
+    ("workers", lambda: tw.Cluster(2**64, "25Gbps")),
+    ("workers", lambda: tw.Cluster(U32_MAX + 1, "25Gbps")),
+    ("iterations", lambda: tw.simulate(W, C, "ring", iterations=10**30)),
+    ("max_flows", lambda: tw.simulate(W, C, "ring", max_flows=10**30)),
+    ("seed", lambda: tw.simulate(W, C, "ring", seed=2**64)),
+    ("seed", lambda: tw.simulate(W, tw.Cluster(8, "25Gbps", placement="random"), "ring", seed=2**64)),
+    ("seed", lambda: simulate_jobs([Job("a", W, 4, "ring")], C, seed=-1)),
+    ("tensor.bytes", lambda: Tensor("t", -4)),
+    ("tensor.bytes", lambda: Tensor("t", 2**64)),
+    ("tensor.bytes", lambda: Tensor("t", True)),
+    ("workload.batch_size", lambda: Workload("x", 2**63, (Layer("a", 0.1, 0.1),))),
+    ("workload.batch_size", lambda: tw.load_model("resnet50", batch_size=2**40)),
+    ("workload.batch_size", lambda: tw.load_model("llama3_8b", batch_size=2**40)),
+    ("workload.tensors", lambda: Workload("x", 1, (Layer("a", 0, 0, (Tensor("a", 2**63), Tensor("b", 2**63))),))),
+    ("jobs.workers", lambda: Job("a", W, 2**40, "ring")),
+    ("bandwidth", lambda: tw.Cluster(8, True)),
+    ("slowdowns", lambda: tw.simulate(W, C, "ring", slowdowns=[2] * 8)),
+    ("gpu", lambda: tw.load_model("resnet50", gpu="")),
+    ("tensor.name", lambda: Tensor("\ud800", 4)),
+]
+
+
+@pytest.mark.parametrize("field, call", OUT_OF_RANGE, ids=[f"{f}-{i}" for i, (f, _) in enumerate(OUT_OF_RANGE)])
+def test_out_of_range_values_are_input_errors_naming_the_field(field: str, call: Callable[[], Any]) -> None:
+    with pytest.raises(InputError) as e:
+        call()
+    assert e.value.args[0] == field
+
+
+WRONG_TYPES: list[Callable[[], Any]] = [
+    lambda: tw.simulate(W, C, "ring", failures="h3@0s"),  # type: ignore[arg-type]
+    lambda: tw.simulate(W, C, "ring", failures=[("h3", 0.0, 0.0)]),  # type: ignore[list-item]
+    lambda: tw.simulate(W, C, "ring", failures=[None]),  # type: ignore[list-item]
+    lambda: tw.simulate(W, C, "ring", progress=123),  # type: ignore[arg-type]
+    lambda: tw.simulate("resnet50", C, "ring"),  # type: ignore[arg-type]
+    lambda: Layer("a", 0.1, 0.1, (None,)),  # type: ignore[arg-type]
+    lambda: Job("a", None, 4, "ring"),  # type: ignore[arg-type]
+    lambda: simulate_jobs(["a"], C),  # type: ignore[list-item]
+    lambda: split_specs(None),  # type: ignore[arg-type]
+    lambda: Failure(None, 0.0),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("call", WRONG_TYPES)
+def test_wrong_types_are_type_errors_saying_what_is_expected(call: Callable[[], Any]) -> None:
+    with pytest.raises(TypeError, match="must be|takes"):
+        call()
+
+
+def test_limits_are_the_cores_types() -> None:
+    assert (U32_MAX, U64_MAX) == (4294967295, 18446744073709551615)
+    assert check_int("x", U64_MAX) == U64_MAX
+    with pytest.raises(InputError, match="100 bits"):
+        check_int("x", 10**30, 0, U32_MAX)
+    # The largest values pass the checks (the core may still refuse them for its budgets).
+    assert tw.Cluster(U32_MAX, "25Gbps").workers == U32_MAX
+    assert Tensor("t", U64_MAX).bytes == U64_MAX
+
+
+def test_empty_and_malformed_lists_are_refused() -> None:
+    with pytest.raises(InputError, match="at least one"):
+        split_specs("")
+    with pytest.raises(InputError, match="empty item"):
+        split_specs("ps,,ring")
+    from tensorwire.sweep.grid import expand
+
+    with pytest.raises(InputError, match="empty item"):
+        expand("resnet50", "4,,8", "25Gbps", "ring")

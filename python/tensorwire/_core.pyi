@@ -9,6 +9,7 @@ class InputError(ValueError):
 
 WorkloadTuple = tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]]]
 
+DEFAULT_MAX_FLOWS: int
 def simulate(
     workload: WorkloadTuple,
     workers: int,

@@ -129,13 +129,15 @@ pub(crate) fn check(sc: &Scenario, work: Work, star: bool) -> Result<()> {
             "ps:placement=sharded (on a star it folds by server class), fewer workers or iterations"
         }
         Family::ParameterServer(_) => "fewer workers or iterations",
-        _ if star => "fewer workers or iterations",
+        _ if star => "ring, halving-doubling or fsdp (they fold on a star), fewer workers or iterations",
         _ => "a strategy this fabric folds (fsdp, hsdp, or any all-reduce on a star), fewer workers or iterations",
     };
-    let concurrency = if work.weight > 1 {
-        format!(", each costing about {} flows alone as {} workers share a server's link", work.weight, sc.workers)
-    } else {
-        String::new()
+    let concurrency = match (&sc.strategy.family, work.weight) {
+        (_, 0 | 1) => String::new(),
+        (Family::ParameterServer(_), w) => {
+            format!(", each costing about {w} flows alone as {} workers share a server's link", sc.workers)
+        }
+        (_, w) => format!(", each costing about {w} flows alone as ranks send and receive at once"),
     };
     Err(Error::invalid(
         "max_flows",

@@ -27,6 +27,7 @@ class InputError(ValueError):
 #: size in bytes, collective name): the whole workload, the same into every entry point.
 WorkloadTuple = tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]], int, str]
 
+DEFAULT_MAX_FLOWS: int
 def simulate(
     workload: WorkloadTuple,
     workers: int,

@@ -14,6 +14,11 @@ from tensorwire.result import Result
 from tensorwire.strategy import Strategy
 from tensorwire.workload import Workload
 
+#: The flow budget ``simulate`` and ``simulate_jobs`` use when given none (and the CLI's
+#: ``--max-flows`` default): defined once, in the core (about 2 s of simulation; see
+#: docs/simulator.md, "The flow budget").
+DEFAULT_MAX_FLOWS: int = _core.DEFAULT_MAX_FLOWS
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -38,7 +43,7 @@ def simulate(
     slowdowns: Optional[Sequence[float]] = None,
     fold: bool = True,
     timeline: bool = False,
-    max_flows: Optional[int] = None,
+    max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
     progress: Optional[Callable[[Progress], bool]] = None,
     failures: Sequence[Failure] = (),
 ) -> Result:
@@ -50,11 +55,16 @@ def simulate(
     ``fold=False`` disables the shortcuts (folding ranks that behave alike; timing a
     collective whose messages each have links of their own by its step recurrence): the
     same answer, slower; for checking.
-    ``max_flows`` stops a run that would need more flows than that with an ``InputError``
-    (field ``max_flows``) instead of running for hours or out of memory (messages timed by
-    lanes count 1/16 of a flow: they need no memory and a few nanoseconds each);
-    ``progress`` is called every 65,536 events with a :class:`Progress` and stops the run
-    (``InputError``, field ``interrupted``) when it returns False. ``failures`` lowers
+    ``max_flows`` refuses a run that would need more flows than that with an ``InputError``
+    (field ``max_flows``) instead of running for minutes or out of memory: before anything
+    is simulated, from an upper bound of the flows the run will simulate (after folding;
+    messages timed by lanes count 1/64 of a flow; a flow of an unfolded parameter server or
+    tree counts as the flows it shares links with), and again while running. The default,
+    :data:`DEFAULT_MAX_FLOWS`, keeps a run within about 2 s; pass a larger number to allow
+    longer runs, or ``None`` for no budget at all.
+    ``progress`` is called every 65,536 events (and at least every 0.2 s) with a
+    :class:`Progress` and stops the run (``InputError``, field ``interrupted``) when it
+    returns False; Ctrl-C stops a run within a second. ``failures`` lowers
     links' rates (or takes them down) at given times (:mod:`tensorwire.failures`); one
     timed after the run ended could change nothing and is refused (``InputError``, field
     ``failures[i].at_s``, saying when the run ended), so ``Result.failures_applied`` is
@@ -194,7 +204,7 @@ def simulate_jobs(
     iterations: int = _core.DEFAULT_ITERATIONS,
     seed: int = 0,
     failures: Sequence[Failure] = (),
-    max_flows: Optional[int] = None,
+    max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
 ) -> list[Result]:
     """Simulates several jobs sharing one fabric; one :class:`Result` per job.
 
@@ -209,7 +219,8 @@ def simulate_jobs(
     take lanes; a job's ``link_utilization`` is the whole fabric's. Every strategy runs as it
     does alone, with all its options; a parameter-server job's servers take hosts of their
     own after its workers' (:attr:`Job.hosts_needed`). A failure timed after the last job
-    ended is refused as in :func:`simulate`.
+    ended is refused as in :func:`simulate`. ``max_flows`` is the budget of all the jobs
+    together, as in :func:`simulate` (checked while running; ``None``: no budget).
 
     >>> import tensorwire as tw
     >>> w = tw.load_model("resnet50")

@@ -143,18 +143,19 @@ fn report_to_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDic
     Ok(d)
 }
 
-/// Calls `callback(iterations_done, iterations, simulated_s, events, flows)` with the GIL;
-/// a false result, an exception or a pending signal (Ctrl-C) stops the run.
-fn progress_hook(callback: PyObject) -> ProgressHook {
+/// Calls `callback(iterations_done, iterations, simulated_s, events, flows)` (if any) with
+/// the GIL; a false result, an exception or a pending signal (Ctrl-C) stops the run.
+fn progress_hook(callback: Option<PyObject>) -> ProgressHook {
     ProgressHook(std::sync::Arc::new(move |p: &Progress| {
         Python::with_gil(|py| {
             if py.check_signals().is_err() {
                 return false;
             }
-            callback
-                .call1(py, (p.iterations_done, p.iterations, p.simulated_s, p.events, p.flows))
-                .and_then(|r| r.is_truthy(py))
-                .unwrap_or(false)
+            callback.as_ref().is_none_or(|c| {
+                c.call1(py, (p.iterations_done, p.iterations, p.simulated_s, p.events, p.flows))
+                    .and_then(|r| r.is_truthy(py))
+                    .unwrap_or(false)
+            })
         })
     }))
 }
@@ -220,7 +221,7 @@ fn simulate<'py>(
         sc.allow_lanes = allow_lanes;
         sc.record_timeline = timeline;
         sc.max_flows = max_flows;
-        sc.progress = progress.map(progress_hook);
+        sc.progress = Some(progress_hook(progress));
         sc.failures = failures
             .unwrap_or_default()
             .into_iter()
@@ -671,6 +672,7 @@ fn tree_allreduce_plan(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_input_error_fields(m.py())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
+    m.add("DEFAULT_MAX_FLOWS", tensorwire_core::engine::DEFAULT_MAX_FLOWS)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_class::<Scheduler>()?;
     m.add_function(wrap_pyfunction!(partition, m)?)?;

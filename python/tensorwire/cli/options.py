@@ -100,10 +100,10 @@ max_flows = click.option(
     "--max-flows",
     type=int,
     callback=_positive,
-    default=200_000_000,
+    default=_core.DEFAULT_MAX_FLOWS,
     show_default=True,
-    help="Stop with an error instead of simulating more flows than this (about a minute of CPU per 200 million; "
-    "messages timed by lanes count 1/16 of a flow).",
+    help="Refuse up front a run that needs more flows than this (the default keeps a run within about 2 s; "
+    "messages timed by lanes count 1/64 of a flow).",
 )
 run_options = _stack(
     click.option("--iterations", type=int, callback=_positive, default=_core.DEFAULT_ITERATIONS, show_default=True, help="Iterations to simulate (first is warm-up)."),

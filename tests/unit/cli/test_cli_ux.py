@@ -21,8 +21,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_compare_lists_a_strategy_over_the_flow_budget_as_refused_and_picks_another_baseline() -> None:
-    p = run("compare", "--model", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-h100",
-            "--strategies", "fsdp,ring", "--max-flows", "1000", "--json")
+    # ring on 1,024 ranks needs about 250 million flows: refused up front by the default budget
+    p = run("compare", "--model", "llama3_8b", "-n", "1024", "--topology", "rail:node=dgx-h100",
+            "--strategies", "fsdp,ring", "--json")
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     ran = [r for r in rows if "refused" not in r]
@@ -32,8 +33,8 @@ def test_compare_lists_a_strategy_over_the_flow_budget_as_refused_and_picks_anot
     assert ran[0]["baseline"] == "fsdp" and "ring" in ran[0]["baseline_note"]
     # progress is visible off a terminal: a line per finished strategy on stderr
     assert "[1/2]" in p.stderr and "[2/2]" in p.stderr and "refused" in p.stderr
-    table = run("compare", "--model", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-h100",
-                "--strategies", "fsdp,ring", "--max-flows", "1000")
+    table = run("compare", "--model", "llama3_8b", "-n", "1024", "--topology", "rail:node=dgx-h100",
+                "--strategies", "fsdp,ring")
     assert table.returncode == 0 and "refused:" in table.stdout and "vs fsdp" in table.stdout
 
 

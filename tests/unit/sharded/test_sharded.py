@@ -90,7 +90,7 @@ def test_bad_sharded_input_is_one_line_and_exit_2(args: list[str], field: str) -
 def test_compare_ranks_ddp_against_sharded_strategies_for_an_llm() -> None:
     p = run("compare", "--model", "llama3_8b", "--seq-len", "1024", "-n", "16", "-b", "100Gbps", "--json")
     assert p.returncode == 0, p.stderr
-    rows = json.loads(p.stdout)
+    rows = [r for r in json.loads(p.stdout) if "refused" not in r]  # over the flow budget: a row saying so
     names = {r["strategy"] for r in rows}
     assert {"ring", "zero1", "zero2", "fsdp", "hsdp"} <= names
     assert all(r["baseline"] == "ring" for r in rows)

@@ -23,6 +23,7 @@
 
 mod core;
 mod driver;
+mod estimate;
 mod failures;
 mod fold;
 mod jobs;
@@ -34,6 +35,7 @@ mod slab;
 mod step;
 mod variability;
 
+pub use estimate::DEFAULT_MAX_FLOWS;
 pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
 pub use variability::Variability;
@@ -95,12 +97,14 @@ pub struct Scenario {
     pub allow_lanes: bool,
     /// Record the spans of the last iteration into [`Report::timeline`].
     pub record_timeline: bool,
-    /// Refuse to go on past this many flows (a guard against runs that would take hours
-    /// or exhaust memory; messages timed by lanes count 1/16 of a flow each: they cost no
-    /// memory and a few nanoseconds); `None` for no limit.
+    /// Refuse runs that need more than this many flows (a guard against runs that would
+    /// take hours or exhaust memory; messages timed by lanes count 1/64 of a flow each:
+    /// they cost no memory and a few nanoseconds). Checked up front against an upper
+    /// bound of the run's work (`estimate.rs`), and while running; `None` for no limit
+    /// ([`DEFAULT_MAX_FLOWS`] is what the CLI and the Python API use by default).
     pub max_flows: Option<u64>,
-    /// Called every [`PROGRESS_EVERY`] events (or messages timed without one, by lanes);
-    /// returning `false` stops the run.
+    /// Called every [`PROGRESS_EVERY`] events (or messages timed without one, by lanes)
+    /// and at least every 0.2 s of wall-clock time; returning `false` stops the run.
     pub progress: Option<ProgressHook>,
     /// Link and node failures during the run (a scenario with failures is not folded).
     pub failures: Vec<Failure>,
@@ -289,6 +293,8 @@ enum Gate {
 
 struct Engine<'a> {
     sc: &'a Scenario,
+    /// What the run will simulate, counted up front (`estimate.rs`).
+    work: estimate::Work,
     /// Ranks the protocol simulates: 1 when folded, else every worker. Workers whose
     /// compute differs are simulated one by one even then (`workers`).
     net_ranks: usize,
@@ -591,6 +597,7 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     }
     let folding = Folding { folded, rank_fold, server_classes, lanes: sc.allow_lanes };
     let mut engine = Engine::new(sc, &mut core, schedule, folding, 0, None)?;
+    estimate::check(sc, engine.work, matches!(core.topo.shape(), Shape::Star))?;
     driver::drive(sc, &mut [&mut engine], &mut core)?;
     Ok(engine.report(&mut core))
 }
@@ -651,8 +658,21 @@ impl<'a> Engine<'a> {
             strategy.reduce_dtype.map_or(1.0, |d| f64::from(d.bytes()) / f64::from(sc.workload.dtype_bytes))
                 / strategy.compression;
         let reduce_ns_per_byte = strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r);
+        let work: estimate::Work;
         let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&strategy.family, schedule) {
             (Family::ParameterServer(c), _) => {
+                // Per simulated piece: a push from every worker (to the switch with
+                // in-network aggregation, then one aggregate), a pull to every worker.
+                let pieces = match server_classes {
+                    Some(_) => tasks.len() / c.num_ps.max(1),
+                    None => tasks.len(),
+                } as u64;
+                let per_piece = 2 * n as u64 + 1;
+                work = estimate::Work {
+                    flows: pieces.saturating_mul(per_piece).saturating_mul(u64::from(sc.iterations)),
+                    lane_messages: 0,
+                    weight: estimate::ps_weight(sc, n, server_classes.is_some()),
+                };
                 let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
                 let settings = ps::PsSettings { wire_factor, reduce_ns_per_byte };
                 (
@@ -691,6 +711,24 @@ impl<'a> Engine<'a> {
                     lanes::Lanes::plan(core, schedule.as_ref(), n, rank_fold.as_ref(), simulated)
                 } else {
                     None
+                };
+                // At most one collective per task and iteration (fusion only merges them).
+                let simulated = if folded { 1 } else { n };
+                let ranks = estimate::simulated_ranks(simulated, rank_fold.as_ref().map(|f| &f.reps[..]));
+                let per_op = estimate::PerOp::new(schedule.as_ref(), n, &ranks);
+                let per_iteration = tasks.iter().fold(0u64, |sum, t| {
+                    sum.saturating_add(per_op.of(
+                        t.bytes as f64 * wire_factor,
+                        settings.pipeline_bytes,
+                        settings.max_pipeline,
+                    ))
+                });
+                let messages = per_iteration.saturating_mul(u64::from(sc.iterations));
+                work = if lanes.is_some() {
+                    estimate::Work { flows: 0, lane_messages: messages, weight: 1 }
+                } else {
+                    let weight = estimate::step_weight(sc, schedule.as_ref(), n, folded || rank_fold.is_some());
+                    estimate::Work { flows: messages, lane_messages: 0, weight }
                 };
                 (
                     Box::new(
@@ -737,6 +775,7 @@ impl<'a> Engine<'a> {
             .collect();
         Ok(Engine {
             sc,
+            work,
             job,
             hosts: hosts.map(|h| h.workers),
             net_ranks,

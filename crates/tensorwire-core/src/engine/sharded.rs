@@ -23,7 +23,7 @@
 
 use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
-use super::{build_core, build_report, variability, Scenario};
+use super::{build_core, build_report, estimate, variability, Scenario};
 use crate::collectives::{
     split_layout, AcrossGroups, AllGather, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter, Ring,
     StepSchedule,
@@ -82,8 +82,18 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
         max_pipeline: 256,
     };
     let relabel = rank_fold.clone();
-    let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
+    // Up front: every collective of the program, once per iteration, at the simulated ranks.
+    let simulated = estimate::simulated_ranks(ranks, rank_fold.as_ref().map(|f| &f.reps[..]));
+    let per_op: Vec<estimate::PerOp> =
+        schedules.iter().map(|s| estimate::PerOp::new(s.as_ref(), n, &simulated)).collect();
+    let per_iteration = program.collectives.iter().fold(0u64, |sum, c| {
+        sum.saturating_add(per_op[c.schedule].of(c.bytes as f64, settings.pipeline_bytes, settings.max_pipeline))
+    });
+    let flows = per_iteration.saturating_mul(u64::from(sc.iterations));
+    drop(per_op);
+    estimate::check(sc, estimate::Work { flows, lane_messages: 0, weight: 1 }, star)?;
+    let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let mut measured = Runner::new(sc, program, ranks, 0, exec, sampler).run(&mut core)?;
     if let Some(fold) = relabel {

@@ -1,0 +1,306 @@
+//! The up-front cost estimate of a run, checked against [`Scenario::max_flows`] before
+//! anything is simulated (docs/simulator.md, "The flow budget").
+//!
+//! The estimate counts the messages the engine will actually start, given its folding
+//! decisions (star, digit and server-class folding: only the simulated ranks' messages)
+//! and its lanes decision (messages timed by lanes weigh 1/64 of a flow, as the running
+//! check counts them), over every iteration. It is an upper bound of the flows the run
+//! starts (a test checks it on random scenarios): an all-reduce releases at most one
+//! collective per task (fusion only merges them), and a pipelined schedule sends each
+//! piece over the same edges, so its messages grow linearly with the pieces.
+//!
+//! Schedules that are not rank-symmetric (trees, hierarchical), simulated unfolded under
+//! the max-min model, weigh 2 flows a message: their ranks send and receive at once in
+//! chains that couple every link into one component that each event re-rates (measured
+//! 1.2-1.7 us a flow at 1,024 ranks, against 0.3-0.6 us for a ring or a sharded
+//! strategy's collectives).
+//!
+//! Parameter servers that are not folded add a term for concurrency: every worker's
+//! push of a tensor shares the server's link with every other worker's, and the max-min
+//! model re-rates each flow sharing a link whenever one starts or ends, so a flow costs
+//! about as much as N / 2 flows alone (measured: 30 us per flow at 64 workers, 55 us at
+//! 128, against 0.3-1.5 us for a flow of a collective).
+
+use super::driver::LANE_MESSAGES_PER_FLOW;
+use super::Scenario;
+use crate::collectives::StepSchedule;
+use crate::error::{Error, Result};
+use crate::network::ModelKind;
+use crate::strategy::{Family, Placement};
+
+/// The flow budget used when a caller gives none (the CLI's `--max-flows` default and
+/// `tensorwire.simulate`'s `max_flows` default): about 2 s of simulation on one core of
+/// the reference machine at the slowest measured cost per estimated flow (see
+/// docs/simulator.md, "The flow budget", for the measurements).
+pub const DEFAULT_MAX_FLOWS: u64 = 4_000_000;
+
+/// Step evaluations (a rank's plan at a step) the estimate makes at most per schedule
+/// before it stops counting: far above what any run within the default budget needs
+/// (1,024 unfolded ranks of a ring: 2.1 million); past it, the run's own step
+/// evaluations alone would take longer than a run should.
+const MAX_EVALUATIONS: u64 = 1 << 24;
+
+/// What a run will simulate, counted before it starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Work {
+    /// Messages simulated one by one by the network model (an upper bound).
+    pub flows: u64,
+    /// Messages timed by lanes (an upper bound).
+    pub lane_messages: u64,
+    /// Cost of each flow, in flows alone: 1, or the concurrency of an unfolded parameter
+    /// server's links under the max-min model.
+    pub weight: u64,
+}
+
+impl Work {
+    /// The work in flows, as the budget counts it (saturating).
+    pub fn units(&self) -> u64 {
+        self.flows.saturating_mul(self.weight.max(1)).saturating_add(self.lane_messages / LANE_MESSAGES_PER_FLOW)
+    }
+}
+
+/// Messages that the ranks `ranks` (of `n`) send in one collective of `schedule` cut in
+/// `pipeline` pieces; `None` when counting would take more than [`MAX_EVALUATIONS`]
+/// step evaluations. A rank-symmetric schedule sends the same number at every rank, so
+/// one rank is counted for all.
+fn messages(schedule: &dyn StepSchedule, n: usize, pipeline: usize, ranks: &[usize]) -> Option<u64> {
+    let steps = schedule.steps(n, pipeline);
+    let count = |r: usize| (0..steps).map(|s| schedule.step(r, n, pipeline, s).sends.len() as u64).sum::<u64>();
+    if schedule.rank_symmetric(n) {
+        if steps as u64 > MAX_EVALUATIONS {
+            return None;
+        }
+        return Some(count(ranks.first().copied().unwrap_or(0)) * ranks.len() as u64);
+    }
+    if (steps as u64).saturating_mul(ranks.len() as u64) > MAX_EVALUATIONS {
+        return None;
+    }
+    Some(ranks.iter().map(|&r| count(r)).sum())
+}
+
+/// Messages per collective of `schedule` by its pipeline pieces: counted for 1 and 2
+/// pieces, linear beyond (each piece crosses the same edges).
+pub(crate) struct PerOp<'a> {
+    schedule: &'a dyn StepSchedule,
+    one: Option<u64>,
+    two: Option<u64>,
+}
+
+impl<'a> PerOp<'a> {
+    /// Counts the messages of `schedule` over `n` ranks sent by the simulated `ranks`.
+    pub fn new(schedule: &'a dyn StepSchedule, n: usize, ranks: &[usize]) -> Self {
+        let one = messages(schedule, n, 1, ranks);
+        let two = if schedule.pipelines() { messages(schedule, n, 2, ranks) } else { one };
+        PerOp { schedule, one, two }
+    }
+
+    /// Messages of one collective over `wire_bytes` cut in pieces of `piece_bytes` (at
+    /// most `max`); `u64::MAX` when too many to count.
+    pub fn of(&self, wire_bytes: f64, piece_bytes: f64, max: usize) -> u64 {
+        let (Some(one), Some(two)) = (self.one, self.two) else { return u64::MAX };
+        let p = self.schedule.pieces_for(wire_bytes, piece_bytes, max) as u64;
+        one.saturating_add((p - 1).saturating_mul(two.saturating_sub(one)))
+    }
+}
+
+/// The simulated ranks: `0..simulated` or the representatives of a digit folding.
+pub(crate) fn simulated_ranks(simulated: usize, reps: Option<&[usize]>) -> Vec<usize> {
+    reps.map_or_else(|| (0..simulated).collect(), <[usize]>::to_vec)
+}
+
+/// Refuses `work` over the scenario's budget, in one line: what the run would need, the
+/// budget, and what to use instead.
+/// `star`: the fabric is a star (where every all-reduce that folds does).
+pub(crate) fn check(sc: &Scenario, work: Work, star: bool) -> Result<()> {
+    #[cfg(test)]
+    LAST.with(|l| l.set(Some(work)));
+    let Some(max) = sc.max_flows else { return Ok(()) };
+    let units = work.units();
+    if units <= max {
+        return Ok(());
+    }
+    let needs = if units == u64::MAX {
+        "more flows than can be counted".to_string()
+    } else {
+        format!("about {} flows", human(units))
+    };
+    let instead = match &sc.strategy.family {
+        Family::ParameterServer(c) if c.placement != Placement::Sharded => {
+            "ps:placement=sharded (on a star it folds by server class), fewer workers or iterations"
+        }
+        Family::ParameterServer(_) => "fewer workers or iterations",
+        _ if star => "ring, halving-doubling or fsdp (they fold on a star), fewer workers or iterations",
+        _ => "a strategy this fabric folds (fsdp, hsdp, or any all-reduce on a star), fewer workers or iterations",
+    };
+    let concurrency = match (&sc.strategy.family, work.weight) {
+        (_, 0 | 1) => String::new(),
+        (Family::ParameterServer(_), w) => {
+            format!(", each costing about {w} flows alone as {} workers share a server's link", sc.workers)
+        }
+        (_, w) => format!(", each costing about {w} flows alone as ranks send and receive at once"),
+    };
+    Err(Error::invalid(
+        "max_flows",
+        format!(
+            "{} on {} workers for {} iterations needs {needs}{concurrency}, more than {max} flows (the budget); use {instead}, or raise max_flows (--max-flows {})",
+            sc.strategy.spec,
+            sc.workers,
+            sc.iterations,
+            units.saturating_add(units / 10).max(max + 1),
+        ),
+    ))
+}
+
+/// `n` in a short form: 4,200,000 as "4.2 million".
+fn human(n: u64) -> String {
+    match n {
+        0..1_000_000 => n.to_string(),
+        1_000_000..1_000_000_000 => format!("{:.1} million", n as f64 / 1e6),
+        _ => format!("{:.1} billion", n as f64 / 1e9),
+    }
+}
+
+/// The cost of a flow of `schedule` over `n` ranks, in flows (see the module documentation).
+pub(crate) fn step_weight(sc: &Scenario, schedule: &dyn StepSchedule, n: usize, folded: bool) -> u64 {
+    if folded || sc.network != ModelKind::Flow || schedule.rank_symmetric(n) {
+        1
+    } else {
+        2
+    }
+}
+
+/// Whether a parameter-server run that is not folded pays the max-min concurrency term.
+/// Only unicast pulls pay it: with multicast, runs of 1,024 workers take under a second.
+pub(crate) fn ps_weight(sc: &Scenario, simulated_workers: usize, folded_by_class: bool) -> u64 {
+    let multicast = matches!(&sc.strategy.family, Family::ParameterServer(c) if c.multicast);
+    if folded_by_class || multicast || sc.network != ModelKind::Flow {
+        1
+    } else {
+        (simulated_workers as u64).div_ceil(2).max(1)
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The last run's estimate on this thread (tests compare it with what the run did).
+    pub(crate) static LAST: std::cell::Cell<Option<Work>> = const { std::cell::Cell::new(None) };
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::{prop, prop_assert, proptest, ProptestConfig};
+
+    use super::super::tests::{scenario, workload};
+    use super::super::{simulate, Scenario};
+    use super::{Work, LAST};
+    use crate::topology::TopologySpec;
+
+    /// The estimate of `sc`'s run and the flows it started.
+    fn estimate_and_flows(sc: &Scenario) -> (Work, u64) {
+        LAST.with(|l| l.set(None));
+        let flows = simulate(sc).unwrap().flows;
+        (LAST.with(|l| l.get()).expect("every run is estimated"), flows)
+    }
+
+    const STRATEGIES: &[&str] = &[
+        "ring",
+        "ring+multicast",
+        "tree",
+        "double-tree",
+        "halving-doubling",
+        "recursive-doubling",
+        "hierarchical:gpus_per_node=2",
+        "ring:fusion=64KiB",
+        "ring:partition=1KiB",
+        "double-tree:chunk=1KiB",
+        "ps",
+        "ps:num_ps=2,placement=sharded",
+        "ps+multicast",
+        "ps+ina",
+        "ps:credit=4KiB",
+        "zero1",
+        "zero2",
+        "fsdp",
+        "hsdp:shard_group=2",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+
+        /// The up-front estimate bounds the flows the run starts (messages timed by lanes
+        /// included), folded or not, with lanes or not, on a star or a leaf-spine.
+        #[test]
+        fn the_estimate_bounds_the_flows_a_run_starts(
+            strategy in prop::sample::select(STRATEGIES),
+            half in 1usize..5,
+            sizes in prop::collection::vec(1u64..20_000, 1..6),
+            iterations in 1u32..4,
+            fold in prop::bool::ANY,
+            lanes in prop::bool::ANY,
+            leaf_spine in prop::bool::ANY,
+        ) {
+            let n = 2 * half;
+            let mut sc = scenario(workload(&sizes, 3000), n, strategy, 100);
+            sc.iterations = iterations;
+            sc.allow_folding = fold;
+            sc.allow_lanes = lanes;
+            if leaf_spine && !strategy.contains("ina") {
+                sc.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=2,spines=1").unwrap();
+            }
+            let (work, flows) = estimate_and_flows(&sc);
+            prop_assert!(work.flows + work.lane_messages >= flows, "{strategy} on {n}: estimated {work:?}, ran {flows}");
+        }
+    }
+
+    #[test]
+    fn a_run_over_budget_is_refused_before_any_event() {
+        for strategy in ["ps", "ring", "fsdp", "double-tree", "ps:num_ps=2,placement=sharded"] {
+            let mut sc = scenario(workload(&[4096; 8], 1000), 4, strategy, 100);
+            sc.max_flows = Some(1);
+            let events = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+            let seen = events.clone();
+            sc.progress = Some(super::super::ProgressHook(std::sync::Arc::new(move |p| {
+                seen.store(p.events, std::sync::atomic::Ordering::Relaxed);
+                true
+            })));
+            let e = simulate(&sc).unwrap_err();
+            assert_eq!(e.field(), "max_flows", "{strategy}: {e}");
+            let text = e.to_string();
+            assert!(text.contains("needs about") && text.contains("more than 1 flows"), "{text}");
+            assert!(text.contains("raise max_flows (--max-flows"), "{text}");
+            // Refused up front: the run never reached a checkpoint.
+            assert_eq!(events.load(std::sync::atomic::Ordering::Relaxed), u64::MAX, "{strategy}");
+        }
+    }
+
+    #[test]
+    fn unfolded_parameter_servers_pay_for_concurrency_and_name_what_folds() {
+        let mut sc = scenario(workload(&[4096; 200], 1000), 64, "ps:num_ps=4", 100);
+        sc.max_flows = Some(100_000);
+        let e = simulate(&sc).unwrap_err();
+        assert!(e.to_string().contains("ps:placement=sharded"), "{e}");
+        // Sharded placement folds by server class: no concurrency term, within the budget.
+        sc.strategy = crate::strategy::Strategy::parse("ps:num_ps=4,placement=sharded").unwrap();
+        assert!(simulate(&sc).is_ok());
+    }
+
+    #[test]
+    fn pipelined_schedules_send_linearly_more_messages_with_more_pieces() {
+        use crate::collectives::{ChainBroadcast, DoubleBinaryTree, StepSchedule};
+        let schedules: [&dyn StepSchedule; 2] = [&DoubleBinaryTree, &ChainBroadcast];
+        for s in schedules {
+            for n in 2..12 {
+                let ranks: Vec<usize> = (0..n).collect();
+                let one = super::messages(s, n, 1, &ranks).unwrap();
+                for p in 1..10 {
+                    let per = super::PerOp { schedule: s, one: Some(one), two: super::messages(s, n, 2, &ranks) };
+                    assert_eq!(
+                        per.of(p as f64, 1.0, 256),
+                        super::messages(s, n, p, &ranks).unwrap(),
+                        "{s:?} n={n} p={p}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -7,6 +7,7 @@
 use super::core::Core;
 use super::{Progress, Scenario, PROGRESS_EVERY};
 use crate::error::{Error, Result};
+use crate::limits::{horizon_error, HORIZON_NS};
 use crate::metrics::Report;
 use crate::network::FlowEvent;
 use crate::units::{nanos_to_seconds, Nanos};
@@ -55,7 +56,16 @@ pub(crate) fn drive<J: Driven + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core
             checkpoint(sc, core, events, done)?;
         }
         let head = jobs.iter().enumerate().filter_map(|(i, j)| j.queue_head().map(|t| (t, i))).min();
-        match next(head.map(|h| h.0), core) {
+        let next = next(head.map(|h| h.0), core);
+        // Durations derived while simulating are clamped at the horizon (`limits.rs`):
+        // the run stops at the first event that reaches it.
+        if let Next::Network(t) | Next::Timer(t) | Next::Queue(t) = next {
+            if t >= HORIZON_NS {
+                let done = jobs.iter().map(|j| j.completed()).min().unwrap_or(0);
+                return Err(horizon_error(done, sc.iterations, !sc.variability.is_uniform()));
+            }
+        }
+        match next {
             Next::Network(t) => {
                 core.now = t;
                 flow_events.clear();

@@ -128,6 +128,12 @@ class Workload:
             Layer(layer.name, layer.forward_s / speedup, layer.backward_s / speedup, layer.tensors)
             for layer in self.layers
         )
+        if math.fsum(layer.forward_s + layer.backward_s for layer in layers) >= _core.HORIZON_S:
+            raise InputError(
+                "compute_speedup",
+                f"{speedup!r} makes an iteration's compute pass the simulation horizon of"
+                f" {_core.HORIZON_S:.0f} s (2^53 ns, 104 days); use a speedup that keeps it far below",
+            )
         return dataclasses.replace(self, layers=layers)
 
     # -- constructors -------------------------------------------------------------------

@@ -9,6 +9,7 @@ pub mod dtype;
 pub mod error;
 pub(crate) mod fasthash;
 pub mod gputopo;
+pub mod limits;
 pub mod network;
 pub mod spec;
 pub mod topology;

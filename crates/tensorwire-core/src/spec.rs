@@ -99,6 +99,9 @@ pub fn split(field: &str, text: &str) -> Result<(String, Vec<(String, String)>)>
             let Some((k, v)) = part.split_once('=') else {
                 return Err(Error::invalid(field, format!("option {part:?} is not key=value")));
             };
+            if k.trim().is_empty() {
+                return Err(Error::invalid(field, format!("option {part:?} has no key; write key=value")));
+            }
             pairs.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
@@ -124,8 +127,8 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
             _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
         },
         OptionKind::Flag => match text {
-            "true" | "1" | "yes" => OptionValue::Flag(true),
-            "false" | "0" | "no" => OptionValue::Flag(false),
+            "true" => OptionValue::Flag(true),
+            "false" => OptionValue::Flag(false),
             _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
         },
         OptionKind::Choice(words) => match words.iter().find(|w| **w == text) {

@@ -77,17 +77,39 @@ pub fn parse_duration(field: &str, text: &str) -> Result<f64> {
     Ok(v / s)
 }
 
-/// Seconds to nanoseconds, rounded to the nearest nanosecond; rejects negatives and non-finite values.
+/// Seconds to nanoseconds, rounded to the nearest nanosecond; rejects negatives,
+/// non-finite values and durations at or past the simulation horizon
+/// ([`crate::limits::HORIZON_NS`], 2^53 ns: about 104 days), which would otherwise
+/// saturate or wrap the engine's clock.
 pub fn seconds_to_nanos(field: &str, seconds: f64) -> Result<Nanos> {
     if !seconds.is_finite() || seconds < 0.0 {
         return Err(Error::invalid(field, format!("{seconds} s is not a finite, non-negative duration")));
     }
-    Ok((seconds * NS_PER_S).round() as Nanos)
+    crate::limits::nanos_within((seconds * NS_PER_S).round()).ok_or_else(|| {
+        Error::invalid(
+            field,
+            format!(
+                "{} s is past the simulation horizon; durations must be below {:.0} s (2^53 ns, 104 days)",
+                format_number(seconds),
+                crate::limits::HORIZON_S
+            ),
+        )
+    })
 }
 
 /// Nanoseconds to seconds.
 pub fn nanos_to_seconds(t: Nanos) -> f64 {
     t as f64 / NS_PER_S
+}
+
+/// A number for messages: plain when moderate, in exponent form (`1e300`) when huge or
+/// tiny, so that a line stays one short line.
+pub fn format_number(x: f64) -> String {
+    if x != 0.0 && !(1e-3..1e9).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
 }
 
 /// Human-readable size with binary units, e.g. `97.5 MiB`.
@@ -135,5 +157,15 @@ mod tests {
         assert!(parse_bytes("size", "abc").is_err());
         assert!(parse_bytes("size", "NaNMB").is_err());
         assert!(parse_duration("latency", "5").is_err());
+    }
+
+    #[test]
+    fn seconds_past_the_horizon_are_refused_not_saturated() {
+        assert_eq!(seconds_to_nanos("latency", 1000.0).unwrap(), 1_000_000_000_000);
+        for s in [1e9, 1e300, crate::limits::HORIZON_S] {
+            let e = seconds_to_nanos("latency", s).unwrap_err();
+            assert_eq!(e.field(), "latency");
+            assert!(e.to_string().contains("horizon"), "{e}");
+        }
     }
 }

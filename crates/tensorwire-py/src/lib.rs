@@ -336,7 +336,7 @@ fn check_topology(spec: &str) -> PyResult<String> {
 #[pyo3(signature = (topology, workers, kind, seed = 0))]
 fn placement(topology: &str, workers: usize, kind: &str, seed: u64) -> PyResult<Vec<usize>> {
     guarded(|| {
-        let topo = TopologySpec::parse(topology)?.build(workers, 0, 1e9, 0);
+        let topo = TopologySpec::parse(topology)?.build(workers, 0, 1e9, 0)?;
         tensorwire_core::topology::placement(kind, &topo.layout(workers), seed)
     })
 }
@@ -692,6 +692,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
+    m.add("HORIZON_S", tensorwire_core::limits::HORIZON_S)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<strategy::PyStrategy>()?;
     catalog::register(m)?;

@@ -7,6 +7,7 @@
 use super::core::Core;
 use super::{Progress, Scenario, PROGRESS_EVERY};
 use crate::error::{Error, Result};
+use crate::limits::{horizon_error, HORIZON_NS};
 use crate::metrics::Report;
 use crate::network::FlowEvent;
 use crate::units::{nanos_to_seconds, Nanos};
@@ -44,6 +45,8 @@ pub(crate) fn drive<J: Driven + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core
     }
     let mut flow_events = Vec::new();
     let mut checked = 0;
+    let mut polled = 0;
+    let mut reported = std::time::Instant::now();
     let mut events = 0u64;
     let iterations = sc.iterations as usize;
     let mut clock = std::time::Instant::now();
@@ -63,9 +66,30 @@ pub(crate) fn drive<J: Driven + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core
             clock = std::time::Instant::now();
             let done = jobs.iter().map(|j| j.completed()).min().unwrap_or(0);
             checkpoint(sc, core, events, done)?;
+            reported = std::time::Instant::now();
+        } else if sc.progress.is_some() && work >= polled + POLL_EVERY {
+            // Events can be slow (a max-min event over 100,000 flows takes tens of
+            // microseconds): between two checkpoints, report (and so notice Ctrl-C) at
+            // least every REPORT_INTERVAL of wall time. The flow budget stays checked at the
+            // checkpoints only, so whether a run is refused does not depend on the machine.
+            polled = work;
+            if reported.elapsed() >= REPORT_INTERVAL {
+                let done = jobs.iter().map(|j| j.completed()).min().unwrap_or(0);
+                report(sc, core, events, done)?;
+                reported = std::time::Instant::now();
+            }
         }
         let head = jobs.iter().enumerate().filter_map(|(i, j)| j.queue_head().map(|t| (t, i))).min();
-        match next(head.map(|h| h.0), core) {
+        let next = next(head.map(|h| h.0), core);
+        // Durations derived while simulating are clamped at the horizon (`limits.rs`):
+        // the run stops at the first event that reaches it.
+        if let Next::Network(t) | Next::Timer(t) | Next::Queue(t) = next {
+            if t >= HORIZON_NS {
+                let done = jobs.iter().map(|j| j.completed()).min().unwrap_or(0);
+                return Err(horizon_error(done, sc.iterations, !sc.variability.is_uniform()));
+            }
+        }
+        match next {
             Next::Network(t) => {
                 core.now = t;
                 flow_events.clear();
@@ -138,6 +162,17 @@ fn checkpoint(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -
             ));
         }
     }
+    report(sc, core, events, iterations_done)
+}
+
+/// Events (or lane messages) between two looks at the wall clock, for [`REPORT_INTERVAL`].
+const POLL_EVERY: u64 = 1 << 10;
+
+/// Wall time after which a run reports progress even before [`PROGRESS_EVERY`] events.
+const REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Calls the progress callback; its `false` (Ctrl-C in the bindings) stops the run.
+fn report(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -> Result<()> {
     if let Some(hook) = &sc.progress {
         let p = Progress {
             iterations_done: iterations_done as u32,

@@ -79,7 +79,7 @@ pub fn place_jobs(
     jobs: &[JobSeat<'_>],
 ) -> Result<Vec<Vec<usize>>> {
     check_seats(jobs, hosts)?;
-    let order = placement(placement_kind, &topology.build(hosts, 0, 1e9, 0).layout(hosts), seed)?;
+    let order = placement(placement_kind, &topology.build(hosts, 0, 1e9, 0)?.layout(hosts), seed)?;
     // Owner (job index) of each fixed host.
     let mut owner: Vec<Option<usize>> = vec![None; hosts];
     for (i, job) in jobs.iter().enumerate() {
@@ -180,7 +180,7 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
     let seats: Vec<JobSeat<'_>> = jobs.iter().map(JobSeat::from).collect();
     let hosts_of = place_jobs(&fabric.topology, fabric.workers, placement_kind, fabric.seed, &seats)?;
     let latency = seconds_to_nanos("latency", fabric.latency)?;
-    let topo = fabric.topology.build(fabric.workers, 0, fabric.bandwidth, latency);
+    let topo = fabric.topology.build(fabric.workers, 0, fabric.bandwidth, latency)?;
     let placed: Vec<(Scenario, Vec<usize>)> = jobs
         .iter()
         .zip(hosts_of)
@@ -245,7 +245,7 @@ fn job_sim<'a>(sc: &'a Scenario, core: &mut Core, i: usize, hosts: &[usize]) -> 
         };
         // A job's ranks are a part of the fabric: its collectives use flat rings (the
         // fabric's levels describe all of its hosts, not this job's).
-        let topo = crate::topology::TopologySpec::parse("star")?.build(n, 0, 1e9, 0);
+        let topo = crate::topology::TopologySpec::parse("star")?.build(n, 0, 1e9, 0)?;
         let schedules = sharded::schedules(cfg, &topo, n, group);
         let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
         let exec =

@@ -232,7 +232,7 @@ mod tests {
         ] {
             let mut sc = scenario("star", 8, "ring", &[8_000], 0);
             sc.failures = failures;
-            let topo = sc.topology.build(8, 0, sc.bandwidth, 300);
+            let topo = sc.topology.build(8, 0, sc.bandwidth, 300).unwrap();
             let mut core = crate::engine::build_core(&sc, topo, false).unwrap();
             while core.failures.next_time() == Some(0) {
                 core.apply_next_failure();

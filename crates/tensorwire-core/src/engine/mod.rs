@@ -213,6 +213,7 @@ impl Scenario {
             }
         }
         self.variability.validate(self.workers)?;
+        self.check_bounds()?;
         if let Some(p) = &self.rank_to_host {
             let mut seen = vec![false; self.workers];
             if p.len() != self.workers || p.iter().any(|&h| h >= self.workers || std::mem::replace(&mut seen[h], true))
@@ -221,6 +222,123 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+impl Scenario {
+    /// Refuses, naming the input, what would pass the memory limits or the simulation
+    /// horizon (`limits.rs`) before anything is built.
+    fn check_bounds(&self) -> Result<()> {
+        use crate::limits::{at_most, HORIZON_S, MAX_ITERATIONS, MAX_PIECES, MAX_WORKERS, MAX_WORKER_ITERATIONS};
+        at_most("workers", self.workers as u64, MAX_WORKERS as u64, "workers")?;
+        at_most("iterations", u64::from(self.iterations), u64::from(MAX_ITERATIONS), "iterations")?;
+        let pairs = self.workers as u64 * u64::from(self.iterations);
+        if pairs > MAX_WORKER_ITERATIONS {
+            return Err(Error::invalid(
+                "iterations",
+                format!(
+                    "{} iterations of {} workers are more than the {MAX_WORKER_ITERATIONS} worker-iterations a run can hold; simulate fewer iterations",
+                    self.iterations, self.workers
+                ),
+            ));
+        }
+        // Durations: each below the horizon, and so far below it that a collective's chain
+        // of steps (up to 2 per worker, a few hops each) cannot pass it within one event.
+        let strategy = &self.strategy;
+        let (overhead, copy) = match strategy.transport {
+            Some(t) => (("strategy.overhead", t.overhead_s), ("strategy.copy", t.copy_bytes_per_s)),
+            None => (("per_message_overhead", self.per_message_overhead), ("copy_bandwidth", self.copy_bandwidth)),
+        };
+        let chain = 8 * (self.workers as u64 + 4);
+        for (field, seconds) in [("latency", self.latency), overhead, ("strategy.dispatch", strategy.dispatch_s)] {
+            let ns = seconds_to_nanos(field, seconds)?;
+            if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "{} s per message makes the steps of a collective on {} workers pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
+                        crate::units::format_number(seconds),
+                        self.workers
+                    ),
+                ));
+            }
+        }
+        // Transfers: the workload's bytes at each rate a message may be held to.
+        let bytes = self.workload.total_bytes() as f64;
+        for (field, rate) in [("bandwidth", Some(self.bandwidth)), copy] {
+            if let Some(rate) = rate {
+                if bytes / rate >= HORIZON_S {
+                    return Err(Error::invalid(
+                        field,
+                        format!(
+                            "at {} bytes/s the workload's {bytes} bytes take past the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days); use a rate that moves them far faster",
+                            crate::units::format_number(rate)
+                        ),
+                    ));
+                }
+            }
+        }
+        // Compute under fixed slowdowns.
+        if let Variability::Slowdowns(s) = &self.variability {
+            let worst = s.iter().copied().fold(1.0, f64::max);
+            if self.workload.compute_time() as f64 * worst >= crate::limits::HORIZON_NS as f64 {
+                return Err(Error::invalid(
+                    "slowdowns",
+                    format!(
+                        "a slowdown of {} makes an iteration's compute pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
+                        crate::units::format_number(worst)
+                    ),
+                ));
+            }
+        }
+        // Pieces per iteration (each a task with its own state).
+        let pieces = |size: u64| -> u64 { self.workload.tensors.iter().map(|t| t.bytes.div_ceil(size).max(1)).sum() };
+        let too_many = |field: &str, size: u64, n: u64| {
+            Error::invalid(
+                field,
+                format!(
+                    "{size} bytes cut the workload into {n} pieces per iteration, more than the {MAX_PIECES} a run can hold; use larger pieces"
+                ),
+            )
+        };
+        if let Some(size) = strategy.partition {
+            let n = pieces(size.max(1));
+            if n > MAX_PIECES {
+                let field =
+                    if strategy.spec.contains("pipeline=") { "strategy.pipeline" } else { "strategy.partition" };
+                return Err(too_many(field, size, n));
+            }
+        }
+        if let Family::ParameterServer(c) = &strategy.family {
+            if c.placement == Placement::Sharded {
+                // Every piece (or tensor) split once more over every server.
+                let n = strategy.partition.map_or(self.workload.tensors.len() as u64, |p| pieces(p.max(1)));
+                let n = n.saturating_mul(c.num_ps as u64);
+                if n > MAX_PIECES {
+                    return Err(Error::invalid(
+                        "strategy.num_ps",
+                        format!(
+                            "{} servers with placement=sharded cut the workload into {n} pieces per iteration, more than the {MAX_PIECES} a run can hold",
+                            c.num_ps
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Family::AllReduce(Algorithm::DoubleTree) = strategy.family {
+            let chunk = strategy.pipeline_chunk.max(1.0) as u64;
+            let n = pieces(chunk);
+            if n > MAX_PIECES {
+                return Err(too_many("strategy.chunk", chunk, n));
+            }
+        }
+        if let Family::Sharded(cfg) = &strategy.family {
+            let n = self.workload.total_bytes().div_ceil(cfg.bucket_bytes.max(1));
+            if n > MAX_PIECES {
+                return Err(too_many("strategy.bucket", cfg.bucket_bytes, n));
+            }
+        }
+        self.topology.check_size(self.workers, strategy.servers())
     }
 }
 
@@ -544,7 +662,7 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     }
     let servers = strategy.servers();
     let latency = seconds_to_nanos("latency", sc.latency)?;
-    let topo = sc.topology.build(n, servers, sc.bandwidth, latency);
+    let topo = sc.topology.build(n, servers, sc.bandwidth, latency)?;
     let schedule = allreduce_schedule(sc, n, &topo)?;
     check_on_fabric(strategy, &topo)?;
     // What every folding needs: allowed, ranks to merge, nothing that changes over time
@@ -820,8 +938,9 @@ impl<'a> Engine<'a> {
 impl Engine<'_> {
     fn schedule_compute(&mut self, core: &mut Core, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
-        let d = (duration as f64 * worker.slowdown).round() as Nanos;
-        worker.busy += d;
+        // Clamped at the horizon: the event loop stops a run that reaches it.
+        let d = crate::limits::nanos_clamped((duration as f64 * worker.slowdown).round());
+        worker.busy = worker.busy.saturating_add(d);
         if let Some(spans) = self.compute_spans.as_mut() {
             let (layer, backward) = match worker.op {
                 Op::Forward(l) => (l, false),
@@ -1367,5 +1486,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
     report
 }
 
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod tests;

@@ -182,7 +182,7 @@ impl<'a> Runner<'a> {
                     }
                     let l = &self.workload.layers[layer];
                     let base = if backward { l.backward } else { l.forward };
-                    let d = (base as f64 * rank.slowdown).round() as Nanos;
+                    let d = crate::limits::nanos_clamped((base as f64 * rank.slowdown).round());
                     rank.pc += 1;
                     rank.compute_start = core.now;
                     self.seq += 1;

@@ -276,7 +276,7 @@ impl ParameterServer {
             // Folded: every push goes to server 0 (the image of the push to its server).
             let server = if self.classes.is_some() { 0 } else { self.server_of_task[task.task as usize] };
             let dst = self.server_host(core, server);
-            let add: Nanos = (bytes * self.settings.reduce_ns_per_byte).round() as Nanos;
+            let add: Nanos = crate::limits::nanos_clamped((bytes * self.settings.reduce_ns_per_byte).round());
             core.send(host, &[dst], bytes, add, user, false);
         }
     }

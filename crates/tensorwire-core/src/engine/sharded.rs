@@ -39,7 +39,7 @@ use crate::workload::Workload;
 pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     let n = sc.workers;
     let latency = seconds_to_nanos("latency", sc.latency)?;
-    let topo = sc.topology.build(n, 0, sc.bandwidth, latency);
+    let topo = sc.topology.build(n, 0, sc.bandwidth, latency)?;
     let group = match cfg.stage {
         Stage::Hsdp => {
             let g = cfg.shard_group.or(topo.gpus_per_node()).unwrap_or(8.min(n));

@@ -182,7 +182,10 @@ impl StepCollective {
             .recvs
             .iter()
             .any(|r| r.reduce && (self.folded || r.from == src_rank));
-        (bytes, if reduces { (bytes * self.settings.reduce_ns_per_byte).round() as Nanos } else { 0 })
+        (
+            bytes,
+            if reduces { crate::limits::nanos_clamped((bytes * self.settings.reduce_ns_per_byte).round()) } else { 0 },
+        )
     }
 
     /// Times operation `op_id` by its lanes, every rank having started it: the step rule's

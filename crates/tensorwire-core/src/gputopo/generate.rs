@@ -54,6 +54,7 @@ pub fn generate_trees(topology: &GpuTopology, count: usize, penalty: f64) -> Res
     if count == 0 {
         return Err(Error::invalid("trees", "0 trees; ask for 1 or more (one per GPU is usual)"));
     }
+    crate::limits::at_most("trees", count as u64, crate::limits::MAX_TREES as u64, "trees")?;
     if !(penalty > 0.0 && penalty <= 1.0) {
         return Err(Error::invalid(
             "penalty",

@@ -31,7 +31,11 @@ impl AlphaBeta {
         if flow.bytes > 0.0 && rate <= 0.0 {
             return None;
         }
-        Some(if flow.bytes <= 0.0 || !rate.is_finite() { 0 } else { (flow.bytes / rate).ceil() as Nanos })
+        Some(if flow.bytes <= 0.0 || !rate.is_finite() {
+            0
+        } else {
+            crate::limits::nanos_clamped((flow.bytes / rate).ceil())
+        })
     }
 }
 

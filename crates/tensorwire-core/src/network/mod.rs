@@ -149,13 +149,14 @@ pub(crate) fn completion_tolerance(served: f64) -> f64 {
 /// finished (within [`completion_tolerance`] of `served`): the first instant a flow
 /// model's `advance` finishes it, so the time does not depend on whether anything else
 /// happens in the network meanwhile (an event one nanosecond earlier would otherwise
-/// finish a flow whose last fraction of a byte is within the tolerance).
+/// finish a flow whose last fraction of a byte is within the tolerance). A time at or past
+/// the simulation horizon is clamped to it: the event loop stops the run there.
 pub(crate) fn time_to_finish(left: f64, rate: f64, served: f64) -> Nanos {
     let short = left - completion_tolerance(served);
     if short <= 0.0 {
         0
     } else {
-        (short / rate).ceil() as Nanos
+        crate::limits::nanos_clamped((short / rate).ceil())
     }
 }
 

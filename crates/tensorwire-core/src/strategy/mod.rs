@@ -245,6 +245,7 @@ impl Strategy {
         };
         let given = spec::parse_options("strategy", &name, &pairs, &[info.options, HOST_OPTIONS])?;
         let spec = Spec { name, given };
+        check_options(&spec)?;
         let family = family(&spec)?;
         let all_reduce = matches!(family, Family::AllReduce(_));
         if let Family::Sharded(_) = family {
@@ -358,6 +359,33 @@ impl Strategy {
 }
 
 /// Host options that make no sense for sharded strategies, and why.
+/// Refuses counts past the memory limits (`limits.rs`) and sizes below one byte: a size
+/// of 0 would mean no credit, no fusion, one-byte chunks or units of one layer, silently;
+/// leaving the option out says that.
+fn check_options(spec: &Spec) -> Result<()> {
+    use crate::limits::{at_most, MAX_SERVERS, MAX_TREES, MAX_WORKERS};
+    for (name, max, what) in [
+        ("num_ps", MAX_SERVERS, "parameter servers"),
+        ("trees", MAX_TREES, "trees"),
+        ("gpus_per_node", MAX_WORKERS, "ranks"),
+    ] {
+        if let Some(n) = spec.count(name) {
+            at_most(&format!("strategy.{name}"), n, max as u64, what)?;
+        }
+    }
+    for name in ["partition", "pipeline", "credit", "fusion", "chunk", "min_unit", "bucket"] {
+        if let Some(b) = spec.bytes(name) {
+            if b < 1.0 {
+                return Err(Error::invalid(
+                    format!("strategy.{name}"),
+                    format!("{b} bytes: must be at least 1 byte (leave {name} out for none)"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn refuse_for_sharded(spec: &Spec) -> Result<()> {
     for (name, reason) in NOT_FOR_SHARDED {
         if spec.get(name).is_some() {

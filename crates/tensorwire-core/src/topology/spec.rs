@@ -3,6 +3,7 @@
 
 use super::Topology;
 use crate::error::{Error, Result};
+use crate::limits::{self, MAX_LINKS, MAX_SERVERS, MAX_SWITCHES, MAX_WORKERS};
 use crate::spec::{self, OptionInfo, OptionKind, Spec};
 use crate::units::Nanos;
 
@@ -94,7 +95,57 @@ impl TopologySpec {
             ));
         };
         let given = spec::parse_options("topology", &name, &pairs, &[table])?;
-        Ok(TopologySpec(Spec { name, given }))
+        let spec = Spec { name, given };
+        for (option, max, what) in [
+            ("spines", MAX_SWITCHES, "spine switches"),
+            ("hosts_per_leaf", MAX_WORKERS, "hosts"),
+            ("nodes_per_group", MAX_WORKERS, "nodes"),
+        ] {
+            if let Some(n) = spec.count(option) {
+                limits::at_most(&format!("topology.{option}"), n, max as u64, what)?;
+            }
+        }
+        Ok(TopologySpec(spec))
+    }
+
+    /// Refuses a fabric for `workers` workers plus `extra` other hosts (servers) that
+    /// would pass the memory limits (`limits.rs`): too many hosts, servers or links.
+    pub fn check_size(&self, workers: usize, extra: usize) -> Result<()> {
+        limits::at_most("workers", workers as u64, MAX_WORKERS as u64, "workers")?;
+        limits::at_most("strategy.num_ps", extra as u64, MAX_SERVERS as u64, "servers")?;
+        let (w, hosts) = (workers as u128, (workers + extra) as u128);
+        let links = match self.0.name.as_str() {
+            "star" | "ring" => 2 * hosts,
+            "nodes" => {
+                let m = self.machine().expect("nodes");
+                let nodes = w.div_ceil(m.gpus() as u128).max(1);
+                nodes * (2 * m.links().len() as u128 + 2) + 2 * hosts
+            }
+            "rail" => {
+                let p = self.rail_params(0.0).expect("rail");
+                let nodes = w.div_ceil(p.gpus_per_node.max(1) as u128).max(1);
+                let groups = nodes.div_ceil((p.nodes_per_group as u128).clamp(1, nodes));
+                let spines = if p.spines == 0 { p.nodes_per_group as u128 } else { p.spines as u128 };
+                let leaves = groups * p.gpus_per_node as u128;
+                4 * w + 2 * leaves * spines + 2 * (extra as u128) + 2 * spines
+            }
+            _ => {
+                let per_leaf = self.0.count("hosts_per_leaf").unwrap_or(16) as u128;
+                let spines = self.0.count("spines").unwrap_or(4) as u128;
+                2 * hosts + 2 * hosts.div_ceil(per_leaf).max(1) * spines
+            }
+        };
+        if links > MAX_LINKS as u128 {
+            return Err(Error::invalid(
+                "topology",
+                format!(
+                    "{} for {workers} workers{} needs {links} links, more than the {MAX_LINKS} a run can hold; use fewer spines or workers",
+                    self.0.name,
+                    if extra > 0 { format!(" and {extra} servers") } else { String::new() }
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The builder name.
@@ -135,10 +186,12 @@ impl TopologySpec {
     /// `bytes_per_s` per host link (per NIC for `nodes`) and `latency` per hop. On `rail`
     /// the GPUs' NICs run at the preset's rate (or `nic=`) and `bytes_per_s` is the rate of
     /// the extra hosts only.
-    pub fn build(&self, workers: usize, extra: usize, bytes_per_s: f64, latency: Nanos) -> Topology {
+    /// Refuses sizes past the memory limits first ([`TopologySpec::check_size`]).
+    pub fn build(&self, workers: usize, extra: usize, bytes_per_s: f64, latency: Nanos) -> Result<Topology> {
+        self.check_size(workers, extra)?;
         let bw = bytes_per_s / 1e9;
         let hosts = workers + extra;
-        match self.0.name.as_str() {
+        Ok(match self.0.name.as_str() {
             "star" => Topology::star(hosts, bw, latency),
             "ring" => Topology::ring(hosts, bw, latency),
             "nodes" => Topology::machines(workers, extra, &self.machine().expect("nodes"), bw, latency),
@@ -156,7 +209,7 @@ impl TopologySpec {
                 let uplink = self.0.rate("uplink").map(|r| r / 1e9).unwrap_or(bw * per_leaf as f64 / spines as f64);
                 Topology::leaf_spine(hosts, per_leaf, spines, bw, uplink, latency)
             }
-        }
+        })
     }
 }
 
@@ -166,7 +219,7 @@ mod tests {
 
     #[test]
     fn rail_uses_the_preset_rates_unless_nic_or_nvlink_are_given() {
-        let t = TopologySpec::parse("rail").unwrap().build(1024, 0, 1.25e9, 1000);
+        let t = TopologySpec::parse("rail").unwrap().build(1024, 0, 1.25e9, 1000).unwrap();
         let crate::topology::Shape::Rail(r) = t.shape().clone() else { panic!("rail") };
         assert_eq!((r.gpus_per_node, r.nodes_per_group, r.groups, r.spines), (8, 32, 4, 32));
         // GPU 0: NVSwitch link at 450 GB/s, NIC at 400 Gbit/s; leaf uplinks non-blocking.
@@ -175,7 +228,8 @@ mod tests {
         assert_eq!(t.links()[4 * 1024].bytes_per_ns, 50.0);
         let t = TopologySpec::parse("rail:node=dgx-a100,nodes_per_group=4,spines=2,oversubscription=2,nic=100Gbps")
             .unwrap()
-            .build(64, 1, 1.25e9, 1000);
+            .build(64, 1, 1.25e9, 1000)
+            .unwrap();
         assert_eq!(t.links()[0].bytes_per_ns, 300.0);
         assert_eq!(t.links()[2 * 64].bytes_per_ns, 12.5);
         // 4 NICs of 12.5 B/ns down, halved, over 2 spines.

@@ -36,6 +36,13 @@ pub fn collective_benchmark(spec: &str) -> Result<Workload> {
     if bytes < 1.0 {
         return Err(bad("has a SIZE below 1 byte"));
     }
+    let max = crate::limits::MAX_BYTES;
+    if bytes * f64::from(count) > max as f64 {
+        return Err(bad(&format!("asks for more than the {max} bytes (8 PiB) a run can hold")));
+    }
+    if count as usize > crate::limits::MAX_LAYERS {
+        return Err(bad(&format!("has a COUNT above {}, the buffers a run can hold", crate::limits::MAX_LAYERS)));
+    }
     let layers = (0..count).map(|i| Layer { name: format!("{kind}{i}"), forward: 0, backward: 0 }).collect();
     let tensors = (0..count as usize)
         .map(|i| Tensor { name: format!("buffer{i}"), bytes: bytes.round() as u64, layer: i })

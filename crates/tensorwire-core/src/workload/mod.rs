@@ -87,6 +87,37 @@ impl Workload {
                 format!("{} is not an element size; choose 1, 2, 4 or 8 bytes", self.dtype_bytes),
             ));
         }
+        use crate::limits::{HORIZON_NS, HORIZON_S, MAX_BYTES, MAX_LAYERS};
+        crate::limits::at_most("workload.layers", self.layers.len() as u64, MAX_LAYERS as u64, "layers")?;
+        crate::limits::at_most("workload.tensors", self.tensors.len() as u64, MAX_LAYERS as u64, "tensors")?;
+        // Compute times, one by one and per iteration, below the horizon (limits.rs).
+        let mut compute: Nanos = 0;
+        for (i, l) in self.layers.iter().enumerate() {
+            for (what, t) in [("forward_s", l.forward), ("backward_s", l.backward)] {
+                compute = compute.saturating_add(t);
+                if compute >= HORIZON_NS {
+                    return Err(Error::invalid(
+                        format!("workload.layers[{i}].{what}"),
+                        format!(
+                            "{} s makes an iteration's compute pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
+                            crate::units::format_number(crate::units::nanos_to_seconds(t))
+                        ),
+                    ));
+                }
+            }
+        }
+        // Sizes, one by one and summed, at most MAX_BYTES (limits.rs).
+        let mut total: u64 = 0;
+        for (i, t) in self.tensors.iter().enumerate() {
+            total = total.saturating_add(t.bytes);
+            if total > MAX_BYTES {
+                let what = if t.bytes > MAX_BYTES { "is more than" } else { "brings the workload's total past" };
+                return Err(Error::invalid(
+                    format!("workload.tensors[{i}].bytes"),
+                    format!("{} bytes {what} the {MAX_BYTES} bytes (8 PiB) a run can hold", t.bytes),
+                ));
+            }
+        }
         let mut last = 0;
         for (i, t) in self.tensors.iter().enumerate() {
             if t.layer >= self.layers.len() {
@@ -122,10 +153,21 @@ impl Workload {
             return Err(Error::invalid("compute_speedup", format!("{speedup} must be a number > 0")));
         }
         let mut w = self.clone();
+        let past = || {
+            Error::invalid(
+                "compute_speedup",
+                format!(
+                    "{} makes compute pass the simulation horizon of {:.0} s (2^53 ns, 104 days); use a speedup that keeps an iteration far below it",
+                    crate::units::format_number(speedup),
+                    crate::limits::HORIZON_S
+                ),
+            )
+        };
         for l in &mut w.layers {
-            l.forward = (l.forward as f64 / speedup).round() as Nanos;
-            l.backward = (l.backward as f64 / speedup).round() as Nanos;
+            l.forward = crate::limits::nanos_within((l.forward as f64 / speedup).round()).ok_or_else(past)?;
+            l.backward = crate::limits::nanos_within((l.backward as f64 / speedup).round()).ok_or_else(past)?;
         }
+        w.validate().map_err(|e| if e.field().starts_with("workload.layers") { past() } else { e })?;
         Ok(w)
     }
 }

@@ -306,8 +306,16 @@ struct Engine<'a> {
     queue: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
     seq: u64,
     events: u64,
+    /// Iterations each worker runs: `sc.iterations`, or more in a multi-job run, where a
+    /// job that has finished its measured iterations goes on as background load for the
+    /// others ([`Engine::run_until`]).
+    limit: u32,
+    /// Per iteration: workers that completed it (grows with the iterations run).
     completed: Vec<u32>,
+    /// When each of the measured iterations (`sc.iterations`) completed on every worker.
     completions: Vec<Nanos>,
+    /// What the job had done at its last measured completion, when it runs on past it.
+    at_end: Option<EndSnapshot>,
     busy_at_first: Nanos,
     link_bytes_at_first: Vec<f64>,
     sent_at_first: f64,
@@ -747,8 +755,10 @@ impl<'a> Engine<'a> {
             queue: BinaryHeap::new(),
             seq: 0,
             events: 0,
+            limit: sc.iterations,
             completed: vec![0; sc.iterations as usize],
             completions: Vec::new(),
+            at_end: None,
             busy_at_first: 0,
             link_bytes_at_first: Vec::new(),
             rank0: [None, None],
@@ -771,6 +781,13 @@ impl<'a> Engine<'a> {
 }
 
 impl Engine<'_> {
+    /// Runs `limit` (>= `sc.iterations`) iterations, measuring the first `sc.iterations`
+    /// (multi-job runs: the others go on as background load).
+    fn run_until(mut self, limit: u32) -> Self {
+        self.limit = limit.max(self.sc.iterations);
+        self
+    }
+
     fn schedule_compute(&mut self, core: &mut Core, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
         let d = (duration as f64 * worker.slowdown).round() as Nanos;
@@ -788,7 +805,7 @@ impl Engine<'_> {
     }
 
     fn start_iteration(&mut self, core: &mut Core, w: usize) {
-        if self.workers[w].iteration == self.sc.iterations {
+        if self.workers[w].iteration == self.limit {
             self.workers[w].op = Op::Finished;
             return;
         }
@@ -1019,7 +1036,11 @@ impl Engine<'_> {
         }
         worker.pieces_left[layer] = self.layer_pieces[layer];
         worker.version[layer] = task.iteration + 1;
-        worker.synced_layers[task.iteration as usize] += 1;
+        let k = task.iteration as usize;
+        if k >= worker.synced_layers.len() {
+            worker.synced_layers.resize(k + 1, 0);
+        }
+        worker.synced_layers[k] += 1;
         self.check_complete(core, w, task.iteration);
         if let Op::Gate(l) = self.workers[w].op {
             if self.gate_open(w, l) {
@@ -1030,8 +1051,8 @@ impl Engine<'_> {
 
     fn check_complete(&mut self, core: &mut Core, w: usize, k: u32) {
         let worker = &mut self.workers[w];
-        if worker.complete != k || worker.backward_done <= k || worker.synced_layers[k as usize] < self.syncable_layers
-        {
+        let synced = worker.synced_layers.get(k as usize).copied().unwrap_or(0);
+        if worker.complete != k || worker.backward_done <= k || synced < self.syncable_layers {
             return;
         }
         worker.complete = k + 1;
@@ -1049,13 +1070,20 @@ impl Engine<'_> {
                 self.rank0[1] = snapshot();
             }
         }
+        if k as usize >= self.completed.len() {
+            self.completed.resize(k as usize + 1, 0);
+        }
         self.completed[k as usize] += 1;
-        if self.completed[k as usize] as usize == self.workers.len() {
+        let measured = self.sc.iterations as usize;
+        if self.completed[k as usize] as usize == self.workers.len() && self.completions.len() < measured {
             self.completions.push(core.now);
             if self.completions.len() == 1 && self.sc.iterations > 1 {
                 self.busy_at_first = core.comm_busy_of(self.job);
                 self.sent_at_first = core.watch(self.job).sent;
                 self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
+            }
+            if self.completions.len() == measured && self.limit > self.sc.iterations {
+                self.at_end = Some(EndSnapshot::take(core, self.job));
             }
         }
         // Under the global gate the next forward pass may have been waiting for this.
@@ -1132,6 +1160,7 @@ impl Driven for Engine<'_> {
                 _ => None,
             },
             links_per_iteration: self.hosts.is_none(),
+            at_end: self.at_end.take(),
             last_started: self.last_started,
             compute_spans: self.compute_spans.take(),
             events: self.events,
@@ -1149,7 +1178,8 @@ impl Driven for Engine<'_> {
             .workers
             .iter()
             .map(|w| {
-                let t = &w.completed_at;
+                // Its own measured iterations (a multi-job run's background ones are not).
+                let t = &w.completed_at[..w.completed_at.len().min(sc.iterations as usize)];
                 if t.len() > 1 {
                     nanos_to_seconds(t[t.len() - 1] - t[0]) / (t.len() - 1) as f64
                 } else {
@@ -1184,6 +1214,9 @@ pub(crate) struct Measured {
     /// iterations (exact whatever the other workers' pace), not over the window between
     /// completions of every worker.
     pub rank0: Option<((Nanos, f64), (Nanos, f64))>,
+    /// What the job had done at its last measured completion, when it went on running
+    /// past it (multi-job runs); `None`: the run ended there, and the core has it.
+    pub at_end: Option<EndSnapshot>,
     /// Link utilisation from the bytes of every iteration (a run alone: each iteration
     /// moves the same bytes, so a link's share does not depend on where the window cuts
     /// the workers' skewed iterations); else from the bytes in the window.
@@ -1198,6 +1231,27 @@ pub(crate) struct Measured {
     pub simulated_ranks: usize,
     /// The job measured (multi-job runs; 0 otherwise).
     pub job: usize,
+}
+
+/// A job's counters at its last measured completion: a job of a multi-job run goes on
+/// as background load for the others after it, and its report stops there.
+pub(crate) struct EndSnapshot {
+    /// Rank 0's host's communication busy time, ns.
+    busy: Nanos,
+    /// Bytes rank 0's host had sent.
+    sent: f64,
+    /// Flows the job had started.
+    flows: u64,
+    /// Bytes every link had carried.
+    link_bytes: Vec<f64>,
+}
+
+impl EndSnapshot {
+    fn take(core: &mut Core, job: usize) -> Self {
+        let w = core.watch(job);
+        let (busy, sent, flows) = (core.comm_busy_of(job), w.sent, w.flows);
+        EndSnapshot { busy, sent, flows, link_bytes: core.net.link_bytes(core.now).to_vec() }
+    }
 }
 
 impl Measured {
@@ -1223,17 +1277,24 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
     let window = end - start;
     let iteration_time = nanos_to_seconds(window) / periods;
     let compute = nanos_to_seconds(sc.workload.compute_time());
+    // The job's counters where its measured iterations ended.
+    let (busy_end, sent_end, flows, bytes_end) = match m.at_end {
+        Some(e) => (e.busy, e.sent, e.flows, e.link_bytes),
+        None => {
+            let w = core.watch(m.job);
+            let (busy, sent, flows) = (core.comm_busy_of(m.job), w.sent, w.flows);
+            (busy, sent, flows, core.net.link_bytes(core.now).to_vec())
+        }
+    };
     let (comm, sent) = match m.rank0 {
         Some(((busy0, sent0), (busy1, sent1))) => {
             (nanos_to_seconds(busy1 - busy0) / periods, (sent1 - sent0) / periods)
         }
         None => (
-            nanos_to_seconds(core.comm_busy_of(m.job) - if k > 1 { m.busy_at_first } else { 0 }) / periods,
-            (core.watch(m.job).sent - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,
+            nanos_to_seconds(busy_end - if k > 1 { m.busy_at_first } else { 0 }) / periods,
+            (sent_end - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,
         ),
     };
-    let now = core.now;
-    let bytes_end = core.net.link_bytes(now).to_vec();
     let first = &m.link_bytes_at_first;
     let topo = &core.topo;
     // Per link: bytes of one window's worth of iterations (`periods` of them).
@@ -1307,7 +1368,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         sent_bytes_per_worker: sent,
         link_utilization,
         events: m.events,
-        flows: core.watch(m.job).flows,
+        flows,
         folded: core.folded || core.link_fold.is_some(),
         simulated_ranks: m.simulated_ranks,
         failures_applied: core.failures.applied.len(),

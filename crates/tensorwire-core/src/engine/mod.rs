@@ -93,7 +93,7 @@ pub struct Scenario {
     /// step recurrence instead of message by message (`lanes.rs`: the same results, only
     /// faster); off, every message is a flow of the network model.
     pub allow_lanes: bool,
-    /// Record the spans of the last iteration into [`Report::timeline`].
+    /// Record the spans of the last iteration (period) into [`Report::timeline`].
     pub record_timeline: bool,
     /// Refuse to go on past this many flows (a guard against runs that would take hours
     /// or exhaust memory; messages timed by lanes count 1/16 of a flow each: they cost no
@@ -330,8 +330,6 @@ struct Engine<'a> {
     designated: HashMap<TaskRef, usize>,
     round_of: HashMap<TaskRef, (usize, usize)>,
     active: Vec<(Nanos, usize)>,
-    /// When the first worker started the last iteration (the recorded window's start).
-    last_started: Option<Nanos>,
     /// Coordinator's dispatch cost per collective, ns, and when it may start the next one.
     dispatch: Nanos,
     dispatch_free: Nanos,
@@ -766,7 +764,6 @@ impl<'a> Engine<'a> {
             released: Vec::new(),
             compute_spans: sc.record_timeline.then(Vec::new),
             rank_fold,
-            last_started: None,
             dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
             dispatch_free: 0,
             stream: sc.strategy.stream.then(VecDeque::new),
@@ -824,9 +821,6 @@ impl Engine<'_> {
 
     fn try_forward(&mut self, core: &mut Core, w: usize, layer: usize) {
         if self.gate_open(w, layer) {
-            if layer == 0 && self.workers[w].iteration + 1 == self.sc.iterations && self.last_started.is_none() {
-                self.last_started = Some(core.now);
-            }
             self.workers[w].op = Op::Forward(layer);
             self.schedule_compute(core, w, self.sc.workload.layers[layer].forward);
         } else {
@@ -1161,7 +1155,6 @@ impl Driven for Engine<'_> {
             },
             links_per_iteration: self.hosts.is_none(),
             at_end: self.at_end.take(),
-            last_started: self.last_started,
             compute_spans: self.compute_spans.take(),
             events: self.events,
             simulated_ranks: self.net_ranks,
@@ -1221,8 +1214,6 @@ pub(crate) struct Measured {
     /// moves the same bytes, so a link's share does not depend on where the window cuts
     /// the workers' skewed iterations); else from the bytes in the window.
     pub links_per_iteration: bool,
-    /// When the first worker started the last iteration, ns.
-    pub last_started: Option<Nanos>,
     /// Compute spans, when recording.
     pub compute_spans: Option<Vec<ComputeSpan>>,
     /// Events processed.
@@ -1324,34 +1315,40 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
             (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
         })
         .collect();
-    // The last iteration: from when its first forward pass began (parameter-server
-    // workers start it while the previous distribution is still going on).
-    let from = m.last_started.unwrap_or(0);
+    // One iteration: the last period, from the previous completion of every worker to
+    // the last (from 0 with one iteration), spans clipped to it. Workers that run ahead
+    // (parameter servers: the next forward pass starts while the previous distribution
+    // is still going on) overlap two iterations; every span overlapping the period would
+    // show parts of three (17 s for an 11.3 s iteration).
+    let from = if k > 1 { m.completions[k - 2] } else { 0 };
+    let clip = |start: Nanos, stop: Nanos| (nanos_to_seconds(start.max(from)), nanos_to_seconds(stop.min(end)));
     let mut timeline = Vec::new();
     if let Some(spans) = m.compute_spans {
         for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
+            let (start_s, end_s) = clip(start, stop);
             timeline.push(Span {
                 kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
                 host: rank,
                 to: Vec::new(),
                 label: sc.workload.layers[layer].name.clone(),
                 links: Vec::new(),
-                start_s: nanos_to_seconds(start),
-                end_s: nanos_to_seconds(stop),
+                start_s,
+                end_s,
                 bytes: 0.0,
             });
         }
     }
     if let Some(flows) = core.recorded.take() {
         for (start, stop, src, to, bytes, links, label) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
+            let (start_s, end_s) = clip(start, stop);
             timeline.push(Span {
                 kind: SpanKind::Flow,
                 host: src,
                 to,
                 label: label.to_string(),
                 links: links.iter().map(|&l| topo.link_name(l)).collect(),
-                start_s: nanos_to_seconds(start),
-                end_s: nanos_to_seconds(stop),
+                start_s,
+                end_s,
                 bytes,
             });
         }

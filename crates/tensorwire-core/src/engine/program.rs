@@ -155,7 +155,6 @@ impl<'a> Runner<'a> {
                 rank0: None,
                 links_per_iteration: false,
                 at_end: None,
-                last_started: None,
                 compute_spans: sc.record_timeline.then(Vec::new),
                 simulated_ranks: ranks,
                 job,
@@ -190,9 +189,6 @@ impl<'a> Runner<'a> {
             };
             match instr {
                 Instr::Compute { layer, backward } => {
-                    if rank.pc == 0 && rank.iteration + 1 == self.measured && self.out.last_started.is_none() {
-                        self.out.last_started = Some(core.now);
-                    }
                     let l = &self.workload.layers[layer];
                     let base = if backward { l.backward } else { l.forward };
                     let d = (base as f64 * rank.slowdown).round() as Nanos;

@@ -673,6 +673,32 @@ fn timeline_records_the_last_iteration() {
     assert!(run(&sc).timeline.is_empty());
 }
 
+#[test]
+fn timeline_of_one_iteration_spans_one_iteration_whatever_the_strategy() {
+    // Parameter-server workers start the next forward pass while the previous distribution
+    // is still going on, and sharded programs begin with a collective: the recorded spans
+    // are the last period (previous completion to last), clipped to it, so they cover one
+    // iteration's time exactly (they covered 1.5 periods for ps, the whole run for fsdp).
+    let w = workload(&[40_000, 100_000, 60_000], 20_000);
+    for strategy in ["ps:num_ps=2", "ps", "fsdp", "zero2", "ring"] {
+        let mut sc = scenario(w.clone(), 4, strategy, 1000);
+        sc.record_timeline = true;
+        sc.allow_folding = false;
+        let r = run(&sc);
+        let (from, to) = (r.completions_s[1], r.completions_s[2]);
+        let lo = r.timeline.iter().map(|s| s.start_s).fold(f64::INFINITY, f64::min);
+        let hi = r.timeline.iter().map(|s| s.end_s).fold(0.0, f64::max);
+        assert!(lo >= from && hi <= to, "{strategy}: spans {lo}..{hi}, period {from}..{to}");
+        assert!(
+            close(hi - lo, r.iteration_time_s),
+            "{strategy}: {} for an iteration of {}",
+            hi - lo,
+            r.iteration_time_s
+        );
+        assert!(r.timeline.iter().all(|s| s.start_s < s.end_s), "{strategy}");
+    }
+}
+
 /// Issue 6 in the simulator: multi-GPU machines.
 mod machines {
     use super::*;

@@ -41,3 +41,34 @@ def test_the_guides_parameter_server_job_is_slowed_by_the_ring_job(capsys: pytes
     at3, at6 = _slowdowns(PS_JOBS, 3, capsys), _slowdowns(PS_JOBS, 6, capsys)
     assert at3["ps"] > 1.1
     assert at3["ps"] == pytest.approx(at6["ps"], rel=0.02)
+
+
+RAIL = ["simulate", "--model", "llama3_8b", "-n", "32", "--topology", "rail:node=dgx-h100", "-s", "fsdp", "--json"]
+
+
+def test_bandwidth_sets_the_rail_nic_rate_and_is_optional_there(capsys: pytest.CaptureFixture[str]) -> None:
+    # -b 1Gbps and -b 400Gbps gave the same 1.221 s (the 400G preset), titled "1 Gbps".
+    slow = _json([*RAIL, "-b", "1Gbps"], capsys)
+    fast = _json([*RAIL, "-b", "400Gbps"], capsys)
+    preset = _json(RAIL, capsys)
+    assert slow["bandwidth"] == 1e9 / 8 and preset["bandwidth"] == fast["bandwidth"] == 400e9 / 8
+    assert slow["iteration_time_s"] > 10 * fast["iteration_time_s"]
+    assert preset["iteration_time_s"] == fast["iteration_time_s"]
+    nic = _json(["simulate", "--model", "llama3_8b", "-n", "32", "--topology", "rail:node=dgx-h100,nic=1Gbps", "-s", "fsdp", "--json"], capsys)
+    assert nic["iteration_time_s"] == slow["iteration_time_s"]
+
+
+def test_a_rail_nic_rate_given_twice_or_a_missing_rate_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--model", "resnet50", "-n", "8", "-b", "1Gbps", "--topology", "rail:nic=100Gbps", "-s", "ring"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tensorwire: error: bandwidth:") and "given twice" in err and err.count("\n") == 1
+    assert main(["simulate", "--model", "resnet50", "-n", "8", "-s", "ring"]) == 2
+    assert capsys.readouterr().err.startswith("tensorwire: error: bandwidth:")
+    assert main(["jobs", "--job", "a:resnet50:8:ring", "--topology", "rail:node=dgx-a100", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["iteration_time_s"] > 0
+
+
+def test_compare_on_a_rail_fabric_keeps_its_nics(capsys: pytest.CaptureFixture[str]) -> None:
+    # compare's default 25 Gbps must not replace a DGX A100's 200G NICs.
+    rows = _json(["compare", "--model", "resnet50", "-n", "16", "--topology", "rail:node=dgx-a100", "--strategies", "ring", "--json"], capsys)
+    assert {r["bandwidth"] for r in rows} == {200e9 / 8}

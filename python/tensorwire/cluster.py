@@ -23,8 +23,10 @@ NETWORK_MODELS: tuple[str, ...] = _core.NETWORK_MODELS
 class Cluster:
     """Workers on a network.
 
-    ``bandwidth`` is each host link's rate per direction and ``latency`` the latency of each
-    hop (a host-to-host path on a ``star`` has two hops). ``placement`` puts the ranks on
+    ``bandwidth`` is each host link's rate per direction (on ``rail`` each GPU's NIC rate;
+    ``None`` there takes the node preset's or ``nic=``, which may not be given together
+    with it; other fabrics need it) and ``latency`` the latency of each hop (a
+    host-to-host path on a ``star`` has two hops). ``placement`` puts the ranks on
     the hosts: ``packed`` (rank r on host r), ``spread`` (consecutive ranks on different
     leaves, groups or machines first) or ``random`` (seeded by ``simulate``'s seed); any
     other than packed is not folded. Numbers are bytes/s and seconds;
@@ -47,7 +49,7 @@ class Cluster:
     def __init__(
         self,
         workers: int,
-        bandwidth: Union[Number, str],
+        bandwidth: Union[Number, str, None],
         latency: Union[Number, str] = _core.DEFAULT_LATENCY_S,
         topology: str = "star",
         network: str = "flow",
@@ -65,7 +67,8 @@ class Cluster:
             raise InputError("placement", f"{placement!r} is not a placement; choose one of {', '.join(PLACEMENTS)}")
         object.__setattr__(self, "placement", placement)
         object.__setattr__(self, "workers", workers)
-        object.__setattr__(self, "bandwidth", to_rate(bandwidth, "bandwidth"))
+        given = None if bandwidth is None else to_rate(bandwidth, "bandwidth")
+        object.__setattr__(self, "bandwidth", _core.host_rate(topology, given))
         object.__setattr__(self, "latency", to_seconds(latency, "latency"))
         object.__setattr__(self, "topology", topology)
         object.__setattr__(self, "network", network)
@@ -77,6 +80,5 @@ class Cluster:
     def describe(self) -> str:
         """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star``."""
         if self.topology.startswith("rail"):
-            # GPU NICs run at the node preset's rate (or nic=); bandwidth is for other hosts.
-            return f"{self.workers} GPUs, {format_seconds(self.latency)}/hop, {self.topology}"
+            return f"{self.workers} GPUs, {format_rate(self.bandwidth)} NICs, {format_seconds(self.latency)}/hop, {self.topology}"
         return f"{self.workers} workers, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}"

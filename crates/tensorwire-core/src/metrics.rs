@@ -79,8 +79,10 @@ pub struct Report {
     /// Partial collectives: mean number of active processes per round in the steady
     /// state (the initiator and the ranks ready before it, seed 002); `None` otherwise.
     pub nap: Option<f64>,
-    /// Spans of the last iteration, when recording was asked for (hosts after the
-    /// workers are parameter servers; in folded mode only rank 0 is recorded).
+    /// Spans of the last iteration, when recording was asked for: the last period, from
+    /// the previous completion of every worker to the last (from 0 with one iteration),
+    /// each span clipped to it (a clipped message keeps its whole `bytes`). Hosts after
+    /// the workers are parameter servers; in folded mode only rank 0 is recorded.
     pub timeline: Vec<Span>,
 }
 

@@ -330,6 +330,15 @@ fn check_topology(spec: &str) -> PyResult<String> {
     guarded(|| TopologySpec::parse(spec).map(|t| t.name().to_string()))
 }
 
+/// The host link rate, bytes/s, to simulate `topology` with, from the one given
+/// (`--bandwidth`), if any: see `TopologySpec::host_rate` (on `rail` the given rate is each
+/// GPU's NIC rate, and without one the node preset's or `nic=`).
+#[pyfunction]
+#[pyo3(signature = (topology, bandwidth = None))]
+fn host_rate(topology: &str, bandwidth: Option<f64>) -> PyResult<f64> {
+    guarded(|| TopologySpec::parse(topology)?.host_rate(bandwidth))
+}
+
 /// Host of each rank of `workers` ranks on `topology` under placement `kind` (`packed`,
 /// `spread`, `random` with `seed`).
 #[pyfunction]
@@ -677,6 +686,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scheduler>()?;
     m.add_function(wrap_pyfunction!(partition, m)?)?;
     m.add_function(wrap_pyfunction!(check_topology, m)?)?;
+    m.add_function(wrap_pyfunction!(host_rate, m)?)?;
     m.add_function(wrap_pyfunction!(placement, m)?)?;
     m.add_function(wrap_pyfunction!(place_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_jobs, m)?)?;

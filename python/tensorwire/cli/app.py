@@ -41,7 +41,17 @@ def cli() -> None:
     """Which way of synchronising gradients is fastest on my network, by how much, and why."""
 
 
-def _cluster(workers: int, bandwidth: float, latency: float, topology: str, network: str, overhead: float,
+def _default_bandwidth(topology: str) -> Optional[float]:
+    """``--bandwidth`` when not given: the fabric's own (a rail's NICs: None lets the core
+    take it), else DEFAULT_BANDWIDTH."""
+    try:
+        _core.host_rate(topology)
+        return None
+    except InputError:
+        return _core.parse_rate("bandwidth", DEFAULT_BANDWIDTH)
+
+
+def _cluster(workers: int, bandwidth: Optional[float], latency: float, topology: str, network: str, overhead: float,
              placement: str = "packed") -> Cluster:
     return Cluster(workers, bandwidth, latency, topology, network, overhead, placement=placement)
 
@@ -120,8 +130,6 @@ def simulate_cmd(
         raise click.UsageError("give exactly one of --model, --workload or --collective")
     if workers is None:
         raise click.UsageError("Missing option '--workers'.")
-    if bandwidth is None:
-        raise click.UsageError("Missing option '--bandwidth'.")
     spec = Strategy(strategy)
     if model is not None:
         workload = _load(model, gpu, batch, seq_len, mfu, recompute)
@@ -305,7 +313,7 @@ def compare_cmd(
         preferred = checked[0].name
     cluster = _cluster(
         n,
-        bandwidth if bandwidth is not None else _core.parse_rate("bandwidth", DEFAULT_BANDWIDTH),
+        bandwidth if bandwidth is not None else _default_bandwidth(topology),
         latency,
         topology,
         network,

@@ -138,8 +138,6 @@ def jobs(
     listed = [parse_job(s, gpu) for s in job_specs]
     fixed = fixed_hosts(places, listed)
     fabric_hosts = hosts if hosts is not None else max([sum(j.hosts_needed for j in listed)] + [max(h) + 1 for h in fixed.values()])
-    if bandwidth is None:
-        raise click.UsageError("Missing option '--bandwidth'.")
     cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, placement=placement)
     pinned = seat_jobs(listed, fixed, fabric_hosts, topology, placement, seed)
     with render.progress(len(pinned) + 1, "simulating") as advance:

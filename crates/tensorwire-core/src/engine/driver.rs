@@ -18,7 +18,8 @@ use crate::units::{nanos_to_seconds, Nanos};
 pub(crate) trait Driven {
     /// Starts every rank's first iteration.
     fn start(&mut self, core: &mut Core);
-    /// Iterations completed on every rank (the run's `iterations` at the end).
+    /// Measured iterations completed on every rank (at most the run's `iterations`; a job
+    /// of a multi-job run may go on past them as background load for the others).
     fn completed(&self) -> usize;
     /// When the job's own next event is due, ns.
     fn queue_head(&self) -> Option<Nanos>;
@@ -34,7 +35,8 @@ pub(crate) trait Driven {
     fn report(&mut self, core: &mut Core) -> Report;
 }
 
-/// Runs `jobs` on `core` until every job has completed its iterations. `sc` gives the
+/// Runs `jobs` on `core` until every job has completed its measured iterations (jobs done
+/// with theirs keep running, up to their own limit, while others measure). `sc` gives the
 /// flow budget and the progress callback (its `iterations` are the run's). Generic so
 /// that a run alone calls its job directly (the loop runs once per event: dispatch
 /// through `dyn Driven` cost 2-3% of an unfolded ring's time); `J = dyn Driven` for

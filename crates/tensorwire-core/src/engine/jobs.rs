@@ -8,6 +8,13 @@
 //! take hosts of the fabric of their own, after its workers' (`JobSeat::servers`). Jobs
 //! sharing a fabric are never folded. A job's report is about its own ranks (iteration
 //! time, rank 0's communication, bytes, flows); link utilisation is the whole fabric's.
+//!
+//! Every job is measured over its own first `iterations` iterations, with the others
+//! running beside it the whole time: a job that has finished them goes on iterating as
+//! background load until every job has (so a job's slowdown does not depend on how many
+//! iterations are simulated, nor on which job is the longer). Each job runs at most
+//! [`BACKGROUND_FACTOR`] times its measured iterations, which bounds the run whatever the
+//! jobs' paces (every job completes an iteration in finite time on its own).
 
 use super::core::Core;
 use super::driver::{self, Driven};
@@ -22,6 +29,13 @@ use crate::strategy::{Family, Stage, Strategy};
 use crate::topology::{placement, TopologySpec};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
+
+/// A job of a multi-job run runs at most this many times the measured iterations (the
+/// rest as background load for the jobs still measuring). A job more than this many times
+/// faster than another stops before the slower one's measured iterations end, which then
+/// see less load than a job running forever would give them; the bound keeps the work of
+/// a run within this factor of the measured iterations' own.
+const BACKGROUND_FACTOR: u32 = 16;
 
 /// One job of a multi-job run.
 #[derive(Debug, Clone)]
@@ -174,8 +188,10 @@ fn check_seats(jobs: &[JobSeat<'_>], hosts: usize) -> Result<()> {
 /// Simulates `jobs` together on the fabric of `fabric` (its `workers` are the fabric's
 /// hosts; its topology, rates, latency, network model, iterations, seed, variability,
 /// transport and failures apply to every job; its workload and strategy are not used),
-/// ranks placed by [`place_jobs`]. One report per job, in order. A failure timed after the
-/// last job ended is refused (see [`Scenario::allow_failures_after_end`]).
+/// ranks placed by [`place_jobs`]. One report per job, in order, each over the job's own
+/// first `iterations` iterations, the other jobs running beside them all along (see the
+/// module doc). A failure timed after the last job ended is refused (see
+/// [`Scenario::allow_failures_after_end`]).
 pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> Result<Vec<Report>> {
     let seats: Vec<JobSeat<'_>> = jobs.iter().map(JobSeat::from).collect();
     let hosts_of = place_jobs(&fabric.topology, fabric.workers, placement_kind, fabric.seed, &seats)?;
@@ -194,7 +210,9 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
         if i > 0 {
             core.add_job(hosts[0]);
         }
-        sims.push(job_sim(sc, &mut core, i, hosts).map_err(|e| in_job(e, i))?);
+        // Alone, a job runs its own iterations; beside others, on past them as their load.
+        let limit = if jobs.len() > 1 { sc.iterations.saturating_mul(BACKGROUND_FACTOR) } else { sc.iterations };
+        sims.push(job_sim(sc, &mut core, i, hosts, limit).map_err(|e| in_job(e, i))?);
     }
     let mut each: Vec<&mut dyn Driven> = sims.iter_mut().map(|s| &mut **s as &mut dyn Driven).collect();
     driver::drive(fabric, &mut each, &mut core)?;
@@ -230,7 +248,14 @@ fn in_job(e: Error, i: usize) -> Error {
 }
 
 /// Job `i` of the run as the event loop drives it, its workers (then servers) on `hosts`.
-fn job_sim<'a>(sc: &'a Scenario, core: &mut Core, i: usize, hosts: &[usize]) -> Result<Box<dyn Driven + 'a>> {
+/// It runs `limit` iterations and measures the first `sc.iterations`.
+fn job_sim<'a>(
+    sc: &'a Scenario,
+    core: &mut Core,
+    i: usize,
+    hosts: &[usize],
+    limit: u32,
+) -> Result<Box<dyn Driven + 'a>> {
     let n = sc.workers;
     let strategy = &sc.strategy;
     let sampler = || variability::Sampler::new(sc.variability.clone(), n, sc.seed);
@@ -250,12 +275,12 @@ fn job_sim<'a>(sc: &'a Scenario, core: &mut Core, i: usize, hosts: &[usize]) -> 
         let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
         let exec =
             StepCollective::with_schedules(schedules, settings(sc), n, false, None).on_hosts(Some(hosts.to_vec()));
-        return Ok(Box::new(Runner::new(sc, program, n, i, exec, sampler())));
+        return Ok(Box::new(Runner::new(sc, program, n, i, exec, sampler()).run_until(limit)));
     }
     check_on_fabric(strategy, &core.topo)?;
     let schedule = allreduce_schedule(sc, n, &core.topo)?;
     let hosts = JobHosts { workers: hosts[..n].to_vec(), servers: hosts[n..].to_vec() };
-    Ok(Box::new(Engine::new(sc, core, schedule, Folding::default(), i, Some(hosts))?))
+    Ok(Box::new(Engine::new(sc, core, schedule, Folding::default(), i, Some(hosts))?.run_until(limit)))
 }
 
 fn settings(sc: &Scenario) -> StepSettings {

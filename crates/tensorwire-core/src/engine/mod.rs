@@ -95,7 +95,7 @@ pub struct Scenario {
     /// step recurrence instead of message by message (`lanes.rs`: the same results, only
     /// faster); off, every message is a flow of the network model.
     pub allow_lanes: bool,
-    /// Record the spans of the last iteration into [`Report::timeline`].
+    /// Record the spans of the last iteration (period) into [`Report::timeline`].
     pub record_timeline: bool,
     /// Refuse runs that need more than this many flows (a guard against runs that would
     /// take hours or exhaust memory; messages timed by lanes count 1/64 of a flow each:
@@ -438,8 +438,16 @@ struct Engine<'a> {
     queue: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
     seq: u64,
     events: u64,
+    /// Iterations each worker runs: `sc.iterations`, or more in a multi-job run, where a
+    /// job that has finished its measured iterations goes on as background load for the
+    /// others ([`Engine::run_until`]).
+    limit: u32,
+    /// Per iteration: workers that completed it (grows with the iterations run).
     completed: Vec<u32>,
+    /// When each of the measured iterations (`sc.iterations`) completed on every worker.
     completions: Vec<Nanos>,
+    /// What the job had done at its last measured completion, when it runs on past it.
+    at_end: Option<EndSnapshot>,
     busy_at_first: Nanos,
     link_bytes_at_first: Vec<f64>,
     sent_at_first: f64,
@@ -454,8 +462,6 @@ struct Engine<'a> {
     designated: HashMap<TaskRef, usize>,
     round_of: HashMap<TaskRef, (usize, usize)>,
     active: Vec<(Nanos, usize)>,
-    /// When the first worker started the last iteration (the recorded window's start).
-    last_started: Option<Nanos>,
     /// Coordinator's dispatch cost per collective, ns, and when it may start the next one.
     dispatch: Nanos,
     dispatch_free: Nanos,
@@ -912,8 +918,10 @@ impl<'a> Engine<'a> {
             queue: BinaryHeap::new(),
             seq: 0,
             events: 0,
+            limit: sc.iterations,
             completed: vec![0; sc.iterations as usize],
             completions: Vec::new(),
+            at_end: None,
             busy_at_first: 0,
             link_bytes_at_first: Vec::new(),
             rank0: [None, None],
@@ -921,7 +929,6 @@ impl<'a> Engine<'a> {
             released: Vec::new(),
             compute_spans: sc.record_timeline.then(Vec::new),
             rank_fold,
-            last_started: None,
             dispatch: seconds_to_nanos("strategy.dispatch", sc.strategy.dispatch_s)?,
             dispatch_free: 0,
             stream: sc.strategy.stream.then(VecDeque::new),
@@ -936,6 +943,13 @@ impl<'a> Engine<'a> {
 }
 
 impl Engine<'_> {
+    /// Runs `limit` (>= `sc.iterations`) iterations, measuring the first `sc.iterations`
+    /// (multi-job runs: the others go on as background load).
+    fn run_until(mut self, limit: u32) -> Self {
+        self.limit = limit.max(self.sc.iterations);
+        self
+    }
+
     fn schedule_compute(&mut self, core: &mut Core, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
         // Clamped at the horizon: the event loop stops a run that reaches it.
@@ -954,7 +968,7 @@ impl Engine<'_> {
     }
 
     fn start_iteration(&mut self, core: &mut Core, w: usize) {
-        if self.workers[w].iteration == self.sc.iterations {
+        if self.workers[w].iteration == self.limit {
             self.workers[w].op = Op::Finished;
             return;
         }
@@ -973,9 +987,6 @@ impl Engine<'_> {
 
     fn try_forward(&mut self, core: &mut Core, w: usize, layer: usize) {
         if self.gate_open(w, layer) {
-            if layer == 0 && self.workers[w].iteration + 1 == self.sc.iterations && self.last_started.is_none() {
-                self.last_started = Some(core.now);
-            }
             self.workers[w].op = Op::Forward(layer);
             self.schedule_compute(core, w, self.sc.workload.layers[layer].forward);
         } else {
@@ -1185,7 +1196,11 @@ impl Engine<'_> {
         }
         worker.pieces_left[layer] = self.layer_pieces[layer];
         worker.version[layer] = task.iteration + 1;
-        worker.synced_layers[task.iteration as usize] += 1;
+        let k = task.iteration as usize;
+        if k >= worker.synced_layers.len() {
+            worker.synced_layers.resize(k + 1, 0);
+        }
+        worker.synced_layers[k] += 1;
         self.check_complete(core, w, task.iteration);
         if let Op::Gate(l) = self.workers[w].op {
             if self.gate_open(w, l) {
@@ -1196,8 +1211,8 @@ impl Engine<'_> {
 
     fn check_complete(&mut self, core: &mut Core, w: usize, k: u32) {
         let worker = &mut self.workers[w];
-        if worker.complete != k || worker.backward_done <= k || worker.synced_layers[k as usize] < self.syncable_layers
-        {
+        let synced = worker.synced_layers.get(k as usize).copied().unwrap_or(0);
+        if worker.complete != k || worker.backward_done <= k || synced < self.syncable_layers {
             return;
         }
         worker.complete = k + 1;
@@ -1215,13 +1230,20 @@ impl Engine<'_> {
                 self.rank0[1] = snapshot();
             }
         }
+        if k as usize >= self.completed.len() {
+            self.completed.resize(k as usize + 1, 0);
+        }
         self.completed[k as usize] += 1;
-        if self.completed[k as usize] as usize == self.workers.len() {
+        let measured = self.sc.iterations as usize;
+        if self.completed[k as usize] as usize == self.workers.len() && self.completions.len() < measured {
             self.completions.push(core.now);
             if self.completions.len() == 1 && self.sc.iterations > 1 {
                 self.busy_at_first = core.comm_busy_of(self.job);
                 self.sent_at_first = core.watch(self.job).sent;
                 self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
+            }
+            if self.completions.len() == measured && self.limit > self.sc.iterations {
+                self.at_end = Some(EndSnapshot::take(core, self.job));
             }
         }
         // Under the global gate the next forward pass may have been waiting for this.
@@ -1298,7 +1320,7 @@ impl Driven for Engine<'_> {
                 _ => None,
             },
             links_per_iteration: self.hosts.is_none(),
-            last_started: self.last_started,
+            at_end: self.at_end.take(),
             compute_spans: self.compute_spans.take(),
             events: self.events,
             simulated_ranks: self.net_ranks,
@@ -1315,7 +1337,8 @@ impl Driven for Engine<'_> {
             .workers
             .iter()
             .map(|w| {
-                let t = &w.completed_at;
+                // Its own measured iterations (a multi-job run's background ones are not).
+                let t = &w.completed_at[..w.completed_at.len().min(sc.iterations as usize)];
                 if t.len() > 1 {
                     nanos_to_seconds(t[t.len() - 1] - t[0]) / (t.len() - 1) as f64
                 } else {
@@ -1350,12 +1373,13 @@ pub(crate) struct Measured {
     /// iterations (exact whatever the other workers' pace), not over the window between
     /// completions of every worker.
     pub rank0: Option<((Nanos, f64), (Nanos, f64))>,
+    /// What the job had done at its last measured completion, when it went on running
+    /// past it (multi-job runs); `None`: the run ended there, and the core has it.
+    pub at_end: Option<EndSnapshot>,
     /// Link utilisation from the bytes of every iteration (a run alone: each iteration
     /// moves the same bytes, so a link's share does not depend on where the window cuts
     /// the workers' skewed iterations); else from the bytes in the window.
     pub links_per_iteration: bool,
-    /// When the first worker started the last iteration, ns.
-    pub last_started: Option<Nanos>,
     /// Compute spans, when recording.
     pub compute_spans: Option<Vec<ComputeSpan>>,
     /// Events processed.
@@ -1364,6 +1388,27 @@ pub(crate) struct Measured {
     pub simulated_ranks: usize,
     /// The job measured (multi-job runs; 0 otherwise).
     pub job: usize,
+}
+
+/// A job's counters at its last measured completion: a job of a multi-job run goes on
+/// as background load for the others after it, and its report stops there.
+pub(crate) struct EndSnapshot {
+    /// Rank 0's host's communication busy time, ns.
+    busy: Nanos,
+    /// Bytes rank 0's host had sent.
+    sent: f64,
+    /// Flows the job had started.
+    flows: u64,
+    /// Bytes every link had carried.
+    link_bytes: Vec<f64>,
+}
+
+impl EndSnapshot {
+    fn take(core: &mut Core, job: usize) -> Self {
+        let w = core.watch(job);
+        let (busy, sent, flows) = (core.comm_busy_of(job), w.sent, w.flows);
+        EndSnapshot { busy, sent, flows, link_bytes: core.net.link_bytes(core.now).to_vec() }
+    }
 }
 
 impl Measured {
@@ -1389,17 +1434,24 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
     let window = end - start;
     let iteration_time = nanos_to_seconds(window) / periods;
     let compute = nanos_to_seconds(sc.workload.compute_time());
+    // The job's counters where its measured iterations ended.
+    let (busy_end, sent_end, flows, bytes_end) = match m.at_end {
+        Some(e) => (e.busy, e.sent, e.flows, e.link_bytes),
+        None => {
+            let w = core.watch(m.job);
+            let (busy, sent, flows) = (core.comm_busy_of(m.job), w.sent, w.flows);
+            (busy, sent, flows, core.net.link_bytes(core.now).to_vec())
+        }
+    };
     let (comm, sent) = match m.rank0 {
         Some(((busy0, sent0), (busy1, sent1))) => {
             (nanos_to_seconds(busy1 - busy0) / periods, (sent1 - sent0) / periods)
         }
         None => (
-            nanos_to_seconds(core.comm_busy_of(m.job) - if k > 1 { m.busy_at_first } else { 0 }) / periods,
-            (core.watch(m.job).sent - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,
+            nanos_to_seconds(busy_end - if k > 1 { m.busy_at_first } else { 0 }) / periods,
+            (sent_end - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,
         ),
     };
-    let now = core.now;
-    let bytes_end = core.net.link_bytes(now).to_vec();
     let first = &m.link_bytes_at_first;
     let topo = &core.topo;
     // Per link: bytes of one window's worth of iterations (`periods` of them).
@@ -1429,34 +1481,40 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
             (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
         })
         .collect();
-    // The last iteration: from when its first forward pass began (parameter-server
-    // workers start it while the previous distribution is still going on).
-    let from = m.last_started.unwrap_or(0);
+    // One iteration: the last period, from the previous completion of every worker to
+    // the last (from 0 with one iteration), spans clipped to it. Workers that run ahead
+    // (parameter servers: the next forward pass starts while the previous distribution
+    // is still going on) overlap two iterations; every span overlapping the period would
+    // show parts of three (17 s for an 11.3 s iteration).
+    let from = if k > 1 { m.completions[k - 2] } else { 0 };
+    let clip = |start: Nanos, stop: Nanos| (nanos_to_seconds(start.max(from)), nanos_to_seconds(stop.min(end)));
     let mut timeline = Vec::new();
     if let Some(spans) = m.compute_spans {
         for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
+            let (start_s, end_s) = clip(start, stop);
             timeline.push(Span {
                 kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
                 host: rank,
                 to: Vec::new(),
                 label: sc.workload.layers[layer].name.clone(),
                 links: Vec::new(),
-                start_s: nanos_to_seconds(start),
-                end_s: nanos_to_seconds(stop),
+                start_s,
+                end_s,
                 bytes: 0.0,
             });
         }
     }
     if let Some(flows) = core.recorded.take() {
         for (start, stop, src, to, bytes, links, label) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
+            let (start_s, end_s) = clip(start, stop);
             timeline.push(Span {
                 kind: SpanKind::Flow,
                 host: src,
                 to,
                 label: label.to_string(),
                 links: links.iter().map(|&l| topo.link_name(l)).collect(),
-                start_s: nanos_to_seconds(start),
-                end_s: nanos_to_seconds(stop),
+                start_s,
+                end_s,
                 bytes,
             });
         }
@@ -1473,7 +1531,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Repor
         sent_bytes_per_worker: sent,
         link_utilization,
         events: m.events,
-        flows: core.watch(m.job).flows,
+        flows,
         folded: core.folded || core.link_fold.is_some(),
         simulated_ranks: m.simulated_ranks,
         failures_applied: core.failures.applied.len(),

@@ -93,7 +93,11 @@ pub(crate) struct Runner<'a> {
     sc: &'a super::Scenario,
     workload: &'a Workload,
     program: Program,
-    iterations: u32,
+    /// Iterations each rank runs: `sc.iterations`, or more in a multi-job run, where a
+    /// job past its measured iterations goes on as background load ([`Runner::run_until`]).
+    limit: u32,
+    /// Iterations measured (`sc.iterations`): the report covers the first ones.
+    measured: u32,
     /// This job's index in the core (its flows and its rank 0's host).
     job: usize,
     exec: StepCollective,
@@ -130,7 +134,8 @@ impl<'a> Runner<'a> {
         Runner {
             sc,
             workload,
-            iterations,
+            limit: iterations,
+            measured: iterations,
             job,
             exec,
             sampler,
@@ -149,13 +154,20 @@ impl<'a> Runner<'a> {
                 sent_at_first: 0.0,
                 rank0: None,
                 links_per_iteration: false,
-                last_started: None,
+                at_end: None,
                 compute_spans: sc.record_timeline.then(Vec::new),
                 simulated_ranks: ranks,
                 job,
             },
             completed: vec![0; iterations as usize],
         }
+    }
+
+    /// Runs `limit` (>= `sc.iterations`) iterations, measuring the first `sc.iterations`
+    /// (multi-job runs: the others go on as background load).
+    pub fn run_until(mut self, limit: u32) -> Self {
+        self.limit = limit.max(self.measured);
+        self
     }
 
     /// Runs every iteration of this job alone to completion.
@@ -168,7 +180,7 @@ impl<'a> Runner<'a> {
     fn advance(&mut self, core: &mut Core, r: usize) {
         loop {
             let rank = &mut self.ranks[r];
-            if rank.iteration == self.iterations {
+            if rank.iteration == self.limit {
                 return;
             }
             let Some(&instr) = self.program.instrs.get(rank.pc) else {
@@ -177,9 +189,6 @@ impl<'a> Runner<'a> {
             };
             match instr {
                 Instr::Compute { layer, backward } => {
-                    if rank.pc == 0 && rank.iteration + 1 == self.iterations && self.out.last_started.is_none() {
-                        self.out.last_started = Some(core.now);
-                    }
                     let l = &self.workload.layers[layer];
                     let base = if backward { l.backward } else { l.forward };
                     let d = crate::limits::nanos_clamped((base as f64 * rank.slowdown).round());
@@ -212,16 +221,23 @@ impl<'a> Runner<'a> {
         let k = rank.iteration as usize;
         rank.iteration += 1;
         rank.pc = 0;
+        if k >= self.completed.len() {
+            self.completed.resize(k + 1, 0);
+        }
         self.completed[k] += 1;
-        if self.completed[k] == self.ranks.len() {
+        let measured = self.measured as usize;
+        if self.completed[k] == self.ranks.len() && self.out.completions.len() < measured {
             self.out.completions.push(now);
-            if self.out.completions.len() == 1 && self.iterations > 1 {
+            if self.out.completions.len() == 1 && self.measured > 1 {
                 self.out.busy_at_first = core.comm_busy_of(self.job);
                 self.out.sent_at_first = core.watch(self.job).sent;
                 self.out.link_bytes_at_first = core.net.link_bytes(now).to_vec();
             }
+            if self.out.completions.len() == measured && self.limit > self.measured {
+                self.out.at_end = Some(super::EndSnapshot::take(core, self.job));
+            }
         }
-        if self.ranks[r].iteration < self.iterations {
+        if self.ranks[r].iteration < self.limit {
             self.ranks[r].slowdown = self.sampler.draw(r);
         }
     }

@@ -56,7 +56,7 @@ static RAIL: &[OptionInfo] = &[
         name: "nic",
         kind: OptionKind::Rate,
         default: "",
-        help: "each GPU's NIC rate; default the preset's (--bandwidth does not set it)",
+        help: "each GPU's NIC rate, as --bandwidth (give one of them); default the preset's",
     },
     OptionInfo {
         name: "nvlink",
@@ -163,8 +163,50 @@ impl TopologySpec {
         self.machine_name().map(|name| crate::gputopo::GpuTopology::preset(name).expect("listed presets exist"))
     }
 
-    /// The node preset and the fabric's rates, for `rail`.
-    pub fn rail_params(&self, extra_bytes_per_s: f64) -> Option<super::RailParams> {
+    /// The host link rate the fabric gives when none is given, bytes/s: on `rail` each
+    /// GPU's NIC rate (`nic=`, else the node preset's); `None` for the other fabrics.
+    pub fn own_rate(&self) -> Option<f64> {
+        if self.0.name != "rail" {
+            return None;
+        }
+        let node =
+            super::NodePreset::by_name(self.0.choice("node").unwrap_or("dgx-h100")).expect("listed presets exist");
+        Some(self.0.rate("nic").unwrap_or(node.nic_bytes_per_s))
+    }
+
+    /// The host link rate to build with, bytes/s, from the one given (`--bandwidth`), if
+    /// any: it, or the fabric's own ([`TopologySpec::own_rate`]) when none is given. On
+    /// `rail` a given rate is each GPU's NIC rate, so giving it and a different `nic=` is
+    /// refused (`bandwidth`: given twice; the same rate twice is accepted, so that a
+    /// cluster's resolved rate and topology can be passed on together), as is giving none
+    /// on a fabric without a rate of its own.
+    pub fn host_rate(&self, given: Option<f64>) -> Result<f64> {
+        match (given, self.0.rate("nic")) {
+            (Some(rate), Some(nic)) if rate != nic => Err(Error::invalid(
+                "bandwidth",
+                format!(
+                    "the rail NIC rate is given twice, {} Gbps (--bandwidth) and nic={} Gbps (--topology); give one of them",
+                    rate * 8.0 / 1e9,
+                    nic * 8.0 / 1e9
+                ),
+            )),
+            (Some(rate), _) => Ok(rate),
+            (None, _) => self.own_rate().ok_or_else(|| {
+                Error::invalid(
+                    "bandwidth",
+                    format!(
+                        "give the host link rate (--bandwidth, e.g. 25Gbps); only rail fabrics have one of their own (their node preset's NIC), not {}",
+                        self.0.name
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// The node preset and the fabric's rates, for `rail`: each GPU's NIC at `nic=` if
+    /// given, else at `bytes_per_s` (the host rate: [`TopologySpec::host_rate`] gives the
+    /// preset's when none is given); other hosts (servers) at `bytes_per_s`.
+    pub fn rail_params(&self, bytes_per_s: f64) -> Option<super::RailParams> {
         if self.0.name != "rail" {
             return None;
         }
@@ -176,17 +218,17 @@ impl TopologySpec {
             nodes_per_group: per_group,
             spines: self.0.count("spines").map_or(0, |s| s as usize),
             nvlink_bytes_per_ns: self.0.rate("nvlink").unwrap_or(node.nvlink_bytes_per_s) / 1e9,
-            nic_bytes_per_ns: self.0.rate("nic").unwrap_or(node.nic_bytes_per_s) / 1e9,
+            nic_bytes_per_ns: self.0.rate("nic").unwrap_or(bytes_per_s) / 1e9,
             oversubscription: self.0.real("oversubscription").unwrap_or(1.0),
-            extra_bytes_per_ns: extra_bytes_per_s / 1e9,
+            extra_bytes_per_ns: bytes_per_s / 1e9,
         })
     }
 
     /// Builds it for `workers` worker hosts plus `extra` other hosts (servers) at
-    /// `bytes_per_s` per host link (per NIC for `nodes`) and `latency` per hop. On `rail`
-    /// the GPUs' NICs run at the preset's rate (or `nic=`) and `bytes_per_s` is the rate of
-    /// the extra hosts only.
-    /// Refuses sizes past the memory limits first ([`TopologySpec::check_size`]).
+    /// `bytes_per_s` per host link (per NIC for `nodes`, per GPU NIC for `rail` unless
+    /// `nic=` sets it) and `latency` per hop. API layers take `bytes_per_s` from
+    /// [`TopologySpec::host_rate`], which gives `rail` its preset's NIC rate when no rate is
+    /// given. Refuses sizes past the memory limits first ([`TopologySpec::check_size`]).
     pub fn build(&self, workers: usize, extra: usize, bytes_per_s: f64, latency: Nanos) -> Result<Topology> {
         self.check_size(workers, extra)?;
         let bw = bytes_per_s / 1e9;
@@ -219,7 +261,8 @@ mod tests {
 
     #[test]
     fn rail_uses_the_preset_rates_unless_nic_or_nvlink_are_given() {
-        let t = TopologySpec::parse("rail").unwrap().build(1024, 0, 1.25e9, 1000).unwrap();
+        let spec = TopologySpec::parse("rail").unwrap();
+        let t = spec.build(1024, 0, spec.host_rate(None).unwrap(), 1000).unwrap();
         let crate::topology::Shape::Rail(r) = t.shape().clone() else { panic!("rail") };
         assert_eq!((r.gpus_per_node, r.nodes_per_group, r.groups, r.spines), (8, 32, 4, 32));
         // GPU 0: NVSwitch link at 450 GB/s, NIC at 400 Gbit/s; leaf uplinks non-blocking.
@@ -239,5 +282,27 @@ mod tests {
         assert_eq!(t.links()[t.route(64, 0)[0]].bytes_per_ns, 1.25);
         let e = TopologySpec::parse("rail:node=dgx-2").unwrap_err().to_string();
         assert!(e.contains("dgx-h100"), "{e}");
+    }
+
+    #[test]
+    fn a_given_rate_is_the_rail_nic_rate_and_only_rail_has_one_of_its_own() {
+        let rail = TopologySpec::parse("rail:node=dgx-h100").unwrap();
+        assert_eq!(rail.own_rate(), Some(50e9));
+        assert_eq!(rail.host_rate(None).unwrap(), 50e9);
+        // --bandwidth 100Gbps: every GPU's NIC at 12.5 GB/s (it was ignored: 400G NICs).
+        let rate = rail.host_rate(Some(12.5e9)).unwrap();
+        let t = rail.build(16, 0, rate, 1000).unwrap();
+        assert_eq!(t.links()[2 * 16].bytes_per_ns, 12.5);
+        let nic = TopologySpec::parse("rail:node=dgx-a100,nic=100Gbps").unwrap();
+        assert_eq!(nic.host_rate(None).unwrap(), 12.5e9);
+        assert_eq!(nic.host_rate(Some(12.5e9)).unwrap(), 12.5e9, "the same rate twice");
+        let e = nic.host_rate(Some(50e9)).unwrap_err();
+        assert_eq!(e.field(), "bandwidth");
+        assert!(e.to_string().contains("400 Gbps (--bandwidth) and nic=100 Gbps"), "{e}");
+        let star = TopologySpec::parse("star").unwrap();
+        assert_eq!(star.own_rate(), None);
+        assert_eq!(star.host_rate(Some(1e9)).unwrap(), 1e9);
+        assert_eq!(star.host_rate(None).unwrap_err().field(), "bandwidth");
+        assert!(TopologySpec::parse("nodes").unwrap().host_rate(None).is_err());
     }
 }

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -40,19 +40,23 @@ FLOWS = "--max-flows=2000000"
 that makes a legitimate but long run is refused by it rather than timing out."""
 
 
-def fuzz(name: str, strategy: st.SearchStrategy[Any], body: Callable[[Any], Sequence[fh.Case]], default: int) -> None:
-    """Run ``body`` on ``examples(default)`` drawn values; fail with every failing case."""
+def fuzz(
+    name: str, strategy: st.SearchStrategy[Any], body: Callable[[Any], Sequence[fh.Case]], default: int, explicit: Sequence[Any] = ()
+) -> None:
+    """Run ``body`` on the ``explicit`` values (the reviews' reproductions) and on
+    ``examples(default)`` drawn values; fail with every failing case."""
     failing: list[fh.Case] = []
 
-    @settings(
-        max_examples=fh.examples(default), deadline=None, derandomize=True, database=None,
-        phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck),
-    )
-    @given(strategy)
     def inner(value: Any) -> None:
         failing.extend(c for c in body(value) if c.problems)
 
-    inner()
+    for v in explicit:
+        inner = example(v)(inner)
+    test = settings(
+        max_examples=fh.examples(default), deadline=None, derandomize=True, database=None,
+        phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck),
+    )(given(strategy)(inner))
+    test()
     ran = sum(c.test == name for c in fh.CASES)
     if failing:
         pytest.fail(f"{len(failing)} of {ran} cases broke the rule:\n" + fh.report(failing), pytrace=False)
@@ -239,7 +243,14 @@ def test_simulate_options(workdir: Path) -> None:
             base["--model"] = None
         return [fh.run("simulate", ["simulate", *as_args(base, pairs)], workdir)]
 
-    fuzz("simulate", overrides(SIM_OPTIONS), body, default=40)
+    explicit = [
+        [("--bandwidth", "1e-30Gbps")], [("--collective", "allreduce:1e20B")], [("--compute-speedup", "1e-300")],
+        [("--stragglers", "normal:1e308")], [("--workers", "1000000000")], [("--iterations", "1000000000")],
+        [("--strategy", "ps:num_ps=1000000000")], [("--topology", "leaf-spine:spines=1000000000")],
+        [("--workers", "99999999999999999999999")], [("--batch", "4294967297")],
+        [("--strategy", "ring:partition=1B"), ("--max-flows", "20000000")], [("--strategy", "ps"), ("--iterations", "1000")],
+    ]
+    fuzz("simulate", overrides(SIM_OPTIONS), body, default=40, explicit=explicit)
 
 
 COMPARE_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
@@ -258,7 +269,7 @@ def test_compare_options(workdir: Path) -> None:
             base.update({"--model": "llama3_8b", "--bandwidth": "100Gbps", "--strategies": "ring,fsdp"})
         return [fh.run("compare", ["compare", *as_args(base, pairs)], workdir)]
 
-    fuzz("compare", overrides(COMPARE_OPTIONS), body, default=15)
+    fuzz("compare", overrides(COMPARE_OPTIONS), body, default=15, explicit=[[("--workers", "1000000000")]])
 
 
 def listed(values: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -280,7 +291,8 @@ def test_sweep_options(workdir: Path) -> None:
         base: dict[str, Any] = {"--model": "resnet50", "--workers": "4", "--bandwidth": "25Gbps", "--strategies": "ring", "--jobs": "1", "--out": "r.csv"}
         return [fh.run("sweep", ["sweep", *as_args(base, pairs)], workdir)]
 
-    fuzz("sweep", overrides(SWEEP_OPTIONS), body, default=12)
+    explicit = [[("--iterations", "1000000000")], [("--out", "adir.csv")], [("--out", "afile/x.csv")], [("--out", "")]]
+    fuzz("sweep", overrides(SWEEP_OPTIONS), body, default=12, explicit=explicit)
 
 
 @st.composite
@@ -316,7 +328,8 @@ def test_jobs_options(workdir: Path) -> None:
             args += [b"--job=" + j if isinstance(j, bytes) else f"--job={j}"]
         return [fh.run("jobs", ["jobs", *args, *as_args(base, list(drawn.items()))], workdir)]
 
-    fuzz("jobs", overrides(options), body, default=15)
+    explicit = [[("--place", "a=0-1000000000")], [("job-a", "a:resnet50:1000000000:ring")], [("--place", "a=99999999999999999999")]]
+    fuzz("jobs", overrides(options), body, default=15, explicit=explicit)
 
 
 def test_import_trace_options(workdir: Path) -> None:
@@ -331,7 +344,7 @@ def test_import_trace_options(workdir: Path) -> None:
         ranks = [str(p) for p in fm.KINETO_RANKS]
         return [fh.run("import-trace", ["import-trace", *ranks, *as_args(base, pairs)], workdir)]
 
-    fuzz("import-trace", overrides(options), body, default=10)
+    fuzz("import-trace", overrides(options), body, default=10, explicit=[[("--out", "")], [("--name", "\ud800")]])
 
 
 @st.composite
@@ -365,7 +378,8 @@ def test_topology_options(workdir: Path) -> None:
             base = {}
         return [fh.run("topology", ["topology", *as_args(base, list(drawn.items()))], workdir)]
 
-    fuzz("topology", overrides(options), body, default=10)
+    explicit = [[("--trees", "1000000000")], [("--adjacency", "[[0, 99], [99, 0]]")]]
+    fuzz("topology", overrides(options), body, default=10, explicit=explicit)
 
 
 # -- (b) input files ------------------------------------------------------------------------

@@ -95,7 +95,8 @@ def report(
                 raise InputError("model", f"{', '.join(absent)} not in {sweep_file}; it has {', '.join(sorted(present))}")
             rows = [r for r in rows if r["model"] in wanted]
     else:
-        configs = expand(**grid)
+        own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
+        configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
         with render.progress(len(configs), "simulating") as advance:
 
             def done(k: int) -> None:

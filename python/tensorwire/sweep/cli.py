@@ -6,6 +6,7 @@ import time
 from typing import Any, Optional
 
 import click
+from click.core import ParameterSource
 
 from tensorwire.cli import render
 from tensorwire.io import check_output
@@ -23,7 +24,8 @@ from tensorwire.sweep.table import check_path, write_rows
 )
 @options.jobs
 @options.ray
-def sweep(out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any) -> None:
+@click.pass_context
+def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any) -> None:
     """Simulate every configuration of a grid; write one row per configuration.
 
     Every grid option takes a comma-separated list and the grid is their cross product:
@@ -36,7 +38,8 @@ def sweep(out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any
     grid is checked before any simulation starts. Columns: docs/sweep-and-report.md.
     """
     path = check_output(check_path(out), "out")
-    configs = expand(**grid)
+    own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
+    configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
     started = time.perf_counter()
     with render.progress(len(configs), "simulating") as advance:
 

@@ -156,6 +156,7 @@ def expand(
     workload_file: Optional[str] = None,
     workload_format: str = "auto",
     max_flows: Optional[int] = None,
+    own_rates: bool = False,
 ) -> list[Config]:
     """Validates every axis and returns the cross product, strategies varying fastest.
 
@@ -164,7 +165,9 @@ def expand(
     such as ``zero3`` once, under its target's name). ``workload_file`` (any format
     :meth:`tensorwire.Workload.from_file` reads) is simulated too, as a model named after
     the workload; with it, ``models`` left out means the file alone. ``max_flows`` is
-    passed to every simulation.
+    passed to every simulation. ``own_rates``: a fabric whose GPUs have NICs of their own
+    (``rail``) is simulated at its NICs' rate instead of ``bandwidths`` (what the commands do
+    when ``--bandwidth`` is not given, so that a default does not replace a preset's NICs).
 
     Raises :class:`tensorwire.InputError` naming the field (``model``, ``gpu``, ``batch``,
     ``workers``, ``bandwidth``, ``latency``, ``topology``, ``network``, ``strategy``,
@@ -190,6 +193,7 @@ def expand(
     lats = _unique(to_seconds(v if isinstance(v, (int, float)) else str(v), "latency") for v in _items(latencies, "latency"))
     ns = _unique(_int(n, "workers", 1) for n in _items(workers, "workers"))
     rates = _unique(to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth"))
+    rates_of = {t: [_core.host_rate(t)] if own_rates and _own_rate(t) else rates for t in topos}
     if strategies is None:  # every built-in strategy that runs on every topology and size of the grid
         specs = [s.name for s in builtin_strategies() if s.alias_of is None and _runs(s.name, topos, ns, nets)]
     else:
@@ -230,10 +234,20 @@ def expand(
             workload_format=workload_format,
             max_flows=max_flows,
         )
-        for (name, device, batch), speedup, topo, net, lat, n, rate, spec, seed in itertools.product(
-            resolved + files, speedups, topos, nets, lats, ns, rates, specs, seed_values
+        for (name, device, batch), speedup, topo, net, lat, n in itertools.product(
+            resolved + files, speedups, topos, nets, lats, ns
         )
+        for rate, spec, seed in itertools.product(rates_of[topo], specs, seed_values)
     ]
+
+
+def _own_rate(topology: str) -> bool:
+    """Whether the fabric's hosts have a link rate of their own (a rail's NICs)."""
+    try:
+        _core.host_rate(topology)
+    except InputError:
+        return False
+    return True
 
 
 def _runs(spec: str, topologies: Sequence[str], workers: Sequence[int], networks: Sequence[str]) -> bool:

@@ -46,7 +46,8 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
         click.option("--workers", "-n", default=workers, show_default=True, metavar="LIST",
                      help="Numbers of workers, e.g. 4,8,16,32."),
         click.option("--bandwidth", "-b", "bandwidths", default=bandwidths, show_default=True, metavar="LIST",
-                     help="Host link rates per direction, e.g. 1Gbps,10Gbps,100Gbps."),
+                     help="Host link rates per direction, e.g. 1Gbps,10Gbps,100Gbps; on a rail fabric each GPU's "
+                     "NIC rate (without -b: the node preset's NICs)."),
         click.option("--strategies", "-s", default=strategies, show_default=strategies is not None, metavar="LIST",
                      help="Strategy specs NAME[:key=value,...], comma-separated (see `tensorwire strategies`), e.g. "
                      "'ps,ring,ring:partition=4MiB,credit=8MiB'; a plain ps in the list gives the speedup column." + every),

@@ -81,3 +81,12 @@ def test_a_combination_the_core_rejects_is_named() -> None:
     with pytest.raises(tw.InputError) as e:
         expand("vgg16", "4", "10Gbps", "ring,ring+multicast", topologies="ring")
     assert "ring+multicast with 4 workers on topology 'ring'" in e.value.args[1]
+
+
+def test_a_rail_keeps_its_own_nics_unless_a_bandwidth_is_given() -> None:
+    # Without -b the commands pass own_rates: the default 25 Gbps must not replace the
+    # DGX A100's 200 Gbit/s NICs (-b sets a rail's NIC rate).
+    configs = expand("resnet50", "16", "25Gbps", "ring", topologies="rail:node=dgx-a100,star", own_rates=True)
+    assert {c.topology: c.bandwidth for c in configs} == {"rail:node=dgx-a100": 25e9, "star": 25e9 / 8}
+    given = expand("resnet50", "16", "25Gbps", "ring", topologies="rail:node=dgx-a100")
+    assert [c.bandwidth for c in given] == [25e9 / 8]

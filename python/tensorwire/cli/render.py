@@ -202,9 +202,11 @@ def comparison(
             f"{base.iteration_time_s / r.iteration_time_s:.2f}x" if base is not None else "-",
         ]
         t.add_row(*cells)
-    for x in refused:
-        t.add_row("-", x.strategy, f"refused: {x.reason}", *([""] * (len(columns) - 3)))
+    for i, x in enumerate(refused, 1):
+        t.add_row("-", x.strategy, f"refused [{i}]", *([""] * (len(columns) - 3)))
     console.print(t)
+    for i, x in enumerate(refused, 1):  # the reasons below the table, so its columns stay narrow
+        console.print(Text(f"[{i}] {x.strategy}: {x.reason}"))
 
 
 def format_count(x: float) -> str:

@@ -35,7 +35,7 @@ def test_compare_lists_a_strategy_over_the_flow_budget_as_refused_and_picks_anot
     assert "[1/2]" in p.stderr and "[2/2]" in p.stderr and "refused" in p.stderr
     table = run("compare", "--model", "llama3_8b", "-n", "1024", "--topology", "rail:node=dgx-h100",
                 "--strategies", "fsdp,ring")
-    assert table.returncode == 0 and "refused:" in table.stdout and "vs fsdp" in table.stdout
+    assert table.returncode == 0 and "refused [1]" in table.stdout and "[1] ring: ring on 1024 workers" in table.stdout and "vs fsdp" in table.stdout
 
 
 def test_compare_runs_no_extra_baseline_and_shows_an_alias_once() -> None:

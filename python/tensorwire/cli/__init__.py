@@ -40,10 +40,33 @@ def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
     raise KeyboardInterrupt
 
 
+def _not_utf8(args: Sequence[str]) -> Optional[str]:
+    """The option (or argument) whose text is not UTF-8, if any. Python hands bytes that are
+    not UTF-8 over as lone surrogates, which nothing downstream can encode.
+
+    >>> _not_utf8(["-b", "25Gbps"]) is None, _not_utf8(["--topology=\udcff"]), _not_utf8(["-s", "\udcc3("])
+    (True, '--topology', '-s')
+    """
+    for i, arg in enumerate(args):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            if arg.startswith("-") and "=" in arg:
+                return arg.split("=", 1)[0]
+            if i > 0 and args[i - 1].startswith("-"):
+                return args[i - 1]
+            return f"argument {i + 1}"
+    return None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns (and, from the console script, exits with) the exit status."""
     from tensorwire.cli.app import cli
 
+    args = list(argv) if argv is not None else sys.argv[1:]
+    bad = _not_utf8(args)
+    if bad is not None:
+        return _fail(f"{bad}: is not valid UTF-8 text")
     _stopped_by.clear()
     previous: Any = None
     try:
@@ -51,7 +74,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError:  # not the main thread: leave signals alone
         previous = None
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="tensorwire", standalone_mode=False)
+        cli.main(args=args, prog_name="tensorwire", standalone_mode=False)
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
         if field == "interrupted":  # the core stopped at a pending signal

@@ -41,7 +41,7 @@ def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
 
 
 def _not_utf8(args: Sequence[str]) -> Optional[str]:
-    """The option (or argument) whose text is not UTF-8, if any. Python hands bytes that are
+    r"""The option (or argument) whose text is not UTF-8, if any. Python hands bytes that are
     not UTF-8 over as lone surrogates, which nothing downstream can encode.
 
     >>> _not_utf8(["-b", "25Gbps"]) is None, _not_utf8(["--topology=\udcff"]), _not_utf8(["-s", "\udcc3("])

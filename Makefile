@@ -41,10 +41,12 @@ test-python: build-test system  ## Python tests (unit, docs, distributed, testbe
 	$(PY) -m pytest -q
 	$(PY) -m mypy.stubtest tensorwire._core --allowlist tests/stubtest-allowlist.txt
 
-lint: build-test  ## clippy, rustfmt check, mypy
+lint: build-test  ## clippy, rustfmt check, mypy --strict, ruff check and format check (no root needed)
 	cargo clippy -p tensorwire-core -p tensorwire-py --all-targets -- -D warnings
 	cargo fmt --all --check
 	$(PY) -m mypy
+	$(PY) -m ruff check python tests benchmarks scripts examples
+	$(PY) -m ruff format --check python tests benchmarks scripts examples
 
 bench: build  ## benchmarks; results go into docs/benchmarks.md by hand
 	$(PY) benchmarks/simulator.py

@@ -48,9 +48,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -91,7 +91,7 @@ def _quote(arg: str) -> str:
     return arg if re.fullmatch(r"[\w@%+=:,./>-]+", arg) and ">" not in arg else "'" + arg.replace("'", "'\\''") + "'"
 
 
-def _cli(name: str, *args: str, slow: bool = False, inputs: Optional[dict[str, Path | str]] = None) -> Case:
+def _cli(name: str, *args: str, slow: bool = False, inputs: dict[str, Path | str] | None = None) -> Case:
     return Case(name, tuple(args), slow=slow, inputs=dict(inputs or {}))
 
 
@@ -272,7 +272,7 @@ def run(case: Case) -> Outcome:
                 (work / name).write_text(source)
         argv = [sys.executable, *case.args] if case.script else [sys.executable, "-m", "tensorwire", *case.args]
         start = time.monotonic()
-        proc = subprocess.run(argv, cwd=work, env=_env(), capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(argv, cwd=work, env=_env(), capture_output=True, timeout=TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
         seconds = time.monotonic() - start
         stdout = proc.stdout.decode("utf-8", errors="backslashreplace").replace(tmp, "$TMP")
         stderr = proc.stderr.decode("utf-8", errors="backslashreplace").replace(tmp, "$TMP")
@@ -318,7 +318,7 @@ def golden_path(case: Case) -> Path:
     return GOLDEN / f"{case.name}.txt"
 
 
-def diff(case: Case, actual: str, limit: int = 60) -> Optional[str]:
+def diff(case: Case, actual: str, limit: int = 60) -> str | None:
     """A unified diff (at most ``limit`` lines) between the recording and ``actual``, or None."""
     path = golden_path(case)
     if not path.exists():
@@ -340,7 +340,7 @@ def select(fast: bool, patterns: Sequence[str]) -> list[Case]:
     return [c for c in CASES if not (fast and c.slow) and (not patterns or any(p in c.name for p in patterns))]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", action="store_true", help="write the outputs to tests/golden/")
@@ -378,16 +378,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if d is not None:
             bad += 1
             print(d, end="")
-    stale = sorted(set(GOLDEN.glob("*.txt")) - {golden_path(c) for c in CASES})
-    for s in stale:
-        print(f"{s.relative_to(ROOT)}: a recording without a case")
+    orphans = sorted(set(GOLDEN.glob("*.txt")) - {golden_path(c) for c in CASES})
+    for path in orphans:
+        print(f"{path.relative_to(ROOT)}: a recording without a case")
     if bad:
         print(environment_note(), end="")
     slowest = max(outcomes, key=lambda o: o.seconds, default=None)
     print(f"golden: {len(outcomes) - bad} of {len(outcomes)} cases identical"
-          f"{f', {len(stale)} stale recordings' if stale else ''} ({wall:.1f} s"
+          f"{f', {len(orphans)} recordings without a case' if orphans else ''} ({wall:.1f} s"
           f"{f'; slowest {slowest.case.name} {slowest.seconds:.1f} s' if slowest else ''})")
-    return 1 if bad or stale else 0
+    return 1 if bad or orphans else 0
 
 
 if __name__ == "__main__":

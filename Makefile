@@ -53,3 +53,11 @@ bench: build  ## benchmarks; results go into docs/benchmarks.md by hand
 
 clean:  ## remove build outputs and the environment
 	rm -rf target $(VENV) .pytest_cache .hypothesis
+
+.PHONY: golden-check golden-record
+
+golden-check: build  ## what a user sees is byte-identical to tests/golden/ (docs/benchmarks.md)
+	$(PY) benchmarks/golden.py --check
+
+golden-record: build  ## re-record tests/golden/ after an intended change of output
+	$(PY) benchmarks/golden.py --record

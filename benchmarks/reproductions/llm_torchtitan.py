@@ -37,11 +37,12 @@ STRATEGY = "fsdp:param_dtype=bf16,reduce_dtype=fp32"
 PUBLISHED = [("llama3_8b", False, 2904.0, 0.568), ("llama3_70b", True, 331.0, 0.517)]
 
 
-def predict(model: str, recompute: bool, mfu: float, topology: str, bandwidth: str = "200Gbps") -> tw.Result:
-    """One FSDP iteration of ``model`` on 64 A100s at the efficiency that matches ``mfu``."""
+def predict(model: str, recompute: bool, mfu: float, topology: str) -> tw.Result:
+    """One FSDP iteration of ``model`` on 64 A100s at the efficiency that matches ``mfu``; the
+    rail's NICs at the node preset's rate (200 Gbit/s) or the topology's ``nic=``."""
     efficiency = mfu * (4 / 3 if recompute else 1.0)  # hardware FLOPs include the recomputed forward
     w = llm.workload(model, gpu="a100-80gb", seq_len=SEQ, micro_batch=1, mfu=efficiency, recompute=recompute)
-    return tw.simulate(w, tw.Cluster(GPUS, bandwidth, latency="1us", topology=topology), STRATEGY, iterations=3)
+    return tw.simulate(w, tw.Cluster(GPUS, None, latency="1us", topology=topology), STRATEGY, iterations=3)
 
 
 def main() -> None:

@@ -20,9 +20,7 @@ use super::core::Core;
 use super::driver::{self, Driven};
 use super::program::Runner;
 use super::step::{StepCollective, StepSettings};
-use super::{
-    allreduce_schedule, build_core, check_on_fabric, sharded, variability, Engine, Folding, JobHosts, Scenario,
-};
+use super::{allreduce_schedule, build_core, sharded, variability, Engine, Folding, JobHosts, Scenario};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::strategy::{Family, Stage, Strategy};
@@ -277,7 +275,7 @@ fn job_sim<'a>(
             StepCollective::with_schedules(schedules, settings(sc), n, false, None).on_hosts(Some(hosts.to_vec()));
         return Ok(Box::new(Runner::new(sc, program, n, i, exec, sampler()).run_until(limit)));
     }
-    check_on_fabric(strategy, &core.topo)?;
+    strategy.check_on_fabric(&core.topo)?;
     let schedule = allreduce_schedule(sc, n, &core.topo)?;
     let hosts = JobHosts { workers: hosts[..n].to_vec(), servers: hosts[n..].to_vec() };
     Ok(Box::new(Engine::new(sc, core, schedule, Folding::default(), i, Some(hosts))?.run_until(limit)))

@@ -46,10 +46,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use self::core::{Core, Note, Protocol};
 use self::driver::Driven;
 use self::slab::Slab;
-use crate::collectives::{
-    BinomialTree, Collective, DoubleBinaryTree, GpuTrees, HalvingDoubling, Hierarchical, RecursiveDoubling, Ring,
-    RingMulticast, StepSchedule,
-};
+use crate::collectives::{Collective, StepSchedule};
 use crate::error::{Error, Result};
 use crate::metrics::{Report, Span, SpanKind};
 use crate::network::ModelKind;
@@ -502,152 +499,14 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
 }
 
 /// The step schedule of an all-reduce strategy for `n` ranks on `topo` (`None` for the
-/// other families).
+/// other families): the strategy's choice for the workload's collective
+/// ([`Strategy::schedule`]).
 pub(crate) fn allreduce_schedule(
     sc: &Scenario,
     n: usize,
     topo: &crate::topology::Topology,
 ) -> Result<Option<Box<dyn StepSchedule>>> {
-    let strategy = &sc.strategy;
-    if sc.workload.collective != Collective::AllReduce {
-        let Family::AllReduce(a) = &strategy.family else { unreachable!("Scenario::validate refuses it") };
-        return collective_schedule(sc.workload.collective, *a, strategy, n, topo).map(Some);
-    }
-    // Inside one multi-GPU machine, trees follow its links (seed 003).
-    let machine = sc.topology.machine().filter(|m| m.gpus() == n);
-    Ok(match &strategy.family {
-        Family::AllReduce(a) => Some(match (a, &machine) {
-            (Algorithm::Ring, _) => Box::new(Ring),
-            (Algorithm::RingMulticast, _) => Box::new(RingMulticast),
-            (Algorithm::Butterfly | Algorithm::RecursiveDoubling, _) => Box::new(RecursiveDoubling),
-            (Algorithm::HalvingDoubling, _) => Box::new(HalvingDoubling),
-            (Algorithm::Tree, Some(m)) => {
-                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?)
-            }
-            (Algorithm::Tree, None) => Box::new(BinomialTree),
-            (Algorithm::MultiTree, Some(m)) => {
-                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?)
-            }
-            (Algorithm::MultiTree, None) => return Err(multitree_off_one_machine(&sc.topology, n)),
-            (Algorithm::DoubleTree, _) => Box::new(DoubleBinaryTree),
-            (Algorithm::Hierarchical, _) => {
-                Box::new(Hierarchical { group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8) })
-            }
-        }),
-        Family::ParameterServer(_) | Family::Sharded(_) => None,
-    })
-}
-
-/// Why `multitree` cannot run with `n` workers on `topology`: its trees follow the links
-/// inside one multi-GPU machine (seed 003), so it needs `nodes` and exactly as many
-/// workers as the machine has GPUs. Names `workers` on `nodes` (the machine is fixed, the
-/// workers are not), else `topology`.
-fn multitree_off_one_machine(topology: &TopologySpec, n: usize) -> Error {
-    match (topology.machine_name(), topology.machine()) {
-        (Some(name), Some(m)) => Error::invalid(
-            "workers",
-            format!(
-                "{n} is not allowed: multitree runs inside one machine and a {name} has {} GPUs; give {} workers (tree, ring or hierarchical for more machines)",
-                m.gpus(),
-                m.gpus()
-            ),
-        ),
-        _ => {
-            let machines: Vec<String> = crate::gputopo::PRESETS
-                .iter()
-                .filter_map(|(p, _)| crate::gputopo::GpuTopology::preset(p).ok().map(|m| format!("{p} ({} GPUs)", m.gpus())))
-                .collect();
-            Error::invalid(
-                "topology",
-                format!(
-                    "{} has no multi-GPU machine and multitree runs inside one: use nodes:machine=NAME with as many workers as it has GPUs: {}",
-                    topology.name(),
-                    machines.join(", ")
-                ),
-            )
-        }
-    }
-}
-
-/// The schedule of a collective other than all-reduce (a microbenchmark's) under an
-/// all-reduce algorithm (docs/collectives.md, "What the engine picks").
-fn collective_schedule(
-    kind: Collective,
-    algorithm: Algorithm,
-    strategy: &Strategy,
-    n: usize,
-    topo: &crate::topology::Topology,
-) -> Result<Box<dyn StepSchedule>> {
-    use crate::collectives::{
-        AllGather, BinomialBroadcast, ChainBroadcast, LevelPhase, Levels, PairwiseAllToAll, ReduceScatter,
-    };
-    let refuse = |allowed: &str| {
-        Error::invalid("strategy", format!("{} runs under {allowed}, not {}", kind.name(), strategy.spec))
-    };
-    let halves = "ring, halving-doubling, recursive-doubling, butterfly or hierarchical";
-    Ok(match (kind, algorithm) {
-        (Collective::AllToAll, _) => Box::new(PairwiseAllToAll),
-        (Collective::ReduceScatter, Algorithm::Ring | Algorithm::RingMulticast) => Box::new(ReduceScatter(Ring)),
-        (Collective::AllGather, Algorithm::Ring | Algorithm::RingMulticast) => Box::new(AllGather(Ring)),
-        (
-            Collective::ReduceScatter,
-            Algorithm::HalvingDoubling | Algorithm::RecursiveDoubling | Algorithm::Butterfly,
-        ) => Box::new(ReduceScatter(HalvingDoubling)),
-        (Collective::AllGather, Algorithm::HalvingDoubling | Algorithm::RecursiveDoubling | Algorithm::Butterfly) => {
-            Box::new(AllGather(HalvingDoubling))
-        }
-        (Collective::ReduceScatter | Collective::AllGather, Algorithm::Hierarchical) => {
-            let g = strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8);
-            if g == 0 || !n.is_multiple_of(g) {
-                return Err(Error::invalid(
-                    "strategy.gpus_per_node",
-                    format!(
-                        "{g} ranks per machine do not divide {n} workers; give gpus_per_node=G with G dividing {n}"
-                    ),
-                ));
-            }
-            let phase =
-                if kind == Collective::ReduceScatter { LevelPhase::ReduceScatter } else { LevelPhase::AllGather };
-            Box::new(Levels { levels: vec![g], phase })
-        }
-        (Collective::ReduceScatter | Collective::AllGather, _) => return Err(refuse(halves)),
-        (Collective::Broadcast, Algorithm::Tree) => Box::new(BinomialBroadcast),
-        (Collective::Broadcast, Algorithm::Ring | Algorithm::DoubleTree) => Box::new(ChainBroadcast),
-        (Collective::Broadcast, _) => return Err(refuse("tree (binomial), ring or double-tree (a pipelined chain)")),
-        (Collective::AllReduce, _) => unreachable!("all-reduce schedules are chosen by allreduce_schedule"),
-    })
-}
-
-/// What `strategy` needs of the fabric `topo` and of its own options together, beyond
-/// [`Scenario::validate`]: in-network aggregation a star, multicast switches that
-/// replicate (star or leaf-spine), and no options that could deadlock or contradict.
-fn check_on_fabric(strategy: &Strategy, topo: &crate::topology::Topology) -> Result<()> {
-    if let Family::ParameterServer(c) = &strategy.family {
-        if c.in_network_aggregation && !matches!(topo.shape(), Shape::Star) {
-            return Err(Error::invalid(
-                "topology",
-                "in-network aggregation is modelled on a star (one aggregating switch)",
-            ));
-        }
-        if c.switch_memory.is_some() && strategy.limits.credit_bytes.is_some() {
-            return Err(Error::invalid(
-                "strategy.credit",
-                "cannot be combined with switch_memory (pushes could wait on each other forever)",
-            ));
-        }
-        if c.placement == Placement::Sharded && strategy.partition.is_some() {
-            return Err(Error::invalid(
-                "strategy.placement",
-                "sharded placement splits tensors itself; drop pipeline/partition",
-            ));
-        }
-    }
-    let multicast = matches!(strategy.family, Family::AllReduce(Algorithm::RingMulticast))
-        || matches!(&strategy.family, Family::ParameterServer(c) if c.multicast);
-    if multicast && !matches!(topo.shape(), Shape::Star | Shape::LeafSpine { .. }) {
-        return Err(Error::invalid("topology", "multicast needs switches to replicate packets (star or leaf-spine)"));
-    }
-    Ok(())
+    sc.strategy.schedule(sc.workload.collective, &sc.topology, n, topo)
 }
 
 /// Simulates the scenario and reports its steady state. A failure timed after the run
@@ -670,7 +529,7 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n, servers, sc.bandwidth, latency)?;
     let schedule = allreduce_schedule(sc, n, &topo)?;
-    check_on_fabric(strategy, &topo)?;
+    strategy.check_on_fabric(&topo)?;
     // What every folding needs: allowed, ranks to merge, nothing that changes over time
     // or singles out hosts.
     let may_fold = sc.allow_folding && n > 1 && sc.failures.is_empty() && sc.rank_to_host.is_none();

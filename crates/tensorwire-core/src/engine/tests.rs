@@ -3,6 +3,8 @@
 use proptest::prelude::{prop, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy as Gen};
 
 use super::*;
+use crate::topology::TopologySpec;
+use crate::workload::Workload;
 
 /// One tensor per layer, with the given sizes and per-layer compute (ns): `compute_ns`
 /// forward, twice that backward.

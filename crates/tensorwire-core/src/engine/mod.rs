@@ -21,7 +21,6 @@
 //! groups of a rail-optimised fat-tree for ring all-reduce) and simulates one
 //! representative rank per orbit.
 
-mod core;
 mod driver;
 mod estimate;
 mod failures;
@@ -34,6 +33,7 @@ mod report;
 mod scenario;
 mod sharded;
 mod slab;
+mod state;
 mod step;
 mod variability;
 
@@ -47,9 +47,9 @@ pub use variability::Variability;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use self::core::{Core, Note, Protocol};
 use self::driver::Driven;
 use self::slab::Slab;
+use self::state::{Note, Protocol, SimState};
 use crate::collectives::StepSchedule;
 use crate::error::Result;
 use crate::metrics::Report;
@@ -197,7 +197,7 @@ struct Engine<'a> {
 }
 
 /// The engine state shared with protocols, for `topo` (folded or not).
-fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> Result<Core> {
+fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> Result<SimState> {
     let strategy = &sc.strategy;
     let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
     let net = sc.network.build(caps);
@@ -209,7 +209,7 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
     let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..sc.workers).collect());
     let failures = failures::Pending::resolve(&sc.failures, &topo)?;
-    let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    let mut core = SimState::new(net, topo, host_of_rank, folded, overhead, copy_cap);
     core.failures = failures;
     core.ordered_pairs = strategy.ordered_streams;
     core.pipelined_segments = strategy.pipelined_segments;
@@ -333,7 +333,7 @@ impl<'a> Engine<'a> {
     /// `hosts` where given. `schedule` is the all-reduce's (see [`allreduce_schedule`]).
     fn new(
         sc: &'a Scenario,
-        core: &mut Core,
+        core: &mut SimState,
         schedule: Option<Box<dyn StepSchedule>>,
         folding: Folding,
         job: usize,
@@ -530,7 +530,7 @@ impl Engine<'_> {
         self
     }
 
-    fn schedule_compute(&mut self, core: &mut Core, w: usize, duration: Nanos) {
+    fn schedule_compute(&mut self, core: &mut SimState, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
         // Clamped at the horizon: the event loop stops a run that reaches it.
         let d = crate::limits::nanos_clamped((duration as f64 * worker.slowdown).round());
@@ -547,7 +547,7 @@ impl Engine<'_> {
         self.queue.push(Reverse((core.now + d, self.seq, Event::Compute(w))));
     }
 
-    fn start_iteration(&mut self, core: &mut Core, w: usize) {
+    fn start_iteration(&mut self, core: &mut SimState, w: usize) {
         if self.workers[w].iteration == self.limit {
             self.workers[w].op = Op::Finished;
             return;
@@ -565,7 +565,7 @@ impl Engine<'_> {
         }
     }
 
-    fn try_forward(&mut self, core: &mut Core, w: usize, layer: usize) {
+    fn try_forward(&mut self, core: &mut SimState, w: usize, layer: usize) {
         if self.gate_open(w, layer) {
             self.workers[w].op = Op::Forward(layer);
             self.schedule_compute(core, w, self.sc.workload.layers[layer].forward);
@@ -574,12 +574,12 @@ impl Engine<'_> {
         }
     }
 
-    fn start_backward(&mut self, core: &mut Core, w: usize, layer: usize) {
+    fn start_backward(&mut self, core: &mut SimState, w: usize, layer: usize) {
         self.workers[w].op = Op::Backward(layer);
         self.schedule_compute(core, w, self.sc.workload.layers[layer].backward);
     }
 
-    fn compute_done(&mut self, core: &mut Core, w: usize) {
+    fn compute_done(&mut self, core: &mut SimState, w: usize) {
         let layers = self.sc.workload.layers.len();
         match self.workers[w].op {
             Op::Forward(l) if l + 1 < layers => self.try_forward(core, w, l + 1),
@@ -640,7 +640,7 @@ impl Engine<'_> {
 
     /// Time for a partial collective's activation to travel from `initiator` to `rank`
     /// along the binomial activation tree: one small message per hop of the tree.
-    fn activation_delay(&self, core: &Core, initiator: usize, rank: usize) -> Nanos {
+    fn activation_delay(&self, core: &SimState, initiator: usize, rank: usize) -> Nanos {
         let n = self.workers.len();
         let mut delay = 0;
         let mut at = rank;
@@ -653,7 +653,7 @@ impl Engine<'_> {
     }
 
     /// Starts what scheduler `scope` releases now, and arms its fusion timer.
-    fn release(&mut self, core: &mut Core, scope: usize) {
+    fn release(&mut self, core: &mut SimState, scope: usize) {
         let mut released = std::mem::take(&mut self.released);
         released.clear();
         let now = core.now;
@@ -715,7 +715,7 @@ impl Engine<'_> {
     /// per-collective cost (a runtime's CPU work on every host) overlaps the collective
     /// before, but a collective dispatched early still cannot follow a long one back to
     /// back, so short collectives run at one per `dispatch` at best.
-    fn next_on_stream(&mut self, core: &mut Core) {
+    fn next_on_stream(&mut self, core: &mut SimState) {
         if self.stream_busy {
             return;
         }
@@ -728,7 +728,7 @@ impl Engine<'_> {
         }
     }
 
-    fn drain_notes(&mut self, core: &mut Core) {
+    fn drain_notes(&mut self, core: &mut SimState) {
         while !core.notes.is_empty() {
             let notes = std::mem::take(&mut core.notes);
             for note in notes {
@@ -767,7 +767,7 @@ impl Engine<'_> {
         }
     }
 
-    fn piece_synced(&mut self, core: &mut Core, w: usize, task: TaskRef) {
+    fn piece_synced(&mut self, core: &mut SimState, w: usize, task: TaskRef) {
         let layer = self.tasks[task.task as usize].layer;
         let worker = &mut self.workers[w];
         worker.pieces_left[layer] -= 1;
@@ -789,7 +789,7 @@ impl Engine<'_> {
         }
     }
 
-    fn check_complete(&mut self, core: &mut Core, w: usize, k: u32) {
+    fn check_complete(&mut self, core: &mut SimState, w: usize, k: u32) {
         let worker = &mut self.workers[w];
         let synced = worker.synced_layers.get(k as usize).copied().unwrap_or(0);
         if worker.complete != k || worker.backward_done <= k || synced < self.syncable_layers {
@@ -834,7 +834,7 @@ impl Engine<'_> {
 }
 
 impl Driven for Engine<'_> {
-    fn start(&mut self, core: &mut Core) {
+    fn start(&mut self, core: &mut SimState) {
         core.job = self.job;
         for w in 0..self.workers.len() {
             self.start_iteration(core, w);
@@ -850,7 +850,7 @@ impl Driven for Engine<'_> {
         self.queue.peek().map(|e| e.0 .0)
     }
 
-    fn on_queue(&mut self, core: &mut Core, t: Nanos) {
+    fn on_queue(&mut self, core: &mut SimState, t: Nanos) {
         let Reverse((_, _, event)) = self.queue.pop().expect("peeked");
         core.now = t;
         core.job = self.job;
@@ -871,12 +871,12 @@ impl Driven for Engine<'_> {
         self.drain_notes(core);
     }
 
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+    fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool) {
         self.protocol.on_flow(core, user, delivered);
         self.drain_notes(core);
     }
 
-    fn on_timer(&mut self, core: &mut Core, user: u64) {
+    fn on_timer(&mut self, core: &mut SimState, user: u64) {
         self.protocol.on_timer(core, user);
         self.drain_notes(core);
     }
@@ -885,7 +885,7 @@ impl Driven for Engine<'_> {
         self.events += 1;
     }
 
-    fn report(&mut self, core: &mut Core) -> Report {
+    fn report(&mut self, core: &mut SimState) -> Report {
         let sc = self.sc;
         if let Some(fold) = &self.rank_fold {
             fold.relabel(&mut self.compute_spans);

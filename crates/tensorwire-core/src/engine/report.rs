@@ -1,7 +1,7 @@
 //! What a run measured ([`Measured`], [`EndSnapshot`]) and how it becomes the
 //! [`Report`] (`build_report`): the steady state between two iteration ends.
 
-use super::core::Core;
+use super::state::SimState;
 use super::{ComputeSpan, Scenario};
 use crate::metrics::{Report, Span, SpanKind};
 use crate::units::{nanos_to_seconds, Nanos};
@@ -54,7 +54,7 @@ pub(crate) struct EndSnapshot {
 }
 
 impl EndSnapshot {
-    pub(super) fn take(core: &mut Core, job: usize) -> Self {
+    pub(super) fn take(core: &mut SimState, job: usize) -> Self {
         let w = core.watch(job);
         let (busy, sent, flows) = (core.comm_busy_of(job), w.sent, w.flows);
         EndSnapshot { busy, sent, flows, link_bytes: core.net.link_bytes(core.now).to_vec() }
@@ -76,7 +76,7 @@ impl Measured {
 
 /// The report of a run: steady-state times, link utilisation (folded runs: every link of
 /// an orbit carries what its representatives carried), bytes sent per worker, timeline.
-pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Report {
+pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> Report {
     let n = sc.workers;
     let k = m.completions.len();
     let (start, end) = m.window();

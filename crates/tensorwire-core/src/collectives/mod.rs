@@ -121,19 +121,9 @@ pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
     }
 }
 
-/// The step schedule of an all-reduce algorithm by name: `ring`, `ring+multicast`,
-/// `recursive-doubling` (also `butterfly`), `halving-doubling`, `tree`, `double-tree`.
-pub fn by_name(name: &str) -> Option<Box<dyn StepSchedule>> {
-    Some(match name {
-        "ring" => Box::new(Ring),
-        "ring+multicast" => Box::new(RingMulticast),
-        "recursive-doubling" | "butterfly" => Box::new(RecursiveDoubling),
-        "halving-doubling" => Box::new(HalvingDoubling),
-        "tree" => Box::new(BinomialTree),
-        "double-tree" => Box::new(DoubleBinaryTree),
-        _ => return None,
-    })
-}
+/// The step schedule of an all-reduce algorithm by name, as runtimes execute it; the
+/// names and schedules come from the algorithm table (`strategy::algorithm`).
+pub use crate::strategy::algorithm::by_name;
 
 /// The digits whose translation is a cyclic shift of all ranks: the top digit with a
 /// radix above 1 (it shifts every rank by the product of the radices below it, modulo

@@ -7,6 +7,7 @@ use proptest::prelude::{prop, prop_assert, proptest, ProptestConfig};
 use super::tests::{scenario, workload};
 use super::*;
 use crate::limits::{HORIZON_NS, MAX_BYTES, MAX_WORKERS};
+use crate::topology::TopologySpec;
 
 fn field_of(sc: &Scenario) -> String {
     match simulate(sc) {

@@ -1,10 +1,10 @@
-//! The event loop: one or several jobs on one [`Core`], each job's own events (compute,
+//! The event loop: one or several jobs on one [`SimState`], each job's own events (compute,
 //! scheduler timers) in its own queue, the network's events and protocols' wake-ups in the
 //! core's. A single-job run is the loop with one job; a multi-job run (`jobs.rs`) hands
 //! each flow event and wake-up to the job that started it and each queue event to the job
 //! whose queue holds the earliest (the lowest job index first at equal times).
 
-use super::core::Core;
+use super::state::SimState;
 use super::{Progress, Scenario, PROGRESS_EVERY};
 use crate::error::{Error, Result};
 use crate::limits::{horizon_error, HORIZON_NS};
@@ -17,22 +17,22 @@ use crate::units::{nanos_to_seconds, Nanos};
 /// strategies).
 pub(crate) trait Driven {
     /// Starts every rank's first iteration.
-    fn start(&mut self, core: &mut Core);
+    fn start(&mut self, core: &mut SimState);
     /// Measured iterations completed on every rank (at most the run's `iterations`; a job
     /// of a multi-job run may go on past them as background load for the others).
     fn completed(&self) -> usize;
     /// When the job's own next event is due, ns.
     fn queue_head(&self) -> Option<Nanos>;
     /// Handles the job's own next event, due at `t` (it sets the core's job and time).
-    fn on_queue(&mut self, core: &mut Core, t: Nanos);
+    fn on_queue(&mut self, core: &mut SimState, t: Nanos);
     /// Hands the job's protocol a flow event of its message `user`.
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool);
-    /// Hands the job's protocol its wake-up `user` ([`Core::wake_at`]).
-    fn on_timer(&mut self, core: &mut Core, user: u64);
+    fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool);
+    /// Hands the job's protocol its wake-up `user` ([`SimState::wake_at`]).
+    fn on_timer(&mut self, core: &mut SimState, user: u64);
     /// Counts one event handled for the job (`Report::events`).
     fn count_event(&mut self);
     /// The job's report, once it is done.
-    fn report(&mut self, core: &mut Core) -> Report;
+    fn report(&mut self, core: &mut SimState) -> Report;
 }
 
 /// Runs `jobs` on `core` until every job has completed its measured iterations (jobs done
@@ -41,7 +41,7 @@ pub(crate) trait Driven {
 /// that a run alone calls its job directly (the loop runs once per event: dispatch
 /// through `dyn Driven` cost 2-3% of an unfolded ring's time); `J = dyn Driven` for
 /// several jobs.
-pub(crate) fn drive<J: Driven + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core: &mut Core) -> Result<()> {
+pub(crate) fn drive<J: Driven + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core: &mut SimState) -> Result<()> {
     for job in jobs.iter_mut() {
         job.start(core);
     }
@@ -144,14 +144,14 @@ pub(crate) const LANE_MESSAGES_PER_FLOW: u64 = 64;
 
 /// The work a run has done, in flows, for the flow budget: the flows simulated one by one,
 /// and the messages timed by lanes at [`LANE_MESSAGES_PER_FLOW`] to a flow.
-fn budgeted_flows(core: &Core) -> u64 {
+fn budgeted_flows(core: &SimState) -> u64 {
     core.flows_started - core.flows_alone + core.flows_alone / LANE_MESSAGES_PER_FLOW
 }
 
 /// Checks the flow budget and reports progress; called by the event loops every
 /// [`PROGRESS_EVERY`] events or messages timed without one, and at least every
 /// [`PROGRESS_INTERVAL`] of wall-clock time.
-fn checkpoint(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -> Result<()> {
+fn checkpoint(sc: &Scenario, core: &SimState, events: u64, iterations_done: usize) -> Result<()> {
     if let Some(max) = sc.max_flows {
         if budgeted_flows(core) > max {
             return Err(Error::invalid(
@@ -174,7 +174,7 @@ const POLL_EVERY: u64 = 1 << 10;
 const REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Calls the progress callback; its `false` (Ctrl-C in the bindings) stops the run.
-fn report(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -> Result<()> {
+fn report(sc: &Scenario, core: &SimState, events: u64, iterations_done: usize) -> Result<()> {
     if let Some(hook) = &sc.progress {
         let p = Progress {
             iterations_done: iterations_done as u32,
@@ -194,7 +194,7 @@ fn report(sc: &Scenario, core: &Core, events: u64, iterations_done: usize) -> Re
 enum Next {
     /// The network's next event, at this time (network events go first at equal times).
     Network(Nanos),
-    /// A protocol's wake-up ([`Core::wake_at`]; they stand for deliveries, so they go
+    /// A protocol's wake-up ([`SimState::wake_at`]; they stand for deliveries, so they go
     /// after network events and before the queue's at equal times).
     Timer(Nanos),
     /// The loop's own queue's next event.
@@ -205,7 +205,7 @@ enum Next {
 
 /// Chooses between the network's next event and the head of a loop's queue.
 /// A failure due at or before both is applied first (it comes first at equal times).
-fn next(queue_head: Option<Nanos>, core: &mut Core) -> Next {
+fn next(queue_head: Option<Nanos>, core: &mut SimState) -> Next {
     let earliest = |a: Option<Nanos>, b: Option<Nanos>| match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, None) => a,
@@ -235,7 +235,7 @@ fn next(queue_head: Option<Nanos>, core: &mut Core) -> Next {
 }
 
 /// The error of a run with nothing left to happen before it finished.
-fn stalled(core: &Core) -> Error {
+fn stalled(core: &SimState) -> Error {
     match core.failures.down.first() {
         Some((target, at)) => Error::invalid(
             "failures",

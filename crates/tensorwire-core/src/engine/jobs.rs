@@ -16,13 +16,11 @@
 //! [`BACKGROUND_FACTOR`] times its measured iterations, which bounds the run whatever the
 //! jobs' paces (every job completes an iteration in finite time on its own).
 
-use super::core::Core;
 use super::driver::{self, Driven};
 use super::program::Runner;
+use super::state::SimState;
 use super::step::{StepCollective, StepSettings};
-use super::{
-    allreduce_schedule, build_core, check_on_fabric, sharded, variability, Engine, Folding, JobHosts, Scenario,
-};
+use super::{allreduce_schedule, build_core, sharded, variability, Engine, Folding, JobHosts, Scenario};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::strategy::{Family, Stage, Strategy};
@@ -203,7 +201,7 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
         .enumerate()
         .map(|(i, (job, hosts))| Ok((job_scenario(fabric, job, i)?, hosts)))
         .collect::<Result<_>>()?;
-    let mut core: Core = build_core(fabric, topo, false)?;
+    let mut core: SimState = build_core(fabric, topo, false)?;
     core.set_first_job_host(placed[0].1[0]);
     let mut sims: Vec<Box<dyn Driven + '_>> = Vec::with_capacity(jobs.len());
     for (i, (sc, hosts)) in placed.iter().enumerate() {
@@ -251,7 +249,7 @@ fn in_job(e: Error, i: usize) -> Error {
 /// It runs `limit` iterations and measures the first `sc.iterations`.
 fn job_sim<'a>(
     sc: &'a Scenario,
-    core: &mut Core,
+    core: &mut SimState,
     i: usize,
     hosts: &[usize],
     limit: u32,
@@ -277,7 +275,7 @@ fn job_sim<'a>(
             StepCollective::with_schedules(schedules, settings(sc), n, false, None).on_hosts(Some(hosts.to_vec()));
         return Ok(Box::new(Runner::new(sc, program, n, i, exec, sampler()).run_until(limit)));
     }
-    check_on_fabric(strategy, &core.topo)?;
+    strategy.check_on_fabric(&core.topo)?;
     let schedule = allreduce_schedule(sc, n, &core.topo)?;
     let hosts = JobHosts { workers: hosts[..n].to_vec(), servers: hosts[n..].to_vec() };
     Ok(Box::new(Engine::new(sc, core, schedule, Folding::default(), i, Some(hosts))?.run_until(limit)))

@@ -31,8 +31,8 @@
 
 use std::collections::HashMap;
 
-use super::core::Core;
 use super::fold::RankFold;
+use super::state::SimState;
 use crate::collectives::StepSchedule;
 use crate::network::AlonePath;
 use crate::topology::LinkId;
@@ -66,7 +66,7 @@ impl Lanes {
     /// simulated rank's messages cross; `None` otherwise. The caller also guarantees one
     /// collective at a time and nothing else on the network.
     pub fn plan(
-        core: &mut Core,
+        core: &mut SimState,
         schedule: &dyn StepSchedule,
         n: usize,
         fold: Option<&RankFold>,
@@ -125,7 +125,7 @@ impl Lanes {
     /// such state ([`NetworkModel::alone_path`]: then each message is timed on its own).
     ///
     /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
-    pub fn groups(&mut self, core: &mut Core) -> Option<LaneGroups> {
+    pub fn groups(&mut self, core: &mut SimState) -> Option<LaneGroups> {
         let mut index: HashMap<(u64, u64, Nanos, u64), u32> = HashMap::new();
         let mut groups =
             LaneGroups { of_lane: Vec::new(), class_of_lane: Vec::new(), state: Vec::new(), first: Vec::new() };

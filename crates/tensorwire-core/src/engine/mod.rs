@@ -21,7 +21,6 @@
 //! groups of a rail-optimised fat-tree for ring all-reduce) and simulates one
 //! representative rank per orbit.
 
-mod core;
 mod driver;
 mod estimate;
 mod failures;
@@ -30,317 +29,36 @@ mod jobs;
 mod lanes;
 mod program;
 mod ps;
+mod report;
+mod scenario;
 mod sharded;
 mod slab;
+mod state;
 mod step;
 mod variability;
 
 pub use estimate::DEFAULT_MAX_FLOWS;
 pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
+pub(crate) use report::{build_report, EndSnapshot, Measured};
+pub use scenario::{Progress, ProgressHook, Scenario, DEFAULT_ITERATIONS, DEFAULT_LATENCY_S, PROGRESS_EVERY};
 pub use variability::Variability;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use self::core::{Core, Note, Protocol};
 use self::driver::Driven;
 use self::slab::Slab;
-use crate::collectives::{
-    BinomialTree, Collective, DoubleBinaryTree, GpuTrees, HalvingDoubling, Hierarchical, RecursiveDoubling, Ring,
-    RingMulticast, StepSchedule,
-};
-use crate::error::{Error, Result};
-use crate::metrics::{Report, Span, SpanKind};
+use self::state::{Note, Protocol, SimState};
+use crate::collectives::StepSchedule;
+use crate::error::Result;
+use crate::metrics::Report;
 use crate::network::ModelKind;
 use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
-use crate::strategy::{Algorithm, Family, Partial, Placement, Strategy};
-use crate::topology::{Shape, TopologySpec};
+use crate::strategy::{Family, Partial, Placement};
+use crate::topology::Shape;
 use crate::units::{nanos_to_seconds, seconds_to_nanos, Nanos};
-use crate::workload::Workload;
 use std::collections::HashMap;
-
-/// Everything a simulation needs.
-#[derive(Debug, Clone)]
-pub struct Scenario {
-    /// The model.
-    pub workload: Workload,
-    /// Number of workers (data-parallel ranks), >= 1.
-    pub workers: usize,
-    /// Topology builder.
-    pub topology: TopologySpec,
-    /// Host link rate each way, bytes/s.
-    pub bandwidth: f64,
-    /// Latency per hop, s.
-    pub latency: f64,
-    /// Synchronisation strategy.
-    pub strategy: Strategy,
-    /// Network model.
-    pub network: ModelKind,
-    /// Iterations to simulate (the first is warm-up when there are several).
-    pub iterations: u32,
-    /// Seed of the simulation's random streams.
-    pub seed: u64,
-    /// Host overhead per message, s (added to its latency).
-    pub per_message_overhead: f64,
-    /// Host copy bandwidth limiting each flow, bytes/s; `None` for no limit.
-    pub copy_bandwidth: Option<f64>,
-    /// Compute-time variability.
-    pub variability: Variability,
-    /// Host of each rank (a permutation of `0..workers`); `None` for the identity.
-    pub rank_to_host: Option<Vec<usize>>,
-    /// Allow folding symmetric scenarios (results are the same; it is only faster).
-    pub allow_folding: bool,
-    /// Allow timing collectives whose messages each have links of their own by their
-    /// step recurrence instead of message by message (`lanes.rs`: the same results, only
-    /// faster); off, every message is a flow of the network model.
-    pub allow_lanes: bool,
-    /// Record the spans of the last iteration (period) into [`Report::timeline`].
-    pub record_timeline: bool,
-    /// Refuse runs that need more than this many flows (a guard against runs that would
-    /// take hours or exhaust memory; messages timed by lanes count 1/64 of a flow each:
-    /// they cost no memory and a few nanoseconds). Checked up front against an upper
-    /// bound of the run's work (`estimate.rs`), and while running; `None` for no limit
-    /// ([`DEFAULT_MAX_FLOWS`] is what the CLI and the Python API use by default).
-    pub max_flows: Option<u64>,
-    /// Called every [`PROGRESS_EVERY`] events (or messages timed without one, by lanes)
-    /// and at least every 0.2 s of wall-clock time; returning `false` stops the run.
-    pub progress: Option<ProgressHook>,
-    /// Link and node failures during the run (a scenario with failures is not folded).
-    pub failures: Vec<Failure>,
-    /// Keep failures timed after the run's end (they change nothing; `Report::
-    /// failures_applied` counts the others) instead of refusing them. For baselines that
-    /// share another run's failures, such as each job of a multi-job run alone.
-    pub allow_failures_after_end: bool,
-}
-
-/// How far a running simulation has got.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
-    /// Iterations completed on every worker.
-    pub iterations_done: u32,
-    /// Iterations asked for.
-    pub iterations: u32,
-    /// Simulated time so far, s.
-    pub simulated_s: f64,
-    /// Events processed.
-    pub events: u64,
-    /// Flows started.
-    pub flows: u64,
-}
-
-/// Events between two progress reports (and flow-budget checks).
-pub const PROGRESS_EVERY: u64 = 1 << 16;
-
-/// A progress callback (see [`Scenario::progress`]).
-#[derive(Clone)]
-pub struct ProgressHook(pub std::sync::Arc<dyn Fn(&Progress) -> bool + Send + Sync>);
-
-impl std::fmt::Debug for ProgressHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProgressHook")
-    }
-}
-
-/// Iterations a scenario simulates unless told otherwise: one warm-up and two measured, so
-/// that the steady state is measured between two iteration ends.
-pub const DEFAULT_ITERATIONS: u32 = 3;
-
-/// Latency of one hop unless told otherwise, seconds (5 us; docs/simulator.md, "Latency").
-pub const DEFAULT_LATENCY_S: f64 = 5e-6;
-
-impl Scenario {
-    /// A scenario with defaults: star, [`DEFAULT_LATENCY_S`] per hop, flow model,
-    /// [`DEFAULT_ITERATIONS`] iterations, seed 0.
-    pub fn new(workload: Workload, workers: usize, bandwidth: f64, strategy: Strategy) -> Self {
-        Scenario {
-            workload,
-            workers,
-            topology: TopologySpec::parse("star").expect("built-in"),
-            bandwidth,
-            latency: DEFAULT_LATENCY_S,
-            strategy,
-            network: ModelKind::Flow,
-            iterations: DEFAULT_ITERATIONS,
-            seed: 0,
-            per_message_overhead: 0.0,
-            copy_bandwidth: None,
-            variability: Variability::None,
-            rank_to_host: None,
-            allow_folding: true,
-            allow_lanes: true,
-            record_timeline: false,
-            max_flows: None,
-            progress: None,
-            failures: Vec::new(),
-            allow_failures_after_end: false,
-        }
-    }
-
-    fn validate(&self) -> Result<()> {
-        self.workload.validate()?;
-        if self.workload.collective != Collective::AllReduce && !matches!(self.strategy.family, Family::AllReduce(_)) {
-            return Err(Error::invalid(
-                "strategy",
-                format!(
-                    "{} workloads run under an all-reduce strategy (ring, halving-doubling, hierarchical, tree, ...), not {}",
-                    self.workload.collective.name(),
-                    self.strategy.spec
-                ),
-            ));
-        }
-        if self.workload.collective != Collective::AllReduce && self.strategy.partial.is_some() {
-            return Err(Error::invalid(
-                "strategy.partial",
-                format!(
-                    "partial collectives are all-reduces (seed 002); {} workloads cannot use them",
-                    self.workload.collective.name()
-                ),
-            ));
-        }
-        if self.workers < 1 {
-            return Err(Error::invalid("workers", "must be at least 1"));
-        }
-        if !(self.bandwidth.is_finite() && self.bandwidth > 0.0) {
-            return Err(Error::invalid("bandwidth", "must be a rate greater than 0"));
-        }
-        if self.iterations < 1 {
-            return Err(Error::invalid("iterations", "must be at least 1"));
-        }
-        if let Some(c) = self.copy_bandwidth {
-            if !(c.is_finite() && c > 0.0) {
-                return Err(Error::invalid("copy_bandwidth", "must be a rate greater than 0"));
-            }
-        }
-        self.variability.validate(self.workers)?;
-        self.check_bounds()?;
-        if let Some(p) = &self.rank_to_host {
-            let mut seen = vec![false; self.workers];
-            if p.len() != self.workers || p.iter().any(|&h| h >= self.workers || std::mem::replace(&mut seen[h], true))
-            {
-                return Err(Error::invalid("rank_to_host", "must be a permutation of 0..workers"));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Scenario {
-    /// Refuses, naming the input, what would pass the memory limits or the simulation
-    /// horizon (`limits.rs`) before anything is built.
-    fn check_bounds(&self) -> Result<()> {
-        use crate::limits::{at_most, HORIZON_S, MAX_ITERATIONS, MAX_PIECES, MAX_WORKERS, MAX_WORKER_ITERATIONS};
-        at_most("workers", self.workers as u64, MAX_WORKERS as u64, "workers")?;
-        at_most("iterations", u64::from(self.iterations), u64::from(MAX_ITERATIONS), "iterations")?;
-        let pairs = self.workers as u64 * u64::from(self.iterations);
-        if pairs > MAX_WORKER_ITERATIONS {
-            return Err(Error::invalid(
-                "iterations",
-                format!(
-                    "{} iterations of {} workers are more than the {MAX_WORKER_ITERATIONS} worker-iterations a run can hold; simulate fewer iterations",
-                    self.iterations, self.workers
-                ),
-            ));
-        }
-        // Durations: each below the horizon, and so far below it that a collective's chain
-        // of steps (up to 2 per worker, a few hops each) cannot pass it within one event.
-        let strategy = &self.strategy;
-        let (overhead, copy) = match strategy.transport {
-            Some(t) => (("strategy.overhead", t.overhead_s), ("strategy.copy", t.copy_bytes_per_s)),
-            None => (("per_message_overhead", self.per_message_overhead), ("copy_bandwidth", self.copy_bandwidth)),
-        };
-        let chain = 8 * (self.workers as u64 + 4);
-        for (field, seconds) in [("latency", self.latency), overhead, ("strategy.dispatch", strategy.dispatch_s)] {
-            let ns = seconds_to_nanos(field, seconds)?;
-            if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
-                return Err(Error::invalid(
-                    field,
-                    format!(
-                        "{} s per message makes the steps of a collective on {} workers pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
-                        crate::units::format_number(seconds),
-                        self.workers
-                    ),
-                ));
-            }
-        }
-        // Transfers: the workload's bytes at each rate a message may be held to.
-        let bytes = self.workload.total_bytes() as f64;
-        for (field, rate) in [("bandwidth", Some(self.bandwidth)), copy] {
-            if let Some(rate) = rate {
-                if bytes / rate >= HORIZON_S {
-                    return Err(Error::invalid(
-                        field,
-                        format!(
-                            "at {} bytes/s the workload's {bytes} bytes take past the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days); use a rate that moves them far faster",
-                            crate::units::format_number(rate)
-                        ),
-                    ));
-                }
-            }
-        }
-        // Compute under fixed slowdowns.
-        if let Variability::Slowdowns(s) = &self.variability {
-            let worst = s.iter().copied().fold(1.0, f64::max);
-            if self.workload.compute_time() as f64 * worst >= crate::limits::HORIZON_NS as f64 {
-                return Err(Error::invalid(
-                    "slowdowns",
-                    format!(
-                        "a slowdown of {} makes an iteration's compute pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
-                        crate::units::format_number(worst)
-                    ),
-                ));
-            }
-        }
-        // Pieces per iteration (each a task with its own state).
-        let pieces = |size: u64| -> u64 { self.workload.tensors.iter().map(|t| t.bytes.div_ceil(size).max(1)).sum() };
-        let too_many = |field: &str, size: u64, n: u64| {
-            Error::invalid(
-                field,
-                format!(
-                    "{size} bytes cut the workload into {n} pieces per iteration, more than the {MAX_PIECES} a run can hold; use larger pieces"
-                ),
-            )
-        };
-        if let Some(size) = strategy.partition {
-            let n = pieces(size.max(1));
-            if n > MAX_PIECES {
-                let field =
-                    if strategy.spec.contains("pipeline=") { "strategy.pipeline" } else { "strategy.partition" };
-                return Err(too_many(field, size, n));
-            }
-        }
-        if let Family::ParameterServer(c) = &strategy.family {
-            if c.placement == Placement::Sharded {
-                // Every piece (or tensor) split once more over every server.
-                let n = strategy.partition.map_or(self.workload.tensors.len() as u64, |p| pieces(p.max(1)));
-                let n = n.saturating_mul(c.num_ps as u64);
-                if n > MAX_PIECES {
-                    return Err(Error::invalid(
-                        "strategy.num_ps",
-                        format!(
-                            "{} servers with placement=sharded cut the workload into {n} pieces per iteration, more than the {MAX_PIECES} a run can hold",
-                            c.num_ps
-                        ),
-                    ));
-                }
-            }
-        }
-        if let Family::AllReduce(Algorithm::DoubleTree) = strategy.family {
-            let chunk = strategy.pipeline_chunk.max(1.0) as u64;
-            let n = pieces(chunk);
-            if n > MAX_PIECES {
-                return Err(too_many("strategy.chunk", chunk, n));
-            }
-        }
-        if let Family::Sharded(cfg) = &strategy.family {
-            let n = self.workload.total_bytes().div_ceil(cfg.bucket_bytes.max(1));
-            if n > MAX_PIECES {
-                return Err(too_many("strategy.bucket", cfg.bucket_bytes, n));
-            }
-        }
-        self.topology.check_size(self.workers, strategy.servers())
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Op {
@@ -479,7 +197,7 @@ struct Engine<'a> {
 }
 
 /// The engine state shared with protocols, for `topo` (folded or not).
-fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> Result<Core> {
+fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> Result<SimState> {
     let strategy = &sc.strategy;
     let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
     let net = sc.network.build(caps);
@@ -491,7 +209,7 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
     let copy_cap = copy.map_or(f64::INFINITY, |c| c / 1e9);
     let host_of_rank = sc.rank_to_host.clone().unwrap_or_else(|| (0..sc.workers).collect());
     let failures = failures::Pending::resolve(&sc.failures, &topo)?;
-    let mut core = Core::new(net, topo, host_of_rank, folded, overhead, copy_cap);
+    let mut core = SimState::new(net, topo, host_of_rank, folded, overhead, copy_cap);
     core.failures = failures;
     core.ordered_pairs = strategy.ordered_streams;
     core.pipelined_segments = strategy.pipelined_segments;
@@ -502,152 +220,14 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
 }
 
 /// The step schedule of an all-reduce strategy for `n` ranks on `topo` (`None` for the
-/// other families).
+/// other families): the strategy's choice for the workload's collective
+/// ([`crate::strategy::Strategy::schedule`]).
 pub(crate) fn allreduce_schedule(
     sc: &Scenario,
     n: usize,
     topo: &crate::topology::Topology,
 ) -> Result<Option<Box<dyn StepSchedule>>> {
-    let strategy = &sc.strategy;
-    if sc.workload.collective != Collective::AllReduce {
-        let Family::AllReduce(a) = &strategy.family else { unreachable!("Scenario::validate refuses it") };
-        return collective_schedule(sc.workload.collective, *a, strategy, n, topo).map(Some);
-    }
-    // Inside one multi-GPU machine, trees follow its links (seed 003).
-    let machine = sc.topology.machine().filter(|m| m.gpus() == n);
-    Ok(match &strategy.family {
-        Family::AllReduce(a) => Some(match (a, &machine) {
-            (Algorithm::Ring, _) => Box::new(Ring),
-            (Algorithm::RingMulticast, _) => Box::new(RingMulticast),
-            (Algorithm::Butterfly | Algorithm::RecursiveDoubling, _) => Box::new(RecursiveDoubling),
-            (Algorithm::HalvingDoubling, _) => Box::new(HalvingDoubling),
-            (Algorithm::Tree, Some(m)) => {
-                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?)
-            }
-            (Algorithm::Tree, None) => Box::new(BinomialTree),
-            (Algorithm::MultiTree, Some(m)) => {
-                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?)
-            }
-            (Algorithm::MultiTree, None) => return Err(multitree_off_one_machine(&sc.topology, n)),
-            (Algorithm::DoubleTree, _) => Box::new(DoubleBinaryTree),
-            (Algorithm::Hierarchical, _) => {
-                Box::new(Hierarchical { group: strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8) })
-            }
-        }),
-        Family::ParameterServer(_) | Family::Sharded(_) => None,
-    })
-}
-
-/// Why `multitree` cannot run with `n` workers on `topology`: its trees follow the links
-/// inside one multi-GPU machine (seed 003), so it needs `nodes` and exactly as many
-/// workers as the machine has GPUs. Names `workers` on `nodes` (the machine is fixed, the
-/// workers are not), else `topology`.
-fn multitree_off_one_machine(topology: &TopologySpec, n: usize) -> Error {
-    match (topology.machine_name(), topology.machine()) {
-        (Some(name), Some(m)) => Error::invalid(
-            "workers",
-            format!(
-                "{n} is not allowed: multitree runs inside one machine and a {name} has {} GPUs; give {} workers (tree, ring or hierarchical for more machines)",
-                m.gpus(),
-                m.gpus()
-            ),
-        ),
-        _ => {
-            let machines: Vec<String> = crate::gputopo::PRESETS
-                .iter()
-                .filter_map(|(p, _)| crate::gputopo::GpuTopology::preset(p).ok().map(|m| format!("{p} ({} GPUs)", m.gpus())))
-                .collect();
-            Error::invalid(
-                "topology",
-                format!(
-                    "{} has no multi-GPU machine and multitree runs inside one: use nodes:machine=NAME with as many workers as it has GPUs: {}",
-                    topology.name(),
-                    machines.join(", ")
-                ),
-            )
-        }
-    }
-}
-
-/// The schedule of a collective other than all-reduce (a microbenchmark's) under an
-/// all-reduce algorithm (docs/collectives.md, "What the engine picks").
-fn collective_schedule(
-    kind: Collective,
-    algorithm: Algorithm,
-    strategy: &Strategy,
-    n: usize,
-    topo: &crate::topology::Topology,
-) -> Result<Box<dyn StepSchedule>> {
-    use crate::collectives::{
-        AllGather, BinomialBroadcast, ChainBroadcast, LevelPhase, Levels, PairwiseAllToAll, ReduceScatter,
-    };
-    let refuse = |allowed: &str| {
-        Error::invalid("strategy", format!("{} runs under {allowed}, not {}", kind.name(), strategy.spec))
-    };
-    let halves = "ring, halving-doubling, recursive-doubling, butterfly or hierarchical";
-    Ok(match (kind, algorithm) {
-        (Collective::AllToAll, _) => Box::new(PairwiseAllToAll),
-        (Collective::ReduceScatter, Algorithm::Ring | Algorithm::RingMulticast) => Box::new(ReduceScatter(Ring)),
-        (Collective::AllGather, Algorithm::Ring | Algorithm::RingMulticast) => Box::new(AllGather(Ring)),
-        (
-            Collective::ReduceScatter,
-            Algorithm::HalvingDoubling | Algorithm::RecursiveDoubling | Algorithm::Butterfly,
-        ) => Box::new(ReduceScatter(HalvingDoubling)),
-        (Collective::AllGather, Algorithm::HalvingDoubling | Algorithm::RecursiveDoubling | Algorithm::Butterfly) => {
-            Box::new(AllGather(HalvingDoubling))
-        }
-        (Collective::ReduceScatter | Collective::AllGather, Algorithm::Hierarchical) => {
-            let g = strategy.gpus_per_node.or(topo.gpus_per_node()).unwrap_or(8);
-            if g == 0 || !n.is_multiple_of(g) {
-                return Err(Error::invalid(
-                    "strategy.gpus_per_node",
-                    format!(
-                        "{g} ranks per machine do not divide {n} workers; give gpus_per_node=G with G dividing {n}"
-                    ),
-                ));
-            }
-            let phase =
-                if kind == Collective::ReduceScatter { LevelPhase::ReduceScatter } else { LevelPhase::AllGather };
-            Box::new(Levels { levels: vec![g], phase })
-        }
-        (Collective::ReduceScatter | Collective::AllGather, _) => return Err(refuse(halves)),
-        (Collective::Broadcast, Algorithm::Tree) => Box::new(BinomialBroadcast),
-        (Collective::Broadcast, Algorithm::Ring | Algorithm::DoubleTree) => Box::new(ChainBroadcast),
-        (Collective::Broadcast, _) => return Err(refuse("tree (binomial), ring or double-tree (a pipelined chain)")),
-        (Collective::AllReduce, _) => unreachable!("all-reduce schedules are chosen by allreduce_schedule"),
-    })
-}
-
-/// What `strategy` needs of the fabric `topo` and of its own options together, beyond
-/// [`Scenario::validate`]: in-network aggregation a star, multicast switches that
-/// replicate (star or leaf-spine), and no options that could deadlock or contradict.
-fn check_on_fabric(strategy: &Strategy, topo: &crate::topology::Topology) -> Result<()> {
-    if let Family::ParameterServer(c) = &strategy.family {
-        if c.in_network_aggregation && !matches!(topo.shape(), Shape::Star) {
-            return Err(Error::invalid(
-                "topology",
-                "in-network aggregation is modelled on a star (one aggregating switch)",
-            ));
-        }
-        if c.switch_memory.is_some() && strategy.limits.credit_bytes.is_some() {
-            return Err(Error::invalid(
-                "strategy.credit",
-                "cannot be combined with switch_memory (pushes could wait on each other forever)",
-            ));
-        }
-        if c.placement == Placement::Sharded && strategy.partition.is_some() {
-            return Err(Error::invalid(
-                "strategy.placement",
-                "sharded placement splits tensors itself; drop pipeline/partition",
-            ));
-        }
-    }
-    let multicast = matches!(strategy.family, Family::AllReduce(Algorithm::RingMulticast))
-        || matches!(&strategy.family, Family::ParameterServer(c) if c.multicast);
-    if multicast && !matches!(topo.shape(), Shape::Star | Shape::LeafSpine { .. }) {
-        return Err(Error::invalid("topology", "multicast needs switches to replicate packets (star or leaf-spine)"));
-    }
-    Ok(())
+    sc.strategy.schedule(sc.workload.collective, &sc.topology, n, topo)
 }
 
 /// Simulates the scenario and reports its steady state. A failure timed after the run
@@ -670,7 +250,7 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n, servers, sc.bandwidth, latency)?;
     let schedule = allreduce_schedule(sc, n, &topo)?;
-    check_on_fabric(strategy, &topo)?;
+    strategy.check_on_fabric(&topo)?;
     // What every folding needs: allowed, ranks to merge, nothing that changes over time
     // or singles out hosts.
     let may_fold = sc.allow_folding && n > 1 && sc.failures.is_empty() && sc.rank_to_host.is_none();
@@ -753,7 +333,7 @@ impl<'a> Engine<'a> {
     /// `hosts` where given. `schedule` is the all-reduce's (see [`allreduce_schedule`]).
     fn new(
         sc: &'a Scenario,
-        core: &mut Core,
+        core: &mut SimState,
         schedule: Option<Box<dyn StepSchedule>>,
         folding: Folding,
         job: usize,
@@ -950,7 +530,7 @@ impl Engine<'_> {
         self
     }
 
-    fn schedule_compute(&mut self, core: &mut Core, w: usize, duration: Nanos) {
+    fn schedule_compute(&mut self, core: &mut SimState, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
         // Clamped at the horizon: the event loop stops a run that reaches it.
         let d = crate::limits::nanos_clamped((duration as f64 * worker.slowdown).round());
@@ -967,7 +547,7 @@ impl Engine<'_> {
         self.queue.push(Reverse((core.now + d, self.seq, Event::Compute(w))));
     }
 
-    fn start_iteration(&mut self, core: &mut Core, w: usize) {
+    fn start_iteration(&mut self, core: &mut SimState, w: usize) {
         if self.workers[w].iteration == self.limit {
             self.workers[w].op = Op::Finished;
             return;
@@ -985,7 +565,7 @@ impl Engine<'_> {
         }
     }
 
-    fn try_forward(&mut self, core: &mut Core, w: usize, layer: usize) {
+    fn try_forward(&mut self, core: &mut SimState, w: usize, layer: usize) {
         if self.gate_open(w, layer) {
             self.workers[w].op = Op::Forward(layer);
             self.schedule_compute(core, w, self.sc.workload.layers[layer].forward);
@@ -994,12 +574,12 @@ impl Engine<'_> {
         }
     }
 
-    fn start_backward(&mut self, core: &mut Core, w: usize, layer: usize) {
+    fn start_backward(&mut self, core: &mut SimState, w: usize, layer: usize) {
         self.workers[w].op = Op::Backward(layer);
         self.schedule_compute(core, w, self.sc.workload.layers[layer].backward);
     }
 
-    fn compute_done(&mut self, core: &mut Core, w: usize) {
+    fn compute_done(&mut self, core: &mut SimState, w: usize) {
         let layers = self.sc.workload.layers.len();
         match self.workers[w].op {
             Op::Forward(l) if l + 1 < layers => self.try_forward(core, w, l + 1),
@@ -1060,7 +640,7 @@ impl Engine<'_> {
 
     /// Time for a partial collective's activation to travel from `initiator` to `rank`
     /// along the binomial activation tree: one small message per hop of the tree.
-    fn activation_delay(&self, core: &Core, initiator: usize, rank: usize) -> Nanos {
+    fn activation_delay(&self, core: &SimState, initiator: usize, rank: usize) -> Nanos {
         let n = self.workers.len();
         let mut delay = 0;
         let mut at = rank;
@@ -1073,7 +653,7 @@ impl Engine<'_> {
     }
 
     /// Starts what scheduler `scope` releases now, and arms its fusion timer.
-    fn release(&mut self, core: &mut Core, scope: usize) {
+    fn release(&mut self, core: &mut SimState, scope: usize) {
         let mut released = std::mem::take(&mut self.released);
         released.clear();
         let now = core.now;
@@ -1135,7 +715,7 @@ impl Engine<'_> {
     /// per-collective cost (a runtime's CPU work on every host) overlaps the collective
     /// before, but a collective dispatched early still cannot follow a long one back to
     /// back, so short collectives run at one per `dispatch` at best.
-    fn next_on_stream(&mut self, core: &mut Core) {
+    fn next_on_stream(&mut self, core: &mut SimState) {
         if self.stream_busy {
             return;
         }
@@ -1148,7 +728,7 @@ impl Engine<'_> {
         }
     }
 
-    fn drain_notes(&mut self, core: &mut Core) {
+    fn drain_notes(&mut self, core: &mut SimState) {
         while !core.notes.is_empty() {
             let notes = std::mem::take(&mut core.notes);
             for note in notes {
@@ -1187,7 +767,7 @@ impl Engine<'_> {
         }
     }
 
-    fn piece_synced(&mut self, core: &mut Core, w: usize, task: TaskRef) {
+    fn piece_synced(&mut self, core: &mut SimState, w: usize, task: TaskRef) {
         let layer = self.tasks[task.task as usize].layer;
         let worker = &mut self.workers[w];
         worker.pieces_left[layer] -= 1;
@@ -1209,7 +789,7 @@ impl Engine<'_> {
         }
     }
 
-    fn check_complete(&mut self, core: &mut Core, w: usize, k: u32) {
+    fn check_complete(&mut self, core: &mut SimState, w: usize, k: u32) {
         let worker = &mut self.workers[w];
         let synced = worker.synced_layers.get(k as usize).copied().unwrap_or(0);
         if worker.complete != k || worker.backward_done <= k || synced < self.syncable_layers {
@@ -1254,7 +834,7 @@ impl Engine<'_> {
 }
 
 impl Driven for Engine<'_> {
-    fn start(&mut self, core: &mut Core) {
+    fn start(&mut self, core: &mut SimState) {
         core.job = self.job;
         for w in 0..self.workers.len() {
             self.start_iteration(core, w);
@@ -1270,7 +850,7 @@ impl Driven for Engine<'_> {
         self.queue.peek().map(|e| e.0 .0)
     }
 
-    fn on_queue(&mut self, core: &mut Core, t: Nanos) {
+    fn on_queue(&mut self, core: &mut SimState, t: Nanos) {
         let Reverse((_, _, event)) = self.queue.pop().expect("peeked");
         core.now = t;
         core.job = self.job;
@@ -1291,12 +871,12 @@ impl Driven for Engine<'_> {
         self.drain_notes(core);
     }
 
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+    fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool) {
         self.protocol.on_flow(core, user, delivered);
         self.drain_notes(core);
     }
 
-    fn on_timer(&mut self, core: &mut Core, user: u64) {
+    fn on_timer(&mut self, core: &mut SimState, user: u64) {
         self.protocol.on_timer(core, user);
         self.drain_notes(core);
     }
@@ -1305,7 +885,7 @@ impl Driven for Engine<'_> {
         self.events += 1;
     }
 
-    fn report(&mut self, core: &mut Core) -> Report {
+    fn report(&mut self, core: &mut SimState) -> Report {
         let sc = self.sc;
         if let Some(fold) = &self.rank_fold {
             fold.relabel(&mut self.compute_spans);
@@ -1354,194 +934,6 @@ impl Driven for Engine<'_> {
             Some(if rounds.is_empty() { 0.0 } else { rounds.iter().sum::<usize>() as f64 / rounds.len() as f64 });
         report
     }
-}
-
-/// What an event loop measured, turned into a [`Report`] by [`build_report`].
-#[derive(Default)]
-pub(crate) struct Measured {
-    /// When each iteration completed on every worker, ns.
-    pub completions: Vec<Nanos>,
-    /// Rank 0's host's communication busy time when the first iteration completed, ns.
-    pub busy_at_first: Nanos,
-    /// Bytes every link had carried then.
-    pub link_bytes_at_first: Vec<f64>,
-    /// Bytes rank 0's host had sent then.
-    pub sent_at_first: f64,
-    /// Rank 0's (communication busy time ns, bytes sent) at its own first completion
-    /// ((0, 0) with one iteration) and at its last: when given, the report's
-    /// communication time and bytes sent per iteration are rank 0's over its own measured
-    /// iterations (exact whatever the other workers' pace), not over the window between
-    /// completions of every worker.
-    pub rank0: Option<((Nanos, f64), (Nanos, f64))>,
-    /// What the job had done at its last measured completion, when it went on running
-    /// past it (multi-job runs); `None`: the run ended there, and the core has it.
-    pub at_end: Option<EndSnapshot>,
-    /// Link utilisation from the bytes of every iteration (a run alone: each iteration
-    /// moves the same bytes, so a link's share does not depend on where the window cuts
-    /// the workers' skewed iterations); else from the bytes in the window.
-    pub links_per_iteration: bool,
-    /// Compute spans, when recording.
-    pub compute_spans: Option<Vec<ComputeSpan>>,
-    /// Events processed.
-    pub events: u64,
-    /// Ranks whose network part was simulated (see [`Report::simulated_ranks`]).
-    pub simulated_ranks: usize,
-    /// The job measured (multi-job runs; 0 otherwise).
-    pub job: usize,
-}
-
-/// A job's counters at its last measured completion: a job of a multi-job run goes on
-/// as background load for the others after it, and its report stops there.
-pub(crate) struct EndSnapshot {
-    /// Rank 0's host's communication busy time, ns.
-    busy: Nanos,
-    /// Bytes rank 0's host had sent.
-    sent: f64,
-    /// Flows the job had started.
-    flows: u64,
-    /// Bytes every link had carried.
-    link_bytes: Vec<f64>,
-}
-
-impl EndSnapshot {
-    fn take(core: &mut Core, job: usize) -> Self {
-        let w = core.watch(job);
-        let (busy, sent, flows) = (core.comm_busy_of(job), w.sent, w.flows);
-        EndSnapshot { busy, sent, flows, link_bytes: core.net.link_bytes(core.now).to_vec() }
-    }
-}
-
-impl Measured {
-    /// The steady-state window: from the first completion to the last (from 0 with one
-    /// iteration), ns.
-    fn window(&self) -> (Nanos, Nanos) {
-        let k = self.completions.len();
-        if k > 1 {
-            (self.completions[0], self.completions[k - 1])
-        } else {
-            (0, self.completions[0])
-        }
-    }
-}
-
-/// The report of a run: steady-state times, link utilisation (folded runs: every link of
-/// an orbit carries what its representatives carried), bytes sent per worker, timeline.
-pub(crate) fn build_report(sc: &Scenario, core: &mut Core, m: Measured) -> Report {
-    let n = sc.workers;
-    let k = m.completions.len();
-    let (start, end) = m.window();
-    let periods = if k > 1 { (k - 1) as f64 } else { 1.0 };
-    let window = end - start;
-    let iteration_time = nanos_to_seconds(window) / periods;
-    let compute = nanos_to_seconds(sc.workload.compute_time());
-    // The job's counters where its measured iterations ended.
-    let (busy_end, sent_end, flows, bytes_end) = match m.at_end {
-        Some(e) => (e.busy, e.sent, e.flows, e.link_bytes),
-        None => {
-            let w = core.watch(m.job);
-            let (busy, sent, flows) = (core.comm_busy_of(m.job), w.sent, w.flows);
-            (busy, sent, flows, core.net.link_bytes(core.now).to_vec())
-        }
-    };
-    let (comm, sent) = match m.rank0 {
-        Some(((busy0, sent0), (busy1, sent1))) => {
-            (nanos_to_seconds(busy1 - busy0) / periods, (sent1 - sent0) / periods)
-        }
-        None => (
-            nanos_to_seconds(busy_end - if k > 1 { m.busy_at_first } else { 0 }) / periods,
-            (sent_end - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,
-        ),
-    };
-    let first = &m.link_bytes_at_first;
-    let topo = &core.topo;
-    // Per link: bytes of one window's worth of iterations (`periods` of them).
-    let delta: Vec<f64> = if m.links_per_iteration && k > 1 {
-        bytes_end.iter().map(|&b| b / k as f64 * periods).collect()
-    } else {
-        bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect()
-    };
-    let mut orbit_total = [0.0f64; 2];
-    if core.folded {
-        for (l, d) in delta.iter().enumerate() {
-            if let Some(o) = topo.rank_orbit(l, n) {
-                orbit_total[o] += d;
-            }
-        }
-    }
-    let link_utilization = (0..topo.links().len())
-        .map(|l| {
-            let bytes = match (core.folded, topo.rank_orbit(l, n), &core.link_fold) {
-                (true, Some(o), _) => orbit_total[o],
-                // Digit folding: every link of an orbit carries what its representative carried.
-                (_, _, Some(fold)) => delta[fold[l].0],
-                _ => delta[l],
-            };
-            // At the rates failures gave the link, when they did.
-            let capacity = core.capacity_over(l, start, end);
-            (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
-        })
-        .collect();
-    // One iteration: the last period, from the previous completion of every worker to
-    // the last (from 0 with one iteration), spans clipped to it. Workers that run ahead
-    // (parameter servers: the next forward pass starts while the previous distribution
-    // is still going on) overlap two iterations; every span overlapping the period would
-    // show parts of three (17 s for an 11.3 s iteration).
-    let from = if k > 1 { m.completions[k - 2] } else { 0 };
-    let clip = |start: Nanos, stop: Nanos| (nanos_to_seconds(start.max(from)), nanos_to_seconds(stop.min(end)));
-    let mut timeline = Vec::new();
-    if let Some(spans) = m.compute_spans {
-        for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
-            let (start_s, end_s) = clip(start, stop);
-            timeline.push(Span {
-                kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
-                host: rank,
-                to: Vec::new(),
-                label: sc.workload.layers[layer].name.clone(),
-                links: Vec::new(),
-                start_s,
-                end_s,
-                bytes: 0.0,
-            });
-        }
-    }
-    if let Some(flows) = core.recorded.take() {
-        for (start, stop, src, to, bytes, links, label) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
-            let (start_s, end_s) = clip(start, stop);
-            timeline.push(Span {
-                kind: SpanKind::Flow,
-                host: src,
-                to,
-                label: label.to_string(),
-                links: links.iter().map(|&l| topo.link_name(l)).collect(),
-                start_s,
-                end_s,
-                bytes,
-            });
-        }
-    }
-    timeline.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.host.cmp(&b.host)));
-    let mut report = Report {
-        iteration_time_s: iteration_time,
-        completions_s: m.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
-        throughput_samples_per_s: 0.0,
-        scaling_factor: 1.0,
-        compute_time_s: compute,
-        comm_time_s: comm,
-        exposed_comm_s: 0.0,
-        sent_bytes_per_worker: sent,
-        link_utilization,
-        events: m.events,
-        flows,
-        folded: core.folded || core.link_fold.is_some(),
-        simulated_ranks: m.simulated_ranks,
-        failures_applied: core.failures.applied.len(),
-        failures_unreached: core.failures.unreached(),
-        network_model: core.net.name().to_string(),
-        nap: None,
-        timeline,
-    };
-    report.set_iteration_time(iteration_time, n as f64 * sc.workload.batch_size as f64 / iteration_time);
-    report
 }
 
 #[cfg(test)]

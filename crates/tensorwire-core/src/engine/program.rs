@@ -13,9 +13,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use super::core::{Core, Note, Protocol};
 use super::driver::{drive, Driven};
 use super::slab::Slab;
+use super::state::{Note, Protocol, SimState};
 use super::step::StepCollective;
 use super::{build_report, variability, Measured};
 use crate::error::Result;
@@ -87,7 +87,7 @@ struct Running {
     done: usize,
 }
 
-/// One job's program running on a shared [`Core`]: its ranks, streams and collectives.
+/// One job's program running on a shared [`SimState`]: its ranks, streams and collectives.
 /// Several share one core in a multi-job run (`driver::drive`); [`Runner::run`] is one alone.
 pub(crate) struct Runner<'a> {
     sc: &'a super::Scenario,
@@ -171,13 +171,13 @@ impl<'a> Runner<'a> {
     }
 
     /// Runs every iteration of this job alone to completion.
-    pub fn run(mut self, core: &mut Core) -> Result<Measured> {
+    pub fn run(mut self, core: &mut SimState) -> Result<Measured> {
         drive(self.sc, &mut [&mut self], core)?;
         Ok(self.out)
     }
 
     /// Runs rank `r`'s program until it must wait for compute or a collective.
-    fn advance(&mut self, core: &mut Core, r: usize) {
+    fn advance(&mut self, core: &mut SimState, r: usize) {
         loop {
             let rank = &mut self.ranks[r];
             if rank.iteration == self.limit {
@@ -215,7 +215,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn end_iteration(&mut self, core: &mut Core, r: usize) {
+    fn end_iteration(&mut self, core: &mut SimState, r: usize) {
         let now = core.now;
         let rank = &mut self.ranks[r];
         let k = rank.iteration as usize;
@@ -244,7 +244,7 @@ impl<'a> Runner<'a> {
 
     /// Counts one rank's issue of collective `c` of iteration `k`; once every rank has
     /// issued it, it joins its stream's queue.
-    fn issue(&mut self, core: &mut Core, k: u32, c: usize) {
+    fn issue(&mut self, core: &mut SimState, k: u32, c: usize) {
         let count = self.issued.entry((k, c)).or_insert(0);
         *count += 1;
         if *count < self.ranks.len() {
@@ -256,7 +256,7 @@ impl<'a> Runner<'a> {
         self.start_next(core, s);
     }
 
-    fn start_next(&mut self, core: &mut Core, s: usize) {
+    fn start_next(&mut self, core: &mut SimState, s: usize) {
         if self.streams[s].busy {
             return;
         }
@@ -269,7 +269,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn drain_notes(&mut self, core: &mut Core) {
+    fn drain_notes(&mut self, core: &mut SimState) {
         while !core.notes.is_empty() {
             for note in std::mem::take(&mut core.notes) {
                 let Note::OpDone { rank, op, .. } = note else {
@@ -298,7 +298,7 @@ impl<'a> Runner<'a> {
 }
 
 impl Driven for Runner<'_> {
-    fn start(&mut self, core: &mut Core) {
+    fn start(&mut self, core: &mut SimState) {
         core.job = self.job;
         for r in 0..self.ranks.len() {
             self.ranks[r].slowdown = self.sampler.draw(r);
@@ -315,7 +315,7 @@ impl Driven for Runner<'_> {
         self.queue.peek().map(|e| e.0 .0)
     }
 
-    fn on_queue(&mut self, core: &mut Core, t: Nanos) {
+    fn on_queue(&mut self, core: &mut SimState, t: Nanos) {
         let Reverse((_, _, r)) = self.queue.pop().expect("peeked");
         core.now = t;
         core.job = self.job;
@@ -327,12 +327,12 @@ impl Driven for Runner<'_> {
         self.advance(core, r);
     }
 
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+    fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool) {
         self.exec.on_flow(core, user, delivered);
         self.drain_notes(core);
     }
 
-    fn on_timer(&mut self, core: &mut Core, user: u64) {
+    fn on_timer(&mut self, core: &mut SimState, user: u64) {
         self.exec.on_timer(core, user);
         self.drain_notes(core);
     }
@@ -341,7 +341,7 @@ impl Driven for Runner<'_> {
         self.out.events += 1;
     }
 
-    fn report(&mut self, core: &mut Core) -> Report {
+    fn report(&mut self, core: &mut SimState) -> Report {
         build_report(self.sc, core, std::mem::take(&mut self.out))
     }
 }

@@ -30,8 +30,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::core::{Core, Note, Protocol};
 use super::slab::Slab;
+use super::state::{Note, Protocol, SimState};
 use super::JobHosts;
 use crate::sched::{Task, TaskRef};
 use crate::strategy::{Distribution, Placement, PsConfig};
@@ -188,11 +188,11 @@ impl ParameterServer {
         }
     }
 
-    fn server_host(&self, core: &Core, server: usize) -> usize {
+    fn server_host(&self, core: &SimState, server: usize) -> usize {
         self.hosts.as_ref().map_or(core.ranks + server, |h| h.servers[server])
     }
 
-    fn worker_host(&self, core: &Core, rank: usize) -> usize {
+    fn worker_host(&self, core: &SimState, rank: usize) -> usize {
         core.host_of(self.hosts.as_ref().map(|h| h.workers.as_slice()), rank)
     }
 
@@ -200,7 +200,7 @@ impl ParameterServer {
         self.tasks[task.task as usize].bytes
     }
 
-    fn pump(&mut self, core: &mut Core, server: usize) {
+    fn pump(&mut self, core: &mut SimState, server: usize) {
         if self.busy[server] {
             return;
         }
@@ -220,7 +220,7 @@ impl ParameterServer {
         core.send(src, &dsts, bytes, 0, user, true);
     }
 
-    fn distribute(&mut self, core: &mut Core, pieces: &[TaskRef]) {
+    fn distribute(&mut self, core: &mut SimState, pieces: &[TaskRef]) {
         let workers = self.workers;
         for server in 0..self.simulated_servers() {
             let mine: Vec<TaskRef> =
@@ -251,7 +251,7 @@ impl ParameterServer {
     }
 
     /// A piece has been aggregated at its server.
-    fn aggregated(&mut self, core: &mut Core, task: TaskRef) {
+    fn aggregated(&mut self, core: &mut SimState, task: TaskRef) {
         if !self.config.barrier {
             self.distribute(core, &[task]);
             return;
@@ -266,7 +266,7 @@ impl ParameterServer {
         }
     }
 
-    fn push(&mut self, core: &mut Core, rank: usize, task: TaskRef, op: u64) {
+    fn push(&mut self, core: &mut SimState, rank: usize, task: TaskRef, op: u64) {
         let bytes = self.task_bytes(task) as f64 * self.settings.wire_factor;
         let user = self.msgs.insert(Msg::Push { rank, task, op }) as u64;
         let host = self.worker_host(core, rank);
@@ -282,7 +282,7 @@ impl ParameterServer {
     }
 
     /// Admits waiting pieces to the switch memory in the order first requested.
-    fn admit(&mut self, core: &mut Core) {
+    fn admit(&mut self, core: &mut SimState) {
         while let Some(&task) = self.admission.front() {
             let need = (self.task_bytes(task) as f64 * self.settings.wire_factor).ceil() as u64;
             let everything_free = self.switch_free == self.config.switch_memory.unwrap_or(u64::MAX);
@@ -300,7 +300,7 @@ impl ParameterServer {
 }
 
 impl Protocol for ParameterServer {
-    fn start_op(&mut self, core: &mut Core, rank: usize, op: u64, tasks: &[TaskRef], _bytes: u64) {
+    fn start_op(&mut self, core: &mut SimState, rank: usize, op: u64, tasks: &[TaskRef], _bytes: u64) {
         let task = tasks[0];
         if self.config.in_network_aggregation
             && self.config.switch_memory.is_some()
@@ -317,7 +317,7 @@ impl Protocol for ParameterServer {
         self.push(core, rank, task, op);
     }
 
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+    fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool) {
         if !delivered {
             match *self.msgs.get(user as usize) {
                 Msg::Pull { server, .. } => {

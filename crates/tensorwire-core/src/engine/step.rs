@@ -17,10 +17,10 @@
 //! all at once when its last rank starts it, and each rank's completion comes back as a
 //! timer.
 
-use super::core::{Core, Note, Protocol};
 use super::fold::RankFold;
 use super::lanes::{LaneGroups, Lanes};
 use super::slab::{IdTable, Slab};
+use super::state::{Note, Protocol, SimState};
 use crate::collectives::{Ranks, Send, StepSchedule};
 use crate::sched::TaskRef;
 use crate::units::Nanos;
@@ -153,7 +153,7 @@ impl StepCollective {
     }
 
     /// Sends message `send` of simulated rank `src`'s step `step` (from the step's plan).
-    fn send(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, send: &Send) {
+    fn send(&mut self, core: &mut SimState, op_id: u64, src: usize, step: usize, send: &Send) {
         let (bytes, extra) = self.message(op_id, src, step, send);
         let dsts: Ranks = send.to.iter().map(|&d| core.host_of(self.hosts.as_deref(), d)).collect();
         core.label = self.schedules[self.ops[op_id].schedule].label();
@@ -191,7 +191,7 @@ impl StepCollective {
     /// Times operation `op_id` by its lanes, every rank having started it: the step rule's
     /// recurrence over all ranks and steps (see `lanes.rs`); each rank's completion comes
     /// back as a timer. Each rank sends one message per step, to its lane's peer.
-    fn run_lanes(&mut self, core: &mut Core, op_id: u64) {
+    fn run_lanes(&mut self, core: &mut SimState, op_id: u64) {
         let mut lanes = self.lanes.take().expect("lane mode");
         let schedule = &self.schedules[self.ops[op_id].schedule];
         core.label = schedule.label();
@@ -210,7 +210,7 @@ impl StepCollective {
 
     /// [`StepCollective::run_lanes`] message by message (with a rank-symmetric schedule,
     /// every rank's step-`s` message is rank 0's); returns each rank's completion.
-    fn lanes_one_by_one(&self, core: &mut Core, op_id: u64, lanes: &mut Lanes, symmetric: bool) -> Vec<Nanos> {
+    fn lanes_one_by_one(&self, core: &mut SimState, op_id: u64, lanes: &mut Lanes, symmetric: bool) -> Vec<Nanos> {
         let op = &self.ops[op_id];
         let schedule = &self.schedules[op.schedule];
         // When each rank began its current step, and when it may begin the next.
@@ -244,7 +244,7 @@ impl StepCollective {
     /// message is rank 0's, so the lanes of a group ([`LaneGroups`]) take equal times; one
     /// network-model step per group and step, then the recurrence per lane. Returns each
     /// rank's completion.
-    fn lanes_by_group(&self, core: &mut Core, op_id: u64, lanes: &Lanes, mut groups: LaneGroups) -> Vec<Nanos> {
+    fn lanes_by_group(&self, core: &mut SimState, op_id: u64, lanes: &Lanes, mut groups: LaneGroups) -> Vec<Nanos> {
         let op = &self.ops[op_id];
         let schedule = &self.schedules[op.schedule];
         let to: Vec<usize> = lanes.0.iter().map(|l| l.to).collect();
@@ -284,7 +284,7 @@ impl StepCollective {
     }
 
     /// Simulated rank `rank` has finished operation `op_id`.
-    fn finish(&mut self, core: &mut Core, op_id: u64, rank: usize) {
+    fn finish(&mut self, core: &mut SimState, op_id: u64, rank: usize) {
         core.notes.push(Note::OpDone { rank, op: op_id, synced: true });
         let op = self.ops.get_mut(op_id).expect("op exists");
         op.finished += 1;
@@ -295,14 +295,14 @@ impl StepCollective {
 
     /// Sends message `index` of simulated rank `src`'s step `step`, asking the schedule
     /// for the plan again (deferred sends).
-    fn send_again(&mut self, core: &mut Core, op_id: u64, src: usize, step: usize, index: usize) {
+    fn send_again(&mut self, core: &mut SimState, op_id: u64, src: usize, step: usize, index: usize) {
         let op = &self.ops[op_id];
         let plan = self.schedules[op.schedule].step(self.rank(src), self.n, op.pipeline, step);
         self.send(core, op_id, src, step, &plan.sends[index]);
     }
 
     /// Sets up the current step of `rank` and runs through steps that complete at once.
-    fn begin_step(&mut self, core: &mut Core, op_id: u64, rank: usize) {
+    fn begin_step(&mut self, core: &mut SimState, op_id: u64, rank: usize) {
         loop {
             let op = self.ops.get_mut(op_id).expect("op exists");
             let step = op.ranks[rank].step;
@@ -345,7 +345,7 @@ impl StepCollective {
         }
     }
 
-    fn try_advance(&mut self, core: &mut Core, op_id: u64, rank: usize) {
+    fn try_advance(&mut self, core: &mut SimState, op_id: u64, rank: usize) {
         let Some(op) = self.ops.get_mut(op_id) else { return };
         let st = &mut op.ranks[rank];
         if st.started && st.sends_left == 0 && st.recvs_left == 0 && st.step < op.steps {
@@ -358,7 +358,7 @@ impl StepCollective {
 impl StepCollective {
     /// Simulated rank `rank` starts operation `op_id` of schedule `schedule` over `bytes`
     /// payload bytes (before the wire factor).
-    pub fn start_with(&mut self, core: &mut Core, rank: usize, op_id: u64, schedule: usize, bytes: u64) {
+    pub fn start_with(&mut self, core: &mut SimState, rank: usize, op_id: u64, schedule: usize, bytes: u64) {
         let settings = self.settings;
         let wire = bytes as f64 * settings.wire_factor;
         let (n, simulated) = (self.n, self.simulated);
@@ -414,16 +414,16 @@ impl StepCollective {
 }
 
 impl Protocol for StepCollective {
-    fn start_op(&mut self, core: &mut Core, rank: usize, op_id: u64, _tasks: &[TaskRef], bytes: u64) {
+    fn start_op(&mut self, core: &mut SimState, rank: usize, op_id: u64, _tasks: &[TaskRef], bytes: u64) {
         self.start_with(core, rank, op_id, 0, bytes);
     }
 
     /// Lane mode: a rank's completion of an operation (`op << 32 | rank`).
-    fn on_timer(&mut self, core: &mut Core, user: u64) {
+    fn on_timer(&mut self, core: &mut SimState, user: u64) {
         self.finish(core, user >> 32, (user & 0xFFFF_FFFF) as usize);
     }
 
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool) {
+    fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool) {
         if !delivered {
             return;
         }

@@ -2,10 +2,13 @@
 //! The table [`STRATEGIES`] is the single definition of every strategy and option: the
 //! parser validates against it and the `strategies` listing prints it.
 
+pub mod algorithm;
+mod fabric;
 mod options;
 mod ps_placement;
 mod sharded;
 
+pub use algorithm::{Algorithm, Kind};
 pub use options::{HOST_OPTIONS, PS_OPTIONS};
 pub use sharded::{ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS};
 
@@ -24,6 +27,8 @@ pub struct StrategyInfo {
     pub summary: &'static str,
     /// Options specific to this strategy (the host options apply too, see [`HOST_OPTIONS`]).
     pub options: &'static [OptionInfo],
+    /// What it is: its family, and its algorithm or stage (read by the parser).
+    pub kind: Kind,
 }
 
 static NONE: &[OptionInfo] = &[];
@@ -33,24 +38,24 @@ static TREES: &[OptionInfo] = &[options::TREES, options::PENALTY];
 
 /// Every built-in strategy.
 pub static STRATEGIES: &[StrategyInfo] = &[
-    StrategyInfo { name: "ps", summary: "parameter servers: workers push gradients, servers aggregate and send parameters back (seed 000)", options: PS_OPTIONS },
-    StrategyInfo { name: "ps+multicast", summary: "parameter servers that send each parameter once, replicated by the switch (IP multicast)", options: PS_OPTIONS },
-    StrategyInfo { name: "ps+ina", summary: "parameter servers with in-network aggregation: the switch forwards a chunk once every worker's copy arrived", options: PS_OPTIONS },
-    StrategyInfo { name: "ps+multicast+ina", summary: "in-network aggregation and multicast distribution together", options: PS_OPTIONS },
-    StrategyInfo { name: "ring", summary: "ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of S/N bytes; one unfused all-reduce per gradient tensor, one at a time (ring:fusion=25MiB for DDP-like buckets)", options: NONE },
-    StrategyInfo { name: "ring+multicast", summary: "ring reduce-scatter, then every rank multicasts its reduced chunk (seed 000 section 8.4)", options: NONE },
-    StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (seed 000 section 3.3.2)", options: NONE },
-    StrategyInfo { name: "recursive-doubling", summary: "recursive doubling all-reduce, one collective at a time (MPI)", options: NONE },
-    StrategyInfo { name: "halving-doubling", summary: "Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling", options: NONE },
-    StrategyInfo { name: "tree", summary: "binomial tree reduce then broadcast; inside one multi-GPU machine (--topology nodes) the heaviest such tree on its links (seed 003)", options: TREES },
-    StrategyInfo { name: "multitree", summary: "seed 003's multi-tree all-reduce inside one multi-GPU machine: one slice per tree, link reuse penalised", options: TREES },
-    StrategyInfo { name: "double-tree", summary: "NCCL-style double binary tree, each tree half the data, pipelined in chunks", options: PIPELINED },
-    StrategyInfo { name: "hierarchical", summary: "reduce inside each machine, ring across machines, broadcast inside each machine", options: HIERARCHICAL },
-    StrategyInfo { name: "zero1", summary: "ZeRO-1 (DeepSpeed): optimizer state sharded; gradients reduce-scattered after the backward pass, updated parameters all-gathered after the step", options: SHARDED_OPTIONS },
-    StrategyInfo { name: "zero2", summary: "ZeRO-2 (DeepSpeed): gradients sharded too, reduce-scattered per bucket during the backward pass; parameters all-gathered after the step", options: SHARDED_OPTIONS },
-    StrategyInfo { name: "fsdp", summary: "FSDP / ZeRO-3: parameters sharded, all-gathered per unit before its forward and again before its backward, gradients reduce-scattered per unit", options: SHARDED_OPTIONS },
-    StrategyInfo { name: "zero3", summary: "the same as fsdp (DeepSpeed's name)", options: SHARDED_OPTIONS },
-    StrategyInfo { name: "hsdp", summary: "hybrid sharding: fsdp inside each shard group (a machine), shards all-reduced across groups", options: SHARDED_OPTIONS },
+    StrategyInfo { name: "ps", summary: "parameter servers: workers push gradients, servers aggregate and send parameters back (seed 000)", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: false, ina: false } },
+    StrategyInfo { name: "ps+multicast", summary: "parameter servers that send each parameter once, replicated by the switch (IP multicast)", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: true, ina: false } },
+    StrategyInfo { name: "ps+ina", summary: "parameter servers with in-network aggregation: the switch forwards a chunk once every worker's copy arrived", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: false, ina: true } },
+    StrategyInfo { name: "ps+multicast+ina", summary: "in-network aggregation and multicast distribution together", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: true, ina: true } },
+    StrategyInfo { name: "ring", summary: "ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of S/N bytes; one unfused all-reduce per gradient tensor, one at a time (ring:fusion=25MiB for DDP-like buckets)", options: NONE, kind: Kind::AllReduce(Algorithm::Ring) },
+    StrategyInfo { name: "ring+multicast", summary: "ring reduce-scatter, then every rank multicasts its reduced chunk (seed 000 section 8.4)", options: NONE, kind: Kind::AllReduce(Algorithm::RingMulticast) },
+    StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (seed 000 section 3.3.2)", options: NONE, kind: Kind::AllReduce(Algorithm::Butterfly) },
+    StrategyInfo { name: "recursive-doubling", summary: "recursive doubling all-reduce, one collective at a time (MPI)", options: NONE, kind: Kind::AllReduce(Algorithm::RecursiveDoubling) },
+    StrategyInfo { name: "halving-doubling", summary: "Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling", options: NONE, kind: Kind::AllReduce(Algorithm::HalvingDoubling) },
+    StrategyInfo { name: "tree", summary: "binomial tree reduce then broadcast; inside one multi-GPU machine (--topology nodes) the heaviest such tree on its links (seed 003)", options: TREES, kind: Kind::AllReduce(Algorithm::Tree) },
+    StrategyInfo { name: "multitree", summary: "seed 003's multi-tree all-reduce inside one multi-GPU machine: one slice per tree, link reuse penalised", options: TREES, kind: Kind::AllReduce(Algorithm::MultiTree) },
+    StrategyInfo { name: "double-tree", summary: "NCCL-style double binary tree, each tree half the data, pipelined in chunks", options: PIPELINED, kind: Kind::AllReduce(Algorithm::DoubleTree) },
+    StrategyInfo { name: "hierarchical", summary: "reduce inside each machine, ring across machines, broadcast inside each machine", options: HIERARCHICAL, kind: Kind::AllReduce(Algorithm::Hierarchical) },
+    StrategyInfo { name: "zero1", summary: "ZeRO-1 (DeepSpeed): optimizer state sharded; gradients reduce-scattered after the backward pass, updated parameters all-gathered after the step", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero1) },
+    StrategyInfo { name: "zero2", summary: "ZeRO-2 (DeepSpeed): gradients sharded too, reduce-scattered per bucket during the backward pass; parameters all-gathered after the step", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero2) },
+    StrategyInfo { name: "fsdp", summary: "FSDP / ZeRO-3: parameters sharded, all-gathered per unit before its forward and again before its backward, gradients reduce-scattered per unit", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Fsdp) },
+    StrategyInfo { name: "zero3", summary: "the same as fsdp (DeepSpeed's name)", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Fsdp) },
+    StrategyInfo { name: "hsdp", summary: "hybrid sharding: fsdp inside each shard group (a machine), shards all-reduced across groups", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Hsdp) },
 ];
 
 /// Strategy names that are another strategy under a second name: (alias, target).
@@ -76,13 +81,15 @@ const NOT_FOR_SHARDED: [(&str, &str); 9] = [
 /// Whether strategy `name` takes `option` (one of its own options or a host option): the
 /// parser refuses the options for which this is false, and listings leave them out.
 pub fn applies(name: &str, option: &str) -> bool {
-    if let Some(stage) = sharded::stage_of(name) {
-        return sharded::applies(stage, option) && !NOT_FOR_SHARDED.iter().any(|(o, _)| *o == option);
+    match STRATEGIES.iter().find(|s| s.name == name).map(|s| s.kind) {
+        Some(Kind::Sharded(stage)) => {
+            sharded::applies(stage, option) && !NOT_FOR_SHARDED.iter().any(|(o, _)| *o == option)
+        }
+        Some(Kind::ParameterServer { ina, .. }) => {
+            !ALL_REDUCE_ONLY.contains(&option) && (option != "switch_memory" || ina)
+        }
+        Some(Kind::AllReduce(_)) | None => true,
     }
-    if name.starts_with("ps") {
-        return !ALL_REDUCE_ONLY.contains(&option) && (option != "switch_memory" || name.contains("+ina"));
-    }
-    true
 }
 
 /// Where each tensor lives on the parameter servers.
@@ -122,29 +129,6 @@ pub struct PsConfig {
     pub in_network_aggregation: bool,
     /// Switch memory for partial aggregates, bytes (`None`: unlimited).
     pub switch_memory: Option<u64>,
-}
-
-/// All-reduce algorithms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    /// Ring reduce-scatter + all-gather.
-    Ring,
-    /// Ring reduce-scatter + multicast all-gather.
-    RingMulticast,
-    /// Recursive doubling, tensors pipelined (seed 000's butterfly mixing).
-    Butterfly,
-    /// Recursive doubling, one collective at a time.
-    RecursiveDoubling,
-    /// Rabenseifner.
-    HalvingDoubling,
-    /// Binomial reduce + broadcast (topology-aware inside one multi-GPU machine).
-    Tree,
-    /// Seed 003's multi-tree inside one multi-GPU machine.
-    MultiTree,
-    /// Reduce inside machines, ring across, broadcast inside.
-    Hierarchical,
-    /// Double binary tree, pipelined.
-    DoubleTree,
 }
 
 /// The collective family.
@@ -246,7 +230,7 @@ impl Strategy {
         let given = spec::parse_options("strategy", &name, &pairs, &[info.options, HOST_OPTIONS])?;
         let spec = Spec { name, given };
         check_options(&spec)?;
-        let family = family(&spec)?;
+        let family = family(info.kind, &spec)?;
         let all_reduce = matches!(family, Family::AllReduce(_));
         if let Family::Sharded(_) = family {
             refuse_for_sharded(&spec)?;
@@ -301,11 +285,15 @@ impl Strategy {
                 }
                 Some(Fusion {
                     threshold_bytes: b.round().max(1.0) as u64,
-                    cycle: seconds_to_nanos("strategy.cycle", cycle.unwrap_or(0.005))?,
+                    cycle: seconds_to_nanos(
+                        "strategy.cycle",
+                        cycle.unwrap_or_else(|| options::default_number(HOST_OPTIONS, "cycle")),
+                    )?,
                 })
             }
         };
-        let compression = spec.real("compression").unwrap_or(1.0);
+        let compression =
+            spec.real("compression").unwrap_or_else(|| options::default_number(HOST_OPTIONS, "compression"));
         if compression < 1.0 {
             return Err(Error::invalid("strategy.compression", "must be a ratio >= 1 (bytes before / bytes after)"));
         }
@@ -322,7 +310,7 @@ impl Strategy {
         if pipelined_segments && matches!(family, Family::ParameterServer(_)) {
             return Err(Error::invalid("strategy.segments", "pipelined segments apply to all-reduce strategies"));
         }
-        let dispatch_s = spec.duration("dispatch").unwrap_or(0.0);
+        let dispatch_s = spec.duration("dispatch").unwrap_or_else(|| options::default_number(HOST_OPTIONS, "dispatch"));
         if dispatch_s > 0.0 && !all_reduce {
             return Err(Error::invalid(
                 "strategy.dispatch",
@@ -339,13 +327,13 @@ impl Strategy {
             compression,
             reduce_bytes_per_s: spec.rate("reduce"),
             transport,
-            pipeline_chunk: spec.bytes("chunk").unwrap_or(1048576.0).max(1.0),
+            pipeline_chunk: spec.bytes("chunk").unwrap_or_else(|| options::default_number(PIPELINED, "chunk")).max(1.0),
             gpus_per_node: spec.count("gpus_per_node").map(|g| g as usize),
             trees: spec.count("trees").map(|t| t as usize),
             tree_penalty: match spec.real("penalty") {
                 Some(p) if p > 1.0 => return Err(Error::invalid("strategy.penalty", "must be in (0, 1]")),
                 Some(p) => p,
-                None => 0.7,
+                None => options::default_number(TREES, "penalty"),
             },
             partial,
             dispatch_s,
@@ -398,48 +386,35 @@ fn refuse_for_sharded(spec: &Spec) -> Result<()> {
     Ok(())
 }
 
-fn family(spec: &Spec) -> Result<Family> {
-    let name = spec.name.as_str();
-    if let Some(variant) = name.strip_prefix("ps") {
-        let multicast = variant.contains("+multicast");
-        let ina = variant.contains("+ina");
-        if spec.get("switch_memory").is_some() && !ina {
-            return Err(Error::invalid(
-                "strategy.switch_memory",
-                "applies to in-network aggregation (ps+ina, ps+multicast+ina)",
-            ));
+fn family(kind: Kind, spec: &Spec) -> Result<Family> {
+    match kind {
+        Kind::ParameterServer { multicast, ina } => {
+            if spec.get("switch_memory").is_some() && !ina {
+                return Err(Error::invalid(
+                    "strategy.switch_memory",
+                    "applies to in-network aggregation (ps+ina, ps+multicast+ina)",
+                ));
+            }
+            Ok(Family::ParameterServer(PsConfig {
+                num_ps: spec.count("num_ps").unwrap_or(options::default_number(PS_OPTIONS, "num_ps") as u64) as usize,
+                placement: match spec.choice("placement") {
+                    Some("balanced") => Placement::Balanced,
+                    Some("sharded") => Placement::Sharded,
+                    _ => Placement::RoundRobin,
+                },
+                distribution: match spec.choice("distribution") {
+                    Some("block") => Distribution::Block,
+                    _ => Distribution::RoundRobin,
+                },
+                barrier: spec.flag("barrier").unwrap_or(options::default_flag(PS_OPTIONS, "barrier")),
+                multicast,
+                in_network_aggregation: ina,
+                switch_memory: spec.bytes("switch_memory").map(|b| b.round() as u64),
+            }))
         }
-        return Ok(Family::ParameterServer(PsConfig {
-            num_ps: spec.count("num_ps").unwrap_or(1) as usize,
-            placement: match spec.choice("placement") {
-                Some("balanced") => Placement::Balanced,
-                Some("sharded") => Placement::Sharded,
-                _ => Placement::RoundRobin,
-            },
-            distribution: match spec.choice("distribution") {
-                Some("block") => Distribution::Block,
-                _ => Distribution::RoundRobin,
-            },
-            barrier: spec.flag("barrier").unwrap_or(true),
-            multicast,
-            in_network_aggregation: ina,
-            switch_memory: spec.bytes("switch_memory").map(|b| b.round() as u64),
-        }));
+        Kind::Sharded(stage) => Ok(Family::Sharded(sharded::config(stage, spec)?)),
+        Kind::AllReduce(algorithm) => Ok(Family::AllReduce(algorithm)),
     }
-    if let Some(stage) = sharded::stage_of(name) {
-        return Ok(Family::Sharded(sharded::config(stage, spec)?));
-    }
-    Ok(Family::AllReduce(match name {
-        "ring" => Algorithm::Ring,
-        "ring+multicast" => Algorithm::RingMulticast,
-        "butterfly" => Algorithm::Butterfly,
-        "recursive-doubling" => Algorithm::RecursiveDoubling,
-        "halving-doubling" => Algorithm::HalvingDoubling,
-        "tree" => Algorithm::Tree,
-        "multitree" => Algorithm::MultiTree,
-        "hierarchical" => Algorithm::Hierarchical,
-        _ => Algorithm::DoubleTree,
-    }))
 }
 
 #[cfg(test)]

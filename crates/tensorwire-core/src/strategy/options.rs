@@ -1,7 +1,33 @@
 //! Option tables: each option defined once, with its help text.
 
 use super::Transport;
-use crate::spec::{OptionInfo, OptionKind, Spec};
+use crate::spec::{self, OptionInfo, OptionKind, OptionValue, Spec};
+
+/// The default of option `name` in `table`, parsed from its `default` string (the one
+/// place a default is written: listings print it, the parser applies it). Panics if the
+/// table has no such option or its default is empty or malformed: a programming error,
+/// which `table_defaults_parse_and_are_read_by_the_parser` catches.
+fn default_of(table: &[OptionInfo], name: &str) -> OptionValue {
+    let o = table.iter().find(|o| o.name == name).expect("the option is in its table");
+    spec::parse_value(o.name, o.kind, o.default).expect("the table's defaults parse")
+}
+
+/// The default of a number-valued option (bytes, bytes/s, s, count or real), as f64.
+pub(super) fn default_number(table: &[OptionInfo], name: &str) -> f64 {
+    match default_of(table, name) {
+        OptionValue::Bytes(v) | OptionValue::Rate(v) | OptionValue::Duration(v) | OptionValue::Real(v) => v,
+        OptionValue::Count(c) => c as f64,
+        OptionValue::Flag(_) | OptionValue::Choice(_) => panic!("{name} is not a number-valued option"),
+    }
+}
+
+/// The default of a flag option.
+pub(super) fn default_flag(table: &[OptionInfo], name: &str) -> bool {
+    match default_of(table, name) {
+        OptionValue::Flag(b) => b,
+        _ => panic!("{name} is not a flag"),
+    }
+}
 
 pub(super) const CHUNK: OptionInfo = OptionInfo {
     name: "chunk",
@@ -145,4 +171,27 @@ pub(super) fn transport(spec: &Spec) -> Option<Transport> {
         overhead_s: overhead.unwrap_or(base.overhead_s),
         copy_bytes_per_s: copy.or(base.copy_bytes_per_s),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Family, Strategy, STRATEGIES};
+    use super::*;
+
+    #[test]
+    fn table_defaults_parse_and_are_read_by_the_parser() {
+        for o in STRATEGIES.iter().flat_map(|s| s.options.iter()).chain(HOST_OPTIONS) {
+            if !o.default.is_empty() {
+                spec::parse_value(o.name, o.kind, o.default).unwrap_or_else(|e| panic!("{}: {e}", o.name));
+            }
+        }
+        // The values the parser applied as literals before reading the table.
+        assert_eq!(Strategy::parse("double-tree").unwrap().pipeline_chunk, 1048576.0);
+        assert_eq!(Strategy::parse("tree").unwrap().tree_penalty, 0.7);
+        assert_eq!(Strategy::parse("ring:fusion=1MiB").unwrap().fusion.unwrap().cycle, 5_000_000);
+        let ring = Strategy::parse("ring").unwrap();
+        assert_eq!((ring.compression, ring.dispatch_s), (1.0, 0.0));
+        let Family::ParameterServer(ps) = Strategy::parse("ps").unwrap().family else { panic!("ps") };
+        assert_eq!((ps.num_ps, ps.barrier), (1, true));
+    }
 }

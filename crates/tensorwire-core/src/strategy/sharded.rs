@@ -113,17 +113,6 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
     },
 ];
 
-/// The stage a strategy name stands for, if it is a sharded strategy.
-pub fn stage_of(name: &str) -> Option<Stage> {
-    Some(match name {
-        "zero1" => Stage::Zero1,
-        "zero2" => Stage::Zero2,
-        "fsdp" | "zero3" => Stage::Fsdp,
-        "hsdp" => Stage::Hsdp,
-        _ => return None,
-    })
-}
-
 /// Options of [`SHARDED_OPTIONS`] that only fsdp and hsdp take.
 const FSDP_ONLY: [&str; 5] = ["prefetch", "backward_prefetch", "reshard_after_forward", "unit", "min_unit"];
 

@@ -41,7 +41,7 @@ type FlowStart = (Nanos, usize, Vec<usize>, f64, Vec<LinkId>, &'static str);
 pub(crate) type FlowRecord = (Nanos, Nanos, usize, Vec<usize>, f64, Vec<LinkId>, &'static str);
 
 /// Engine state shared with protocols.
-pub(crate) struct Core {
+pub(crate) struct SimState {
     /// Current simulated time, ns.
     pub now: Nanos,
     pub net: Box<dyn NetworkModel>,
@@ -69,7 +69,7 @@ pub(crate) struct Core {
     /// Scratch: the physical links of a folded message.
     physical: Vec<LinkId>,
     pub flows_started: u64,
-    /// Of those, the ones timed without events ([`Core::time_alone`]).
+    /// Of those, the ones timed without events ([`SimState::time_alone`]).
     pub flows_alone: u64,
     /// The job whose messages start now (multi-job runs share one core; 0 otherwise).
     pub job: usize,
@@ -120,7 +120,7 @@ struct Queued {
     notify_sent: bool,
 }
 
-impl Core {
+impl SimState {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         net: Box<dyn NetworkModel>,
@@ -131,7 +131,7 @@ impl Core {
         copy_cap: f64,
     ) -> Self {
         let watched_host = host_of_rank[0];
-        Core {
+        SimState {
             now: 0,
             net,
             topo,
@@ -241,7 +241,7 @@ impl Core {
     }
 
     /// The links (with folding weights) and path latency (ns) of a message from host `src`
-    /// to the hosts `dsts`, as [`Core::send`] routes it.
+    /// to the hosts `dsts`, as [`SimState::send`] routes it.
     pub fn path(&mut self, src: usize, dsts: &[usize]) -> (Vec<(LinkId, u32)>, Nanos) {
         let latency = self.route_links(src, dsts);
         (self.links.clone(), latency)
@@ -324,7 +324,7 @@ impl Core {
         self.overhead_over(&self.links, bytes)
     }
 
-    /// [`Core::overhead_of`] for a message over `links`.
+    /// [`SimState::overhead_of`] for a message over `links`.
     fn overhead_over(&self, links: &[(LinkId, u32)], bytes: f64) -> Nanos {
         let Some(rate) = self.overhead_rate(links) else {
             return self.overhead;
@@ -354,7 +354,7 @@ impl Core {
 
     /// Times a message that has its links to itself (see `lanes.rs`) without an event:
     /// sent at `at` from host `src` to the hosts `dsts` over `links` (path latency
-    /// `latency`), it is counted as [`Core::send`] would count it (flows, rank 0's bytes and
+    /// `latency`), it is counted as [`SimState::send`] would count it (flows, rank 0's bytes and
     /// busy time, link bytes); returns when it is delivered. `memo`: the network model's,
     /// per path ([`NetworkModel::time_alone`]). `None`: the network model has no such
     /// shortcut.
@@ -384,7 +384,7 @@ impl Core {
 
     /// The network model's state of the path `links` for flows alone on it
     /// ([`NetworkModel::alone_path`], with the copy cap); `memo` as for
-    /// [`Core::time_alone`].
+    /// [`SimState::time_alone`].
     ///
     /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
     pub fn alone_path(&mut self, links: &[(LinkId, u32)], memo: &mut Option<u32>) -> Option<AlonePath> {
@@ -397,8 +397,8 @@ impl Core {
         latency + extra + self.overhead_over(links, bytes)
     }
 
-    /// Counts `messages` timed alone as [`Core::send`] counts messages: flows started, the
-    /// current job's flows (the watched host's part: [`Core::watch_alone`]).
+    /// Counts `messages` timed alone as [`SimState::send`] counts messages: flows started, the
+    /// current job's flows (the watched host's part: [`SimState::watch_alone`]).
     pub fn count_alone(&mut self, messages: u64) {
         self.flows_started += messages;
         self.flows_alone += messages;
@@ -411,7 +411,7 @@ impl Core {
         src == host || dsts.contains(&host)
     }
 
-    /// The watched host's part of a message it sends or receives ([`Core::watches`]), timed
+    /// The watched host's part of a message it sends or receives ([`SimState::watches`]), timed
     /// alone from `at` until `delivered`: the bytes it sent and its busy time.
     pub fn watch_alone(&mut self, src: usize, at: Nanos, delivered: Nanos, bytes: f64) {
         let w = &mut self.watch[self.job];
@@ -421,7 +421,7 @@ impl Core {
         self.alone_busy.push((at, delivered));
     }
 
-    /// Adds the time the watched host had messages timed by [`Core::time_alone`] in flight
+    /// Adds the time the watched host had messages timed by [`SimState::time_alone`] in flight
     /// to its busy time (the union of their spans). Call once those messages are all timed
     /// and before anyone asks for the busy time past their start.
     pub fn settle_alone(&mut self) {
@@ -562,9 +562,9 @@ impl Core {
 /// How a synchronisation protocol reacts to the engine.
 pub(crate) trait Protocol {
     /// Rank `rank` starts operation `op` over `tasks` (their payloads concatenated: `bytes`).
-    fn start_op(&mut self, core: &mut Core, rank: usize, op: u64, tasks: &[TaskRef], bytes: u64);
+    fn start_op(&mut self, core: &mut SimState, rank: usize, op: u64, tasks: &[TaskRef], bytes: u64);
     /// A flow the protocol started was sent (`delivered == false`) or delivered.
-    fn on_flow(&mut self, core: &mut Core, user: u64, delivered: bool);
-    /// A wake-up the protocol asked for ([`Core::wake_at`]) is due.
-    fn on_timer(&mut self, _core: &mut Core, _user: u64) {}
+    fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool);
+    /// A wake-up the protocol asked for ([`SimState::wake_at`]) is due.
+    fn on_timer(&mut self, _core: &mut SimState, _user: u64) {}
 }

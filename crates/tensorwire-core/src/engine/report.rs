@@ -1,0 +1,195 @@
+//! What a run measured ([`Measured`], [`EndSnapshot`]) and how it becomes the
+//! [`Report`] (`build_report`): the steady state between two iteration ends.
+
+use super::state::SimState;
+use super::{ComputeSpan, Scenario};
+use crate::metrics::{Report, Span, SpanKind};
+use crate::units::{nanos_to_seconds, Nanos};
+
+/// What an event loop measured, turned into a [`Report`] by [`build_report`].
+#[derive(Default)]
+pub(crate) struct Measured {
+    /// When each iteration completed on every worker, ns.
+    pub completions: Vec<Nanos>,
+    /// Rank 0's host's communication busy time when the first iteration completed, ns.
+    pub busy_at_first: Nanos,
+    /// Bytes every link had carried then.
+    pub link_bytes_at_first: Vec<f64>,
+    /// Bytes rank 0's host had sent then.
+    pub sent_at_first: f64,
+    /// Rank 0's (communication busy time ns, bytes sent) at its own first completion
+    /// ((0, 0) with one iteration) and at its last: when given, the report's
+    /// communication time and bytes sent per iteration are rank 0's over its own measured
+    /// iterations (exact whatever the other workers' pace), not over the window between
+    /// completions of every worker.
+    pub rank0: Option<((Nanos, f64), (Nanos, f64))>,
+    /// What the job had done at its last measured completion, when it went on running
+    /// past it (multi-job runs); `None`: the run ended there, and the core has it.
+    pub at_end: Option<EndSnapshot>,
+    /// Link utilisation from the bytes of every iteration (a run alone: each iteration
+    /// moves the same bytes, so a link's share does not depend on where the window cuts
+    /// the workers' skewed iterations); else from the bytes in the window.
+    pub links_per_iteration: bool,
+    /// Compute spans, when recording.
+    pub compute_spans: Option<Vec<ComputeSpan>>,
+    /// Events processed.
+    pub events: u64,
+    /// Ranks whose network part was simulated (see [`Report::simulated_ranks`]).
+    pub simulated_ranks: usize,
+    /// The job measured (multi-job runs; 0 otherwise).
+    pub job: usize,
+}
+
+/// A job's counters at its last measured completion: a job of a multi-job run goes on
+/// as background load for the others after it, and its report stops there.
+pub(crate) struct EndSnapshot {
+    /// Rank 0's host's communication busy time, ns.
+    busy: Nanos,
+    /// Bytes rank 0's host had sent.
+    sent: f64,
+    /// Flows the job had started.
+    flows: u64,
+    /// Bytes every link had carried.
+    link_bytes: Vec<f64>,
+}
+
+impl EndSnapshot {
+    pub(super) fn take(core: &mut SimState, job: usize) -> Self {
+        let w = core.watch(job);
+        let (busy, sent, flows) = (core.comm_busy_of(job), w.sent, w.flows);
+        EndSnapshot { busy, sent, flows, link_bytes: core.net.link_bytes(core.now).to_vec() }
+    }
+}
+
+impl Measured {
+    /// The steady-state window: from the first completion to the last (from 0 with one
+    /// iteration), ns.
+    pub(super) fn window(&self) -> (Nanos, Nanos) {
+        let k = self.completions.len();
+        if k > 1 {
+            (self.completions[0], self.completions[k - 1])
+        } else {
+            (0, self.completions[0])
+        }
+    }
+}
+
+/// The report of a run: steady-state times, link utilisation (folded runs: every link of
+/// an orbit carries what its representatives carried), bytes sent per worker, timeline.
+pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> Report {
+    let n = sc.workers;
+    let k = m.completions.len();
+    let (start, end) = m.window();
+    let periods = if k > 1 { (k - 1) as f64 } else { 1.0 };
+    let window = end - start;
+    let iteration_time = nanos_to_seconds(window) / periods;
+    let compute = nanos_to_seconds(sc.workload.compute_time());
+    // The job's counters where its measured iterations ended.
+    let (busy_end, sent_end, flows, bytes_end) = match m.at_end {
+        Some(e) => (e.busy, e.sent, e.flows, e.link_bytes),
+        None => {
+            let w = core.watch(m.job);
+            let (busy, sent, flows) = (core.comm_busy_of(m.job), w.sent, w.flows);
+            (busy, sent, flows, core.net.link_bytes(core.now).to_vec())
+        }
+    };
+    let (comm, sent) = match m.rank0 {
+        Some(((busy0, sent0), (busy1, sent1))) => {
+            (nanos_to_seconds(busy1 - busy0) / periods, (sent1 - sent0) / periods)
+        }
+        None => (
+            nanos_to_seconds(busy_end - if k > 1 { m.busy_at_first } else { 0 }) / periods,
+            (sent_end - if k > 1 { m.sent_at_first } else { 0.0 }) / periods,
+        ),
+    };
+    let first = &m.link_bytes_at_first;
+    let topo = &core.topo;
+    // Per link: bytes of one window's worth of iterations (`periods` of them).
+    let delta: Vec<f64> = if m.links_per_iteration && k > 1 {
+        bytes_end.iter().map(|&b| b / k as f64 * periods).collect()
+    } else {
+        bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect()
+    };
+    let mut orbit_total = [0.0f64; 2];
+    if core.folded {
+        for (l, d) in delta.iter().enumerate() {
+            if let Some(o) = topo.rank_orbit(l, n) {
+                orbit_total[o] += d;
+            }
+        }
+    }
+    let link_utilization = (0..topo.links().len())
+        .map(|l| {
+            let bytes = match (core.folded, topo.rank_orbit(l, n), &core.link_fold) {
+                (true, Some(o), _) => orbit_total[o],
+                // Digit folding: every link of an orbit carries what its representative carried.
+                (_, _, Some(fold)) => delta[fold[l].0],
+                _ => delta[l],
+            };
+            // At the rates failures gave the link, when they did.
+            let capacity = core.capacity_over(l, start, end);
+            (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
+        })
+        .collect();
+    // One iteration: the last period, from the previous completion of every worker to
+    // the last (from 0 with one iteration), spans clipped to it. Workers that run ahead
+    // (parameter servers: the next forward pass starts while the previous distribution
+    // is still going on) overlap two iterations; every span overlapping the period would
+    // show parts of three (17 s for an 11.3 s iteration).
+    let from = if k > 1 { m.completions[k - 2] } else { 0 };
+    let clip = |start: Nanos, stop: Nanos| (nanos_to_seconds(start.max(from)), nanos_to_seconds(stop.min(end)));
+    let mut timeline = Vec::new();
+    if let Some(spans) = m.compute_spans {
+        for (rank, layer, backward, start, stop) in spans.into_iter().filter(|s| s.4 > from && s.3 < end) {
+            let (start_s, end_s) = clip(start, stop);
+            timeline.push(Span {
+                kind: if backward { SpanKind::Backward } else { SpanKind::Forward },
+                host: rank,
+                to: Vec::new(),
+                label: sc.workload.layers[layer].name.clone(),
+                links: Vec::new(),
+                start_s,
+                end_s,
+                bytes: 0.0,
+            });
+        }
+    }
+    if let Some(flows) = core.recorded.take() {
+        for (start, stop, src, to, bytes, links, label) in flows.into_iter().filter(|f| f.1 > from && f.0 < end) {
+            let (start_s, end_s) = clip(start, stop);
+            timeline.push(Span {
+                kind: SpanKind::Flow,
+                host: src,
+                to,
+                label: label.to_string(),
+                links: links.iter().map(|&l| topo.link_name(l)).collect(),
+                start_s,
+                end_s,
+                bytes,
+            });
+        }
+    }
+    timeline.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.host.cmp(&b.host)));
+    let mut report = Report {
+        iteration_time_s: iteration_time,
+        completions_s: m.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
+        throughput_samples_per_s: 0.0,
+        scaling_factor: 1.0,
+        compute_time_s: compute,
+        comm_time_s: comm,
+        exposed_comm_s: 0.0,
+        sent_bytes_per_worker: sent,
+        link_utilization,
+        events: m.events,
+        flows,
+        folded: core.folded || core.link_fold.is_some(),
+        simulated_ranks: m.simulated_ranks,
+        failures_applied: core.failures.applied.len(),
+        failures_unreached: core.failures.unreached(),
+        network_model: core.net.name().to_string(),
+        nap: None,
+        timeline,
+    };
+    report.set_iteration_time(iteration_time, n as f64 * sc.workload.batch_size as f64 / iteration_time);
+    report
+}

@@ -1,0 +1,295 @@
+//! What a run is asked to do: the [`Scenario`] (workload, cluster, strategy and the
+//! engine's switches), its validation before anything is built, and the progress hook a
+//! long run reports through.
+
+use crate::collectives::Collective;
+use crate::error::{Error, Result};
+use crate::network::ModelKind;
+use crate::strategy::{Algorithm, Family, Placement, Strategy};
+use crate::topology::TopologySpec;
+use crate::units::seconds_to_nanos;
+use crate::workload::Workload;
+
+use super::{Failure, Variability};
+
+/// Everything a simulation needs.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The model.
+    pub workload: Workload,
+    /// Number of workers (data-parallel ranks), >= 1.
+    pub workers: usize,
+    /// Topology builder.
+    pub topology: TopologySpec,
+    /// Host link rate each way, bytes/s.
+    pub bandwidth: f64,
+    /// Latency per hop, s.
+    pub latency: f64,
+    /// Synchronisation strategy.
+    pub strategy: Strategy,
+    /// Network model.
+    pub network: ModelKind,
+    /// Iterations to simulate (the first is warm-up when there are several).
+    pub iterations: u32,
+    /// Seed of the simulation's random streams.
+    pub seed: u64,
+    /// Host overhead per message, s (added to its latency).
+    pub per_message_overhead: f64,
+    /// Host copy bandwidth limiting each flow, bytes/s; `None` for no limit.
+    pub copy_bandwidth: Option<f64>,
+    /// Compute-time variability.
+    pub variability: Variability,
+    /// Host of each rank (a permutation of `0..workers`); `None` for the identity.
+    pub rank_to_host: Option<Vec<usize>>,
+    /// Allow folding symmetric scenarios (results are the same; it is only faster).
+    pub allow_folding: bool,
+    /// Allow timing collectives whose messages each have links of their own by their
+    /// step recurrence instead of message by message (`lanes.rs`: the same results, only
+    /// faster); off, every message is a flow of the network model.
+    pub allow_lanes: bool,
+    /// Record the spans of the last iteration (period) into [`Report::timeline`].
+    pub record_timeline: bool,
+    /// Refuse runs that need more than this many flows (a guard against runs that would
+    /// take hours or exhaust memory; messages timed by lanes count 1/64 of a flow each:
+    /// they cost no memory and a few nanoseconds). Checked up front against an upper
+    /// bound of the run's work (`estimate.rs`), and while running; `None` for no limit
+    /// ([`DEFAULT_MAX_FLOWS`] is what the CLI and the Python API use by default).
+    pub max_flows: Option<u64>,
+    /// Called every [`PROGRESS_EVERY`] events (or messages timed without one, by lanes)
+    /// and at least every 0.2 s of wall-clock time; returning `false` stops the run.
+    pub progress: Option<ProgressHook>,
+    /// Link and node failures during the run (a scenario with failures is not folded).
+    pub failures: Vec<Failure>,
+    /// Keep failures timed after the run's end (they change nothing; `Report::
+    /// failures_applied` counts the others) instead of refusing them. For baselines that
+    /// share another run's failures, such as each job of a multi-job run alone.
+    pub allow_failures_after_end: bool,
+}
+
+/// How far a running simulation has got.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Iterations completed on every worker.
+    pub iterations_done: u32,
+    /// Iterations asked for.
+    pub iterations: u32,
+    /// Simulated time so far, s.
+    pub simulated_s: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Flows started.
+    pub flows: u64,
+}
+
+/// Events between two progress reports (and flow-budget checks).
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// A progress callback (see [`Scenario::progress`]).
+#[derive(Clone)]
+pub struct ProgressHook(pub std::sync::Arc<dyn Fn(&Progress) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
+}
+
+/// Iterations a scenario simulates unless told otherwise: one warm-up and two measured, so
+/// that the steady state is measured between two iteration ends.
+pub const DEFAULT_ITERATIONS: u32 = 3;
+
+/// Latency of one hop unless told otherwise, seconds (5 us; docs/simulator.md, "Latency").
+pub const DEFAULT_LATENCY_S: f64 = 5e-6;
+
+impl Scenario {
+    /// A scenario with defaults: star, [`DEFAULT_LATENCY_S`] per hop, flow model,
+    /// [`DEFAULT_ITERATIONS`] iterations, seed 0.
+    pub fn new(workload: Workload, workers: usize, bandwidth: f64, strategy: Strategy) -> Self {
+        Scenario {
+            workload,
+            workers,
+            topology: TopologySpec::parse("star").expect("built-in"),
+            bandwidth,
+            latency: DEFAULT_LATENCY_S,
+            strategy,
+            network: ModelKind::Flow,
+            iterations: DEFAULT_ITERATIONS,
+            seed: 0,
+            per_message_overhead: 0.0,
+            copy_bandwidth: None,
+            variability: Variability::None,
+            rank_to_host: None,
+            allow_folding: true,
+            allow_lanes: true,
+            record_timeline: false,
+            max_flows: None,
+            progress: None,
+            failures: Vec::new(),
+            allow_failures_after_end: false,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        self.workload.validate()?;
+        if self.workload.collective != Collective::AllReduce && !matches!(self.strategy.family, Family::AllReduce(_)) {
+            return Err(Error::invalid(
+                "strategy",
+                format!(
+                    "{} workloads run under an all-reduce strategy (ring, halving-doubling, hierarchical, tree, ...), not {}",
+                    self.workload.collective.name(),
+                    self.strategy.spec
+                ),
+            ));
+        }
+        if self.workload.collective != Collective::AllReduce && self.strategy.partial.is_some() {
+            return Err(Error::invalid(
+                "strategy.partial",
+                format!(
+                    "partial collectives are all-reduces (seed 002); {} workloads cannot use them",
+                    self.workload.collective.name()
+                ),
+            ));
+        }
+        if self.workers < 1 {
+            return Err(Error::invalid("workers", "must be at least 1"));
+        }
+        if !(self.bandwidth.is_finite() && self.bandwidth > 0.0) {
+            return Err(Error::invalid("bandwidth", "must be a rate greater than 0"));
+        }
+        if self.iterations < 1 {
+            return Err(Error::invalid("iterations", "must be at least 1"));
+        }
+        if let Some(c) = self.copy_bandwidth {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(Error::invalid("copy_bandwidth", "must be a rate greater than 0"));
+            }
+        }
+        self.variability.validate(self.workers)?;
+        self.check_bounds()?;
+        if let Some(p) = &self.rank_to_host {
+            let mut seen = vec![false; self.workers];
+            if p.len() != self.workers || p.iter().any(|&h| h >= self.workers || std::mem::replace(&mut seen[h], true))
+            {
+                return Err(Error::invalid("rank_to_host", "must be a permutation of 0..workers"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// Refuses, naming the input, what would pass the memory limits or the simulation
+    /// horizon (`limits.rs`) before anything is built.
+    fn check_bounds(&self) -> Result<()> {
+        use crate::limits::{at_most, HORIZON_S, MAX_ITERATIONS, MAX_PIECES, MAX_WORKERS, MAX_WORKER_ITERATIONS};
+        at_most("workers", self.workers as u64, MAX_WORKERS as u64, "workers")?;
+        at_most("iterations", u64::from(self.iterations), u64::from(MAX_ITERATIONS), "iterations")?;
+        let pairs = self.workers as u64 * u64::from(self.iterations);
+        if pairs > MAX_WORKER_ITERATIONS {
+            return Err(Error::invalid(
+                "iterations",
+                format!(
+                    "{} iterations of {} workers are more than the {MAX_WORKER_ITERATIONS} worker-iterations a run can hold; simulate fewer iterations",
+                    self.iterations, self.workers
+                ),
+            ));
+        }
+        // Durations: each below the horizon, and so far below it that a collective's chain
+        // of steps (up to 2 per worker, a few hops each) cannot pass it within one event.
+        let strategy = &self.strategy;
+        let (overhead, copy) = match strategy.transport {
+            Some(t) => (("strategy.overhead", t.overhead_s), ("strategy.copy", t.copy_bytes_per_s)),
+            None => (("per_message_overhead", self.per_message_overhead), ("copy_bandwidth", self.copy_bandwidth)),
+        };
+        let chain = 8 * (self.workers as u64 + 4);
+        for (field, seconds) in [("latency", self.latency), overhead, ("strategy.dispatch", strategy.dispatch_s)] {
+            let ns = seconds_to_nanos(field, seconds)?;
+            if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "{} s per message makes the steps of a collective on {} workers pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
+                        crate::units::format_number(seconds),
+                        self.workers
+                    ),
+                ));
+            }
+        }
+        // Transfers: the workload's bytes at each rate a message may be held to.
+        let bytes = self.workload.total_bytes() as f64;
+        for (field, rate) in [("bandwidth", Some(self.bandwidth)), copy] {
+            if let Some(rate) = rate {
+                if bytes / rate >= HORIZON_S {
+                    return Err(Error::invalid(
+                        field,
+                        format!(
+                            "at {} bytes/s the workload's {bytes} bytes take past the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days); use a rate that moves them far faster",
+                            crate::units::format_number(rate)
+                        ),
+                    ));
+                }
+            }
+        }
+        // Compute under fixed slowdowns.
+        if let Variability::Slowdowns(s) = &self.variability {
+            let worst = s.iter().copied().fold(1.0, f64::max);
+            if self.workload.compute_time() as f64 * worst >= crate::limits::HORIZON_NS as f64 {
+                return Err(Error::invalid(
+                    "slowdowns",
+                    format!(
+                        "a slowdown of {} makes an iteration's compute pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
+                        crate::units::format_number(worst)
+                    ),
+                ));
+            }
+        }
+        // Pieces per iteration (each a task with its own state).
+        let pieces = |size: u64| -> u64 { self.workload.tensors.iter().map(|t| t.bytes.div_ceil(size).max(1)).sum() };
+        let too_many = |field: &str, size: u64, n: u64| {
+            Error::invalid(
+                field,
+                format!(
+                    "{size} bytes cut the workload into {n} pieces per iteration, more than the {MAX_PIECES} a run can hold; use larger pieces"
+                ),
+            )
+        };
+        if let Some(size) = strategy.partition {
+            let n = pieces(size.max(1));
+            if n > MAX_PIECES {
+                let field =
+                    if strategy.spec.contains("pipeline=") { "strategy.pipeline" } else { "strategy.partition" };
+                return Err(too_many(field, size, n));
+            }
+        }
+        if let Family::ParameterServer(c) = &strategy.family {
+            if c.placement == Placement::Sharded {
+                // Every piece (or tensor) split once more over every server.
+                let n = strategy.partition.map_or(self.workload.tensors.len() as u64, |p| pieces(p.max(1)));
+                let n = n.saturating_mul(c.num_ps as u64);
+                if n > MAX_PIECES {
+                    return Err(Error::invalid(
+                        "strategy.num_ps",
+                        format!(
+                            "{} servers with placement=sharded cut the workload into {n} pieces per iteration, more than the {MAX_PIECES} a run can hold",
+                            c.num_ps
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Family::AllReduce(Algorithm::DoubleTree) = strategy.family {
+            let chunk = strategy.pipeline_chunk.max(1.0) as u64;
+            let n = pieces(chunk);
+            if n > MAX_PIECES {
+                return Err(too_many("strategy.chunk", chunk, n));
+            }
+        }
+        if let Family::Sharded(cfg) = &strategy.family {
+            let n = self.workload.total_bytes().div_ceil(cfg.bucket_bytes.max(1));
+            if n > MAX_PIECES {
+                return Err(too_many("strategy.bucket", cfg.bucket_bytes, n));
+            }
+        }
+        self.topology.check_size(self.workers, strategy.servers())
+    }
+}

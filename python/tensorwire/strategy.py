@@ -93,7 +93,7 @@ def probe(spec: str, workers: int, topology: str = "star", network: str = "flow"
     """Raises :class:`InputError` when the core rejects ``spec`` for ``workers`` workers on
     ``topology`` (it tries a 1 KiB all-reduce): e.g. ``multitree`` needs one multi-GPU machine."""
     tiny = ("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)], 4, "allreduce")
-    _core.simulate(tiny, workers, spec, 1e9, 0.0, topology=topology, network=network, iterations=1)
+    _core.simulate(tiny, workers, _core.Strategy(spec), 1e9, 0.0, _core.Topology(topology), network=network, iterations=1)
 
 
 def runs_on(spec: str, workers: int, topology: str = "star", network: str = "flow") -> bool:

@@ -31,10 +31,10 @@ DEFAULT_MAX_FLOWS: int
 def simulate(
     workload: WorkloadTuple,
     workers: int,
-    strategy: str,
+    strategy: Strategy,
     bandwidth: float,
     latency: float,
-    topology: str = "star",
+    topology: Topology,
     network: str = "flow",
     iterations: int = 3,
     seed: int = 0,
@@ -43,20 +43,20 @@ def simulate(
     stragglers: str = "none",
     spread: float = 0.0,
     slowdowns: Optional[list[float]] = None,
-    rank_to_host: Optional[list[int]] = None,
+    placement: str = "packed",
     allow_folding: bool = True,
     timeline: bool = False,
     max_flows: Optional[int] = None,
     progress: Optional[Callable[[int, int, float, int, int], bool]] = None,
     failures: Optional[list[tuple[str, float, float]]] = None,
     allow_lanes: bool = True,
-) -> dict[str, Any]: ...
+) -> Report: ...
 def simulate_jobs(
-    jobs: list[tuple[str, WorkloadTuple, int, str, Optional[list[int]]]],
+    jobs: list[tuple[str, WorkloadTuple, int, Strategy, Optional[list[int]]]],
     hosts: int,
     bandwidth: float,
     latency: float,
-    topology: str = "star",
+    topology: Topology,
     network: str = "flow",
     iterations: int = 3,
     seed: int = 0,
@@ -66,7 +66,64 @@ def simulate_jobs(
     failures: Optional[list[tuple[str, float, float]]] = None,
     max_flows: Optional[int] = None,
     allow_failures_after_end: bool = False,
-) -> list[dict[str, Any]]: ...
+) -> list[Report]: ...
+def check(strategy: Strategy, topology: Topology, workers: int, network: str = "flow") -> None: ...
+
+#: (kind, host, to hosts, label, links, start s, end s, bytes) of one recorded span.
+SpanTuple = tuple[str, int, list[int], str, list[str], float, float, float]
+
+@final
+class Report:
+    """What one simulated job reports (the core's metrics.rs Report)."""
+
+    @property
+    def iteration_time_s(self) -> float: ...
+    @property
+    def completions_s(self) -> list[float]: ...
+    @property
+    def throughput_samples_per_s(self) -> float: ...
+    @property
+    def scaling_factor(self) -> float: ...
+    @property
+    def compute_time_s(self) -> float: ...
+    @property
+    def comm_time_s(self) -> float: ...
+    @property
+    def exposed_comm_s(self) -> float: ...
+    @property
+    def sent_bytes_per_worker(self) -> float: ...
+    @property
+    def link_utilization(self) -> list[tuple[str, float]]: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def flows(self) -> int: ...
+    @property
+    def folded(self) -> bool: ...
+    @property
+    def simulated_ranks(self) -> int: ...
+    @property
+    def failures_applied(self) -> int: ...
+    @property
+    def failures_unreached(self) -> list[int]: ...
+    @property
+    def network_model(self) -> str: ...
+    @property
+    def nap(self) -> Optional[float]: ...
+    @property
+    def timeline(self) -> list[SpanTuple]: ...
+
+@final
+class Topology:
+    """A topology spec parsed by the core."""
+
+    def __new__(cls, spec: str) -> Topology: ...
+    @property
+    def spec(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def host_rate(self, bandwidth: Optional[float] = None) -> float: ...
+
 @final
 class Strategy:
     """A strategy spec parsed by the core."""
@@ -114,9 +171,11 @@ def place_jobs(
 def strategies() -> list[dict[str, Any]]: ...
 def topologies() -> list[dict[str, Any]]: ...
 def host_options() -> list[dict[str, Any]]: ...
-def collective_schedule(
-    algorithm: str, n: int, rank: int, pipeline: int = 1
-) -> tuple[int, list[tuple[list[tuple[list[int], int, int]], list[tuple[int, int, int, bool]]]]]: ...
+#: (sends: [(to ranks, first chunk, end chunk)], receives: [(from, first chunk, end chunk, reduce)])
+StepTuple = tuple[list[tuple[list[int], int, int]], list[tuple[int, int, int, bool]]]
+
+def step_schedule(algorithm: str, n: int, rank: int, pipeline: int = 1) -> tuple[int, list[StepTuple]]: ...
+def collective_schedule(algorithm: str, n: int, rank: int, pipeline: int = 1) -> tuple[int, list[StepTuple]]: ...
 def activation_tree(rank: int, n: int, initiator: int) -> tuple[Optional[int], list[int]]: ...
 def gpu_topology(
     preset: Optional[str] = None, adjacency: Optional[list[list[int]]] = None

@@ -75,7 +75,7 @@ def simulate(
     >>> 0 < r.scaling_factor <= 1
     True
     """
-    spec = _as_strategy(strategy).spec
+    parsed = _as_strategy(strategy)
     _check_types(workload, cluster)
     _check_run(iterations, seed, max_flows, failures)
     if progress is not None and not callable(progress):
@@ -86,10 +86,10 @@ def simulate(
     raw = _core.simulate(
         workload._to_core(),
         cluster.workers,
-        spec,
+        parsed.core,
         cluster.bandwidth,
         cluster.latency,
-        topology=cluster.topology,
+        cluster.core,
         network=cluster.network,
         iterations=iterations,
         seed=seed % 2**64,
@@ -104,37 +104,37 @@ def simulate(
         max_flows=max_flows,
         progress=report,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
-        rank_to_host=None if cluster.placement == "packed" else _core.placement(
-            cluster.topology, cluster.workers, cluster.placement, seed % 2**64),
+        placement=cluster.placement,
     )
-    return _result(raw, workload, cluster.workers, cluster.bandwidth, spec)
+    return _result(raw, workload, cluster.workers, cluster.bandwidth, parsed.spec)
 
 
-def _result(raw: dict[str, Any], workload: Workload, workers: int, bandwidth: float, spec: str) -> Result:
-    """A :class:`Result` from the core's metrics dict."""
-    return Result(
-        model=workload.name,
-        workers=workers,
-        bandwidth=bandwidth,
-        strategy=spec,
-        iteration_time_s=raw["iteration_time_s"],
-        throughput_samples_per_s=raw["throughput_samples_per_s"],
-        scaling_factor=raw["scaling_factor"],
-        compute_time_s=raw["compute_time_s"],
-        comm_time_s=raw["comm_time_s"],
-        exposed_comm_s=raw["exposed_comm_s"],
-        link_utilization=dict(raw["link_utilization"]),
-        completions_s=tuple(raw["completions_s"]),
-        network_model=raw["network_model"],
-        folded=raw["folded"],
-        events=raw["events"],
-        flows=raw["flows"],
-        timeline=tuple(_spans(raw["timeline"], workload, workers)),
-        nap=raw["nap"],
-        sent_bytes_per_worker=raw["sent_bytes_per_worker"],
-        simulated_ranks=raw["simulated_ranks"],
-        failures_applied=raw["failures_applied"],
-    )
+#: Fields of the core's Report that :class:`Result` does not keep, and why: the failures
+#: timed after the run ended are refused before a Result exists (``simulate``) or kept on
+#: purpose for baselines (``_run_jobs``), never shown.
+DROPPED_REPORT_FIELDS: frozenset[str] = frozenset({"failures_unreached"})
+
+#: Report fields that :class:`Result` keeps under another name (the old name is
+#: deprecated there).
+RENAMED_REPORT_FIELDS: dict[str, str] = {"nap": "active_processes"}
+
+
+def report_fields() -> tuple[str, ...]:
+    """The names of the core Report's fields (its getters)."""
+    return tuple(n for n in dir(_core.Report) if not n.startswith("_"))
+
+
+def _result(raw: _core.Report, workload: Workload, workers: int, bandwidth: float, spec: str) -> Result:
+    """A :class:`Result` from the core's Report: each field by name (see
+    :data:`DROPPED_REPORT_FIELDS`, :data:`RENAMED_REPORT_FIELDS`), converted where Result
+    keeps another container."""
+    taken: dict[str, Any] = {
+        RENAMED_REPORT_FIELDS.get(n, n): getattr(raw, n) for n in report_fields() if n not in DROPPED_REPORT_FIELDS
+    }
+    taken["link_utilization"] = dict(taken["link_utilization"])
+    taken["completions_s"] = tuple(taken["completions_s"])
+    taken["timeline"] = tuple(_spans(taken["timeline"], workload, workers))
+    return Result(model=workload.name, workers=workers, bandwidth=bandwidth, strategy=spec, **taken)
 
 
 def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, float]], workload: Workload, workers: int) -> list[dict[str, object]]:
@@ -280,15 +280,15 @@ def _run_jobs(
         raise TypeError(f"jobs must be a list of Job objects, not {jobs!r:.80}")
     if not isinstance(cluster, Cluster):
         raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
-    specs = [_as_strategy(j.strategy).spec for j in jobs]
+    parsed = [_as_strategy(j.strategy) for j in jobs]
     _check_run(iterations, seed, max_flows, failures)
     raws = _core.simulate_jobs(
-        [(j.name, j.workload._to_core(), j.workers, spec, None if j.hosts is None else list(j.hosts))
-         for j, spec in zip(jobs, specs)],
+        [(j.name, j.workload._to_core(), j.workers, s.core, None if j.hosts is None else list(j.hosts))
+         for j, s in zip(jobs, parsed)],
         cluster.workers,
         cluster.bandwidth,
         cluster.latency,
-        topology=cluster.topology,
+        cluster.core,
         network=cluster.network,
         iterations=iterations,
         seed=seed % 2**64,
@@ -299,4 +299,4 @@ def _run_jobs(
         max_flows=max_flows,
         allow_failures_after_end=allow_failures_after_end,
     )
-    return [_result(raw, j.workload, j.workers, cluster.bandwidth, spec) for raw, j, spec in zip(raws, jobs, specs)]
+    return [_result(raw, j.workload, j.workers, cluster.bandwidth, s.spec) for raw, j, s in zip(raws, jobs, parsed)]

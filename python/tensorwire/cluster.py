@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Union
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
@@ -45,6 +45,8 @@ class Cluster:
     per_message_overhead: float
     copy_bandwidth: Optional[float]
     placement: str
+    #: The topology spec parsed once by the core; every run takes it as is.
+    core: _core.Topology = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -60,7 +62,7 @@ class Cluster:
         check_int("workers", workers, 1, U32_MAX)
         if not isinstance(topology, str):
             raise InputError("topology", f"{topology!r} is not a topology spec such as star or leaf-spine:hosts_per_leaf=8")
-        _core.check_topology(topology)
+        core = _core.Topology(topology)
         if network not in NETWORK_MODELS:
             raise InputError("network", f"{network!r} is not a network model; choose {' or '.join(NETWORK_MODELS)}")
         if placement not in PLACEMENTS:
@@ -68,14 +70,24 @@ class Cluster:
         object.__setattr__(self, "placement", placement)
         object.__setattr__(self, "workers", workers)
         given = None if bandwidth is None else to_rate(bandwidth, "bandwidth")
-        object.__setattr__(self, "bandwidth", _core.host_rate(topology, given))
+        object.__setattr__(self, "bandwidth", core.host_rate(given))
         object.__setattr__(self, "latency", to_seconds(latency, "latency"))
         object.__setattr__(self, "topology", topology)
+        object.__setattr__(self, "core", core)
         object.__setattr__(self, "network", network)
         object.__setattr__(self, "per_message_overhead", to_seconds(per_message_overhead, "per_message_overhead"))
         object.__setattr__(
             self, "copy_bandwidth", None if copy_bandwidth is None else to_rate(copy_bandwidth, "copy_bandwidth")
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields without the parsed topology (a core object does not pickle)."""
+        return {k: v for k, v in self.__dict__.items() if k != "core"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "core", _core.Topology(state["topology"]))
 
     def describe(self) -> str:
         """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star``."""

@@ -13,8 +13,9 @@ class Result:
 
     With a partial collective (``partial=solo|majority``) fast workers run ahead, so
     ``iteration_time_s`` is the mean of each worker's own time per iteration, the
-    throughput is the sum of the workers' rates, and ``nap`` is the mean number of active
-    processes per round (the initiator and the ranks ready before it, seed 002).
+    throughput is the sum of the workers' rates, and ``active_processes`` is the mean number
+    of active processes per round, NAP (the initiator and the ranks ready before it, seed
+    002; ``nap`` is its deprecated old name, and its key in :meth:`to_dict`).
 
     ``scaling_factor`` is T_n / (n T_1) as seed 001 defines it: the job's throughput over
     n times the throughput of one worker that only computes. ``exposed_comm_s`` is the time
@@ -42,10 +43,15 @@ class Result:
     events: int
     flows: int
     timeline: tuple[dict[str, Any], ...] = ()
-    nap: Optional[float] = None
+    active_processes: Optional[float] = None
     sent_bytes_per_worker: float = 0.0
     simulated_ranks: int = 0
     failures_applied: int = 0
+
+    @property
+    def nap(self) -> Optional[float]:
+        """Deprecated name of :attr:`active_processes` (NAP, "number of active processes")."""
+        return self.active_processes
 
     @property
     def max_link_utilization(self) -> float:
@@ -59,7 +65,8 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
-        d = asdict(self)
+        # ``active_processes`` keeps its old key, ``nap``, in JSON output.
+        d = {("nap" if k == "active_processes" else k): v for k, v in asdict(self).items()}
         d["completions_s"] = list(self.completions_s)
         d["max_link_utilization"] = self.max_link_utilization
         d["timeline"] = list(self.timeline)

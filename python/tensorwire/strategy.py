@@ -7,7 +7,7 @@ them. See ``tensorwire strategies`` for the list.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 from tensorwire import _core
 
@@ -89,21 +89,38 @@ def strategies() -> list[StrategyInfo]:
     ]
 
 
-def probe(spec: str, workers: int, topology: str = "star", network: str = "flow") -> None:
-    """Raises :class:`InputError` when the core rejects ``spec`` for ``workers`` workers on
-    ``topology`` (it tries a 1 KiB all-reduce): e.g. ``multitree`` needs one multi-GPU machine."""
-    tiny = ("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)], 4, "allreduce")
-    _core.simulate(tiny, workers, spec, 1e9, 0.0, topology=topology, network=network, iterations=1)
+def check(
+    strategy: Union[Strategy, str], workers: int, topology: Union[str, _core.Topology] = "star", network: str = "flow"
+) -> None:
+    """Raises :class:`InputError` when the core refuses ``strategy`` for ``workers`` workers
+    on ``topology`` under ``network`` (its checks of the fabric and of the worker count; e.g.
+    ``multitree`` needs one multi-GPU machine), as a run would.
+
+    >>> try:
+    ...     check("multitree", 4)
+    ... except _core.InputError as e:
+    ...     print(e.field)
+    topology
+    """
+    core = strategy.core if isinstance(strategy, Strategy) else _core.Strategy(strategy)
+    topo = topology if isinstance(topology, _core.Topology) else _core.Topology(topology)
+    _core.check(core, topo, workers, network)
 
 
-def runs_on(spec: str, workers: int, topology: str = "star", network: str = "flow") -> bool:
-    """Whether :func:`probe` accepts the combination.
+#: The old name of :func:`check`.
+probe = check
+
+
+def runs_on(
+    strategy: Union[Strategy, str], workers: int, topology: Union[str, _core.Topology] = "star", network: str = "flow"
+) -> bool:
+    """Whether :func:`check` accepts the combination.
 
     >>> runs_on("ring", 4), runs_on("multitree", 4)
     (True, False)
     """
     try:
-        probe(spec, workers, topology, network)
+        check(strategy, workers, topology, network)
     except _core.InputError:
         return False
     return True

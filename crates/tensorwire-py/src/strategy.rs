@@ -4,7 +4,7 @@
 
 use pyo3::prelude::*;
 
-use tensorwire_core::sched::Policy;
+use crate::conversion::policy_name;
 use tensorwire_core::spec;
 use tensorwire_core::strategy::{Distribution, Family, Strategy};
 use tensorwire_core::units::nanos_to_seconds;
@@ -73,10 +73,7 @@ impl PyStrategy {
     /// Release order of ready pieces: `fifo` or `priority`.
     #[getter]
     fn policy(&self) -> &'static str {
-        match self.inner.policy {
-            Policy::Fifo => "fifo",
-            Policy::Priority => "priority",
-        }
+        policy_name(self.inner.policy)
     }
 
     /// Most bytes in flight (`None`: no credit).

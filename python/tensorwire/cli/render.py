@@ -153,8 +153,8 @@ def result(r: Result, workload: Workload, healthy: Optional[Result] = None, extr
     t.add_row("exposed (iteration - compute)", format_seconds(r.exposed_comm_s))
     t.add_row("gradient bytes per worker" if not bench else "bytes per iteration", format_bytes(workload.total_bytes))
     t.add_row("bytes sent per worker", format_bytes(round(r.sent_bytes_per_worker)))
-    if r.nap is not None:
-        t.add_row("active processes per round (NAP)", f"{r.nap:.2f} of {r.workers}")
+    if r.active_processes is not None:
+        t.add_row("active processes per round (NAP)", f"{r.active_processes:.2f} of {r.workers}")
     for name, u in r.busiest_links(3):
         t.add_row(f"link {name}", f"{u:.1%}")
     console.print(t)

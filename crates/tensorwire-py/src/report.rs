@@ -1,0 +1,123 @@
+//! `tensorwire._core.Report`: the core's [`Report`] held as is, its fields read by getters.
+//! This file and `metrics.rs` are where the fields are named; `tensorwire.Result` takes
+//! them by name (`api._result`; `tests/unit/api/test_report_fields.py` checks that each
+//! reaches it or is dropped on purpose).
+
+use pyo3::prelude::*;
+
+use tensorwire_core::metrics::SpanKind;
+use tensorwire_core::Report;
+
+/// A span as it crosses: (kind, host, to hosts, label, links, start s, end s, bytes).
+type SpanTuple = (&'static str, usize, Vec<usize>, String, Vec<String>, f64, f64, f64);
+
+/// What one simulated job reports (see `tensorwire.Result` for the meaning of each field).
+#[pyclass(name = "Report", module = "tensorwire._core", frozen)]
+pub struct PyReport {
+    pub inner: Report,
+}
+
+#[pymethods]
+impl PyReport {
+    /// Mean time per steady-state iteration, s.
+    #[getter]
+    fn iteration_time_s(&self) -> f64 {
+        self.inner.iteration_time_s
+    }
+    /// When each iteration ended, s.
+    #[getter]
+    fn completions_s(&self) -> Vec<f64> {
+        self.inner.completions_s.clone()
+    }
+    /// Samples per second of the whole job.
+    #[getter]
+    fn throughput_samples_per_s(&self) -> f64 {
+        self.inner.throughput_samples_per_s
+    }
+    /// T_n / (n T_1) (seed 001).
+    #[getter]
+    fn scaling_factor(&self) -> f64 {
+        self.inner.scaling_factor
+    }
+    /// Compute time per iteration, s.
+    #[getter]
+    fn compute_time_s(&self) -> f64 {
+        self.inner.compute_time_s
+    }
+    /// Time rank 0 had any message in flight per iteration, s.
+    #[getter]
+    fn comm_time_s(&self) -> f64 {
+        self.inner.comm_time_s
+    }
+    /// Time per iteration not covered by compute, s.
+    #[getter]
+    fn exposed_comm_s(&self) -> f64 {
+        self.inner.exposed_comm_s
+    }
+    /// Bytes rank 0's host put on the wire per iteration.
+    #[getter]
+    fn sent_bytes_per_worker(&self) -> f64 {
+        self.inner.sent_bytes_per_worker
+    }
+    /// Each directed link's busy fraction, `[(link, fraction)]`.
+    #[getter]
+    fn link_utilization(&self) -> Vec<(String, f64)> {
+        self.inner.link_utilization.clone()
+    }
+    /// Events simulated.
+    #[getter]
+    fn events(&self) -> u64 {
+        self.inner.events
+    }
+    /// Flows simulated.
+    #[getter]
+    fn flows(&self) -> u64 {
+        self.inner.flows
+    }
+    /// Whether ranks that behave alike were folded.
+    #[getter]
+    fn folded(&self) -> bool {
+        self.inner.folded
+    }
+    /// Ranks whose network part was simulated.
+    #[getter]
+    fn simulated_ranks(&self) -> usize {
+        self.inner.simulated_ranks
+    }
+    /// Failures that took effect.
+    #[getter]
+    fn failures_applied(&self) -> usize {
+        self.inner.failures_applied
+    }
+    /// Indices of the failures timed after the run ended.
+    #[getter]
+    fn failures_unreached(&self) -> Vec<usize> {
+        self.inner.failures_unreached.clone()
+    }
+    /// The network model that ran.
+    #[getter]
+    fn network_model(&self) -> &str {
+        &self.inner.network_model
+    }
+    /// Partial collectives: mean number of active processes per round (seed 002).
+    #[getter]
+    fn nap(&self) -> Option<f64> {
+        self.inner.nap
+    }
+    /// Recorded spans (empty unless asked for), as [`SpanTuple`]s.
+    #[getter]
+    fn timeline(&self) -> Vec<SpanTuple> {
+        self.inner
+            .timeline
+            .iter()
+            .map(|s| {
+                let kind = match s.kind {
+                    SpanKind::Forward => "forward",
+                    SpanKind::Backward => "backward",
+                    SpanKind::Flow => "flow",
+                };
+                (kind, s.host, s.to.clone(), s.label.clone(), s.links.clone(), s.start_s, s.end_s, s.bytes)
+            })
+            .collect()
+    }
+}

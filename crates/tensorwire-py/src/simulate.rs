@@ -1,0 +1,249 @@
+//! Runs: `simulate` (one job), `simulate_jobs` (several on one fabric), `check` (whether a
+//! strategy runs on a fabric), and the placements of ranks on hosts. Strategies and
+//! topologies arrive parsed (`Strategy`, `Topology`); placements cross by name.
+
+use pyo3::prelude::*;
+
+use tensorwire_core::topology::{self, TopologySpec};
+use tensorwire_core::{Error, Failure, Job, JobSeat, Progress, ProgressHook, Scenario};
+
+use crate::cluster::PyTopology;
+use crate::conversion;
+use crate::error::guarded;
+use crate::report::PyReport;
+use crate::strategy::PyStrategy;
+use crate::workload::{workload_from, WorkloadTuple};
+
+/// Calls `callback(iterations_done, iterations, simulated_s, events, flows)` (if any) with
+/// the GIL; a false result, an exception or a pending signal (Ctrl-C) stops the run.
+fn progress_hook(callback: Option<PyObject>) -> ProgressHook {
+    ProgressHook(std::sync::Arc::new(move |p: &Progress| {
+        Python::with_gil(|py| {
+            if py.check_signals().is_err() {
+                return false;
+            }
+            callback.as_ref().is_none_or(|c| {
+                c.call1(py, (p.iterations_done, p.iterations, p.simulated_s, p.events, p.flows))
+                    .and_then(|r| r.is_truthy(py))
+                    .unwrap_or(false)
+            })
+        })
+    }))
+}
+
+/// (target, at s, rate) of each failure.
+type FailureTuple = (String, f64, f64);
+
+fn failures_from(failures: Option<Vec<FailureTuple>>) -> Vec<Failure> {
+    failures.unwrap_or_default().into_iter().map(|(target, at_s, rate)| Failure { at_s, target, rate }).collect()
+}
+
+/// Host of each of `workers` ranks under placement `kind` (`None` for `packed`: rank r on
+/// host r, which the engine assumes without a map).
+fn rank_to_host(topology: &TopologySpec, workers: usize, kind: &str, seed: u64) -> Result<Option<Vec<usize>>, Error> {
+    if kind == "packed" {
+        return Ok(None);
+    }
+    let topo = topology.build(workers, 0, 1e9, 0)?;
+    topology::placement(kind, &topo.layout(workers), seed).map(Some)
+}
+
+/// Runs one simulation; returns its `Report`.
+#[pyfunction]
+#[pyo3(signature = (
+    workload, workers, strategy, bandwidth, latency, topology, network = "flow", iterations = 3,
+    seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
+    slowdowns = None, placement = "packed", allow_folding = true, timeline = false, max_flows = None,
+    progress = None, failures = None, allow_lanes = true
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn simulate(
+    py: Python<'_>,
+    workload: WorkloadTuple,
+    workers: i64,
+    strategy: PyRef<'_, PyStrategy>,
+    bandwidth: f64,
+    latency: f64,
+    topology: PyRef<'_, PyTopology>,
+    network: &str,
+    iterations: i64,
+    seed: u64,
+    per_message_overhead: f64,
+    copy_bandwidth: Option<f64>,
+    stragglers: &str,
+    spread: f64,
+    slowdowns: Option<Vec<f64>>,
+    placement: &str,
+    allow_folding: bool,
+    timeline: bool,
+    max_flows: Option<u64>,
+    progress: Option<PyObject>,
+    failures: Option<Vec<FailureTuple>>,
+    allow_lanes: bool,
+) -> PyResult<PyReport> {
+    let build = || -> Result<Scenario, Error> {
+        let rank_to_host = rank_to_host(&topology.inner, workers.max(0) as usize, placement, seed)?;
+        if workers < 1 {
+            return Err(Error::invalid("workers", format!("{workers} is not allowed; need at least 1")));
+        }
+        if iterations < 1 {
+            return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
+        }
+        if !(latency.is_finite() && latency >= 0.0) {
+            return Err(Error::invalid("latency", "must be a duration >= 0"));
+        }
+        if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
+            return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
+        }
+        let w = workload_from(workload)?;
+        let mut sc = Scenario::new(w, workers as usize, bandwidth, strategy.inner.clone());
+        sc.latency = latency;
+        sc.topology = topology.inner.clone();
+        sc.network = conversion::network(network)?;
+        sc.iterations = iterations.min(u32::MAX as i64) as u32;
+        sc.seed = seed;
+        sc.per_message_overhead = per_message_overhead;
+        sc.copy_bandwidth = copy_bandwidth;
+        sc.variability = conversion::variability(stragglers, spread, slowdowns)?;
+        sc.rank_to_host = rank_to_host;
+        sc.allow_folding = allow_folding;
+        sc.allow_lanes = allow_lanes;
+        sc.record_timeline = timeline;
+        sc.max_flows = max_flows;
+        sc.progress = Some(progress_hook(progress));
+        sc.failures = failures_from(failures);
+        Ok(sc)
+    };
+    let scenario = guarded(build)?;
+    let inner = py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario)))?;
+    Ok(PyReport { inner })
+}
+
+/// (name, workload, workers, strategy, hosts or None) of one job.
+type JobTuple<'py> = (String, WorkloadTuple, usize, PyRef<'py, PyStrategy>, Option<Vec<usize>>);
+
+/// Runs several jobs on one fabric of `hosts` hosts; returns one `Report` per job.
+#[pyfunction]
+#[pyo3(signature = (
+    jobs, hosts, bandwidth, latency, topology, network = "flow", iterations = 3, seed = 0,
+    per_message_overhead = 0.0, copy_bandwidth = None, placement = "packed", failures = None, max_flows = None,
+    allow_failures_after_end = false
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_jobs(
+    py: Python<'_>,
+    jobs: Vec<JobTuple<'_>>,
+    hosts: usize,
+    bandwidth: f64,
+    latency: f64,
+    topology: PyRef<'_, PyTopology>,
+    network: &str,
+    iterations: i64,
+    seed: u64,
+    per_message_overhead: f64,
+    copy_bandwidth: Option<f64>,
+    placement: &str,
+    failures: Option<Vec<FailureTuple>>,
+    max_flows: Option<u64>,
+    allow_failures_after_end: bool,
+) -> PyResult<Vec<PyReport>> {
+    let build = || -> Result<(Scenario, Vec<Job>), Error> {
+        if iterations < 1 {
+            return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
+        }
+        if !(latency.is_finite() && latency >= 0.0 && per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
+            return Err(Error::invalid("latency", "latency and overhead must be durations >= 0"));
+        }
+        let mut list = Vec::with_capacity(jobs.len());
+        for (i, (name, workload, workers, strategy, job_hosts)) in jobs.iter().enumerate() {
+            let w = workload_from(workload.clone()).map_err(|e| e.within(&format!("jobs[{i}]")))?;
+            let (name, strategy, hosts) = (name.clone(), strategy.inner.clone(), job_hosts.clone());
+            list.push(Job { name, workload: w, workers: *workers, strategy, hosts });
+        }
+        let first = list.first().ok_or_else(|| Error::invalid("jobs", "give at least one job"))?;
+        let mut sc = Scenario::new(first.workload.clone(), hosts.max(1), bandwidth, first.strategy.clone());
+        sc.latency = latency;
+        sc.topology = topology.inner.clone();
+        sc.network = conversion::network(network)?;
+        sc.iterations = iterations.min(u32::MAX as i64) as u32;
+        sc.seed = seed;
+        sc.per_message_overhead = per_message_overhead;
+        sc.copy_bandwidth = copy_bandwidth;
+        sc.max_flows = max_flows;
+        sc.failures = failures_from(failures);
+        sc.allow_failures_after_end = allow_failures_after_end;
+        Ok((sc, list))
+    };
+    let (fabric, list) = guarded(build)?;
+    let reports = py.allow_threads(|| guarded(|| tensorwire_core::simulate_jobs(&fabric, &list, placement)))?;
+    Ok(reports.into_iter().map(|inner| PyReport { inner }).collect())
+}
+
+/// Refuses (an `InputError`, as a run would) a strategy that does not run with `workers`
+/// workers on `topology` under `network`: the strategy's needs of the fabric (a multi-GPU
+/// machine, switches that replicate, ...) and of the worker count. It runs a 1 KiB
+/// all-reduce of one iteration in the core (no Python round trip); once the core exposes
+/// its fabric checks on their own, this calls them instead.
+#[pyfunction]
+#[pyo3(signature = (strategy, topology, workers, network = "flow"))]
+pub fn check(
+    py: Python<'_>,
+    strategy: PyRef<'_, PyStrategy>,
+    topology: PyRef<'_, PyTopology>,
+    workers: usize,
+    network: &str,
+) -> PyResult<()> {
+    let tiny = (
+        "probe".to_string(),
+        1,
+        vec![("probe".to_string(), 0.0, 0.0)],
+        vec![("probe.g".to_string(), 1024, 0)],
+        4,
+        "allreduce".to_string(),
+    );
+    let scenario = guarded(|| {
+        let mut sc = Scenario::new(workload_from(tiny)?, workers, 1e9, strategy.inner.clone());
+        sc.latency = 0.0;
+        sc.topology = topology.inner.clone();
+        sc.network = conversion::network(network)?;
+        sc.iterations = 1;
+        sc.progress = Some(progress_hook(None));
+        Ok(sc)
+    })?;
+    py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario).map(|_| ())))
+}
+
+/// The hosts of each job's ranks, then of its parameter servers, on a fabric of `hosts`
+/// hosts (`simulate_jobs` places them so): `jobs` as (name, workers, strategy spec, fixed
+/// hosts or None), `kind` the placement of the others.
+#[pyfunction]
+#[pyo3(signature = (topology, hosts, jobs, kind = "packed", seed = 0))]
+pub fn place_jobs(
+    topology: &str,
+    hosts: usize,
+    jobs: Vec<(String, usize, String, Option<Vec<usize>>)>,
+    kind: &str,
+    seed: u64,
+) -> PyResult<Vec<Vec<usize>>> {
+    guarded(|| {
+        let mut seats: Vec<JobSeat<'_>> = Vec::with_capacity(jobs.len());
+        for (i, (name, workers, strategy, h)) in jobs.iter().enumerate() {
+            let servers = tensorwire_core::strategy::Strategy::parse(strategy)
+                .map_err(|e| e.within(&format!("jobs[{i}]")))?
+                .servers();
+            seats.push(JobSeat { name, workers: *workers, servers, hosts: h.as_deref() });
+        }
+        tensorwire_core::place_jobs(&TopologySpec::parse(topology)?, hosts, kind, seed, &seats)
+    })
+}
+
+/// Host of each rank of `workers` ranks on `topology` under placement `kind` (`packed`,
+/// `spread`, `random` with `seed`).
+#[pyfunction]
+#[pyo3(signature = (topology, workers, kind, seed = 0))]
+pub fn placement(topology: &str, workers: usize, kind: &str, seed: u64) -> PyResult<Vec<usize>> {
+    guarded(|| {
+        let topo = TopologySpec::parse(topology)?.build(workers, 0, 1e9, 0)?;
+        topology::placement(kind, &topo.layout(workers), seed)
+    })
+}

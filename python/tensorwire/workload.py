@@ -156,23 +156,22 @@ class Workload:
     def from_file(cls, path: str | Path, format: str | None = None) -> Workload:
         """Reads a workload file of ``format`` (default: detected from its content): a JSON
         workload (or zoo) file or a five-attribute trace (``tensorwire``), a PyTorch profiler
-        trace (``kineto``, .json or .json.gz) or a Chakra execution trace (``chakra``)."""
+        trace (``kineto``, .json or .json.gz) or a Chakra execution trace (``chakra``).
+
+        Kept for users of the class; the readers live in :mod:`tensorwire.workloads.formats`
+        (:func:`~tensorwire.workloads.formats.load_workload`), imported when called so that this
+        module imports nothing from ``tensorwire.workloads``."""
         from tensorwire.workloads.formats import load_workload
 
         return load_workload(path, format)
 
     @classmethod
     def from_text_file(cls, path: str | Path) -> Workload:
-        """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
-        from tensorwire.io import WORKLOAD_FILE_LIMIT, decode_text, loads_json, read_input
+        """Reads a JSON workload file (or a zoo file), or else a five-attribute trace (see
+        :func:`tensorwire.workloads.formats.read_text_workload`)."""
+        from tensorwire.workloads.formats import read_text_workload
 
-        p = Path(path)
-        text = decode_text(read_input(p, "workload", WORKLOAD_FILE_LIMIT), p, "workload")
-        if text.lstrip().startswith("{"):
-            return cls.from_dict(loads_json(text, p, "workload"))
-        from tensorwire.workloads.trace import parse_trace
-
-        return parse_trace(text, name=p.stem)
+        return read_text_workload(path)
 
     @classmethod
     def from_dict(cls, data: Any) -> Workload:

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from tensorwire._core import InputError
+from tensorwire.io import WORKLOAD_FILE_LIMIT, decode_text, loads_json, read_input
 from tensorwire.workload import Workload
+from tensorwire.workloads.trace import parse_trace
 
 FORMATS = ("tensorwire", "kineto", "chakra")
 PathLike = Union[str, Path]
@@ -74,7 +76,16 @@ def load_workload(
         return from_chakra(files, name=name)
     if len(files) > 1:
         raise InputError("workload", "a tensorwire workload file stands alone; give one file")
-    w = Workload.from_text_file(files[0])
+    w = read_text_workload(files[0])
     if name:
         w = dataclasses.replace(w, name=name)
     return w
+
+
+def read_text_workload(path: PathLike) -> Workload:
+    """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
+    p = Path(path)
+    text = decode_text(read_input(p, "workload", WORKLOAD_FILE_LIMIT), p, "workload")
+    if text.lstrip().startswith("{"):
+        return Workload.from_dict(loads_json(text, p, "workload"))
+    return parse_trace(text, name=p.stem)

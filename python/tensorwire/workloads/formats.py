@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from tensorwire._core import InputError
-from tensorwire.io import WORKLOAD_FILE_LIMIT, decode_text, loads_json, read_input
+from tensorwire import io
 from tensorwire.workload import Workload
 from tensorwire.workloads.trace import parse_trace
 
@@ -85,7 +85,8 @@ def load_workload(
 def read_text_workload(path: PathLike) -> Workload:
     """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
     p = Path(path)
-    text = decode_text(read_input(p, "workload", WORKLOAD_FILE_LIMIT), p, "workload")
+    # io.WORKLOAD_FILE_LIMIT is read at call time (tests lower it)
+    text = io.decode_text(io.read_input(p, "workload", io.WORKLOAD_FILE_LIMIT), p, "workload")
     if text.lstrip().startswith("{"):
-        return Workload.from_dict(loads_json(text, p, "workload"))
+        return Workload.from_dict(io.loads_json(text, p, "workload"))
     return parse_trace(text, name=p.stem)

@@ -19,7 +19,7 @@ from tensorwire.io import check_output
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
-from tensorwire.trace import DEFAULT_TRACE_WORKERS, write_trace
+from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload
 from tensorwire.workloads import llm, load_model, models
@@ -400,7 +400,7 @@ def strategies_cmd(as_json: bool) -> None:
 def _register() -> None:
     """Commands that live beside the parts they drive."""
     from tensorwire.cli.jobs import jobs
-    from tensorwire.gputopo_cli import topology
+    from tensorwire.gputopo.cli import topology
     from tensorwire.report.cli import report
     from tensorwire.sweep.cli import sweep
     from tensorwire.testbed.cli import validate

@@ -28,7 +28,7 @@ from tensorwire.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tensorwire.torch.data_parallel import ScheduledDataParallel
-    from tensorwire.torch.engine import CommunicationError, ConfigChange
+    from tensorwire.torch.coordinator import CommunicationError, ConfigChange
     from tensorwire.torch.launch import LocalRunError, init_process_group, run_local
     from tensorwire.torch.emulate import EmulatedModel, emulated
     from tensorwire.torch.measuring import Job, Measurement, measure
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "ScheduledDataParallel": "data_parallel",
-    "CommunicationError": "engine",
-    "ConfigChange": "engine",
+    "CommunicationError": "coordinator",
+    "ConfigChange": "coordinator",
     "LocalRunError": "launch",
     "init_process_group": "launch",
     "run_local": "launch",

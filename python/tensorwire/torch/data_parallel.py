@@ -32,7 +32,7 @@ import torch.distributed as dist
 
 from tensorwire._core import InputError
 from tensorwire.torch import optim as _optim
-from tensorwire.torch.engine import CommunicationError, ConfigChange, Engine
+from tensorwire.torch.coordinator import CommunicationError, ConfigChange, Coordinator
 from tensorwire.torch.tasks import SchedulerConfig, Size
 from tensorwire.torch.transport import AllReduce, Transport, member_group, stream_group
 from tensorwire.torch.tuning import AutoTune, Trial, Tuner
@@ -188,7 +188,7 @@ class ScheduledDataParallel(torch.nn.Module):
         self._waits: Optional[dict[torch.nn.Module, list[int]]] = None
 
         control = member_group(ranks, timeout, local=True, backend="gloo") if len(ranks) > 1 else None
-        self._engine = Engine(
+        self._engine = Coordinator(
             numels=[p.numel() for p in self._params],
             element_bytes=self.element_bytes,
             layers=self._layers,

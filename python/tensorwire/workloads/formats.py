@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Union
 from tensorwire._core import InputError
 from tensorwire import io
 from tensorwire.workload import Workload
-from tensorwire.workloads.trace import parse_trace
+from tensorwire.workloads.five_attribute import parse_trace
 
 FORMATS = ("tensorwire", "kineto", "chakra")
 PathLike = Union[str, Path]

@@ -38,7 +38,7 @@ import torch.distributed as dist
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.torch.engine import CommunicationError
+from tensorwire.torch.coordinator import CommunicationError
 from tensorwire.torch.partial.schedule import Dep, Executor, Instance, Op, Schedule, compute, nop, recv, send
 from tensorwire.torch.transport import release_groups
 

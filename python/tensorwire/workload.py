@@ -8,7 +8,7 @@ Three ways in besides the zoo (:func:`tensorwire.load_model`):
 
 - a JSON workload file (format ``tensorwire-workload/1``, documented in docs/formats.md);
 - a PyTorch profiler trace or a Chakra execution trace (docs/traces.md);
-- seed 000's five-attribute trace (event time, tensor name, size, source, destination);
+- Chang et al. 2020's five-attribute trace (event time, tensor name, size, source, destination);
 - a collective microbenchmark, ``allreduce:SIZE[xCOUNT]``.
 """
 
@@ -121,7 +121,7 @@ class Workload:
         return math.fsum(layer.forward_s + layer.backward_s for layer in self.layers)
 
     def with_compute_speedup(self, speedup: float) -> Workload:
-        """The same model on a device ``speedup`` times faster (seed 000 section 8.6)."""
+        """The same model on a device ``speedup`` times faster (Chang et al. 2020, seed 000 section 8.6)."""
         if not speedup > 0 or speedup == float("inf"):
             raise InputError("compute_speedup", f"{speedup!r} must be a number > 0")
         layers = tuple(

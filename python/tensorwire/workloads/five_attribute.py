@@ -1,4 +1,4 @@
-"""Seed 000's five-attribute trace as a workload.
+"""Chang et al. 2020's five-attribute trace as a workload.
 
 One event per line: ``event_time tensor_name size source destination`` separated by
 whitespace or commas; ``#`` starts a comment. Times are seconds relative to the first

@@ -1,6 +1,6 @@
 """Which kind of workload file a path holds, by content, and loading any of them.
 
-``tensorwire``: a ``tensorwire-workload/1`` (or zoo) JSON file, or seed 000's five-attribute
+``tensorwire``: a ``tensorwire-workload/1`` (or zoo) JSON file, or Chang et al. 2020's five-attribute
 trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
 ``chakra``: a Chakra execution trace (binary protobuf stream).
 """

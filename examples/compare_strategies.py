@@ -10,7 +10,8 @@ workload = tw.load_model("resnet50")
 cluster = tw.Cluster(workers=32, bandwidth="25Gbps")
 
 rows = []
-for spec in ["ring", "double-tree", "halving-doubling", "ps:num_ps=4", "ring:schedule=priority,partition=4MiB,credit=8MiB"]:
+specs = ["ring", "double-tree", "halving-doubling", "ps:num_ps=4", "ring:schedule=priority,partition=4MiB,credit=8MiB"]
+for spec in specs:
     r = tw.simulate(workload, cluster, spec)
     rows.append((r.iteration_time_s, spec, r.scaling_factor))
 

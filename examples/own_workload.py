@@ -19,10 +19,12 @@ model = {
     "name": "three_layers",
     "batch_size": 64,
     "layers": [
-        {"name": "embed", "forward_s": 0.002, "backward_s": 0.004, "tensors": [{"name": "embed.weight", "bytes": 64 * MiB}]},
-        {"name": "block", "forward_s": 0.010, "backward_s": 0.020, "tensors": [{"name": "block.weight", "bytes": 16 * MiB},
-                                                                              {"name": "block.bias", "bytes": 4096}]},
-        {"name": "head", "forward_s": 0.001, "backward_s": 0.002, "tensors": [{"name": "head.weight", "bytes": 8 * MiB}]},
+        {"name": "embed", "forward_s": 0.002, "backward_s": 0.004,
+         "tensors": [{"name": "embed.weight", "bytes": 64 * MiB}]},
+        {"name": "block", "forward_s": 0.010, "backward_s": 0.020,
+         "tensors": [{"name": "block.weight", "bytes": 16 * MiB}, {"name": "block.bias", "bytes": 4096}]},
+        {"name": "head", "forward_s": 0.001, "backward_s": 0.002,
+         "tensors": [{"name": "head.weight", "bytes": 8 * MiB}]},
     ],
 }
 

@@ -1,4 +1,4 @@
-"""Cluster-scale benchmarks (issue 15): asymmetric scenarios beside their symmetric twins.
+"""Cluster-scale benchmarks: asymmetric scenarios beside their symmetric twins.
 
 Each case runs in a fresh Python process (peak memory from wait4 is its own) and reports
 the CPU time of the ``simulate()`` call alone, best of ``--repeat``; the machine is shared
@@ -99,7 +99,7 @@ HEADER = ("| case | mode | CPU (ms) | wall (ms) | max RSS (MB) | flows | iterati
 
 
 def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-    """(case, its symmetric twin) for every target of issue 15."""
+    """(case, its symmetric twin) for every cluster-scale target."""
     ring = {"model": "resnet50", "strategy": "ring", "bandwidth": "25Gbps"}
     vgg = {"model": "vgg16", "bandwidth": "25Gbps", "workers": 1024}
     leaf_spine = {**ring, "workers": 1024, "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps"}
@@ -117,7 +117,7 @@ def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
 
 
 def llm_cases(quick: bool) -> list[dict[str, Any]]:
-    """Issue 14's targets: one iteration of Llama-3 70B under fsdp on DGX H100 rail fabrics."""
+    """The LLM targets: one iteration of Llama-3 70B under fsdp on DGX H100 rail fabrics."""
     base = {"model": "llama3_70b", "model_args": {"gpu": "h100", "seq_len": 8192}, "strategy": "fsdp",
             "bandwidth": "400Gbps", "latency": "1us", "topology": "rail:node=dgx-h100,nodes_per_group=32"}
     cases = [{**base, "workers": n} for n in (1024, 8192)]
@@ -174,7 +174,7 @@ def main() -> None:
         if t:
             print(row(t, None))
         print(row(r, t))
-    print("\nLLM (issue 14):\n\n" + HEADER)
+    print("\nLLM (Llama-3 70B, fsdp, DGX H100 rail fabrics):\n\n" + HEADER)
     for case in llm_cases(args.quick):
         print(row(measure({**case, "repeat": args.repeat}), None))
     print("\nTwo jobs sharing a 4:1 leaf-spine (spread placement; never folded, no lanes):\n\n" + HEADER)

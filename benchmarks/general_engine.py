@@ -1,4 +1,4 @@
-"""General (unfolded) engine benchmarks (issue 15); the numbers go into docs/benchmarks.md.
+"""General (unfolded) engine benchmarks; the numbers go into docs/benchmarks.md.
 
 Asymmetric scenarios (stragglers, oversubscribed fabrics, parameter servers) cannot be
 folded, so the max-min flow model simulates every flow. These cases measure it: ResNet-50

@@ -1,4 +1,4 @@
-"""Runtime benchmark: priority vs fifo vs fusion vs torch DDP on one job (issue 4).
+"""Runtime benchmark: priority vs fifo vs fusion vs torch DDP on one job.
 
 The job is a VGG-like model with emulated compute (:mod:`tensorwire.torch.emulate`: VGG-16's
 real tensor sizes times ``--size-scale``, its per-layer V100 compute times from the zoo times

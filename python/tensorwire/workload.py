@@ -8,7 +8,7 @@ Three ways in besides the zoo (:func:`tensorwire.load_model`):
 
 - a JSON workload file (format ``tensorwire-workload/1``, documented in docs/formats.md);
 - a PyTorch profiler trace or a Chakra execution trace (docs/traces.md);
-- seed 000's five-attribute trace (event time, tensor name, size, source, destination);
+- Chang et al. 2020's five-attribute trace (event time, tensor name, size, source, destination);
 - a collective microbenchmark, ``allreduce:SIZE[xCOUNT]``.
 """
 
@@ -121,7 +121,7 @@ class Workload:
         return math.fsum(layer.forward_s + layer.backward_s for layer in self.layers)
 
     def with_compute_speedup(self, speedup: float) -> Workload:
-        """The same model on a device ``speedup`` times faster (seed 000 section 8.6)."""
+        """The same model on a device ``speedup`` times faster (Chang et al. 2020, seed 000 section 8.6)."""
         if not speedup > 0 or speedup == float("inf"):
             raise InputError("compute_speedup", f"{speedup!r} must be a number > 0")
         layers = tuple(
@@ -156,23 +156,22 @@ class Workload:
     def from_file(cls, path: str | Path, format: str | None = None) -> Workload:
         """Reads a workload file of ``format`` (default: detected from its content): a JSON
         workload (or zoo) file or a five-attribute trace (``tensorwire``), a PyTorch profiler
-        trace (``kineto``, .json or .json.gz) or a Chakra execution trace (``chakra``)."""
+        trace (``kineto``, .json or .json.gz) or a Chakra execution trace (``chakra``).
+
+        Kept for users of the class; the readers live in :mod:`tensorwire.workloads.formats`
+        (:func:`~tensorwire.workloads.formats.load_workload`), imported when called so that this
+        module imports nothing from ``tensorwire.workloads``."""
         from tensorwire.workloads.formats import load_workload
 
         return load_workload(path, format)
 
     @classmethod
     def from_text_file(cls, path: str | Path) -> Workload:
-        """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
-        from tensorwire.io import WORKLOAD_FILE_LIMIT, decode_text, loads_json, read_input
+        """Reads a JSON workload file (or a zoo file), or else a five-attribute trace (see
+        :func:`tensorwire.workloads.formats.read_text_workload`)."""
+        from tensorwire.workloads.formats import read_text_workload
 
-        p = Path(path)
-        text = decode_text(read_input(p, "workload", WORKLOAD_FILE_LIMIT), p, "workload")
-        if text.lstrip().startswith("{"):
-            return cls.from_dict(loads_json(text, p, "workload"))
-        from tensorwire.workloads.trace import parse_trace
-
-        return parse_trace(text, name=p.stem)
+        return read_text_workload(path)
 
     @classmethod
     def from_dict(cls, data: Any) -> Workload:

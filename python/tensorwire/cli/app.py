@@ -19,10 +19,11 @@ from tensorwire.io import check_output
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
-from tensorwire.trace import DEFAULT_TRACE_WORKERS, write_trace
+from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload
 from tensorwire.workloads import llm, load_model, models
+from tensorwire.workloads.formats import load_workload
 from tensorwire.workloads.synthetic import add_modules
 
 DEFAULT_MODELS = ("resnet50", "vgg16", "bert_base")
@@ -134,7 +135,7 @@ def simulate_cmd(
     if model is not None:
         workload = _load(model, gpu, batch, seq_len, mfu, recompute)
     elif workload_file is not None:
-        workload = Workload.from_file(workload_file, workload_format)
+        workload = load_workload(workload_file, workload_format)
     else:
         workload = Workload.collective(collective or "")
     workload = _whatif(workload, compute_speedup, add_modules)
@@ -322,7 +323,7 @@ def compare_cmd(
     )
     loaded = [_load(m, gpu, batch, seq_len, mfu, recompute) for m in names]
     if workload_file is not None:
-        loaded.append(Workload.from_file(workload_file, workload_format))
+        loaded.append(load_workload(workload_file, workload_format))
     workloads = [_whatif(w, compute_speedup, add_modules) for w in loaded]
     variability = parse_stragglers(stragglers, cluster.workers)
     results: dict[str, list[Union[Result, Refused]]] = {}
@@ -399,7 +400,7 @@ def strategies_cmd(as_json: bool) -> None:
 def _register() -> None:
     """Commands that live beside the parts they drive."""
     from tensorwire.cli.jobs import jobs
-    from tensorwire.gputopo_cli import topology
+    from tensorwire.gputopo.cli import topology
     from tensorwire.report.cli import report
     from tensorwire.sweep.cli import sweep
     from tensorwire.testbed.cli import validate

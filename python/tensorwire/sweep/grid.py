@@ -23,6 +23,7 @@ from tensorwire.strategy import strategies as builtin_strategies
 from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
 from tensorwire.workloads import load_model
 from tensorwire.workloads import models as zoo_models
+from tensorwire.workloads.formats import load_workload
 
 T = TypeVar("T")
 
@@ -163,7 +164,7 @@ def expand(
     An axis left out takes its :data:`DEFAULTS` value; ``strategies`` left out is every
     built-in strategy that runs on all the grid's topologies and worker counts (an alias
     such as ``zero3`` once, under its target's name). ``workload_file`` (any format
-    :meth:`tensorwire.Workload.from_file` reads) is simulated too, as a model named after
+    :func:`tensorwire.workloads.formats.load_workload` reads) is simulated too, as a model named after
     the workload; with it, ``models`` left out means the file alone. ``max_flows`` is
     passed to every simulation. ``own_rates``: a fabric whose GPUs have NICs of their own
     (``rail``) is simulated at its NICs' rate instead of ``bandwidths`` (what the commands do
@@ -211,7 +212,7 @@ def expand(
     if workload_file:
         from tensorwire.workload import Workload
 
-        w = Workload.from_file(workload_file, workload_format)  # raises InputError (workload...)
+        w = load_workload(workload_file, workload_format)  # raises InputError (workload...)
         files.append((w.name, FILE_GPU, w.batch_size))
 
     _probe(specs, topos, ns, nets)

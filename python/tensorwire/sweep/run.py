@@ -32,6 +32,7 @@ from tensorwire.sweep.grid import Axis, Config, expand
 from tensorwire.sweep.table import Row, add_speedup
 from tensorwire.workload import Workload
 from tensorwire.workloads import load_model
+from tensorwire.workloads.formats import load_workload
 
 #: Called with the number of configurations just finished.
 Progress = Callable[[int], None]
@@ -201,7 +202,7 @@ def _workload(model: str, gpu: str, batch: int, speedup: float) -> Workload:
 @lru_cache(maxsize=8)
 def _file_workload(path: str, fmt: str, speedup: float) -> Workload:
     """A workload file, read once per process."""
-    w = Workload.from_file(path, fmt)
+    w = load_workload(path, fmt)
     return w if speedup == 1.0 else w.with_compute_speedup(speedup)
 
 

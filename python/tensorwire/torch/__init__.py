@@ -13,7 +13,7 @@ Also: :func:`profile` (a real model -> a workload file for ``tensorwire simulate
 :func:`measure` (scaling factor and network throughput on 1 and N processes), the task
 API (:mod:`tensorwire.torch.tasks`), transports (:class:`AllReduce`,
 :class:`ParameterServer`), partial collectives and eager-SGD (:class:`PartialAllreduce`,
-:class:`EagerSGD`, seed 002; :mod:`tensorwire.torch.partial`) and the topology-aware
+:class:`EagerSGD`, Li et al. 2019 (seed 002); :mod:`tensorwire.torch.partial`) and the topology-aware
 tree all-reduce (:class:`TreeAllReduce`, DDP's :func:`tree_allreduce_hook`; the
 function :func:`tensorwire.torch.tree_allreduce.tree_allreduce` lives in its module,
 whose name it shares). ``import tensorwire`` never imports torch; this package imports
@@ -28,7 +28,7 @@ from tensorwire.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tensorwire.torch.data_parallel import ScheduledDataParallel
-    from tensorwire.torch.engine import CommunicationError, ConfigChange
+    from tensorwire.torch.coordinator import CommunicationError, ConfigChange
     from tensorwire.torch.launch import LocalRunError, init_process_group, run_local
     from tensorwire.torch.emulate import EmulatedModel, emulated
     from tensorwire.torch.measuring import Job, Measurement, measure
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "ScheduledDataParallel": "data_parallel",
-    "CommunicationError": "engine",
-    "ConfigChange": "engine",
+    "CommunicationError": "coordinator",
+    "ConfigChange": "coordinator",
     "LocalRunError": "launch",
     "init_process_group": "launch",
     "run_local": "launch",

@@ -116,7 +116,7 @@ def measure(
     as_json: bool,
 ) -> None:
     """Run a job on 1 and on N processes (Gloo, this machine); report the scaling factor
-    T_n/(n T_1) and the network throughput against the link rate (seed 001)."""
+    T_n/(n T_1) and the network throughput against the link rate (Zhang et al. 2020, seed 001)."""
     _need_torch()
     from tensorwire.torch.measuring import Job
     from tensorwire.torch.measuring import measure as run

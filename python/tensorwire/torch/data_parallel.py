@@ -1,5 +1,5 @@
 """``ScheduledDataParallel``: data-parallel training whose gradient traffic follows the
-core's scheduling policies (seed 004's ByteScheduler; DDP-like FIFO; Horovod-like fusion).
+core's scheduling policies (Guo 2019's ByteScheduler; DDP-like FIFO; Horovod-like fusion).
 
 What happens in one iteration:
 
@@ -14,7 +14,7 @@ What happens in one iteration:
 4. ``optimizer.step()`` only closes the iteration: it does not wait. The next forward pass
    waits, module by module, only for the parameters that module owns (forward pre-hooks):
    layer 1 of the next iteration can run while the last layers' gradients are still on the
-   wire. This is seed 004's "crossing the global barrier".
+   wire. This is Guo 2019's "crossing the global barrier".
 
 The training loop stays ``zero_grad(); loss.backward(); optimizer.step()``; call
 :meth:`ScheduledDataParallel.synchronize` before reading parameters outside a forward
@@ -32,7 +32,7 @@ import torch.distributed as dist
 
 from tensorwire._core import InputError
 from tensorwire.torch import optim as _optim
-from tensorwire.torch.engine import CommunicationError, ConfigChange, Engine
+from tensorwire.torch.coordinator import CommunicationError, ConfigChange, Coordinator
 from tensorwire.torch.tasks import SchedulerConfig, Size
 from tensorwire.torch.transport import AllReduce, Transport, member_group, stream_group
 from tensorwire.torch.tuning import AutoTune, Trial, Tuner
@@ -46,7 +46,7 @@ class ScheduledDataParallel(torch.nn.Module):
         optimizer: the user's optimizer over ``module``'s parameters; its ``step`` becomes
             the end-of-iteration marker and each parameter is stepped on its own with the
             same class and hyperparameters (SGD, Adam, AdamW, ...).
-        mode: ``priority`` (layers nearest the input first, partition and credit; seed 004;
+        mode: ``priority`` (layers nearest the input first, partition and credit; Guo 2019, seed 004;
             the default), ``fifo`` (ready order, like DDP) or ``fusion`` (ready order through
             a Horovod fusion buffer). Sugar for a strategy spec: see ``strategy``.
         partition: largest piece of a tensor, bytes or text (``"512KiB"``); default 4 MiB
@@ -188,7 +188,7 @@ class ScheduledDataParallel(torch.nn.Module):
         self._waits: Optional[dict[torch.nn.Module, list[int]]] = None
 
         control = member_group(ranks, timeout, local=True, backend="gloo") if len(ranks) > 1 else None
-        self._engine = Engine(
+        self._engine = Coordinator(
             numels=[p.numel() for p in self._params],
             element_bytes=self.element_bytes,
             layers=self._layers,

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import torch
 
 from tensorwire._core import InputError
-from tensorwire.device_stream import DeviceStream
+from tensorwire.torch.device_stream import DeviceStream
 from tensorwire.workload import Workload
 
 

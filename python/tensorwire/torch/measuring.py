@@ -1,4 +1,4 @@
-"""``measure``: is the network the bottleneck? (seed 001)
+"""``measure``: is the network the bottleneck? (Zhang et al. 2020, seed 001)
 
 Runs the same training job on 1 process and on N processes and reports
 
@@ -7,7 +7,7 @@ Runs the same training job on 1 process and on N processes and reports
   when one is named (``interface``, e.g. a testbed host's), else the ring all-reduce's
   ``2 (N-1)/N x gradient bytes`` (what Gloo's and NCCL's ring algorithms send);
 - the achieved network throughput (those bytes over the iteration time) and, given the
-  link rate, the utilisation: throughput / link rate. Seed 001 found utilisation high at
+  link rate, the utilisation: throughput / link rate. Zhang et al. 2020 (seed 001) found utilisation high at
   1-10 Gbps and low at 100 Gbps, i.e. the software, not the link, was the limit there.
 
 Jobs: a torchvision model by name (real compute), ``package.module:factory``, or

@@ -1,4 +1,4 @@
-"""Seed 004's task API over the core's scheduler (no torch needed here).
+"""Guo 2019's task API over the core's scheduler (no torch needed here).
 
 A gradient tensor is *partitioned* into tasks of at most ``partition_bytes``; when its
 gradient exists the framework calls :meth:`TaskScheduler.notify_ready`; :meth:`TaskScheduler.poll`
@@ -204,7 +204,7 @@ class Group:
 
 
 def partition(sizes_bytes: Sequence[int], layers: Sequence[int], piece_bytes: Optional[int] = None) -> list[Task]:
-    """Seed 004's ``partition``: pieces of at most ``piece_bytes`` (core code), listed by
+    """Guo 2019's ``partition``: pieces of at most ``piece_bytes`` (core code), listed by
     layer, then tensor; ``Task.tensor`` indexes ``sizes_bytes`` whatever the order.
 
     >>> [(t.tensor, t.offset_bytes, t.nbytes) for t in partition([10, 3], [1, 0], 4)]
@@ -218,7 +218,7 @@ def partition(sizes_bytes: Sequence[int], layers: Sequence[int], piece_bytes: Op
 
 
 class TaskScheduler:
-    """Seed 004's Core for one configuration: tasks, readiness, release order, credit.
+    """Guo 2019's Core for one configuration: tasks, readiness, release order, credit.
 
     ``sizes_bytes`` and ``layers`` describe the tensors (``layers``: forward position;
     lower goes first under ``priority``). ``element_bytes`` rounds the partition down to

@@ -1,4 +1,4 @@
-"""Transports: what ``start`` does with one group of gradient pieces (seed 004's ``start``).
+"""Transports: what ``start`` does with one group of gradient pieces (Guo 2019's ``start``).
 
 A transport is the pluggable half of the task API, in the style of PyTorch's
 ``ddp_comm_hooks``: ``start(pieces)`` launches one communication operation over a group's
@@ -16,7 +16,8 @@ Two transports come with tensorwire:
   one at a time in the order started, as on an NCCL stream, and the leader can commit
   groups ahead of time without them sharing the network.
 - :class:`ParameterServer`: a server process; workers *push* each group to it and *pull*
-  the average back, by point-to-point ``isend``/``irecv`` (seed 000/004's PS architecture).
+  the average back, by point-to-point ``isend``/``irecv`` (the PS architecture of
+  Chang et al. 2020 and Guo 2019, seeds 000 and 004).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Topology-aware tree all-reduce (seed 003) on torch.distributed point-to-point.
+"""Topology-aware tree all-reduce (the MXNet multi-tree proposal, seed 003) on torch.distributed point-to-point.
 
 One process per GPU of one machine; group rank i is GPU i of the :class:`~tensorwire.gputopo.Topology`.
 The core crate plans the transfers (``Topology.plan``); this module only posts them:
 round by round, every send and receive of the round at once (``batch_isend_irecv``), then a
 wait, then the received partial sums are added. Below ``array_bound`` elements (default
-10^7, seed 003's ``MXNET_KVSTORE_TREE_ARRAY_BOUND``) one tree carries the whole tensor
+10^7, the MXNet multi-tree proposal's ``MXNET_KVSTORE_TREE_ARRAY_BOUND``) one tree carries the whole tensor
 (2 ceil(log2 n) latency-bound steps); from it on, ``trees`` trees (default one per GPU)
 each reduce and broadcast one slice, which spreads the bytes over more links.
 
@@ -101,7 +101,7 @@ def tree_allreduce(
     broadcast). Every rank of the group must call it with a tensor of the same number of
     elements and dtype; the group has one process per GPU of ``topology`` (group rank i is
     GPU i). ``array_bound``: elements from which ``trees`` trees (0: one per GPU) share
-    the work, one slice each; below it the first tree carries all. ``penalty``: seed 003's
+    the work, one slice each; below it the first tree carries all. ``penalty``: the MXNet multi-tree proposal's
     link-usage penalty between trees. Blocks until this rank's part is done.
 
     On NCCL the group must have run one collective before (DDP's construction, a

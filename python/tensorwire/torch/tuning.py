@@ -1,4 +1,4 @@
-"""Auto-tuning of partition and credit while training (seed 004), with optuna.
+"""Auto-tuning of partition and credit while training (Guo 2019, seed 004), with optuna.
 
 The leader (rank 0 of the data-parallel group) runs a Bayesian optimisation (optuna's
 TPE sampler, seeded) over the piece size and the credit, expressed as a multiple of the

@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from tensorwire import hardware
+from tensorwire.workloads import hardware
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import llm
@@ -172,7 +172,7 @@ def load_model(
 
     LLMs (:func:`tensorwire.workloads.llm.workload`): ``micro_batch`` sequences per worker
     (``batch_size`` is a synonym; default 1) of ``seq_len`` tokens (default: the context
-    length) on ``gpu`` (a :mod:`tensorwire.hardware` profile, default ``h100``) at ``mfu``
+    length) on ``gpu`` (a :mod:`tensorwire.workloads.hardware` profile, default ``h100``) at ``mfu``
     of its peak (default 0.40); ``recompute`` adds one forward per block to the backward.
     ``seq_len``, ``micro_batch``, ``mfu`` and ``recompute`` are refused for zoo models.
     """

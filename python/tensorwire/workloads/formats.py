@@ -1,6 +1,6 @@
 """Which kind of workload file a path holds, by content, and loading any of them.
 
-``tensorwire``: a ``tensorwire-workload/1`` (or zoo) JSON file, or seed 000's five-attribute
+``tensorwire``: a ``tensorwire-workload/1`` (or zoo) JSON file, or Chang et al. 2020's five-attribute
 trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
 ``chakra``: a Chakra execution trace (binary protobuf stream).
 """
@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from tensorwire._core import InputError
+from tensorwire import io
 from tensorwire.workload import Workload
+from tensorwire.workloads.five_attribute import parse_trace
 
 FORMATS = ("tensorwire", "kineto", "chakra")
 PathLike = Union[str, Path]
@@ -74,7 +76,17 @@ def load_workload(
         return from_chakra(files, name=name)
     if len(files) > 1:
         raise InputError("workload", "a tensorwire workload file stands alone; give one file")
-    w = Workload.from_text_file(files[0])
+    w = read_text_workload(files[0])
     if name:
         w = dataclasses.replace(w, name=name)
     return w
+
+
+def read_text_workload(path: PathLike) -> Workload:
+    """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
+    p = Path(path)
+    # io.WORKLOAD_FILE_LIMIT is read at call time (tests lower it)
+    text = io.decode_text(io.read_input(p, "workload", io.WORKLOAD_FILE_LIMIT), p, "workload")
+    if text.lstrip().startswith("{"):
+        return Workload.from_dict(io.loads_json(text, p, "workload"))
+    return parse_trace(text, name=p.stem)

@@ -2,7 +2,7 @@
 
 Unlike the measured zoo (``zoo/*.json``), an LLM's compute time is computed: the forward
 FLOPs of each layer for ``micro_batch`` sequences of ``seq_len`` tokens, divided by the GPU's
-peak mixed-precision rate (:mod:`tensorwire.hardware`) times a model-FLOP utilisation (MFU).
+peak mixed-precision rate (:mod:`tensorwire.workloads.hardware`) times a model-FLOP utilisation (MFU).
 
 >>> w = workload("llama3_8b", gpu="h100", seq_len=8192, micro_batch=1)
 >>> sum(t.bytes for t in w.tensors) // 2 == 8_030_261_248, len(w.layers), w.batch_size
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
 
-from tensorwire import hardware
+from tensorwire.workloads import hardware
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
 

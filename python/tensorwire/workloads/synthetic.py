@@ -1,4 +1,4 @@
-"""Synthetic models (seed 000 section 8.5): a zoo model with a block of layers repeated,
+"""Synthetic models (Chang et al. 2020, seed 000 section 8.5): a zoo model with a block of layers repeated,
 e.g. Inception-v3 with N more compute-intensive 35x35x288 modules (``Mixed_5d``) or
 network-intensive 17x17x768 modules (``Mixed_6e``). The copies keep the block's compute
 times and gradient sizes and are inserted right after it.
@@ -41,7 +41,7 @@ def repeat_block(workload: Workload, prefix: str, count: int) -> Workload:
 
 
 def add_modules(workload: Workload, spec: str) -> Workload:
-    """``compute:N`` or ``network:N`` (seed 000's two kinds; Inception-v3), or ``PREFIX:N``."""
+    """``compute:N`` or ``network:N`` (Chang et al. 2020's two kinds; Inception-v3), or ``PREFIX:N``."""
     kind, _, count = spec.partition(":")
     if not count.isdigit():
         raise InputError("add_modules", f"{spec!r} is not KIND:COUNT (compute:25, network:125 or BLOCK:N)")

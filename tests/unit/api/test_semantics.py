@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tensorwire as tw
-from tensorwire.trace import chrome_trace, write_trace
+from tensorwire.chrome_trace import chrome_trace, write_trace
 
 COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "alltoall")
 STRATEGIES = tuple(s.name for s in tw.strategies())

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from tensorwire import InputError
 from tensorwire.gputopo import Topology
-from tensorwire.gputopo_cli import main, topology
+from tensorwire.gputopo.cli import main, topology
 
 DATA = Path(__file__).parent / "data"
 
@@ -114,7 +114,7 @@ def test_errors_are_one_line_and_status_2(tmp_path: Path, capsys: pytest.Capture
 
 def test_runs_as_a_module() -> None:
     p = subprocess.run(
-        [sys.executable, "-m", "tensorwire.gputopo_cli", "--preset", "pcie-8", "--trees", "1", "--json"],
+        [sys.executable, "-m", "tensorwire.gputopo.cli", "--preset", "pcie-8", "--trees", "1", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

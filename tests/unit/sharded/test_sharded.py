@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import tensorwire as tw
-from tensorwire.trace import chrome_trace
+from tensorwire.chrome_trace import chrome_trace
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

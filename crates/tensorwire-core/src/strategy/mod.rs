@@ -38,17 +38,17 @@ static TREES: &[OptionInfo] = &[options::TREES, options::PENALTY];
 
 /// Every built-in strategy.
 pub static STRATEGIES: &[StrategyInfo] = &[
-    StrategyInfo { name: "ps", summary: "parameter servers: workers push gradients, servers aggregate and send parameters back (seed 000)", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: false, ina: false } },
+    StrategyInfo { name: "ps", summary: "parameter servers: workers push gradients, servers aggregate and send parameters back (Chang et al. 2020, seed 000)", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: false, ina: false } },
     StrategyInfo { name: "ps+multicast", summary: "parameter servers that send each parameter once, replicated by the switch (IP multicast)", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: true, ina: false } },
     StrategyInfo { name: "ps+ina", summary: "parameter servers with in-network aggregation: the switch forwards a chunk once every worker's copy arrived", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: false, ina: true } },
     StrategyInfo { name: "ps+multicast+ina", summary: "in-network aggregation and multicast distribution together", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: true, ina: true } },
     StrategyInfo { name: "ring", summary: "ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of S/N bytes; one unfused all-reduce per gradient tensor, one at a time (ring:fusion=25MiB for DDP-like buckets)", options: NONE, kind: Kind::AllReduce(Algorithm::Ring) },
-    StrategyInfo { name: "ring+multicast", summary: "ring reduce-scatter, then every rank multicasts its reduced chunk (seed 000 section 8.4)", options: NONE, kind: Kind::AllReduce(Algorithm::RingMulticast) },
-    StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (seed 000 section 3.3.2)", options: NONE, kind: Kind::AllReduce(Algorithm::Butterfly) },
+    StrategyInfo { name: "ring+multicast", summary: "ring reduce-scatter, then every rank multicasts its reduced chunk (Chang et al. 2020, seed 000 section 8.4)", options: NONE, kind: Kind::AllReduce(Algorithm::RingMulticast) },
+    StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (Chang et al. 2020, seed 000 section 3.3.2)", options: NONE, kind: Kind::AllReduce(Algorithm::Butterfly) },
     StrategyInfo { name: "recursive-doubling", summary: "recursive doubling all-reduce, one collective at a time (MPI)", options: NONE, kind: Kind::AllReduce(Algorithm::RecursiveDoubling) },
     StrategyInfo { name: "halving-doubling", summary: "Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling", options: NONE, kind: Kind::AllReduce(Algorithm::HalvingDoubling) },
-    StrategyInfo { name: "tree", summary: "binomial tree reduce then broadcast; inside one multi-GPU machine (--topology nodes) the heaviest such tree on its links (seed 003)", options: TREES, kind: Kind::AllReduce(Algorithm::Tree) },
-    StrategyInfo { name: "multitree", summary: "seed 003's multi-tree all-reduce inside one multi-GPU machine: one slice per tree, link reuse penalised", options: TREES, kind: Kind::AllReduce(Algorithm::MultiTree) },
+    StrategyInfo { name: "tree", summary: "binomial tree reduce then broadcast; inside one multi-GPU machine (--topology nodes) the heaviest such tree on its links (the MXNet multi-tree proposal, seed 003)", options: TREES, kind: Kind::AllReduce(Algorithm::Tree) },
+    StrategyInfo { name: "multitree", summary: "the MXNet multi-tree proposal's multi-tree all-reduce inside one multi-GPU machine: one slice per tree, link reuse penalised", options: TREES, kind: Kind::AllReduce(Algorithm::MultiTree) },
     StrategyInfo { name: "double-tree", summary: "NCCL-style double binary tree, each tree half the data, pipelined in chunks", options: PIPELINED, kind: Kind::AllReduce(Algorithm::DoubleTree) },
     StrategyInfo { name: "hierarchical", summary: "reduce inside each machine, ring across machines, broadcast inside each machine", options: HIERARCHICAL, kind: Kind::AllReduce(Algorithm::Hierarchical) },
     StrategyInfo { name: "zero1", summary: "ZeRO-1 (DeepSpeed): optimizer state sharded; gradients reduce-scattered after the backward pass, updated parameters all-gathered after the step", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero1) },

@@ -73,7 +73,7 @@ pub static PS_OPTIONS: &[OptionInfo] = &[
         help: "order of parameters sent back: one tensor to every worker in turn, or the whole model to one worker at a time",
     },
     OptionInfo { name: "barrier", kind: OptionKind::Flag, default: "true", help: "global barrier: nothing is sent back until every update of the iteration arrived" },
-    OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (seed 000 section 9.2); add credit=SIZE, or all pieces go at once and share the link" },
+    OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (Chang et al. 2020, seed 000 section 9.2); add credit=SIZE, or all pieces go at once and share the link" },
     OptionInfo { name: "switch_memory", kind: OptionKind::Bytes, default: "", help: "in-network aggregation: switch memory for partial aggregates (default unlimited)" },
 ];
 
@@ -95,13 +95,13 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo { name: "fusion", kind: OptionKind::Bytes, default: "", help: "fusion buffer (Horovod): ready tensors are fused until this size..." },
     OptionInfo { name: "cycle", kind: OptionKind::Duration, default: "5ms", help: "...or until the oldest has waited this long" },
-    OptionInfo { name: "compression", kind: OptionKind::Real, default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (seed 001)" },
-    OptionInfo { name: "reduce", kind: OptionKind::Rate, default: "", help: "rate at which hosts add received gradients (seed 001's AddEst), e.g. 800Gbps; default free" },
+    OptionInfo { name: "compression", kind: OptionKind::Real, default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (Zhang et al. 2020, seed 001)" },
+    OptionInfo { name: "reduce", kind: OptionKind::Rate, default: "", help: "rate at which hosts add received gradients (Zhang et al. 2020's AddEst), e.g. 800Gbps; default free" },
     OptionInfo {
         name: "transport",
         kind: OptionKind::Choice(&["tcp", "rdma", "rdma-optimized"]),
         default: "",
-        help: "host transport preset (per-message overhead, copy bandwidth; seed 004); default: the cluster's",
+        help: "host transport preset (per-message overhead, copy bandwidth; Guo 2019, seed 004); default: the cluster's",
     },
     OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's" },
     OptionInfo {
@@ -132,7 +132,7 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         name: "partial",
         kind: OptionKind::Choice(&["solo", "majority"]),
         default: "",
-        help: "partial collective (seed 002): a round starts when its initiator is ready (solo: the first rank; majority: a seeded random rank); all-reduce only",
+        help: "partial collective (Li et al. 2019, seed 002): a round starts when its initiator is ready (solo: the first rank; majority: a seeded random rank); all-reduce only",
     },
     OptionInfo { name: "copy", kind: OptionKind::Rate, default: "", help: "host copy bandwidth per message, overriding the transport's" },
     OptionInfo {

@@ -1,6 +1,6 @@
 """Timing helpers of job processes: tight wake-ups and sleeping until a deadline.
 
-Emulated compute itself is :class:`tensorwire.device_stream.DeviceStream` (the jobs use it
+Emulated compute itself is :class:`tensorwire.torch.device_stream.DeviceStream` (the jobs use it
 with announced waits only: ``wait_threshold_s=None``).
 """
 

@@ -35,7 +35,7 @@ import time
 from typing import Any, Optional
 
 from tensorwire import _core
-from tensorwire.device_stream import DeviceStream
+from tensorwire.torch.device_stream import DeviceStream
 from tensorwire.testbed.jobs.compute import sleep_until
 from tensorwire.testbed.jobs.context import Context
 from tensorwire.testbed.shaping import PAYLOAD_EFFICIENCY

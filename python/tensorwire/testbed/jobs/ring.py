@@ -26,7 +26,7 @@ import time
 from typing import Optional
 
 from tensorwire import _core
-from tensorwire.device_stream import DeviceStream
+from tensorwire.torch.device_stream import DeviceStream
 from tensorwire.testbed.jobs.context import Context
 
 def scheduler_policy(spec: str) -> tuple[str, Optional[int], Optional[int]]:

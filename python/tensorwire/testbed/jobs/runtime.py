@@ -1,7 +1,7 @@
 """Runtime jobs: the runtime's :class:`~tensorwire.torch.ScheduledDataParallel` on the testbed.
 
-The same strategy spec the simulator predicts is run by the runtime (``tensorwire.torch``,
-issue 4) instead of the testbed's own ``ring`` job, so its scheduler modes are validated
+The same strategy spec the simulator predicts is run by the runtime (``tensorwire.torch``)
+instead of the testbed's own ``ring`` job, so its scheduler modes are validated
 end to end: leader decisions sent to the followers, the core's scheduler, Gloo
 all-reduces on a group of their own, per-parameter optimiser steps, forward passes that
 wait per layer. The spec selects the mode (docs/runtime.md, "Modes"):

@@ -1,4 +1,4 @@
-"""Partial collectives and eager-SGD (seed 002) on torch.distributed.
+"""Partial collectives and eager-SGD (Li et al. 2019, seed 002) on torch.distributed.
 
 Sketch (run on every rank of a torchrun job)::
 
@@ -18,7 +18,7 @@ Sketch (run on every rank of a torchrun job)::
 Modules: :mod:`~tensorwire.torch.partial.schedule` (schedules as DAGs of operations and
 their executor), :mod:`~tensorwire.torch.partial.collective` (solo and majority
 all-reduce), :mod:`~tensorwire.torch.partial.eager` (eager-SGD),
-:mod:`~tensorwire.torch.partial.bench` (seed 002's microbenchmark and the hyperplane
+:mod:`~tensorwire.torch.partial.bench` (Li et al. 2019's microbenchmark and the hyperplane
 regression experiment). Importing this package does not import torch; the names do.
 See docs/partial-collectives.md.
 """

@@ -1,4 +1,4 @@
-"""Seed 002's experiments on this machine: the partial all-reduce microbenchmark (section
+"""Li et al. 2019's experiments on this machine: the partial all-reduce microbenchmark (section
 6.1, Fig. 8 and 9) and hyperplane regression with injected delays (section 6.2.1).
 
 Both start local processes joined by Gloo on 127.0.0.1 (:func:`run_local`). Skew is
@@ -135,7 +135,7 @@ def microbenchmark(
     period_s: Optional[float] = None,
     timeout_s: float = 600.0,
 ) -> BenchResult:
-    """Seed 002's microbenchmark (Fig. 8): ``processes`` ranks, rank ``r`` calls the
+    """Li et al. 2019's microbenchmark (Fig. 8): ``processes`` ranks, rank ``r`` calls the
     collective ``r * delay_s`` seconds after a common start, ``iterations`` times (after
     ``warmup`` untimed ones), for each kind (``solo``, ``majority``: partial all-reduce of
     ``numel`` float32; ``blocking``: ``torch.distributed.all_reduce``). ``period_s``:

@@ -1,4 +1,4 @@
-"""``tensorwire bench partial``: seed 002's partial all-reduce microbenchmark.
+"""``tensorwire bench partial``: Li et al. 2019's partial all-reduce microbenchmark.
 
 ``bench`` is a click group the main CLI registers; importing this module needs click only
 (torch is imported when the command runs).
@@ -52,7 +52,7 @@ def bench() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Shared seed of majority initiators.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def partial(processes: list[int], delay: str, iterations: int, warmup: int, numel: int, kinds: list[str], period: Optional[str], seed: int, as_json: bool) -> None:
-    """Seed 002's microbenchmark: P processes linearly skewed (rank r waits r*d before
+    """Li et al. 2019's microbenchmark: P processes linearly skewed (rank r waits r*d before
     calling); mean latency of solo, majority and blocking all-reduce over all ranks and
     iterations, the speedup over blocking, and the number of active processes (NAP)."""
     if importlib.util.find_spec("torch") is None:

@@ -1,4 +1,4 @@
-"""Solo and majority all-reduce (seed 002, section 4) on torch.distributed point-to-point.
+"""Solo and majority all-reduce (Li et al. 2019, seed 002, section 4) on torch.distributed point-to-point.
 
 One rank's schedule (:func:`partial_allreduce_schedule`) has two parts, both shaped by
 the core crate so the simulator uses the same schedules:
@@ -38,7 +38,7 @@ import torch.distributed as dist
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.torch.engine import CommunicationError
+from tensorwire.torch.coordinator import CommunicationError
 from tensorwire.torch.partial.schedule import Dep, Executor, Instance, Op, Schedule, compute, nop, recv, send
 from tensorwire.torch.transport import release_groups
 
@@ -63,7 +63,7 @@ class PartialResult:
     buffer: its tensors not yet contributed, zero if none), shaped like the caller's
     tensor. ``round``: the round's number (a rank's ``k``-th call, counting from 0, gets
     round ``k``). ``contributors``: the sorted ranks whose call for this round had
-    arrived when their part of the round ran (the *active* processes of seed 002;
+    arrived when their part of the round ran (the *active* processes of Li et al. 2019, seed 002;
     ``len(contributors)`` is the round's NAP).
     """
 
@@ -236,7 +236,7 @@ class PartialAllreduce:
     ``group``: the ranks taking part (None: all); the collective runs on dedicated Gloo
     groups made from it, so it never mixes with other traffic. ``seed``: the shared
     random source of majority rounds. ``algorithm``: the core's all-reduce step schedule
-    (``recursive-doubling`` as in seed 002, ``ring``, ``halving-doubling``, ``tree``,
+    (``recursive-doubling`` as in Li et al. 2019, seed 002, ``ring``, ``halving-doubling``, ``tree``,
     ``double-tree``). ``timeout_s``: how long any wait may take, including the wait for
     the next round's activation (seconds). Every rank of ``group`` must construct it,
     in the same order as other collectives.

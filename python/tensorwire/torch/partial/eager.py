@@ -1,4 +1,4 @@
-"""eager-SGD (seed 002, section 5): data-parallel SGD whose gradient all-reduce is partial.
+"""eager-SGD (Li et al. 2019, seed 002, section 5): data-parallel SGD whose gradient all-reduce is partial.
 
 :class:`EagerSGD` wraps any torch optimiser. ``step()`` flattens this rank's gradients,
 contributes them to a solo or majority all-reduce (:class:`PartialAllreduce`), writes the
@@ -12,7 +12,7 @@ Every rank applies the results of rounds 0, 1, 2, ... in order, one per step, so
 deterministic optimiser all ranks hold the same model after the same number of steps;
 what partial collectives change is *when* a gradient is applied (up to ``staleness``
 rounds late), not whether. ``sync_every=K`` still averages the parameters every ``K``
-steps (seed 002 does it every few epochs; it also repairs models that drift apart through
+steps (Li et al. 2019, seed 002 does it every few epochs; it also repairs models that drift apart through
 non-determinism).
 """
 
@@ -34,7 +34,7 @@ class EagerSGD:
     ``kind``: ``solo`` (never waits; light imbalance) or ``majority`` (about half of the
     ranks contribute fresh gradients; severe imbalance). ``staleness``: the most rounds
     any rank may fall behind (``max_lag`` of :class:`PartialAllreduce`; None: unbounded, as
-    in seed 002; 0: synchronous). ``sync_every``: average the parameters over the ranks
+    in Li et al. 2019 (seed 002); 0: synchronous). ``sync_every``: average the parameters over the ranks
     every this many steps (None: never). ``seed``: the shared random source of majority
     rounds. ``algorithm``, ``timeout_s``: passed to :class:`PartialAllreduce`.
     Gradients are summed in the parameters' dtype (float16, bfloat16, float32 or

@@ -1,4 +1,4 @@
-"""Schedules: DAGs of send, receive, compute and no-op operations (seed 002, section 4.1).
+"""Schedules: DAGs of send, receive, compute and no-op operations (Li et al. 2019, seed 002, section 4.1).
 
 A :class:`Schedule` is what one rank does to progress a collective: operations
 (:class:`Op`) and happens-before dependencies between them. An operation fires once its

@@ -65,9 +65,10 @@ Matrix = tuple[tuple[int, ...], ...]
 
 
 def nvlink_weight(links: int) -> int:
-    """Seed 003's weight of a GPU pair joined by ``links`` NVLinks: 2 for one, 3 for two or more.
+    """The MXNet multi-tree proposal's weight of a GPU pair joined by ``links`` NVLinks: 2 for one, 3 for two or more.
 
-    Seed 003 knows single and double NVLinks only (the DGX-1); bonds of more links (``NV4``
+    The MXNet multi-tree proposal (seed 003) knows single and double NVLinks only (the DGX-1);
+    bonds of more links (``NV4``
     to ``NV18`` on NVSwitch machines) count as the best class, 3.
     """
     if links < 1:
@@ -189,7 +190,7 @@ class Plan:
 
 
 class Topology:
-    """GPUs of one machine and the weight of the link between each pair (seed 003's weights).
+    """GPUs of one machine and the weight of the link between each pair (the MXNet multi-tree proposal's weights).
 
     Build one with :meth:`preset`, :meth:`from_adjacency`, :meth:`from_file`,
     :meth:`detect` or :meth:`from_nvidia_smi`. The core validates every matrix (square,
@@ -368,7 +369,7 @@ class Topology:
 
     # -- trees and plans ----------------------------------------------------------------
     def trees(self, count: Optional[int] = None, penalty: float = DEFAULT_PENALTY) -> tuple[Tree, ...]:
-        """Seed 003's trees: tree i rooted at GPU i mod n, each of maximum weight once the links
+        """The MXNet multi-tree proposal's trees: tree i rooted at GPU i mod n, each of maximum weight once the links
         of the trees before it were multiplied by ``penalty`` (in (0, 1]).
 
         ``count`` defaults to one tree per GPU, what the multi-tree mode uses. Deterministic.
@@ -610,7 +611,7 @@ def nvml_adjacency(nvml: Any) -> list[list[int]]:
     end. Links to another GPU are counted per pair (1 -> weight 2, 2 or more -> 3). Links
     to anything else are NVSwitch ports (or an IBM NPU): GPUs on switches reach each other
     at the smaller of their switch link counts. Pairs without NVLink are PCIe (1), whatever
-    the PCIe path, as in seed 003.
+    the PCIe path, as in the MXNet multi-tree proposal (seed 003).
     """
     nvml.nvmlInit()
     try:

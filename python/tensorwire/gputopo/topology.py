@@ -39,6 +39,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.limits import check_int
 
 #: The presets the core knows (checked against the core's own list by the tests).
 PRESETS: tuple[str, ...] = _core.GPU_PRESETS
@@ -377,6 +378,7 @@ class Topology:
         count = self.gpus if count is None else count
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise InputError("trees", f"{count!r} trees; ask for 1 or more (one per GPU is usual)")
+        check_int("trees", count, 1)  # beyond the core's integers: one line, not an OverflowError
         key = (count, float(penalty))
         with self._lock:
             hit = self._trees.get(key)

@@ -133,3 +133,14 @@ def test_registered_in_the_main_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert tw_main(["topology", "--preset", "p3.16xlarge", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["gpus"] == 8
     assert tw_main(["topology", "--preset", "nope"]) == 2
+
+
+def test_a_tree_count_past_the_cores_integers_is_one_line() -> None:
+    # --trees 10**23 ended in an OverflowError traceback (found by the fuzz test).
+    import subprocess
+    import sys
+
+    for count in ("99999999999999999999999", "100000"):
+        p = subprocess.run([sys.executable, "-m", "tensorwire", "topology", "--preset", "p3.16xlarge", "--trees", count],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and p.stderr.startswith("tensorwire: error: trees: ") and len(p.stderr.splitlines()) == 1

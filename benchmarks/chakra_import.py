@@ -18,7 +18,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / "workloads"))
 from chakra_writer import node, write  # noqa: E402  (the test suite's writer)
-
 from tensorwire.workloads.chakra import from_chakra  # noqa: E402
 
 
@@ -46,7 +45,9 @@ def main() -> None:
                 start = time.process_time()
                 w = from_chakra(path)
                 best = min(best, time.process_time() - start)
-            print(f"{n:>7} all-reduces: {best:7.2f} s CPU ({len(w.tensors)} tensors, {len(w.layers)} layers)", flush=True)
+            print(
+                f"{n:>7} all-reduces: {best:7.2f} s CPU ({len(w.tensors)} tensors, {len(w.layers)} layers)", flush=True
+            )
 
 
 if __name__ == "__main__":

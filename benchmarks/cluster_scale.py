@@ -13,7 +13,6 @@ largest cases).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -90,12 +89,16 @@ def label(r: dict[str, Any]) -> str:
 def row(r: dict[str, Any], twin: dict[str, Any] | None) -> str:
     ratio = f"{r['cpu_s'] / twin['cpu_s']:.2f}x" if twin else ""
     mode = ("folded" if r["folded"] else "full") + (", lanes" if r["events"] < r["flows"] else "")
-    return (f"| {label(r)} | {mode} | {r['cpu_s'] * 1e3:,.0f} | {r['wall_s'] * 1e3:,.0f} "
-            f"| {r['max_rss_mb']:.0f} | {r['flows']:,} | {r['iteration_time_s'] * 1e3:.2f} | {ratio} |")
+    return (
+        f"| {label(r)} | {mode} | {r['cpu_s'] * 1e3:,.0f} | {r['wall_s'] * 1e3:,.0f} "
+        f"| {r['max_rss_mb']:.0f} | {r['flows']:,} | {r['iteration_time_s'] * 1e3:.2f} | {ratio} |"
+    )
 
 
-HEADER = ("| case | mode | CPU (ms) | wall (ms) | max RSS (MB) | flows | iteration (ms) | vs symmetric twin |\n"
-          "|---|---|---:|---:|---:|---:|---:|---:|")
+HEADER = (
+    "| case | mode | CPU (ms) | wall (ms) | max RSS (MB) | flows | iteration (ms) | vs symmetric twin |\n"
+    "|---|---|---:|---:|---:|---:|---:|---:|"
+)
 
 
 def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
@@ -118,8 +121,14 @@ def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
 
 def llm_cases(quick: bool) -> list[dict[str, Any]]:
     """The LLM targets: one iteration of Llama-3 70B under fsdp on DGX H100 rail fabrics."""
-    base = {"model": "llama3_70b", "model_args": {"gpu": "h100", "seq_len": 8192}, "strategy": "fsdp",
-            "bandwidth": "400Gbps", "latency": "1us", "topology": "rail:node=dgx-h100,nodes_per_group=32"}
+    base = {
+        "model": "llama3_70b",
+        "model_args": {"gpu": "h100", "seq_len": 8192},
+        "strategy": "fsdp",
+        "bandwidth": "400Gbps",
+        "latency": "1us",
+        "topology": "rail:node=dgx-h100,nodes_per_group=32",
+    }
     cases = [{**base, "workers": n} for n in (1024, 8192)]
     # 100,000 GPUs = 12,500 DGX H100 nodes: rail groups of 25 nodes (500 groups).
     big = {**base, "workers": 100_000, "topology": "rail:node=dgx-h100,nodes_per_group=25"}
@@ -165,8 +174,10 @@ def main() -> None:
     ap.add_argument("--growth", action="store_true", help="also the 64-16,384 growth table and its plot")
     ap.add_argument("--plot", default="docs/img/straggler_growth.png")
     args = ap.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}\n")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}\n"
+    )
     print(HEADER)
     for case, twin in pairs(args.quick):
         t = measure({**twin, "repeat": args.repeat}) if twin else None
@@ -179,8 +190,14 @@ def main() -> None:
         print(row(measure({**case, "repeat": args.repeat}), None))
     print("\nTwo jobs sharing a 4:1 leaf-spine (spread placement; never folded, no lanes):\n\n" + HEADER)
     for n in (64, 128):
-        spec = {"model": "resnet50", "strategy": "ring", "bandwidth": "25Gbps", "workers": n, "repeat": args.repeat,
-                "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps"}
+        spec = {
+            "model": "resnet50",
+            "strategy": "ring",
+            "bandwidth": "25Gbps",
+            "workers": n,
+            "repeat": args.repeat,
+            "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps",
+        }
         print(row(simulator.measure(spec, JOBS_CASE), None).replace(f"on {n:,} (", f"on 2 x {n:,} (", 1))
     if args.growth:
         rows = growth(args.quick, args.repeat)

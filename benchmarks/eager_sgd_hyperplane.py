@@ -37,7 +37,9 @@ def main() -> None:
     args = ap.parse_args()
     results = []
     for mode, staleness in RUNS:
-        cfg = HyperplaneConfig(delay_s=args.delay, compute_s=args.compute, epochs=args.epochs, seed=args.seed, staleness=staleness)
+        cfg = HyperplaneConfig(
+            delay_s=args.delay, compute_s=args.compute, epochs=args.epochs, seed=args.seed, staleness=staleness
+        )
         results.append((staleness, hyperplane(args.processes, mode, cfg)))
     sync = results[0][1]
     target = 1.05 * statistics.fmean(v for _, _, v in sync.trace[-5:])
@@ -47,13 +49,18 @@ def main() -> None:
                     late_fraction=r.late_fraction, time_to_target_s=r.time_to(target), trace=r.trace) for s, r in results]  # fmt: skip
         print(json.dumps({"target_loss": target, "runs": out}, indent=1))
         return
-    print(f"{args.processes} processes, delay {args.delay * 1e3:g} ms on one random process per step, compute {args.compute * 1e3:g} ms per step")
+    print(
+        f"{args.processes} processes, delay {args.delay * 1e3:g} ms on one random process per step, compute {args.compute * 1e3:g} ms per step"
+    )
     print(f"target validation loss: {target:.3f} (5% above where synchronous SGD settles)")
     print()
     print("| run | steps/s | speedup | time to target | speedup to target | final loss | late steps |")
     print("|---|---|---|---|---|---|---|")
-    names = ["synchronous SGD" if r.mode == "sync" else f"eager-SGD {r.mode}" + (f", staleness {s}" if s is not None else "") for s, r in results]
-    for name, (staleness, r) in zip(names, results):
+    names = [
+        "synchronous SGD" if r.mode == "sync" else f"eager-SGD {r.mode}" + (f", staleness {s}" if s is not None else "")
+        for s, r in results
+    ]
+    for name, (_staleness, r) in zip(names, results):
         t = r.time_to(target)
         print(
             f"| {name} | {r.steps_per_s:.1f} | {r.steps_per_s / sync.steps_per_s:.2f}x | {t:.1f} s | {t_sync / t:.2f}x | "

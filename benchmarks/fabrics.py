@@ -57,12 +57,21 @@ def main() -> None:
         for fold in (True, False):
             if not fold and gpus > args.max_unfolded:
                 continue
-            spec = {"model": args.model, "gpus": gpus, "strategy": args.strategy, "topology": args.topology,
-                    "iterations": args.iterations, "repeat": args.repeat, "fold": fold}
+            spec = {
+                "model": args.model,
+                "gpus": gpus,
+                "strategy": args.strategy,
+                "topology": args.topology,
+                "iterations": args.iterations,
+                "repeat": args.repeat,
+                "fold": fold,
+            }
             r = measure(spec)
-            print(f"| {gpus} | {args.strategy} | {'yes' if r['folded'] else 'no'} | {r['simulated_ranks']} | "
-                  f"{r['flows']:,} | {r['events']:,} | {r['cpu_seconds']:.3f} | {r['iteration_time_s'] * 1e3:.2f} ms |",
-                  flush=True)
+            print(
+                f"| {gpus} | {args.strategy} | {'yes' if r['folded'] else 'no'} | {r['simulated_ranks']} | "
+                f"{r['flows']:,} | {r['events']:,} | {r['cpu_seconds']:.3f} | {r['iteration_time_s'] * 1e3:.2f} ms |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -48,14 +48,21 @@ CASES = [
     {"model": "vgg16", "strategy": "ps:num_ps=16", "workers": 256, "iterations": 1},
     {"model": "vgg16", "strategy": "ps:num_ps=16", "workers": 1024, "iterations": 1},
     # Digit-folded over the 32 leaves only: 32 ranks simulated, 10.5 million flows.
-    {"model": "resnet50", "strategy": "ring", "workers": 1024, "iterations": 1,
-     "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps"},
+    {
+        "model": "resnet50",
+        "strategy": "ring",
+        "workers": 1024,
+        "iterations": 1,
+        "topology": "leaf-spine:hosts_per_leaf=32,spines=8,uplink=25Gbps",
+    },
 ]
 
 
 def key(spec: dict[str, object]) -> str:
-    return (f"{spec['model']}/{spec['strategy']}/{spec['workers']}/{spec['iterations']}/{spec.get('fold', True)}"
-            f"/{spec.get('topology', 'star')}")
+    return (
+        f"{spec['model']}/{spec['strategy']}/{spec['workers']}/{spec['iterations']}/{spec.get('fold', True)}"
+        f"/{spec.get('topology', 'star')}"
+    )
 
 
 def measure(spec: dict[str, object]) -> dict[str, object]:
@@ -78,7 +85,9 @@ def main() -> None:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
-    print("\n| model | strategy | workers | topology | mode | flows | wall (s) | CPU (s) | us/flow (CPU) | CPU before/now | same result |")
+    print(
+        "\n| model | strategy | workers | topology | mode | flows | wall (s) | CPU (s) | us/flow (CPU) | CPU before/now | same result |"
+    )
     print("|---|---|---:|---|---|---:|---:|---:|---:|---:|---|")
     results = []
     for spec in CASES:
@@ -90,9 +99,14 @@ def main() -> None:
         ratio = same = ""
         if old:
             ratio = f"{old['cpu_seconds'] / r['cpu_seconds']:.1f}x"
-            same = "yes" if all(
-                abs(a - b) <= 1e-9 * max(abs(a), abs(b)) for a, b in zip(old["completions_s"], r["completions_s"])
-            ) and len(old["completions_s"]) == len(r["completions_s"]) else "NO"
+            same = (
+                "yes"
+                if all(
+                    abs(a - b) <= 1e-9 * max(abs(a), abs(b)) for a, b in zip(old["completions_s"], r["completions_s"])
+                )
+                and len(old["completions_s"]) == len(r["completions_s"])
+                else "NO"
+            )
         mode = "folded" if r["folded"] else "full"
         print(
             f"| {r['model']} | {r['strategy']} | {r['workers']} | {r.get('topology', 'star')} | {mode} | {r['flows']:,} | {r['seconds']:.3f} "

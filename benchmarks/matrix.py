@@ -64,8 +64,9 @@ def fabrics(bandwidth: str) -> dict[str, str]:
 def cell(spec: dict[str, object], timeout: float) -> str:
     """One cell's text: wall seconds, refused: reason, n/a: reason, or the timeout."""
     try:
-        out = subprocess.run([sys.executable, "-c", CELL, json.dumps(spec)], capture_output=True, text=True,
-                             timeout=timeout)
+        out = subprocess.run(
+            [sys.executable, "-c", CELL, json.dumps(spec)], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired as e:
         partial = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or "").strip()
         found = re.search(r"needs (about [^,]+ flows|more flows than can be counted)", partial)
@@ -105,8 +106,10 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60.0, help="stop a cell after this many seconds")
     args = ap.parse_args()
     max_flows = None if args.max_flows == "none" else int(args.max_flows)
-    print(f"machine: {platform.processor() or platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}; workers {args.workers}; max_flows {max_flows}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}; workers {args.workers}; max_flows {max_flows}"
+    )
     for model in args.models:
         m = MODELS[model]
         fab = fabrics(str(m["bandwidth"]))
@@ -117,8 +120,14 @@ def main() -> None:
         for strategy in args.strategies:
             row = []
             for column in columns:
-                spec = dict(m, workers=args.workers, topology=fab[column], strategy=strategy, max_flows=max_flows,
-                            estimate=args.estimate)
+                spec = dict(
+                    m,
+                    workers=args.workers,
+                    topology=fab[column],
+                    strategy=strategy,
+                    max_flows=max_flows,
+                    estimate=args.estimate,
+                )
                 row.append(cell(spec, args.timeout))
             print(f"| {strategy} | " + " | ".join(row) + " |", flush=True)
         print("\nRefusals (one per strategy):\n")

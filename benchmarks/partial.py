@@ -34,9 +34,13 @@ def main() -> None:
     delay = to_seconds(args.delay, "delay")
     results = []
     if not args.json:
-        print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; d = {args.delay}, {args.iterations} iterations, {args.numel} float32")
+        print(
+            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; d = {args.delay}, {args.iterations} iterations, {args.numel} float32"
+        )
         print()
-        print("| P | solo latency | majority latency | blocking latency | solo speedup | majority speedup | NAP solo | NAP majority (draws) | late starts |")
+        print(
+            "| P | solo latency | majority latency | blocking latency | solo speedup | majority speedup | NAP solo | NAP majority (draws) | late starts |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
     for p in (int(x) for x in args.processes.split(",")):
         r = microbenchmark(p, delay, iterations=args.iterations, numel=args.numel, seed=args.seed)

@@ -32,8 +32,8 @@ except ImportError:  # a GPU image with torch but without pydantic: enough of a 
     stub.Field = lambda *a, **k: None
     stub.NonNegativeFloat, stub.NonNegativeInt, stub.PositiveInt = float, int, int
     stub.ValidationError = ValueError
-    stub.field_validator = lambda *a, **k: (lambda f: f)
-    stub.model_validator = lambda *a, **k: (lambda f: f)
+    stub.field_validator = lambda *a, **k: lambda f: f
+    stub.model_validator = lambda *a, **k: lambda f: f
     sys.modules["pydantic"] = stub
 
 MODES = [
@@ -53,7 +53,9 @@ def _net(dev: torch.device) -> torch.nn.Module:
 def job(rank: int, world: int, port: int, q: Any) -> None:
     import os
 
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    os.environ.update(
+        RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo"
+    )
     dist.init_process_group("gloo")
     from tensorwire.torch import ScheduledDataParallel
 
@@ -107,9 +109,13 @@ def main() -> None:
     from tensorwire.torch.profiling import profile
 
     body = [torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU()) for _ in range(6)]
-    cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), *body, torch.nn.Flatten(), torch.nn.Linear(16 * 32 * 32, 10))
+    cnn = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), *body, torch.nn.Flatten(), torch.nn.Linear(16 * 32 * 32, 10)
+    )
     w = profile(cnn, batch_size=64, input_shape=(3, 32, 32), iterations=3, warmup=2, device="cuda", name="convnet")
-    print(f"profile on CUDA: {w.name}, {len(w.layers)} layers, {w.total_bytes} bytes, {w.compute_time_s * 1e3:.3f} ms ({w.description})")
+    print(
+        f"profile on CUDA: {w.name}, {len(w.layers)} layers, {w.total_bytes} bytes, {w.compute_time_s * 1e3:.3f} ms ({w.description})"
+    )
     try:
         w = profile("resnet50", batch_size=32, iterations=3, warmup=2, device="cuda")
     except Exception as e:  # noqa: BLE001 - torchvision may be missing on the GPU image
@@ -117,7 +123,9 @@ def main() -> None:
         return
     fwd = sum(layer.forward_s for layer in w.layers) * 1e3
     bwd = sum(layer.backward_s for layer in w.layers) * 1e3
-    print(f"resnet50 on the GPU, batch 32: forward {fwd:.2f} ms, backward {bwd:.2f} ms, {len(w.layers)} layers, {w.total_bytes} bytes")
+    print(
+        f"resnet50 on the GPU, batch 32: forward {fwd:.2f} ms, backward {bwd:.2f} ms, {len(w.layers)} layers, {w.total_bytes} bytes"
+    )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import json
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
@@ -55,8 +54,23 @@ def on_testbed(tb: Any, job: Job, workers: int, threads: int, realtime: bool) ->
     prefix = ["chrt", "-f", "10"] if realtime else []
     procs = []
     for h in range(workers):
-        env = {"RANK": str(h), "LOCAL_RANK": "0", "WORLD_SIZE": str(workers), "MASTER_ADDR": tb.address(0), "MASTER_PORT": str(port)}
-        cmd = [*prefix, sys.executable, "-m", "tensorwire.torch.measuring", "--job", json.dumps(dataclasses.asdict(job)), "--threads", str(threads)]
+        env = {
+            "RANK": str(h),
+            "LOCAL_RANK": "0",
+            "WORLD_SIZE": str(workers),
+            "MASTER_ADDR": tb.address(0),
+            "MASTER_PORT": str(port),
+        }
+        cmd = [
+            *prefix,
+            sys.executable,
+            "-m",
+            "tensorwire.torch.measuring",
+            "--job",
+            json.dumps(dataclasses.asdict(job)),
+            "--threads",
+            str(threads),
+        ]
         procs.append(tb.popen(h, cmd, env=env))
     outs = []
     for h, p in enumerate(procs):
@@ -75,11 +89,17 @@ def main() -> None:
     ap.add_argument("--model", default="zoo:vgg16")
     ap.add_argument("--size-scale", type=float, default=0.03)
     ap.add_argument("--time-scale", type=float, default=1.0)
-    ap.add_argument("--batch", type=int, default=4, help="batch of the (emulated) job; compute time does not depend on it")
+    ap.add_argument(
+        "--batch", type=int, default=4, help="batch of the (emulated) job; compute time does not depend on it"
+    )
     ap.add_argument("--modes", default="ddp,fifo,fusion,priority,autotune")
     ap.add_argument("--partition", default="1MiB", help="priority's piece size")
     ap.add_argument("--credit", default="4MiB", help="priority's credit")
-    ap.add_argument("--fusion-bytes", default="2MiB", help="fusion buffer (scale it like the model: Horovod's 64 MiB is for full size)")
+    ap.add_argument(
+        "--fusion-bytes",
+        default="2MiB",
+        help="fusion buffer (scale it like the model: Horovod's 64 MiB is for full size)",
+    )
     ap.add_argument("--trials", type=int, default=10, help="autotune: optuna trials before timing")
     ap.add_argument("--iterations", type=int, default=12)
     ap.add_argument("--warmup", type=int, default=3)
@@ -112,7 +132,11 @@ def main() -> None:
         with Testbed(hosts=a.workers, rate=a.rate) as tb:
             for m in modes:
                 runs = [on_testbed(tb, jobs[m], a.workers, a.threads, not a.no_realtime) for _ in range(a.repeat)]
-                results[m] = min(runs, key=lambda r: r["iteration_time_s"]) if a.repeat == 1 else sorted(runs, key=lambda r: r["iteration_time_s"])[len(runs) // 2]
+                results[m] = (
+                    min(runs, key=lambda r: r["iteration_time_s"])
+                    if a.repeat == 1
+                    else sorted(runs, key=lambda r: r["iteration_time_s"])[len(runs) // 2]
+                )
     else:
         for m in modes:
             runs = [on_loopback(jobs[m], a.workers, a.threads, not a.no_realtime) for _ in range(a.repeat)]
@@ -128,8 +152,15 @@ def main() -> None:
         "gradient_bytes": grad,
         "single_process_iteration_s": single["iteration_time_s"],
         "ideal_comm_s": (2 * (a.workers - 1) / a.workers * grad / to_rate(a.rate)) if a.network == "testbed" else None,
-        "modes": {m: {"iteration_time_s": r["iteration_time_s"], "config": r["config"], "tuning_trials": r["tuning_trials"],
-                      "iteration_times_s": r["iteration_times_s"]} for m, r in results.items()},  # fmt: skip
+        "modes": {
+            m: {
+                "iteration_time_s": r["iteration_time_s"],
+                "config": r["config"],
+                "tuning_trials": r["tuning_trials"],
+                "iteration_times_s": r["iteration_times_s"],
+            }
+            for m, r in results.items()
+        },  # fmt: skip
         "wall_s": time.time() - t0,
     }
     if a.json:
@@ -150,7 +181,9 @@ def main() -> None:
         cfg = r.get("config") or {}
         text = ", ".join(f"{k.replace('_bytes', '')}={v / 2**20:.3g}MiB" for k, v in cfg.items() if v is not None)
         print(f"{m:<10}{format_seconds(t):>12}{vs_fifo:>9}{vs_ddp:>9}{single['iteration_time_s'] / t:>9.3f}  {text}")
-    print(f"(median of {statistics.median([a.iterations])} timed iterations after {a.warmup} warm-up; wall {summary['wall_s']:.0f} s)")
+    print(
+        f"(median of {statistics.median([a.iterations])} timed iterations after {a.warmup} warm-up; wall {summary['wall_s']:.0f} s)"
+    )
 
 
 if __name__ == "__main__":

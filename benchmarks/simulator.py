@@ -65,11 +65,18 @@ def main() -> None:
     base = {"bandwidth": "25Gbps", "repeat": args.repeat}
     targets = [
         ({"model": "resnet50", "strategy": "ring", "workers": 1024, "iterations": 1}, "< 1 s"),
-        ({"model": "allreduce:1MiBx50", "strategy": "ring", "workers": 1024, "iterations": 1, "topology": "ring"}, "< 2 s, < 500 MB"),
+        (
+            {"model": "allreduce:1MiBx50", "strategy": "ring", "workers": 1024, "iterations": 1, "topology": "ring"},
+            "< 2 s, < 500 MB",
+        ),
         ({"model": "vgg16", "strategy": "ps", "workers": 32, "iterations": 3}, "< 50 ms"),
     ]
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
-    print("\n| model | strategy | topology | workers | iterations | mode | wall (ms) | CPU (ms) | max RSS (MB) | flows | target |")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "\n| model | strategy | topology | workers | iterations | mode | wall (ms) | CPU (ms) | max RSS (MB) | flows | target |"
+    )
     print("|---|---|---|---:|---:|---|---:|---:|---:|---:|---|")
     for spec, target in targets:
         print(row(measure({**base, **spec})) + f" {target} |")
@@ -80,7 +87,21 @@ def main() -> None:
     for n in sizes:
         print(row(measure({**base, "model": "resnet50", "strategy": "ring", "workers": n, "iterations": 1})))
     for n in [8, 32, 128]:
-        print(row(measure({**base, "model": "resnet50", "strategy": "ring", "workers": n, "iterations": 1, "fold": False, "repeat": 1})))
+        print(
+            row(
+                measure(
+                    {
+                        **base,
+                        "model": "resnet50",
+                        "strategy": "ring",
+                        "workers": n,
+                        "iterations": 1,
+                        "fold": False,
+                        "repeat": 1,
+                    }
+                )
+            )
+        )
     for n in [8, 32, 128] if args.quick else [8, 32, 128, 256]:
         print(row(measure({**base, "model": "resnet50", "strategy": "ps", "workers": n, "iterations": 1, "repeat": 1})))
 

@@ -66,16 +66,22 @@ def main() -> None:
 
     t0 = time.perf_counter()
     configs = expand(MODELS, args.workers, BANDWIDTHS, STRATEGIES)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
-          f"Python {platform.python_version()}")
-    print(f"grid: {len(configs)} configurations (5 models x 10 bandwidths x 20 strategies, {args.workers} workers), "
-          f"validated in {time.perf_counter() - t0:.2f} s")
-    for executor in (["thread", "process"] if args.executor == "both" else [args.executor]):
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
+        f"Python {platform.python_version()}"
+    )
+    print(
+        f"grid: {len(configs)} configurations (5 models x 10 bandwidths x 20 strategies, {args.workers} workers), "
+        f"validated in {time.perf_counter() - t0:.2f} s"
+    )
+    for executor in ["thread", "process"] if args.executor == "both" else [args.executor]:
         cpu0, wall0 = cpu_seconds(), time.perf_counter()
         rows = run_configs(configs, jobs=args.jobs, executor=executor)  # type: ignore[arg-type]
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
-        print(f"{executor:>7}: {len(rows)} configurations in {wall:.1f} s wall, {cpu:.1f} s CPU "
-              f"({len(rows) / wall:.1f} configurations/s; target < 60 s)")
+        print(
+            f"{executor:>7}: {len(rows)} configurations in {wall:.1f} s wall, {cpu:.1f} s CPU "
+            f"({len(rows) / wall:.1f} configurations/s; target < 60 s)"
+        )
     if args.out:
         write_rows(args.out, rows)
 

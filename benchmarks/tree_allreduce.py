@@ -36,7 +36,6 @@ METHODS = ("gloo", "tree", "multitree")
 def _bench(rank: int, world: int, sizes: list[int], iters: int, repeats: int, warmup: int) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
-
     from tensorwire.gputopo import Topology
     from tensorwire.torch.tree_allreduce import tree_allreduce
 
@@ -68,7 +67,9 @@ def _bench(rank: int, world: int, sizes: list[int], iters: int, repeats: int, wa
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--procs", default="2,4,8", help="process counts, comma-separated (default 2,4,8)")
-    ap.add_argument("--sizes", default="1,256,16384", help="float32 elements per call (default 1,256,16384: 4 B, 1 KiB, 64 KiB)")
+    ap.add_argument(
+        "--sizes", default="1,256,16384", help="float32 elements per call (default 1,256,16384: 4 B, 1 KiB, 64 KiB)"
+    )
     ap.add_argument("--iters", type=int, default=200, help="calls per timed run (default 200)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per point; the median is kept (default 5)")
     ap.add_argument("--warmup", type=int, default=20, help="untimed calls first (default 20)")
@@ -78,12 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     import torch
-
     from tensorwire.torch.launch import run_local
 
     print(f"$ {Path(sys.executable).name} {' '.join(sys.argv)}")
-    print(f"# {platform.node() or 'host'}: {os.cpu_count()} CPUs, torch {torch.__version__}, Gloo on 127.0.0.1, 1 thread per process")
-    header = f"{'procs':>5} {'elements':>9} {'bytes':>8} " + " ".join(f"{m + ' us':>12}" for m in METHODS) + f" {'tree/gloo':>10}"
+    print(
+        f"# {platform.node() or 'host'}: {os.cpu_count()} CPUs, torch {torch.__version__}, Gloo on 127.0.0.1, 1 thread per process"
+    )
+    header = (
+        f"{'procs':>5} {'elements':>9} {'bytes':>8} "
+        + " ".join(f"{m + ' us':>12}" for m in METHODS)
+        + f" {'tree/gloo':>10}"
+    )
     print(header)
     rows = []
     for n in procs:

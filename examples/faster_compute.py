@@ -14,5 +14,7 @@ print(f"{'speedup':>7} {'compute':>9} {'iteration':>10} {'exposed comm':>13} {'s
 for speedup in [1, 2, 4, 8]:
     workload = base.with_compute_speedup(speedup)
     r = tw.simulate(workload, cluster, "ring")
-    print(f"{speedup:>6}x {r.compute_time_s * 1e3:>7.1f}ms {r.iteration_time_s * 1e3:>8.1f}ms"
-          f" {r.exposed_comm_s * 1e3:>11.1f}ms {r.scaling_factor:>8.3f}")
+    print(
+        f"{speedup:>6}x {r.compute_time_s * 1e3:>7.1f}ms {r.iteration_time_s * 1e3:>8.1f}ms"
+        f" {r.exposed_comm_s * 1e3:>11.1f}ms {r.scaling_factor:>8.3f}"
+    )

@@ -12,5 +12,7 @@ cluster = tw.Cluster(workers=32, bandwidth=None, topology="rail:node=dgx-h100")
 print(f"{workload.name}, {workload.total_bytes / 2**30:.1f} GiB of gradients, on {cluster.describe()}")
 for spec in ["fsdp", "hsdp"]:
     r = tw.simulate(workload, cluster, spec)
-    print(f"{spec:<5} iteration {r.iteration_time_s:.3f}s  exposed comm {r.exposed_comm_s * 1e3:7.1f}ms"
-          f"  scaling {r.scaling_factor:.3f}")
+    print(
+        f"{spec:<5} iteration {r.iteration_time_s:.3f}s  exposed comm {r.exposed_comm_s * 1e3:7.1f}ms"
+        f"  scaling {r.scaling_factor:.3f}"
+    )

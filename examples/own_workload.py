@@ -19,12 +19,24 @@ model = {
     "name": "three_layers",
     "batch_size": 64,
     "layers": [
-        {"name": "embed", "forward_s": 0.002, "backward_s": 0.004,
-         "tensors": [{"name": "embed.weight", "bytes": 64 * MiB}]},
-        {"name": "block", "forward_s": 0.010, "backward_s": 0.020,
-         "tensors": [{"name": "block.weight", "bytes": 16 * MiB}, {"name": "block.bias", "bytes": 4096}]},
-        {"name": "head", "forward_s": 0.001, "backward_s": 0.002,
-         "tensors": [{"name": "head.weight", "bytes": 8 * MiB}]},
+        {
+            "name": "embed",
+            "forward_s": 0.002,
+            "backward_s": 0.004,
+            "tensors": [{"name": "embed.weight", "bytes": 64 * MiB}],
+        },
+        {
+            "name": "block",
+            "forward_s": 0.010,
+            "backward_s": 0.020,
+            "tensors": [{"name": "block.weight", "bytes": 16 * MiB}, {"name": "block.bias", "bytes": 4096}],
+        },
+        {
+            "name": "head",
+            "forward_s": 0.001,
+            "backward_s": 0.002,
+            "tensors": [{"name": "head.weight", "bytes": 8 * MiB}],
+        },
     ],
 }
 
@@ -33,8 +45,10 @@ with tempfile.TemporaryDirectory() as tmp:
     path.write_text(json.dumps(model))
     workload = load_workload(path)
 
-print(f"{workload.name}: {len(workload.layers)} layers, {len(workload.tensors)} tensors,"
-      f" {workload.total_bytes / MiB:.1f} MiB of gradients, {workload.compute_time_s * 1e3:.1f} ms of compute")
+print(
+    f"{workload.name}: {len(workload.layers)} layers, {len(workload.tensors)} tensors,"
+    f" {workload.total_bytes / MiB:.1f} MiB of gradients, {workload.compute_time_s * 1e3:.1f} ms of compute"
+)
 cluster = tw.Cluster(workers=8, bandwidth="10Gbps")
 for spec in ["ring", "ring:schedule=priority,partition=4MiB,credit=8MiB"]:
     r = tw.simulate(workload, cluster, spec)

@@ -61,7 +61,9 @@ def worker(rank: int, port: int, out: str, steps: int, stack: bool, stem: str) -
         x, y = torch.randn(BATCH, 32), torch.randint(0, 10, (BATCH,))
         schedule = torch.profiler.schedule(wait=1, warmup=1, active=steps)
         activities = [torch.profiler.ProfilerActivity.CPU]
-        with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True, with_stack=stack) as prof:
+        with torch.profiler.profile(
+            activities=activities, schedule=schedule, record_shapes=True, with_stack=stack
+        ) as prof:
             for _ in range(2 + steps):
                 opt.zero_grad()
                 torch.nn.functional.cross_entropy(ddp(x), y).backward()

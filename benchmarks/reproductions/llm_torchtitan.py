@@ -47,13 +47,17 @@ def predict(model: str, recompute: bool, mfu: float, topology: str) -> tw.Result
 
 def main() -> None:
     argparse.ArgumentParser(description=__doc__).parse_args()
-    print("| model | published WPS | predicted WPS | difference | compute s | iteration s | exposed comm s | bytes sent per GPU |")
+    print(
+        "| model | published WPS | predicted WPS | difference | compute s | iteration s | exposed comm s | bytes sent per GPU |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for model, recompute, wps, mfu in PUBLISHED:
         r = predict(model, recompute, mfu, TOPOLOGY)
         predicted = SEQ / r.iteration_time_s
-        print(f"| {model} | {wps:,.0f} | {predicted:,.0f} | {predicted / wps - 1:+.1%} | {r.compute_time_s:.3f} "
-              f"| {r.iteration_time_s:.3f} | {r.exposed_comm_s:.3f} | {r.sent_bytes_per_worker / 1e9:.1f} GB |")
+        print(
+            f"| {model} | {wps:,.0f} | {predicted:,.0f} | {predicted / wps - 1:+.1%} | {r.compute_time_s:.3f} "
+            f"| {r.iteration_time_s:.3f} | {r.exposed_comm_s:.3f} | {r.sent_bytes_per_worker / 1e9:.1f} GB |"
+        )
     print("\nThe same jobs on slower networks (NIC rate per GPU; one-NIC-per-GPU rail fabric):\n")
     print("| model | NIC rate | predicted WPS | vs published | exposed comm s |")
     print("|---|---|---:|---:|---:|")

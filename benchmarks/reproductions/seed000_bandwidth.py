@@ -36,18 +36,35 @@ def main() -> None:
         print(f"### {c.DISPLAY[m]}, {WORKERS} workers: speedup over one parameter server\n")
         rows = []
         for g, t in res[m].items():
-            rows.append([f"{g} Gbps", c.s(t["baseline"])] + [c.x(t["baseline"] / t[k]) for k in SHOWN]
-                        + [f"{t['multicast+aggregation'] / t['ring-reduce']:.2f}", f"{t['late'] / t['ring-reduce']:.2f}",
-                           c.leaders({k: t[k] for k in SHOWN})])
-        print(c.table(["bandwidth", "baseline s"] + SHOWN + ["mc+agg / ring time", "same, forward after distribution", "fastest"], rows))
+            rows.append(
+                [f"{g} Gbps", c.s(t["baseline"])]
+                + [c.x(t["baseline"] / t[k]) for k in SHOWN]
+                + [
+                    f"{t['multicast+aggregation'] / t['ring-reduce']:.2f}",
+                    f"{t['late'] / t['ring-reduce']:.2f}",
+                    c.leaders({k: t[k] for k in SHOWN}),
+                ]
+            )
+        print(
+            c.table(
+                ["bandwidth", "baseline s"]
+                + SHOWN
+                + ["mc+agg / ring time", "same, forward after distribution", "fastest"],
+                rows,
+            )
+        )
         print()
 
     def draw(plt: object) -> None:
         fig, axes = plt.subplots(1, len(MODELS), figsize=(13, 3.6))  # type: ignore[attr-defined]
         for ax, m in zip(axes, MODELS):
             for k in SHOWN:
-                ax.plot(BANDWIDTHS_GBPS, [res[m][g]["baseline"] / res[m][g][k] for g in BANDWIDTHS_GBPS],
-                        marker="o", label=k)
+                ax.plot(
+                    BANDWIDTHS_GBPS,
+                    [res[m][g]["baseline"] / res[m][g][k] for g in BANDWIDTHS_GBPS],
+                    marker="o",
+                    label=k,
+                )
             ax.set_xscale("log")
             ax.set_xlabel("Gbps")
             ax.set_ylabel("speedup over 1 PS")

@@ -26,25 +26,41 @@ def main() -> None:
         for f in SPEEDUPS:
             w = base.with_compute_speedup(f)
             res[m][f] = {k: c.iteration_time(w, WORKERS, BANDWIDTH, c.MECHANISMS[k]) for k in ["baseline"] + SHOWN}
-            res[m][f]["late"] = c.iteration_time(c.forward_after_distribution(w), WORKERS, BANDWIDTH,
-                                                 c.MECHANISMS["multicast+aggregation"])
+            res[m][f]["late"] = c.iteration_time(
+                c.forward_after_distribution(w), WORKERS, BANDWIDTH, c.MECHANISMS["multicast+aggregation"]
+            )
         ahead = [f for f in SPEEDUPS if res[m][f]["multicast+aggregation"] * 1.01 < res[m][f]["ring-reduce"]]
         crossover[m] = ", ".join(f"{f:g}x" for f in ahead) or "none"
 
         print(f"### {c.DISPLAY[m]}, {WORKERS} workers, 25 Gbps, compute X times faster\n")
         rows = []
         for f, t in res[m].items():
-            rows.append([f"{f:g}x", c.s(t["baseline"])] + [c.x(t["baseline"] / t[k]) for k in SHOWN]
-                        + [f"{t['multicast+aggregation'] / t['ring-reduce']:.2f}", f"{t['late'] / t['ring-reduce']:.2f}",
-                           c.leaders({k: t[k] for k in SHOWN})])
-        print(c.table(["compute", "baseline s"] + SHOWN + ["mc+agg / ring time", "same, forward after distribution", "fastest"], rows))
+            rows.append(
+                [f"{f:g}x", c.s(t["baseline"])]
+                + [c.x(t["baseline"] / t[k]) for k in SHOWN]
+                + [
+                    f"{t['multicast+aggregation'] / t['ring-reduce']:.2f}",
+                    f"{t['late'] / t['ring-reduce']:.2f}",
+                    c.leaders({k: t[k] for k in SHOWN}),
+                ]
+            )
+        print(
+            c.table(
+                ["compute", "baseline s"]
+                + SHOWN
+                + ["mc+agg / ring time", "same, forward after distribution", "fastest"],
+                rows,
+            )
+        )
         print()
 
     print("### Compute speedups at which multicast + aggregation is ahead of ring-reduce (by more than 1%)\n")
     print(c.table(["model", "mc+agg ahead at"], [[c.DISPLAY[m], crossover[m]] for m in c.SEED000_MODELS]))
     t = res["resnet200"][3.0]
-    print("\nResNet-200 at 3x, speedup over one PS: "
-          + ", ".join(f"{k} {c.x(t['baseline'] / t[k])} (paper {PAPER_RESNET200_3X[k]:g}x)" for k in PAPER_RESNET200_3X))
+    print(
+        "\nResNet-200 at 3x, speedup over one PS: "
+        + ", ".join(f"{k} {c.x(t['baseline'] / t[k])} (paper {PAPER_RESNET200_3X[k]:g}x)" for k in PAPER_RESNET200_3X)
+    )
 
     def draw(plt: object) -> None:
         fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))  # type: ignore[attr-defined]

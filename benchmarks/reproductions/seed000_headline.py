@@ -14,18 +14,46 @@ WORKERS, BANDWIDTH = 32, "25Gbps"
 #: Seed 000 Table 4 (network support) and Table 6 (end-host mechanisms), speedup over the
 #: baseline, 32 workers, 25 Gbps.
 PAPER = {
-    "inception_v3": {"aggregation": 1.34, "multicast": 1.69, "multicast+aggregation": 3.28,
-                     "ring-reduce": 3.35, "ring-reduce+multicast": 3.41, "butterfly mixing": 3.41},
-    "vgg16": {"aggregation": 1.89, "multicast": 1.94, "multicast+aggregation": 22.0,
-              "ring-reduce": 24.6, "ring-reduce+multicast": 24.6, "butterfly mixing": 11.3},
-    "resnet101": {"aggregation": 1.65, "multicast": 1.79, "multicast+aggregation": 6.07,
-                  "ring-reduce": 6.55, "ring-reduce+multicast": 6.71, "butterfly mixing": 6.46},
-    "resnet200": {"aggregation": 1.65, "multicast": 1.85, "multicast+aggregation": 6.7,
-                  "ring-reduce": 6.75, "ring-reduce+multicast": 6.76, "butterfly mixing": 6.79},
+    "inception_v3": {
+        "aggregation": 1.34,
+        "multicast": 1.69,
+        "multicast+aggregation": 3.28,
+        "ring-reduce": 3.35,
+        "ring-reduce+multicast": 3.41,
+        "butterfly mixing": 3.41,
+    },
+    "vgg16": {
+        "aggregation": 1.89,
+        "multicast": 1.94,
+        "multicast+aggregation": 22.0,
+        "ring-reduce": 24.6,
+        "ring-reduce+multicast": 24.6,
+        "butterfly mixing": 11.3,
+    },
+    "resnet101": {
+        "aggregation": 1.65,
+        "multicast": 1.79,
+        "multicast+aggregation": 6.07,
+        "ring-reduce": 6.55,
+        "ring-reduce+multicast": 6.71,
+        "butterfly mixing": 6.46,
+    },
+    "resnet200": {
+        "aggregation": 1.65,
+        "multicast": 1.85,
+        "multicast+aggregation": 6.7,
+        "ring-reduce": 6.75,
+        "ring-reduce+multicast": 6.76,
+        "butterfly mixing": 6.79,
+    },
 }
 #: Seed 000 Table 8, iteration time (s) of multicast + aggregation and of ring-reduce.
-PAPER_TIMES = {"inception_v3": (0.569, 0.562), "vgg16": (0.765, 0.683),
-               "resnet101": (0.598, 0.556), "resnet200": (0.830, 0.824)}
+PAPER_TIMES = {
+    "inception_v3": (0.569, 0.562),
+    "vgg16": (0.765, 0.683),
+    "resnet101": (0.598, 0.556),
+    "resnet200": (0.830, 0.824),
+}
 #: Seed 000 Table 2, model size in Gb.
 PAPER_SIZE_GB = {"inception_v3": 0.715, "vgg16": 6.58, "resnet101": 1.42, "resnet200": 2.06}
 PAPER_RANKING = "ring-reduce > multicast+aggregation > butterfly mixing > multicast > aggregation"
@@ -49,8 +77,10 @@ def main() -> None:
     for m in c.SEED000_MODELS:
         t = times[m]
         paper_base = PAPER_TIMES[m][1] * PAPER[m]["ring-reduce"]
-        rows.append([c.DISPLAY[m], f"{t['baseline']:.2f} ({paper_base:.2f})"]
-                    + [f"{c.x(t['baseline'] / t[k])} ({PAPER[m][k]:.2f}x)" for k in labels])
+        rows.append(
+            [c.DISPLAY[m], f"{t['baseline']:.2f} ({paper_base:.2f})"]
+            + [f"{c.x(t['baseline'] / t[k])} ({PAPER[m][k]:.2f}x)" for k in labels]
+        )
     print(c.table(["model", "baseline s"] + labels, rows))
     print("\nPaper baseline seconds: Table 8 ring-reduce time x Table 6 ring-reduce speedup.\n")
 
@@ -58,10 +88,29 @@ def main() -> None:
     rows = []
     for m in c.SEED000_MODELS:
         one_ps = 2 * WORKERS * PAPER_SIZE_GB[m] / 25
-        rows.append([c.DISPLAY[m], f"{PAPER_SIZE_GB[m]}", c.s(one_ps), c.s(PAPER_TIMES[m][1] * PAPER[m]["ring-reduce"]),
-                     c.s(PAPER_TIMES[m][0] * PAPER[m]["multicast+aggregation"]), c.s(times[m]["baseline"])])
-    print(c.table(["model", "paper size Gb", "2 N S / B, paper size", "Table 8 ring x Table 6",
-                   "Table 8 mc+agg x Table 4", "ours"], rows))
+        rows.append(
+            [
+                c.DISPLAY[m],
+                f"{PAPER_SIZE_GB[m]}",
+                c.s(one_ps),
+                c.s(PAPER_TIMES[m][1] * PAPER[m]["ring-reduce"]),
+                c.s(PAPER_TIMES[m][0] * PAPER[m]["multicast+aggregation"]),
+                c.s(times[m]["baseline"]),
+            ]
+        )
+    print(
+        c.table(
+            [
+                "model",
+                "paper size Gb",
+                "2 N S / B, paper size",
+                "Table 8 ring x Table 6",
+                "Table 8 mc+agg x Table 4",
+                "ours",
+            ],
+            rows,
+        )
+    )
     print()
 
     print("### Iteration time (s): ours; paper's Table 8 where it has one\n")
@@ -69,8 +118,11 @@ def main() -> None:
     for m in c.SEED000_MODELS:
         t = times[m]
         w = c.seed000_model(m)
-        rows.append([c.DISPLAY[m], c.s(w.compute_time_s)] + [c.s(t[k]) for k in labels]
-                    + [c.s(PAPER_TIMES[m][0]), c.s(PAPER_TIMES[m][1])])
+        rows.append(
+            [c.DISPLAY[m], c.s(w.compute_time_s)]
+            + [c.s(t[k]) for k in labels]
+            + [c.s(PAPER_TIMES[m][0]), c.s(PAPER_TIMES[m][1])]
+        )
     print(c.table(["model", "compute"] + labels + ["paper mc+agg", "paper ring"], rows))
 
     print("\n### Ranking (fastest first; `=` within 1%)\n")
@@ -88,8 +140,10 @@ def main() -> None:
     for m in c.SEED000_MODELS:
         w = c.forward_after_distribution(c.seed000_model(m))
         late[m] = {label: c.iteration_time(w, WORKERS, BANDWIDTH, spec) for label, spec in c.MECHANISMS.items()}
-        rows.append([c.DISPLAY[m], c.s(late[m]["baseline"])]
-                    + [f"{c.x(late[m]['baseline'] / late[m][k])} ({PAPER[m][k]:.2f}x)" for k in labels])
+        rows.append(
+            [c.DISPLAY[m], c.s(late[m]["baseline"])]
+            + [f"{c.x(late[m]['baseline'] / late[m][k])} ({PAPER[m][k]:.2f}x)" for k in labels]
+        )
     print(c.table(["model", "baseline s"] + labels, rows))
     print()
     rows = [[c.DISPLAY[m], c.ranking({k: late[m][k] for k in RANKED})] for m in c.SEED000_MODELS]
@@ -100,9 +154,13 @@ def main() -> None:
     print("\nGeometric mean speedups: " + ", ".join(f"{k} {c.x(v)}" for k, v in mean_late.items()))
 
     print(f"\n### With {LATENCY_S * 1e6:.0f} us per hop: speedup over one parameter server\n")
-    specs = {"multicast+aggregation": "ps+multicast+ina", "ring-reduce": "ring",
-             "ring-reduce (fused 64MiB/5ms)": FUSED_RING, "ring-reduce+multicast": "ring+multicast",
-             "butterfly mixing": "butterfly"}
+    specs = {
+        "multicast+aggregation": "ps+multicast+ina",
+        "ring-reduce": "ring",
+        "ring-reduce (fused 64MiB/5ms)": FUSED_RING,
+        "ring-reduce+multicast": "ring+multicast",
+        "butterfly mixing": "butterfly",
+    }
     rows = []
     lat: dict[str, dict[str, float]] = {}
     for m in c.SEED000_MODELS:

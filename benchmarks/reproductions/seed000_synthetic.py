@@ -12,10 +12,9 @@ Run: .venv/bin/python benchmarks/reproductions/seed000_synthetic.py
 
 from __future__ import annotations
 
+import _common as c
 import tensorwire as tw
 from tensorwire.workloads.synthetic import add_modules
-
-import _common as c
 
 WORKERS, BANDWIDTH = 32, "25Gbps"
 COUNTS = (0, 1, 5, 25, 125)
@@ -29,7 +28,7 @@ def synthetic(kind: str, count: int) -> tw.Workload:
     if kind != "network, no compute":
         return add_modules(base, f"{kind}:{count}")
     w = add_modules(base, f"network:{count}")
-    layers = tuple(tw.Layer(l.name, 0.0, 0.0, l.tensors) if "_copy" in l.name else l for l in w.layers)
+    layers = tuple(tw.Layer(x.name, 0.0, 0.0, x.tensors) if "_copy" in x.name else x for x in w.layers)
     return tw.Workload(w.name + "-nocompute", w.batch_size, layers, w.description, w.sources)
 
 
@@ -44,8 +43,11 @@ def main() -> None:
             w = synthetic(kind, n)
             t = {k: c.iteration_time(w, WORKERS, BANDWIDTH, c.MECHANISMS[k]) for k in ["baseline"] + SHOWN}
             res[kind][n] = t
-            rows.append([str(n), f"{w.total_bytes / 1e6:.0f}", c.s(w.compute_time_s), c.s(t["baseline"])]
-                        + [c.x(t["baseline"] / t[k]) for k in SHOWN] + [c.leaders({k: t[k] for k in SHOWN})])
+            rows.append(
+                [str(n), f"{w.total_bytes / 1e6:.0f}", c.s(w.compute_time_s), c.s(t["baseline"])]
+                + [c.x(t["baseline"] / t[k]) for k in SHOWN]
+                + [c.leaders({k: t[k] for k in SHOWN})]
+            )
         print(c.table(["N", "MB", "compute s", "baseline s"] + SHOWN + ["fastest"], rows))
         print()
 
@@ -53,8 +55,12 @@ def main() -> None:
         fig, axes = plt.subplots(1, len(KINDS), figsize=(13, 3.6))  # type: ignore[attr-defined]
         for ax, kind in zip(axes, KINDS):
             for k in SHOWN:
-                ax.plot([n + 1 for n in COUNTS], [res[kind][n]["baseline"] / res[kind][n][k] for n in COUNTS],
-                        marker="o", label=k)
+                ax.plot(
+                    [n + 1 for n in COUNTS],
+                    [res[kind][n]["baseline"] / res[kind][n][k] for n in COUNTS],
+                    marker="o",
+                    label=k,
+                )
             ax.set_xscale("log")
             ax.set_xticks([n + 1 for n in COUNTS], [str(n) for n in COUNTS])
             ax.set_xlabel("modules added")

@@ -20,8 +20,7 @@ def sweep() -> dict[str, dict[int, dict[str, float]]]:
     for m in MODELS:
         w = c.seed000_model(m)
         out[m] = {
-            n: {k: c.iteration_time(w, n, BANDWIDTH, c.MECHANISMS[k]) for k in ["baseline"] + SHOWN}
-            for n in WORKERS
+            n: {k: c.iteration_time(w, n, BANDWIDTH, c.MECHANISMS[k]) for k in ["baseline"] + SHOWN} for n in WORKERS
         }
         late = c.forward_after_distribution(w)
         for n in WORKERS:
@@ -36,10 +35,23 @@ def main() -> None:
         print(f"### {c.DISPLAY[m]}, 25 Gbps: speedup over one parameter server\n")
         rows = []
         for n, t in res[m].items():
-            rows.append([str(n), c.s(t["baseline"])] + [c.x(t["baseline"] / t[k]) for k in SHOWN]
-                        + [f"{t['multicast+aggregation'] / t['ring-reduce']:.2f}", f"{t['late'] / t['ring-reduce']:.2f}",
-                           c.leaders({k: t[k] for k in SHOWN})])
-        print(c.table(["workers", "baseline s"] + SHOWN + ["mc+agg / ring time", "same, forward after distribution", "fastest"], rows))
+            rows.append(
+                [str(n), c.s(t["baseline"])]
+                + [c.x(t["baseline"] / t[k]) for k in SHOWN]
+                + [
+                    f"{t['multicast+aggregation'] / t['ring-reduce']:.2f}",
+                    f"{t['late'] / t['ring-reduce']:.2f}",
+                    c.leaders({k: t[k] for k in SHOWN}),
+                ]
+            )
+        print(
+            c.table(
+                ["workers", "baseline s"]
+                + SHOWN
+                + ["mc+agg / ring time", "same, forward after distribution", "fastest"],
+                rows,
+            )
+        )
         print()
 
     def draw(plt: object) -> None:

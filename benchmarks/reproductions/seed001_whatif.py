@@ -16,9 +16,8 @@ Run: .venv/bin/python benchmarks/reproductions/seed001_whatif.py
 
 from __future__ import annotations
 
-import tensorwire as tw
-
 import _common as c
+import tensorwire as tw
 
 MODELS = ("resnet50", "resnet101", "vgg16")
 SERVERS = 8
@@ -33,8 +32,14 @@ LIMIT_RATIO = 1000
 NEAR = 0.99
 #: Seed 001: moving all parameters at 100 Gbps takes 7.8, 13.6 and 42.2 ms.
 PAPER_TRANSFER_MS = {"resnet50": 7.8, "resnet101": 13.6, "vgg16": 42.2}
-PAPER_NEEDED = {("resnet50", 10): "2-5x", ("resnet101", 10): "2-5x", ("vgg16", 10): "~10x",
-                ("resnet50", 100): "none", ("resnet101", 100): "none", ("vgg16", 100): "none"}
+PAPER_NEEDED = {
+    ("resnet50", 10): "2-5x",
+    ("resnet101", 10): "2-5x",
+    ("vgg16", 10): "~10x",
+    ("resnet50", 100): "none",
+    ("resnet101", 100): "none",
+    ("vgg16", 100): "none",
+}
 
 
 def scaling(w: tw.Workload, gbps: float, ratio: float = 1, servers: int = SERVERS, spec: str = HOROVOD) -> float:
@@ -56,9 +61,16 @@ def main() -> None:
     models = {m: tw.load_model(m, "v100") for m in MODELS}
 
     print("### The models (V100, batch 32)\n")
-    rows = [[c.DISPLAY[m], f"{w.total_bytes / 1e6:.1f}", f"{w.compute_time_s * 1e3:.1f}",
-             f"{w.total_bytes * 8 / 100e9 * 1e3:.1f} ({PAPER_TRANSFER_MS[m]})",
-             f"{w.total_bytes / 2**20 * 8 / 100:.1f}"] for m, w in models.items()]
+    rows = [
+        [
+            c.DISPLAY[m],
+            f"{w.total_bytes / 1e6:.1f}",
+            f"{w.compute_time_s * 1e3:.1f}",
+            f"{w.total_bytes * 8 / 100e9 * 1e3:.1f} ({PAPER_TRANSFER_MS[m]})",
+            f"{w.total_bytes / 2**20 * 8 / 100:.1f}",
+        ]
+        for m, w in models.items()
+    ]
     print(c.table(["model", "MB", "compute ms", "S at 100 Gbps, ms (paper)", "S in MiB read as MB, ms"], rows))
 
     print(f"\n### Scaling factor against bandwidth, {SERVERS} servers, {HOROVOD}\n")
@@ -70,8 +82,11 @@ def main() -> None:
     rows = []
     for g in (10, 100):
         for m, w in models.items():
-            rows.append([f"{g}", c.DISPLAY[m]] + [f"{scaling(w, g, r):.3f}" for r in SHOWN_RATIOS]
-                        + [f"{scaling(w, g, LIMIT_RATIO):.3f}"])
+            rows.append(
+                [f"{g}", c.DISPLAY[m]]
+                + [f"{scaling(w, g, r):.3f}" for r in SHOWN_RATIOS]
+                + [f"{scaling(w, g, LIMIT_RATIO):.3f}"]
+            )
     print(c.table(["Gbps", "model"] + [f"{r:g}x" for r in SHOWN_RATIOS] + ["free network"], rows))
 
     print(f"\n### Compression needed for {NEAR:.0%} of the free-network scaling factor: ours (seed 001)\n")
@@ -83,15 +98,23 @@ def main() -> None:
     print(c.table(["Gbps", "model", "ratio needed", "free-network scaling"], rows))
 
     print(f"\n### The fusion cycle caps the scaling factor: free network (compression {LIMIT_RATIO}x), 100 Gbps\n")
-    variants = {"fusion 64MiB, cycle 5ms": HOROVOD, "fusion 64MiB, cycle 1ms": "ring:fusion=64MiB,cycle=1ms,reduce=2400Gbps",
-                "no fusion": "ring:reduce=2400Gbps"}
-    rows = [[c.DISPLAY[m]] + [f"{scaling(w, 100, LIMIT_RATIO, spec=v):.3f}" for v in variants.values()]
-            for m, w in models.items()]
+    variants = {
+        "fusion 64MiB, cycle 5ms": HOROVOD,
+        "fusion 64MiB, cycle 1ms": "ring:fusion=64MiB,cycle=1ms,reduce=2400Gbps",
+        "no fusion": "ring:reduce=2400Gbps",
+    }
+    rows = [
+        [c.DISPLAY[m]] + [f"{scaling(w, 100, LIMIT_RATIO, spec=v):.3f}" for v in variants.values()]
+        for m, w in models.items()
+    ]
     print(c.table(["model"] + list(variants), rows))
 
     print("\n### Number of servers, no compression\n")
-    rows = [[f"{g}", str(n)] + [f"{scaling(w, g, servers=n):.3f}" for w in models.values()]
-            for g in (10, 100) for n in (2, 4, 8)]
+    rows = [
+        [f"{g}", str(n)] + [f"{scaling(w, g, servers=n):.3f}" for w in models.values()]
+        for g in (10, 100)
+        for n in (2, 4, 8)
+    ]
     print(c.table(["Gbps", "servers"] + [c.DISPLAY[m] for m in MODELS], rows))
 
     def draw(plt: object) -> None:

@@ -27,7 +27,14 @@ def main() -> None:
     print("### Push-pull of many small keys against few large keys (seed 003 Figure 2)\n")
     print("| keys x floats | " + " | ".join(STRATEGIES) + " | fastest |")
     print("|---|" + "---:|" * len(STRATEGIES) + "---|")
-    for keys, floats in ((150, 64_000), (150, 500_000), (50, 500_000), (32, 4_000_000), (8, 10_000_000), (1, 10_000_000)):
+    for keys, floats in (
+        (150, 64_000),
+        (150, 500_000),
+        (50, 500_000),
+        (32, 4_000_000),
+        (8, 10_000_000),
+        (1, 10_000_000),
+    ):
         times = {s: push_pull_ms(keys, floats, s) for s in STRATEGIES}
         best = min(times, key=times.__getitem__)
         print(f"| {keys} x {floats:,} | " + " | ".join(f"{times[s]:.2f}" for s in STRATEGIES) + f" | {best} |")
@@ -36,8 +43,10 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|")
     for millions in (1, 2, 4, 6, 8, 10):
         t = {s: push_pull_ms(1, millions * 1_000_000, s) for s in ("ring", "tree", "multitree")}
-        print(f"| {millions}M | {t['ring']:.3f} | {t['tree']:.3f} | {t['multitree']:.3f} | "
-              f"{t['ring'] / t['tree']:.2f}x | {t['ring'] / t['multitree']:.2f}x |")
+        print(
+            f"| {millions}M | {t['ring']:.3f} | {t['tree']:.3f} | {t['multitree']:.3f} | "
+            f"{t['ring'] / t['tree']:.2f}x | {t['ring'] / t['multitree']:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

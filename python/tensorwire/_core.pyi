@@ -1,6 +1,6 @@
 """Type stub of the Rust extension ``tensorwire._core`` (checked by ``mypy.stubtest``)."""
 
-from typing import Callable, Any, Optional, final
+from typing import Any, Callable, Optional, final
 
 __version__: str
 
@@ -28,6 +28,7 @@ class InputError(ValueError):
 WorkloadTuple = tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]], int, str]
 
 DEFAULT_MAX_FLOWS: int
+
 def simulate(
     workload: WorkloadTuple,
     workers: int,
@@ -166,11 +167,16 @@ def check_topology(spec: str) -> str: ...
 def host_rate(topology: str, bandwidth: Optional[float] = None) -> float: ...
 def placement(topology: str, workers: int, kind: str, seed: int = 0) -> list[int]: ...
 def place_jobs(
-    topology: str, hosts: int, jobs: list[tuple[str, int, str, Optional[list[int]]]], kind: str = "packed", seed: int = 0
+    topology: str,
+    hosts: int,
+    jobs: list[tuple[str, int, str, Optional[list[int]]]],
+    kind: str = "packed",
+    seed: int = 0,
 ) -> list[list[int]]: ...
 def strategies() -> list[dict[str, Any]]: ...
 def topologies() -> list[dict[str, Any]]: ...
 def host_options() -> list[dict[str, Any]]: ...
+
 #: (sends: [(to ranks, first chunk, end chunk)], receives: [(from, first chunk, end chunk, reduce)])
 StepTuple = tuple[list[tuple[list[int], int, int]], list[tuple[int, int, int, bool]]]
 

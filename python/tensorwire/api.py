@@ -137,28 +137,60 @@ def _result(raw: _core.Report, workload: Workload, workers: int, bandwidth: floa
     return Result(model=workload.name, workers=workers, bandwidth=bandwidth, strategy=spec, **taken)
 
 
-def _spans(raw: list[tuple[str, int, list[int], str, list[str], float, float, float]], workload: Workload, workers: int) -> list[dict[str, object]]:
+def _spans(
+    raw: list[tuple[str, int, list[int], str, list[str], float, float, float]], workload: Workload, workers: int
+) -> list[dict[str, object]]:
     """Core spans as dicts: compute per worker; flows per sender and per link. A flow's
     sender is ``worker`` (a rank) or ``server`` (a parameter server's index); the other is
     None, as both are on a link's copy of the flow."""
+
     def host(h: int) -> str:
         return f"worker {h}" if h < workers else f"server {h - workers}"
 
     out: list[dict[str, object]] = []
     for kind, src, to, label, links, start, end, nbytes in raw:
         if kind != "flow":
-            out.append({"kind": "compute", "worker": src, "server": None, "link": None, "name": f"{kind} {label}",
-                        "start_s": start, "end_s": end, "bytes": None})
+            out.append(
+                {
+                    "kind": "compute",
+                    "worker": src,
+                    "server": None,
+                    "link": None,
+                    "name": f"{kind} {label}",
+                    "start_s": start,
+                    "end_s": end,
+                    "bytes": None,
+                }
+            )
             continue
         name = f"{host(src)} -> {', '.join(host(t) for t in to) if len(to) < 4 else f'{len(to)} hosts'}"
         if label:
             name = f"{label}: {name}"
-        out.append({"kind": "flow", "worker": src if src < workers else None,
-                    "server": src - workers if src >= workers else None, "link": None, "name": name,
-                    "start_s": start, "end_s": end, "bytes": nbytes})
+        out.append(
+            {
+                "kind": "flow",
+                "worker": src if src < workers else None,
+                "server": src - workers if src >= workers else None,
+                "link": None,
+                "name": name,
+                "start_s": start,
+                "end_s": end,
+                "bytes": nbytes,
+            }
+        )
         for link in links:
-            out.append({"kind": "flow", "worker": None, "server": None, "link": link, "name": name,
-                        "start_s": start, "end_s": end, "bytes": nbytes})
+            out.append(
+                {
+                    "kind": "flow",
+                    "worker": None,
+                    "server": None,
+                    "link": link,
+                    "name": name,
+                    "start_s": start,
+                    "end_s": end,
+                    "bytes": nbytes,
+                }
+            )
     return out
 
 
@@ -179,12 +211,16 @@ class Job:
             raise InputError("jobs.name", f"{self.name!r} is not a job name; give a non-empty string")
         check_text("jobs.name", self.name)
         if not isinstance(self.workload, Workload):
-            raise TypeError(f"job {self.name!r}: workload must be a Workload (e.g. tensorwire.load_model('resnet50')), not {self.workload!r:.80}")
+            raise TypeError(
+                f"job {self.name!r}: workload must be a Workload (e.g. tensorwire.load_model('resnet50')), not {self.workload!r:.80}"
+            )
         check_int("jobs.workers", self.workers, 1, U32_MAX)
         if self.hosts is not None and (
             isinstance(self.hosts, (str, bytes)) or not all(is_int(h) and 0 <= h <= U32_MAX for h in self.hosts)
         ):
-            raise InputError("jobs.hosts", f"{list(self.hosts)!r:.200}: hosts are numbered 0, 1, ... (integers from 0 to {U32_MAX})")
+            raise InputError(
+                "jobs.hosts", f"{list(self.hosts)!r:.200}: hosts are numbered 0, 1, ... (integers from 0 to {U32_MAX})"
+            )
 
     @property
     def hosts_needed(self) -> int:
@@ -247,7 +283,9 @@ def _check_max_flows(max_flows: Optional[int]) -> None:
 def _check_types(workload: Any, cluster: Any) -> None:
     """A :class:`TypeError` saying what was expected, instead of an ``AttributeError`` later."""
     if not isinstance(workload, Workload):
-        raise TypeError(f"workload must be a Workload (tensorwire.load_model, Workload.from_file, ...), not {workload!r:.80}")
+        raise TypeError(
+            f"workload must be a Workload (tensorwire.load_model, Workload.from_file, ...), not {workload!r:.80}"
+        )
     if not isinstance(cluster, Cluster):
         raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
 
@@ -283,8 +321,10 @@ def _run_jobs(
     parsed = [_as_strategy(j.strategy) for j in jobs]
     _check_run(iterations, seed, max_flows, failures)
     raws = _core.simulate_jobs(
-        [(j.name, j.workload._to_core(), j.workers, s.core, None if j.hosts is None else list(j.hosts))
-         for j, s in zip(jobs, parsed)],
+        [
+            (j.name, j.workload._to_core(), j.workers, s.core, None if j.hosts is None else list(j.hosts))
+            for j, s in zip(jobs, parsed)
+        ],
         cluster.workers,
         cluster.bandwidth,
         cluster.latency,

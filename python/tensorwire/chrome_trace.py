@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Optional
 
 from tensorwire.io import write_atomic
@@ -56,18 +56,33 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
         events.append({"ph": "M", "pid": LINKS, "tid": tid, "name": "thread_name", "args": {"name": name}})
     traced = sorted({int(s["worker"]) for s in result.timeline if s["worker"] is not None})
     for w in traced:
-        events.append({"ph": "M", "pid": WORKERS, "tid": 2 * w, "name": "thread_name", "args": {"name": f"worker {w} compute"}})
-        events.append({"ph": "M", "pid": WORKERS, "tid": 2 * w + 1, "name": "thread_name", "args": {"name": f"worker {w} sends"}})
+        events.append(
+            {"ph": "M", "pid": WORKERS, "tid": 2 * w, "name": "thread_name", "args": {"name": f"worker {w} compute"}}
+        )
+        events.append(
+            {"ph": "M", "pid": WORKERS, "tid": 2 * w + 1, "name": "thread_name", "args": {"name": f"worker {w} sends"}}
+        )
     servers = sorted({int(s["server"]) for s in result.timeline if s.get("server") is not None})
     if servers:
         events.append({"ph": "M", "pid": SERVERS, "name": "process_name", "args": {"name": "parameter servers"}})
     for p in servers:
-        events.append({"ph": "M", "pid": SERVERS, "tid": p, "name": "thread_name", "args": {"name": f"server {p} sends"}})
+        events.append(
+            {"ph": "M", "pid": SERVERS, "tid": p, "name": "thread_name", "args": {"name": f"server {p} sends"}}
+        )
     for i, s in enumerate(result.timeline):
         start, end = us(s["start_s"]), us(s["end_s"])
         if s["kind"] == "compute":
-            events.append({"ph": "X", "pid": WORKERS, "tid": 2 * int(s["worker"]), "name": s["name"], "cat": "compute",
-                           "ts": start, "dur": end - start})
+            events.append(
+                {
+                    "ph": "X",
+                    "pid": WORKERS,
+                    "tid": 2 * int(s["worker"]),
+                    "name": s["name"],
+                    "cat": "compute",
+                    "ts": start,
+                    "dur": end - start,
+                }
+            )
             continue
         if s["link"] is not None:
             pid, tid = LINKS, link_tid[str(s["link"])]
@@ -79,10 +94,15 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
             continue  # no sender known: shown on the links it crosses
         args = {"bytes": s["bytes"]}
         # Messages overlap on a track, so they are async slices (which may overlap).
-        events.append({"ph": "b", "pid": pid, "tid": tid, "id": i, "cat": "flow", "name": s["name"], "ts": start, "args": args})
+        events.append(
+            {"ph": "b", "pid": pid, "tid": tid, "id": i, "cat": "flow", "name": s["name"], "ts": start, "args": args}
+        )
         events.append({"ph": "e", "pid": pid, "tid": tid, "id": i, "cat": "flow", "name": s["name"], "ts": end})
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "metadata": {"model": result.model, "workers": result.workers, "strategy": result.strategy}}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "metadata": {"model": result.model, "workers": result.workers, "strategy": result.strategy},
+    }
 
 
 _HOST = re.compile(r"(?<![A-Za-z0-9])h(\d+)")

@@ -61,7 +61,9 @@ class Cluster:
     ) -> None:
         check_int("workers", workers, 1, U32_MAX)
         if not isinstance(topology, str):
-            raise InputError("topology", f"{topology!r} is not a topology spec such as star or leaf-spine:hosts_per_leaf=8")
+            raise InputError(
+                "topology", f"{topology!r} is not a topology spec such as star or leaf-spine:hosts_per_leaf=8"
+            )
         core = _core.Topology(topology)
         if network not in NETWORK_MODELS:
             raise InputError("network", f"{network!r} is not a network model; choose {' or '.join(NETWORK_MODELS)}")

@@ -39,7 +39,9 @@ class Failure:
         if not self.target:
             raise InputError("failures.target", "name a link (h0->sw) or a node (h0, sw, leaf0)")
         if not 0.0 <= self.rate <= 1.0:
-            raise InputError("failures.rate", f"{self.rate!r} must be a fraction of the nominal rate in [0, 1] (0: down)")
+            raise InputError(
+                "failures.rate", f"{self.rate!r} must be a fraction of the nominal rate in [0, 1] (0: down)"
+            )
         if not self.at_s >= 0.0:
             raise InputError("failures.at_s", f"{self.at_s!r} must be a time >= 0 s")
 

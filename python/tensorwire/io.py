@@ -63,7 +63,10 @@ def _target(path: PathLike, field: str) -> Path:
     except OSError as e:
         raise InputError(field, f"cannot write {text}: {_reason(e)}") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise InputError(field, f"cannot write {text}: it is {_kind(st.st_mode)}, not a regular file (only regular files are written)")
+        raise InputError(
+            field,
+            f"cannot write {text}: it is {_kind(st.st_mode)}, not a regular file (only regular files are written)",
+        )
     return Path(os.path.realpath(text))
 
 
@@ -163,7 +166,9 @@ def gunzip(data: bytes, name: str, field: str, limit: int) -> bytes:
         total += len(chunk)
         out.append(chunk)
         if total > limit or d.unconsumed_tail:
-            raise InputError(field, f"{name}: decompresses to more than the {_size(limit)} this reader takes (docs/formats.md)")
+            raise InputError(
+                field, f"{name}: decompresses to more than the {_size(limit)} this reader takes (docs/formats.md)"
+            )
         if not d.eof:
             raise InputError(field, f"{name}: not a complete gzip file (it ends early)")
         rest = d.unused_data

@@ -35,7 +35,9 @@ def lazy_exports(
         except ModuleNotFoundError as e:
             missing = e.name or ""
             if missing in extras:
-                raise ImportError(f"{package}.{name} needs {missing}: pip install 'tensorwire[{extras[missing]}]'") from e
+                raise ImportError(
+                    f"{package}.{name} needs {missing}: pip install 'tensorwire[{extras[missing]}]'"
+                ) from e
             raise
         namespace[name] = value
         return value

@@ -31,7 +31,11 @@ def check_int(field: str, value: Any, minimum: int = 0, maximum: int = U64_MAX) 
     8
     """
     if not is_int(value) or not minimum <= value <= maximum:
-        shown = repr(value) if not is_int(value) or int(value).bit_length() <= 96 else f"an integer of {int(value).bit_length()} bits"
+        shown = (
+            repr(value)
+            if not is_int(value) or int(value).bit_length() <= 96
+            else f"an integer of {int(value).bit_length()} bits"
+        )
         raise InputError(field, f"{shown} is not allowed; need an integer from {minimum} to {maximum}")
     return int(value)
 
@@ -44,5 +48,7 @@ def check_text(field: str, value: Any) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise InputError(field, f"{value[:40]!a}: not valid Unicode (character {e.start} is a lone surrogate)") from None
+        raise InputError(
+            field, f"{value[:40]!a}: not valid Unicode (character {e.start} is a lone surrogate)"
+        ) from None
     return value

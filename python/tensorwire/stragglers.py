@@ -42,7 +42,9 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
     if kind == "fixed":
         values = _numbers(arg.split(","), spec)
         if len(values) != workers:
-            raise InputError("stragglers", f"{spec!r}: fixed needs one multiplier per worker ({workers}), got {len(values)}")
+            raise InputError(
+                "stragglers", f"{spec!r}: fixed needs one multiplier per worker ({workers}), got {len(values)}"
+            )
         return {"stragglers": "fixed", "slowdowns": values}
     if kind == "empirical":
         try:
@@ -52,7 +54,9 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
         values = _numbers(lines, spec)
         mean = sum(values) / len(values)
         return {"stragglers": "empirical", "slowdowns": [v / mean for v in values]}
-    raise InputError("stragglers", f"{spec!r} is not none, normal:CV, lognormal:SIGMA, fixed:M0,M1,... or empirical:FILE")
+    raise InputError(
+        "stragglers", f"{spec!r} is not none, normal:CV, lognormal:SIGMA, fixed:M0,M1,... or empirical:FILE"
+    )
 
 
 def _numbers(texts: list[str], spec: str) -> list[float]:

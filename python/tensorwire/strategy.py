@@ -84,7 +84,13 @@ def with_options(spec: str, *options: str) -> str:
 def strategies() -> list[StrategyInfo]:
     """Every built-in strategy with its options."""
     return [
-        StrategyInfo(s["name"], s["summary"], tuple(OptionInfo(**o) for o in s["options"]), tuple(s["host_options"]), s["alias_of"])
+        StrategyInfo(
+            s["name"],
+            s["summary"],
+            tuple(OptionInfo(**o) for o in s["options"]),
+            tuple(s["host_options"]),
+            s["alias_of"],
+        )
         for s in _core.strategies()
     ]
 

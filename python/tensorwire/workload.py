@@ -59,8 +59,14 @@ class Layer:
         check_text("layer.name", self.name)
         for key in ("forward_s", "backward_s"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
-                raise InputError(f"layer.{key}", f"{value!r} (layer {self.name!r}) must be a finite number of seconds >= 0")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value >= 0)
+            ):
+                raise InputError(
+                    f"layer.{key}", f"{value!r} (layer {self.name!r}) must be a finite number of seconds >= 0"
+                )
         if isinstance(self.tensors, (str, bytes)) or not all(isinstance(t, Tensor) for t in self.tensors):
             raise TypeError(f"layer {self.name!r}: tensors must be Tensor objects, got {self.tensors!r:.200}")
 
@@ -89,9 +95,14 @@ class Workload:
 
     def __post_init__(self) -> None:
         if self.collective_kind not in COLLECTIVES:
-            raise InputError("workload.collective", f"{self.collective_kind!r} is not a collective; choose one of {', '.join(COLLECTIVES)}")
+            raise InputError(
+                "workload.collective",
+                f"{self.collective_kind!r} is not a collective; choose one of {', '.join(COLLECTIVES)}",
+            )
         if isinstance(self.dtype_bytes, bool) or self.dtype_bytes not in (1, 2, 4, 8):
-            raise InputError("workload.dtype_bytes", f"{self.dtype_bytes!r} is not an element size; choose 1, 2, 4 or 8")
+            raise InputError(
+                "workload.dtype_bytes", f"{self.dtype_bytes!r} is not an element size; choose 1, 2, 4 or 8"
+            )
         check_int("workload.batch_size", self.batch_size, 1, U32_MAX)
         if not self.layers:
             raise InputError("workload.layers", "a workload needs at least one layer")
@@ -102,7 +113,9 @@ class Workload:
         for source in self.sources:
             check_text("workload.sources", source)
         if self.total_bytes > U64_MAX:
-            raise InputError("workload.tensors", f"{self.total_bytes} bytes in all is more than the core's limit of {U64_MAX}")
+            raise InputError(
+                "workload.tensors", f"{self.total_bytes} bytes in all is more than the core's limit of {U64_MAX}"
+            )
 
     # -- derived quantities -------------------------------------------------------------
     @property
@@ -191,8 +204,15 @@ class Workload:
             )
             for layer in model.layers
         )
-        return cls(model.name, model.batch_size, layers, model.description, tuple(model.sources), model.dtype_bytes,
-                   model.collective)
+        return cls(
+            model.name,
+            model.batch_size,
+            layers,
+            model.description,
+            tuple(model.sources),
+            model.dtype_bytes,
+            model.collective,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tensorwire-workload/1`` form, for saving."""

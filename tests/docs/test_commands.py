@@ -187,7 +187,12 @@ def run(argv: list[str], cwd: Path, timeout: float = WALL_S) -> Outcome:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        argv,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         env={**os.environ, "COLUMNS": "120"},
     )
     rc: Optional[int]
@@ -273,4 +278,3 @@ def test_doc_command_runs_as_written(c: Command, workdir: Path) -> None:
         assert (workdir / out).is_file(), f"{c.text}: wrote no {out}"
     if is_llm_compare_at_scale(argv):
         assert o.cpu_s <= LLM_COMPARE_CPU_S, describe(c, o)
-

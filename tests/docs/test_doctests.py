@@ -13,7 +13,6 @@ import importlib
 from pathlib import Path
 
 import pytest
-
 import tensorwire
 
 PACKAGE = Path(tensorwire.__file__).parent

@@ -55,11 +55,14 @@ def test_every_reproduction_script_is_a_case() -> None:
 
 
 def test_normalisation_removes_only_wall_clock_times() -> None:
-    err = ("tensorwire: [3/48] resnet50 ps+ina: 1.111 s (0.4 s)\n"
-           "tensorwire: simulating: 1/3 iterations, 0.052 s simulated, 1,234 flows (10 s)\n"
-           "tensorwire: error: latency: \"-5us\" is negative; durations must be >= 0 (0.4 s)\n")
+    err = (
+        "tensorwire: [3/48] resnet50 ps+ina: 1.111 s (0.4 s)\n"
+        "tensorwire: simulating: 1/3 iterations, 0.052 s simulated, 1,234 flows (10 s)\n"
+        'tensorwire: error: latency: "-5us" is negative; durations must be >= 0 (0.4 s)\n'
+    )
     assert golden.normalise_stderr(err) == (
         "tensorwire: [3/48] resnet50 ps+ina: 1.111 s (<T> s)\n"
-        "tensorwire: error: latency: \"-5us\" is negative; durations must be >= 0 (0.4 s)\n")
+        'tensorwire: error: latency: "-5us" is negative; durations must be >= 0 (0.4 s)\n'
+    )
     out = "r.csv: 16 configurations in 12.5 s on local cores\n| ring | 0.5 s |\n"
     assert golden.normalise_stdout(out) == "r.csv: 16 configurations in <T> s on local cores\n| ring | 0.5 s |\n"

@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _layout() -> str:
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Layout\n"):]
-    return section[section.index("```\n") + 4: section.index("```\n", section.index("```\n") + 4)]
+    section = text[text.index("## Layout\n") :]
+    return section[section.index("```\n") + 4 : section.index("```\n", section.index("```\n") + 4)]
 
 
 def _named_folders() -> set[str]:
@@ -38,8 +38,11 @@ def test_every_folder_named_exists() -> None:
 
 def test_every_subpackage_and_test_folder_is_named() -> None:
     named = _named_folders()
-    packages = {f"python/tensorwire/{p.name}" for p in (ROOT / "python" / "tensorwire").iterdir()
-                if (p / "__init__.py").exists()}
+    packages = {
+        f"python/tensorwire/{p.name}"
+        for p in (ROOT / "python" / "tensorwire").iterdir()
+        if (p / "__init__.py").exists()
+    }
     test_dirs = {f"tests/{p.name}" for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     top = {line.split("/")[0] for line in tracked.splitlines() if "/" in line and not line.startswith(".")}

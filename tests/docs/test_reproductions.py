@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 import tensorwire as tw
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from tensorwire.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,8 +42,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         (d / "counts.json").write_text(json.dumps({"tests": counts, "total": dict(total)}, indent=1) + "\n")
         with open(d / "cases.jsonl", "w", encoding="utf-8") as f:
             for c in fuzz_harness.CASES:
-                row = {"test": c.test, "command": c.command, "note": c.note, "outcome": c.outcome, "rc": c.rc,
-                       "wall_s": round(c.wall_s, 2), "problems": c.problems, "stderr": c.first_stderr_line}
+                row = {
+                    "test": c.test,
+                    "command": c.command,
+                    "note": c.note,
+                    "outcome": c.outcome,
+                    "rc": c.rc,
+                    "wall_s": round(c.wall_s, 2),
+                    "problems": c.problems,
+                    "stderr": c.first_stderr_line,
+                }
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         failing = [c for c in fuzz_harness.CASES if c.problems]
         (d / "failures.txt").write_text(fuzz_harness.report(failing) + "\n" if failing else "")

@@ -94,8 +94,13 @@ def run(test: str, argv: Sequence[Arg], cwd: Path, note: str = "", timeout: floa
     case = Case(test, list(argv), note)
     t0 = time.monotonic()
     p = subprocess.Popen(
-        [sys.executable, "-m", "tensorwire", *map(_os_arg, argv)], cwd=cwd, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limits, start_new_session=True,
+        [sys.executable, "-m", "tensorwire", *map(_os_arg, argv)],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_limits,
+        start_new_session=True,
         env={**os.environ, "COLUMNS": "120", "RUST_BACKTRACE": "0"},
     )
     try:

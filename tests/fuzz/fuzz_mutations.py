@@ -23,15 +23,49 @@ PathKey = tuple[Union[str, int], ...]
 U64 = 2**64 - 1
 
 EXTREME_NUMBERS: tuple[Json, ...] = (
-    0, -1, 1, -(2**63), 2**63 - 1, 2**63, U64, 2**64, 2**64 + 1, 10**30, 2**1000,
-    0.0, -0.0, 1e-300, 5e-324, 1e300, 1e308, -1e308, float("nan"), float("inf"), float("-inf"),
-    1.5, 1e20, 4294967297,
+    0,
+    -1,
+    1,
+    -(2**63),
+    2**63 - 1,
+    2**63,
+    U64,
+    2**64,
+    2**64 + 1,
+    10**30,
+    2**1000,
+    0.0,
+    -0.0,
+    1e-300,
+    5e-324,
+    1e300,
+    1e308,
+    -1e308,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    1.5,
+    1e20,
+    4294967297,
 )
 """Numbers at the edges of u32/i64/u64/f64 and past them (JSON's NaN and Infinity
 extensions included: Python's json writes and reads them)."""
 
 OTHER_VALUES: tuple[Json, ...] = (
-    None, True, False, "", "x", "1e308", "\ud800", "é" * 3, "\x00", [], {}, [1, 2], {"a": 1}, "9" * 400,
+    None,
+    True,
+    False,
+    "",
+    "x",
+    "1e308",
+    "\ud800",
+    "é" * 3,
+    "\x00",
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    "9" * 400,
 )
 """Values of the wrong type: null, booleans, strings (a lone surrogate, NUL), containers."""
 
@@ -130,10 +164,14 @@ def mutate_json(obj: Json, rng: random.Random, focus: Optional[Callable[[PathKey
     if op == "duplicate" and isinstance(node, list) and node:
         i = rng.randrange(len(node))
         times = rng.choice((2, 100))
-        return replace(obj, path, node[: i + 1] + [node[i]] * (times - 1) + node[i + 1 :]), f"repeat {where}/{i} x{times}"
+        return replace(
+            obj, path, node[: i + 1] + [node[i]] * (times - 1) + node[i + 1 :]
+        ), f"repeat {where}/{i} x{times}"
     if op == "nest":
         depth = rng.choice((64, 1000, 50_000))
-        return replace(obj, path, nested(depth, node if not isinstance(node, (dict, list)) else 1)), f"nest {where} {depth} deep"
+        return replace(
+            obj, path, nested(depth, node if not isinstance(node, (dict, list)) else 1)
+        ), f"nest {where} {depth} deep"
     if op == "scale" and isinstance(node, (int, float)) and not isinstance(node, bool):
         factor = rng.choice((1e9, 1e18, 1e300, -1.0, 1e-9, 0.0))
         return replace(obj, path, node * factor), f"scale {where} by {factor!r}"
@@ -181,7 +219,18 @@ def kineto_trace(rank: int = 0) -> Json:
     return json.loads(gzip.decompress(KINETO_RANKS[rank].read_bytes()))
 
 
-KINETO_FIELDS = {"ts", "dur", "args", "Input Dims", "name", "cat", "ph", "traceEvents", "schemaVersion", "distributedInfo"}
+KINETO_FIELDS = {
+    "ts",
+    "dur",
+    "args",
+    "Input Dims",
+    "name",
+    "cat",
+    "ph",
+    "traceEvents",
+    "schemaVersion",
+    "distributedInfo",
+}
 
 
 def kineto_focus(trace: Json) -> Callable[[PathKey], bool]:
@@ -189,7 +238,14 @@ def kineto_focus(trace: Json) -> Callable[[PathKey], bool]:
     interesting = set()
     for i, e in enumerate(trace.get("traceEvents", [])):
         name = str(e.get("name", ""))
-        if "ProfilerStep" in name or e.get("ph") == "X" and "Optimizer" in name or "allreduce" in name.lower() or "Backward" in name or e.get("cat") == "user_annotation":
+        if (
+            "ProfilerStep" in name
+            or e.get("ph") == "X"
+            and "Optimizer" in name
+            or "allreduce" in name.lower()
+            or "Backward" in name
+            or e.get("cat") == "user_annotation"
+        ):
             interesting.add(i)
 
     def focus(p: PathKey) -> bool:
@@ -202,12 +258,26 @@ def kineto_focus(trace: Json) -> Callable[[PathKey], bool]:
 
 def workload_focus(p: PathKey) -> bool:
     """Fields of a tensorwire-workload/1 file."""
-    return bool(p) and str(p[-1]) in {"bytes", "forward_s", "backward_s", "batch_size", "dtype_bytes", "collective", "format", "layers", "tensors", "name"}
+    return bool(p) and str(p[-1]) in {
+        "bytes",
+        "forward_s",
+        "backward_s",
+        "batch_size",
+        "dtype_bytes",
+        "collective",
+        "format",
+        "layers",
+        "tensors",
+        "name",
+    }
 
 
 def five_attribute(rng: random.Random) -> tuple[str, str]:
     """A five-attribute trace with drawn header values, times and sizes (some extreme)."""
-    pick = lambda: rng.choice(("0", "0.001", "1e308", "1e-300", "nan", "inf", "-1", "18446744073709551616", "1e23", "0.5"))  # noqa: E731
+
+    def pick() -> str:
+        return rng.choice(("0", "0.001", "1e308", "1e-300", "nan", "inf", "-1", "18446744073709551616", "1e23", "0.5"))
+
     lines = []
     what = []
     for key in ("forward_s", "first_backward_s", "batch_size"):
@@ -256,7 +326,7 @@ def chakra_trace(rng: random.Random) -> tuple[bytes, str]:
     for i in range(layers):
         nodes.append(cw.node(nid, f"aten::linear_{i}", COMP_NODE, dur(nid - 1, 50), ctrl_deps=[prev] if prev else []))
         prev, nid = nid, nid + 1
-    for i in range(layers):
+    for _ in range(layers):
         nodes.append(cw.node(nid, "AddmmBackward0", COMP_NODE, dur(nid - 1, rng.choice((100, 300))), data_deps=[prev]))
         prev, nid = nid, nid + 1
         kind = anomalies.get(nid - 1)

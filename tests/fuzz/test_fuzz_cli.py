@@ -41,7 +41,11 @@ that makes a legitimate but long run is refused by it rather than timing out."""
 
 
 def fuzz(
-    name: str, strategy: st.SearchStrategy[Any], body: Callable[[Any], Sequence[fh.Case]], default: int, explicit: Sequence[Any] = ()
+    name: str,
+    strategy: st.SearchStrategy[Any],
+    body: Callable[[Any], Sequence[fh.Case]],
+    default: int,
+    explicit: Sequence[Any] = (),
 ) -> None:
     """Run ``body`` on the ``explicit`` values (the reviews' reproductions) and on
     ``examples(default)`` drawn values; fail with every failing case."""
@@ -53,8 +57,12 @@ def fuzz(
     for v in explicit:
         inner = example(v)(inner)
     test = settings(
-        max_examples=fh.examples(default), deadline=None, derandomize=True, database=None,
-        phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck),
+        max_examples=fh.examples(default),
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
     )(given(strategy)(inner))
     test()
     ran = sum(c.test == name for c in fh.CASES)
@@ -65,36 +73,149 @@ def fuzz(
 # -- value pools ----------------------------------------------------------------------------
 
 MAGNITUDES = (
-    "0", "-0", "1", "-1", "0.5", "2.5", "1e-30", "1e-300", "5e-324", "1e-320", "1e9", "1e20", "1e30",
-    "1e300", "1e308", "1.8e308", "1e400", "nan", "NaN", "inf", "-inf", "4294967297",
-    "18446744073709551615", "18446744073709551616", "99999999999999999999999", "0x19", "1_000", " 1", "",
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "0.5",
+    "2.5",
+    "1e-30",
+    "1e-300",
+    "5e-324",
+    "1e-320",
+    "1e9",
+    "1e20",
+    "1e30",
+    "1e300",
+    "1e308",
+    "1.8e308",
+    "1e400",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "4294967297",
+    "18446744073709551615",
+    "18446744073709551616",
+    "99999999999999999999999",
+    "0x19",
+    "1_000",
+    " 1",
+    "",
 )
 RATE_UNITS = ("bps", "Kbps", "Mbps", "Gbps", "Tbps")
 SIZE_UNITS = ("B", "KB", "MB", "GB", "KiB", "MiB", "GiB")
 TIME_UNITS = ("ns", "us", "ms", "s")
 JUNK_UNITS = ("", "µs", "Gbs", " Gbps", "gbps", "GiBps", "%", "B/s")
 INT_EDGES = (
-    "0", "-1", "1", "2", "3", "4", "8", "1024", "65536", "1000000000", "2147483648", "4294967297",
-    "9223372036854775808", "18446744073709551616", "99999999999999999999999", "1.5", "1e3", "abc", "", " 8", "٢",
+    "0",
+    "-1",
+    "1",
+    "2",
+    "3",
+    "4",
+    "8",
+    "1024",
+    "65536",
+    "1000000000",
+    "2147483648",
+    "4294967297",
+    "9223372036854775808",
+    "18446744073709551616",
+    "99999999999999999999999",
+    "1.5",
+    "1e3",
+    "abc",
+    "",
+    " 8",
+    "٢",
 )
 SMALL_OR_ABSURD_INTS = tuple(v for v in INT_EDGES if v not in ("1024", "65536"))
 """For commands without a flow budget option (compare, sweep): no legitimately long runs."""
 ZOO = ("resnet50", "vgg16", "alexnet", "bert_base", "inception_v3", "gpt2", "llama3_8b")
 STRATEGIES = (
-    "ps", "ps+multicast", "ps+ina", "ps+multicast+ina", "ring", "ring+multicast", "butterfly",
-    "recursive-doubling", "halving-doubling", "tree", "multitree", "double-tree", "hierarchical",
-    "zero1", "zero2", "fsdp", "zero3", "hsdp",
+    "ps",
+    "ps+multicast",
+    "ps+ina",
+    "ps+multicast+ina",
+    "ring",
+    "ring+multicast",
+    "butterfly",
+    "recursive-doubling",
+    "halving-doubling",
+    "tree",
+    "multitree",
+    "double-tree",
+    "hierarchical",
+    "zero1",
+    "zero2",
+    "fsdp",
+    "zero3",
+    "hsdp",
 )
 STRATEGY_KEYS = (
-    "num_ps", "placement", "distribution", "barrier", "pipeline", "switch_memory", "trees", "penalty",
-    "chunk", "gpus_per_node", "algorithm", "prefetch", "backward_prefetch", "reshard_after_forward",
-    "unit", "min_unit", "bucket", "shard_group", "partition", "schedule", "credit", "inflight", "fusion",
-    "cycle", "compression", "reduce", "transport", "overhead", "streams", "segments", "execution",
-    "dispatch", "partial", "copy", "param_dtype", "reduce_dtype", "", "bogus",
+    "num_ps",
+    "placement",
+    "distribution",
+    "barrier",
+    "pipeline",
+    "switch_memory",
+    "trees",
+    "penalty",
+    "chunk",
+    "gpus_per_node",
+    "algorithm",
+    "prefetch",
+    "backward_prefetch",
+    "reshard_after_forward",
+    "unit",
+    "min_unit",
+    "bucket",
+    "shard_group",
+    "partition",
+    "schedule",
+    "credit",
+    "inflight",
+    "fusion",
+    "cycle",
+    "compression",
+    "reduce",
+    "transport",
+    "overhead",
+    "streams",
+    "segments",
+    "execution",
+    "dispatch",
+    "partial",
+    "copy",
+    "param_dtype",
+    "reduce_dtype",
+    "",
+    "bogus",
 )
 WORDS = (
-    "true", "false", "yes", "1", "round-robin", "balanced", "sharded", "block", "priority", "fifo",
-    "ring", "halving-doubling", "bf16", "fp32", "fp8", "tcp", "rdma", "solo", "majority", "none", "", "é",
+    "true",
+    "false",
+    "yes",
+    "1",
+    "round-robin",
+    "balanced",
+    "sharded",
+    "block",
+    "priority",
+    "fifo",
+    "ring",
+    "halving-doubling",
+    "bf16",
+    "fp32",
+    "fp8",
+    "tcp",
+    "rdma",
+    "solo",
+    "majority",
+    "none",
+    "",
+    "é",
 )
 SIZES_NORMAL = ("4MiB", "25MiB", "64MiB")
 """Legitimate sizes (not small pieces, which make legitimately long runs)."""
@@ -121,7 +242,9 @@ def value(units: Sequence[str]) -> st.SearchStrategy[str]:
 
 RATES, SIZES, TIMES = value(RATE_UNITS), value(SIZE_UNITS), value(TIME_UNITS)
 INTS = st.one_of(st.sampled_from(INT_EDGES), st.integers(-(2**70), 2**70).map(str), junk_text())
-SMALL_INTS = st.one_of(st.sampled_from(SMALL_OR_ABSURD_INTS), st.integers(2**32, 2**70).map(str), st.integers(-(2**70), 0).map(str))
+SMALL_INTS = st.one_of(
+    st.sampled_from(SMALL_OR_ABSURD_INTS), st.integers(2**32, 2**70).map(str), st.integers(-(2**70), 0).map(str)
+)
 FLOATS = st.one_of(st.sampled_from(MAGNITUDES), st.floats(allow_nan=True, allow_infinity=True).map(repr), junk_text())
 OPTION_VALUES = st.one_of(SIZES, TIMES, RATES, INTS, FLOATS, st.sampled_from(WORDS + SIZES_NORMAL))
 
@@ -146,7 +269,9 @@ def topology_spec(draw: st.DrawFn) -> str:
         "nodes": ("machine",),
         "rail": ("node", "nodes_per_group", "spines", "oversubscription", "nic", "nvlink"),
     }.get(kind, ("hosts_per_leaf", "x"))
-    vals = st.one_of(INTS, RATES, FLOATS, st.sampled_from(("dgx-h100", "dgx-a100", "p3.16xlarge", "pcie-8", "dgx-1", "")))
+    vals = st.one_of(
+        INTS, RATES, FLOATS, st.sampled_from(("dgx-h100", "dgx-a100", "p3.16xlarge", "pcie-8", "dgx-1", ""))
+    )
     opts = draw(st.lists(st.tuples(st.sampled_from(keys), vals), max_size=3))
     return kind + (":" + ",".join(f"{k}={v}" for k, v in opts) if opts else "")
 
@@ -164,7 +289,9 @@ def stragglers_spec(draw: st.DrawFn) -> str:
 
 @st.composite
 def failure_spec(draw: st.DrawFn) -> str:
-    target = draw(st.sampled_from(("h0", "h3", "h7", "h8", "h100", "sw", "h0->sw", "sw->h1", "leaf0->spine1", "spine0", "", "->")))
+    target = draw(
+        st.sampled_from(("h0", "h3", "h7", "h8", "h100", "sw", "h0->sw", "sw->h1", "leaf0->spine1", "spine0", "", "->"))
+    )
     spec = f"{target}@{draw(TIMES)}"
     if draw(st.booleans()):
         spec += f":rate={draw(FLOATS)}"
@@ -185,12 +312,26 @@ def argv_bytes() -> st.SearchStrategy[bytes]:
 # -- (a) options ----------------------------------------------------------------------------
 
 SIM_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
-    "--workers": INTS, "--bandwidth": RATES, "--latency": TIMES, "--overhead": TIMES,
-    "--topology": topology_spec(), "--strategy": strategy_spec(), "--compute-speedup": FLOATS,
-    "--stragglers": stragglers_spec(), "--fail": failure_spec(), "--iterations": INTS, "--seed": INTS,
-    "--batch": INTS, "--max-flows": INTS, "--collective": collective_spec(), "--gpu": st.sampled_from(("v100", "h100", "a100-80gb", "netop2020", "", "x")),
-    "--seq-len": INTS, "--mfu": FLOATS, "--placement": st.sampled_from(("packed", "spread", "random", "", "x")),
-    "--network": st.sampled_from(("flow", "analytical", "")), "--add-modules": st.tuples(st.sampled_from(("compute", "network", "inception", "")), INTS).map(":".join),
+    "--workers": INTS,
+    "--bandwidth": RATES,
+    "--latency": TIMES,
+    "--overhead": TIMES,
+    "--topology": topology_spec(),
+    "--strategy": strategy_spec(),
+    "--compute-speedup": FLOATS,
+    "--stragglers": stragglers_spec(),
+    "--fail": failure_spec(),
+    "--iterations": INTS,
+    "--seed": INTS,
+    "--batch": INTS,
+    "--max-flows": INTS,
+    "--collective": collective_spec(),
+    "--gpu": st.sampled_from(("v100", "h100", "a100-80gb", "netop2020", "", "x")),
+    "--seq-len": INTS,
+    "--mfu": FLOATS,
+    "--placement": st.sampled_from(("packed", "spread", "random", "", "x")),
+    "--network": st.sampled_from(("flow", "analytical", "")),
+    "--add-modules": st.tuples(st.sampled_from(("compute", "network", "inception", "")), INTS).map(":".join),
     "--model": st.sampled_from(ZOO + ("", "job.json", "RESNET50")),
 }
 LLM_OPTIONS = ("--seq-len", "--mfu")
@@ -202,7 +343,17 @@ def overrides(options: dict[str, st.SearchStrategy[Any]], raw: bool = True) -> s
     pairs = st.lists(pair, min_size=1, max_size=2, unique_by=lambda p: p[0])
     if not raw:
         return pairs
-    return st.one_of(pairs, pairs, pairs, pairs, pairs, pairs, pairs, pairs, st.tuples(st.sampled_from(sorted(options)), argv_bytes()).map(lambda p: [p]))
+    return st.one_of(
+        pairs,
+        pairs,
+        pairs,
+        pairs,
+        pairs,
+        pairs,
+        pairs,
+        pairs,
+        st.tuples(st.sampled_from(sorted(options)), argv_bytes()).map(lambda p: [p]),
+    )
 
 
 def as_args(base: dict[str, Any], pairs: list[tuple[str, Any]]) -> list[fh.Arg]:
@@ -235,7 +386,13 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_simulate_options(workdir: Path) -> None:
     def body(pairs: list[tuple[str, Any]]) -> list[fh.Case]:
-        base: dict[str, Any] = {"--model": "resnet50", "--workers": "8", "--bandwidth": "25Gbps", "--strategy": "ring", "--max-flows": "2000000"}
+        base: dict[str, Any] = {
+            "--model": "resnet50",
+            "--workers": "8",
+            "--bandwidth": "25Gbps",
+            "--strategy": "ring",
+            "--max-flows": "2000000",
+        }
         keys = {k for k, _ in pairs}
         if keys & set(LLM_OPTIONS):
             base.update({"--model": "llama3_8b", "--bandwidth": "100Gbps", "--strategy": "fsdp"})
@@ -244,27 +401,50 @@ def test_simulate_options(workdir: Path) -> None:
         return [fh.run("simulate", ["simulate", *as_args(base, pairs)], workdir)]
 
     explicit = [
-        [("--bandwidth", "1e-30Gbps")], [("--collective", "allreduce:1e20B")], [("--compute-speedup", "1e-300")],
-        [("--stragglers", "normal:1e308")], [("--workers", "1000000000")], [("--iterations", "1000000000")],
-        [("--strategy", "ps:num_ps=1000000000")], [("--topology", "leaf-spine:spines=1000000000")],
-        [("--workers", "99999999999999999999999")], [("--batch", "4294967297")],
-        [("--strategy", "ring:partition=1B"), ("--max-flows", "20000000")], [("--strategy", "ps"), ("--iterations", "1000")],
+        [("--bandwidth", "1e-30Gbps")],
+        [("--collective", "allreduce:1e20B")],
+        [("--compute-speedup", "1e-300")],
+        [("--stragglers", "normal:1e308")],
+        [("--workers", "1000000000")],
+        [("--iterations", "1000000000")],
+        [("--strategy", "ps:num_ps=1000000000")],
+        [("--topology", "leaf-spine:spines=1000000000")],
+        [("--workers", "99999999999999999999999")],
+        [("--batch", "4294967297")],
+        [("--strategy", "ring:partition=1B"), ("--max-flows", "20000000")],
+        [("--strategy", "ps"), ("--iterations", "1000")],
     ]
     fuzz("simulate", overrides(SIM_OPTIONS), body, default=40, explicit=explicit)
 
 
 COMPARE_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
-    "--workers": SMALL_INTS, "--bandwidth": RATES, "--latency": TIMES, "--overhead": TIMES,
-    "--topology": topology_spec(), "--strategies": st.lists(strategy_spec(), min_size=0, max_size=2).map(",".join),
-    "--compute-speedup": FLOATS, "--stragglers": stragglers_spec(), "--iterations": SMALL_INTS, "--seed": INTS,
-    "--batch": SMALL_INTS, "--gpu": SIM_OPTIONS["--gpu"], "--seq-len": SMALL_INTS, "--mfu": FLOATS,
-    "--model": st.sampled_from(ZOO + ("", "x")), "--add-modules": SIM_OPTIONS["--add-modules"],
+    "--workers": SMALL_INTS,
+    "--bandwidth": RATES,
+    "--latency": TIMES,
+    "--overhead": TIMES,
+    "--topology": topology_spec(),
+    "--strategies": st.lists(strategy_spec(), min_size=0, max_size=2).map(",".join),
+    "--compute-speedup": FLOATS,
+    "--stragglers": stragglers_spec(),
+    "--iterations": SMALL_INTS,
+    "--seed": INTS,
+    "--batch": SMALL_INTS,
+    "--gpu": SIM_OPTIONS["--gpu"],
+    "--seq-len": SMALL_INTS,
+    "--mfu": FLOATS,
+    "--model": st.sampled_from(ZOO + ("", "x")),
+    "--add-modules": SIM_OPTIONS["--add-modules"],
 }
 
 
 def test_compare_options(workdir: Path) -> None:
     def body(pairs: list[tuple[str, Any]]) -> list[fh.Case]:
-        base: dict[str, Any] = {"--model": "resnet50", "--workers": "4", "--bandwidth": "25Gbps", "--strategies": "ps,ring"}
+        base: dict[str, Any] = {
+            "--model": "resnet50",
+            "--workers": "4",
+            "--bandwidth": "25Gbps",
+            "--strategies": "ps,ring",
+        }
         if {k for k, _ in pairs} & set(LLM_OPTIONS):
             base.update({"--model": "llama3_8b", "--bandwidth": "100Gbps", "--strategies": "ring,fsdp"})
         return [fh.run("compare", ["compare", *as_args(base, pairs)], workdir)]
@@ -277,18 +457,48 @@ def listed(values: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 
 SWEEP_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
-    "--workers": listed(SMALL_INTS), "--bandwidth": listed(RATES), "--latency": listed(TIMES),
-    "--topology": listed(topology_spec()), "--strategies": listed(strategy_spec()), "--seed": listed(INTS),
-    "--batch": listed(SMALL_INTS), "--compute-speedup": listed(FLOATS), "--iterations": SMALL_INTS,
-    "--model": listed(st.sampled_from(ZOO + ("", "x"))), "--network": listed(st.sampled_from(("flow", "analytical", "x"))),
-    "--gpu": listed(st.sampled_from(("v100", "h100", "x"))), "--jobs": st.sampled_from(("0", "-1", "1", "2", "99999999999999999999999")),
-    "--out": st.sampled_from(("r.csv", "r.json", "r.parquet", "r.txt", "", "adir.csv", "afile/x.csv", "new/deep/r.csv", "exists.json", "link.json", "é.csv", ".csv")),
+    "--workers": listed(SMALL_INTS),
+    "--bandwidth": listed(RATES),
+    "--latency": listed(TIMES),
+    "--topology": listed(topology_spec()),
+    "--strategies": listed(strategy_spec()),
+    "--seed": listed(INTS),
+    "--batch": listed(SMALL_INTS),
+    "--compute-speedup": listed(FLOATS),
+    "--iterations": SMALL_INTS,
+    "--model": listed(st.sampled_from(ZOO + ("", "x"))),
+    "--network": listed(st.sampled_from(("flow", "analytical", "x"))),
+    "--gpu": listed(st.sampled_from(("v100", "h100", "x"))),
+    "--jobs": st.sampled_from(("0", "-1", "1", "2", "99999999999999999999999")),
+    "--out": st.sampled_from(
+        (
+            "r.csv",
+            "r.json",
+            "r.parquet",
+            "r.txt",
+            "",
+            "adir.csv",
+            "afile/x.csv",
+            "new/deep/r.csv",
+            "exists.json",
+            "link.json",
+            "é.csv",
+            ".csv",
+        )
+    ),
 }
 
 
 def test_sweep_options(workdir: Path) -> None:
     def body(pairs: list[tuple[str, Any]]) -> list[fh.Case]:
-        base: dict[str, Any] = {"--model": "resnet50", "--workers": "4", "--bandwidth": "25Gbps", "--strategies": "ring", "--jobs": "1", "--out": "r.csv"}
+        base: dict[str, Any] = {
+            "--model": "resnet50",
+            "--workers": "4",
+            "--bandwidth": "25Gbps",
+            "--strategies": "ring",
+            "--jobs": "1",
+            "--out": "r.csv",
+        }
         return [fh.run("sweep", ["sweep", *as_args(base, pairs)], workdir)]
 
     explicit = [[("--iterations", "1000000000")], [("--out", "adir.csv")], [("--out", "afile/x.csv")], [("--out", "")]]
@@ -314,9 +524,18 @@ def place_spec(draw: st.DrawFn) -> str:
 
 def test_jobs_options(workdir: Path) -> None:
     options: dict[str, st.SearchStrategy[Any]] = {
-        "job-a": job_spec(), "job-b": job_spec(), "--place": place_spec(), "--workers": INTS,
-        "--bandwidth": RATES, "--latency": TIMES, "--topology": topology_spec(), "--fail": failure_spec(),
-        "--max-flows": INTS, "--iterations": INTS, "--seed": INTS, "--gpu": SIM_OPTIONS["--gpu"],
+        "job-a": job_spec(),
+        "job-b": job_spec(),
+        "--place": place_spec(),
+        "--workers": INTS,
+        "--bandwidth": RATES,
+        "--latency": TIMES,
+        "--topology": topology_spec(),
+        "--fail": failure_spec(),
+        "--max-flows": INTS,
+        "--iterations": INTS,
+        "--seed": INTS,
+        "--gpu": SIM_OPTIONS["--gpu"],
     }
 
     def body(pairs: list[tuple[str, Any]]) -> list[fh.Case]:
@@ -328,15 +547,21 @@ def test_jobs_options(workdir: Path) -> None:
             args += [b"--job=" + j if isinstance(j, bytes) else f"--job={j}"]
         return [fh.run("jobs", ["jobs", *args, *as_args(base, list(drawn.items()))], workdir)]
 
-    explicit = [[("--place", "a=0-1000000000")], [("job-a", "a:resnet50:1000000000:ring")], [("--place", "a=99999999999999999999")]]
+    explicit = [
+        [("--place", "a=0-1000000000")],
+        [("job-a", "a:resnet50:1000000000:ring")],
+        [("--place", "a=99999999999999999999")],
+    ]
     fuzz("jobs", overrides(options), body, default=15, explicit=explicit)
 
 
 def test_import_trace_options(workdir: Path) -> None:
     options: dict[str, st.SearchStrategy[Any]] = {
-        "--step": INTS, "--name": st.one_of(junk_text(), st.sampled_from(("\ud800", "x" * 10_000))),
+        "--step": INTS,
+        "--name": st.one_of(junk_text(), st.sampled_from(("\ud800", "x" * 10_000))),
         "--workload-format": st.sampled_from(("auto", "tensorwire", "kineto", "chakra", "")),
-        "--out": SWEEP_OPTIONS["--out"], "--json": st.just(True),
+        "--out": SWEEP_OPTIONS["--out"],
+        "--json": st.just(True),
     }
 
     def body(pairs: list[tuple[str, Any]]) -> list[fh.Case]:
@@ -366,7 +591,10 @@ def adjacency(draw: st.DrawFn) -> str:
 def test_topology_options(workdir: Path) -> None:
     options: dict[str, st.SearchStrategy[Any]] = {
         "--preset": st.sampled_from(("p3.16xlarge", "dgx-a100", "pcie-8", "dgx-h100", "", "x")),
-        "--trees": INTS, "--penalty": FLOATS, "--adjacency": adjacency(), "--json": st.just(True),
+        "--trees": INTS,
+        "--penalty": FLOATS,
+        "--adjacency": adjacency(),
+        "--json": st.just(True),
     }
 
     def body(pairs: list[tuple[str, Any]]) -> list[fh.Case]:
@@ -387,7 +615,9 @@ def test_topology_options(workdir: Path) -> None:
 SIMULATE_FILE = ["-n", "4", "-b", "25Gbps", "-s", "ring", FLOWS]
 
 
-def simulate_and_import(test: str, path: Path, workdir: Path, note: str, extra: Sequence[str] = (), fmt: Optional[str] = None) -> list[fh.Case]:
+def simulate_and_import(
+    test: str, path: Path, workdir: Path, note: str, extra: Sequence[str] = (), fmt: Optional[str] = None
+) -> list[fh.Case]:
     """`simulate --workload` the file; `import-trace` it, and simulate what it wrote."""
     fmt_args = [f"--workload-format={fmt}"] if fmt else []
     cases = [fh.run(test, ["simulate", f"--workload={path}", *fmt_args, *SIMULATE_FILE], workdir, note)]

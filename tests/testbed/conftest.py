@@ -8,7 +8,6 @@ import importlib.util
 from typing import Optional
 
 import pytest
-
 from tensorwire.testbed import cleanup_leftovers, unavailable_reason
 
 _reason: Optional[str] = None

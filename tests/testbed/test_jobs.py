@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import tensorwire as tw
 from tensorwire.testbed import Testbed
 from tensorwire.testbed.jobs import JOB_STRATEGIES, hosts_needed, run_job

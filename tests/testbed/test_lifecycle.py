@@ -10,9 +10,8 @@ import textwrap
 import time
 
 import pytest
-
 import tensorwire as tw
-from tensorwire.testbed import Testbed, TestbedUnavailable, cleanup_leftovers, netns
+from tensorwire.testbed import Testbed, cleanup_leftovers, netns
 
 pytestmark = pytest.mark.testbed
 
@@ -38,7 +37,7 @@ def test_removes_everything_after_an_exception_inside_the_with() -> None:
         with Testbed(hosts=2) as tb:
             run_id = tb.run_id
             sleeper = tb.popen(0, ["sleep", "30"])
-            1 / 0
+            raise ZeroDivisionError  # an error in the user's code inside the with block
     assert _ours(run_id) == []
     assert sleeper.wait(timeout=5) != 0
 
@@ -154,14 +153,16 @@ def test_validate_cleanup_removes_what_a_killed_run_left_and_only_that() -> None
         proc.kill()
         proc.wait()
         assert len(_ours(run_id)) == 3
-        done = subprocess.run([sys.executable, "-m", "tensorwire", "validate", "--cleanup"],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "tensorwire", "validate", "--cleanup"], capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip().startswith("removed the leftovers of") and run_id in done.stdout
         assert _ours(run_id) == [] and not netns.record_path(run_id).exists()
         assert stranger in netns.namespaces()  # not tensorwire's: left alone
-        again = subprocess.run([sys.executable, "-m", "tensorwire", "validate", "--cleanup"],
-                               capture_output=True, text=True, timeout=120)
+        again = subprocess.run(
+            [sys.executable, "-m", "tensorwire", "validate", "--cleanup"], capture_output=True, text=True, timeout=120
+        )
         assert again.stdout.strip() == "nothing to clean up: no testbed run was left behind"
     finally:
         subprocess.run(["ip", "netns", "delete", stranger], check=False)

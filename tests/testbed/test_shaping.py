@@ -11,7 +11,6 @@ import time
 from typing import Callable
 
 import pytest
-
 from tensorwire.testbed import Testbed, Throughput
 from tensorwire.testbed.shaping import PAYLOAD_EFFICIENCY
 from tensorwire.testbed.testbed import aggregate_rate
@@ -62,7 +61,9 @@ def test_incast_is_limited_at_the_receivers_port_and_shared_fairly() -> None:
 
 def test_a_hosts_uplink_limits_what_it_sends_to_several_hosts() -> None:
     with Testbed(hosts=3, rate="200Mbps") as tb:
-        _within(lambda: aggregate_rate(tb.measure_flows([(0, 1), (0, 2)], max_seconds=1.0)), tb.rate * PAYLOAD_EFFICIENCY)
+        _within(
+            lambda: aggregate_rate(tb.measure_flows([(0, 1), (0, 2)], max_seconds=1.0)), tb.rate * PAYLOAD_EFFICIENCY
+        )
 
 
 def test_disjoint_pairs_do_not_share() -> None:

@@ -6,7 +6,6 @@ import os
 import shutil
 
 import pytest
-
 from tensorwire.testbed import Testbed, TestbedUnavailable, netns
 
 

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
 import tensorwire as tw
+from click.testing import CliRunner
 from tensorwire.testbed import cli as testbed_cli
 from tensorwire.testbed import validate as v
 
@@ -29,7 +28,9 @@ def _row(scenario: str, measured: float, predicted: float) -> dict[str, Any]:
 def test_matrix_covers_both_strategies_workloads_and_the_ranges() -> None:
     full = v.scenarios(quick=False)
     assert len(full) >= 12
-    assert {s.strategy for s in full} == {"ps", "ring", "fifo", "fusion", "priority"} and {s.workload for s in full} == {"vgg", "resnet"}
+    assert {s.strategy for s in full} == {"ps", "ring", "fifo", "fusion", "priority"} and {
+        s.workload for s in full
+    } == {"vgg", "resnet"}
     assert min(s.workers for s in full) == 2 and max(s.workers for s in full) == 8
     rates = {tw.units.to_rate(s.rate) for s in full}
     assert min(rates) == tw.units.to_rate("100Mbps") and max(rates) == tw.units.to_rate("1Gbps")
@@ -53,7 +54,7 @@ def test_summary_and_html() -> None:
     s = v.summary(rows)
     assert s["median_abs_error"] == pytest.approx(0.05) and s["max_abs_error"] == pytest.approx(0.25)
     page = testbed_cli.render_html(rows)
-    assert page.startswith("<!DOCTYPE html>") and "+25.0%" in page and "class=\"bad\"" in page
+    assert page.startswith("<!DOCTYPE html>") and "+25.0%" in page and 'class="bad"' in page
 
 
 def test_cli_writes_json_and_html(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -120,7 +121,9 @@ def test_an_unsteady_run_is_repeated_and_the_steadiest_kept_whatever_its_error()
     best = v.steadiest(lambda: next(rows))
     assert best["error"] == 0.09 and [a["probe_drift"] for a in best["attempts"]] == [0.6, 0.05]
     # Never steady: at most MAX_ATTEMPTS runs, the least unsteady kept.
-    rows = iter([_attempt(0.20, 0.0, 0.0), _attempt(0.08, 0.0, 0.3), _attempt(0.12, 0.0, 0.0), _attempt(0.01, 0.0, 0.0)])
+    rows = iter(
+        [_attempt(0.20, 0.0, 0.0), _attempt(0.08, 0.0, 0.3), _attempt(0.12, 0.0, 0.0), _attempt(0.01, 0.0, 0.0)]
+    )
     best = v.steadiest(lambda: next(rows))
     assert len(best["attempts"]) == v.MAX_ATTEMPTS == 3 and best["spread"] == 0.08
     assert next(rows)["spread"] == 0.01  # the fourth was never run

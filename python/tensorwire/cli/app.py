@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import json
-
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
@@ -12,14 +12,14 @@ import click
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import simulate
+from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.io import check_output
 from tensorwire.result import Result
-from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.stragglers import parse_stragglers
-from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
+from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload
 from tensorwire.workloads import llm, load_model, models
@@ -52,8 +52,15 @@ def _default_bandwidth(topology: str) -> Optional[float]:
         return _core.parse_rate("bandwidth", DEFAULT_BANDWIDTH)
 
 
-def _cluster(workers: int, bandwidth: Optional[float], latency: float, topology: str, network: str, overhead: float,
-             placement: str = "packed") -> Cluster:
+def _cluster(
+    workers: int,
+    bandwidth: Optional[float],
+    latency: float,
+    topology: str,
+    network: str,
+    overhead: float,
+    placement: str = "packed",
+) -> Cluster:
     return Cluster(workers, bandwidth, latency, topology, network, overhead, placement=placement)
 
 
@@ -65,7 +72,9 @@ def _whatif(workload: Workload, compute_speedup: Optional[float], modules: Optio
     return workload
 
 
-def _load(name: str, gpu: Optional[str], batch: Optional[int], seq_len: Optional[int], mfu: Optional[float], recompute: bool) -> Workload:
+def _load(
+    name: str, gpu: Optional[str], batch: Optional[int], seq_len: Optional[int], mfu: Optional[float], recompute: bool
+) -> Workload:
     """A built-in model; the LLM-only options are passed only when given, so that a zoo model
     refuses them by name."""
     extra: dict[str, Any] = {k: v for k, v in (("seq_len", seq_len), ("mfu", mfu)) if v is not None}
@@ -81,18 +90,33 @@ def _emit_json(data: Any) -> None:
 @cli.command("simulate")
 @click.option("--model", "-m", help=options.model_help)
 @options.workload_file
-@click.option("--collective", help=f"Collective microbenchmark KIND:SIZE[xCOUNT], KIND one of {', '.join(COLLECTIVES)}; "
-              "e.g. allgather:64MiBx8 (docs/collectives.md).")
+@click.option(
+    "--collective",
+    help=f"Collective microbenchmark KIND:SIZE[xCOUNT], KIND one of {', '.join(COLLECTIVES)}; "
+    "e.g. allgather:64MiBx8 (docs/collectives.md).",
+)
 @options.workers
 @options.bandwidth
 @options.network_options
 @options.compute_options
-@click.option("--strategy", "-s", required=True, help="Strategy spec NAME[:key=value,...]; see `tensorwire strategies`.")
+@click.option(
+    "--strategy", "-s", required=True, help="Strategy spec NAME[:key=value,...]; see `tensorwire strategies`."
+)
 @options.whatif_options
-@click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome/Perfetto trace of the last iteration.")
-@click.option("--trace-workers", type=click.IntRange(min=1), default=DEFAULT_TRACE_WORKERS, show_default=True,
-              help="Workers whose compute and messages the trace shows (0..N-1), with their hosts' links, "
-              "at most 150,000 spans (the earliest), so that it stays in the tens of MB at scale.")
+@click.option(
+    "--trace",
+    "trace_file",
+    type=click.Path(dir_okay=False),
+    help="Write a Chrome/Perfetto trace of the last iteration.",
+)
+@click.option(
+    "--trace-workers",
+    type=click.IntRange(min=1),
+    default=DEFAULT_TRACE_WORKERS,
+    show_default=True,
+    help="Workers whose compute and messages the trace shows (0..N-1), with their hosts' links, "
+    "at most 150,000 spans (the earliest), so that it stays in the tens of MB at scale.",
+)
 @options.max_flows
 @options.fail
 @options.run_options
@@ -144,17 +168,42 @@ def simulate_cmd(
     if trace_file is not None:
         check_output(trace_file, "trace")
     with render.run_progress() as progress:
-        result = simulate(workload, cluster, spec, iterations=iterations, seed=seed, timeline=trace_file is not None,
-                          max_flows=max_flows, progress=progress, failures=failures, **variability)
-        healthy = None if not failures else simulate(
-            workload, cluster, spec, iterations=iterations, seed=seed, max_flows=max_flows, progress=progress, **variability)
+        result = simulate(
+            workload,
+            cluster,
+            spec,
+            iterations=iterations,
+            seed=seed,
+            timeline=trace_file is not None,
+            max_flows=max_flows,
+            progress=progress,
+            failures=failures,
+            **variability,
+        )
+        healthy = (
+            None
+            if not failures
+            else simulate(
+                workload,
+                cluster,
+                spec,
+                iterations=iterations,
+                seed=seed,
+                max_flows=max_flows,
+                progress=progress,
+                **variability,
+            )
+        )
     extra = collective_metrics(workload, result) if collective is not None else _llm_metrics(workload, seq_len, result)
     if as_json:
         out = result.to_dict()
         out["bandwidth_bytes_per_s"] = result.bandwidth
         out.update(extra)
         if healthy is not None:
-            out["without_failures"] = {"iteration_time_s": healthy.iteration_time_s, "scaling_factor": healthy.scaling_factor}
+            out["without_failures"] = {
+                "iteration_time_s": healthy.iteration_time_s,
+                "scaling_factor": healthy.scaling_factor,
+            }
         _emit_json(out)
     else:
         render.result(result, workload, healthy, extra)
@@ -162,8 +211,11 @@ def simulate_cmd(
         # After the result is shown: a write that fails (a full disk) loses only the trace.
         size, events = write_trace(trace_file, result, trace_workers)
         shown = min(trace_workers, result.workers)
-        click.echo(f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events "
-                   f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)", err=True)
+        click.echo(
+            f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events "
+            f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)",
+            err=True,
+        )
 
 
 @dataclass(frozen=True)
@@ -253,9 +305,13 @@ def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[
 @options.workload_file
 @options.workers
 @options.bandwidth
-@click.option("--strategies", "strategy_list", default=None,
-              help="Comma-separated specs (default: every built-in strategy, aliases such as zero3 once; for LLMs "
-              "all-reduce and sharded ones). The speedup column is over ps (for LLMs ring), or the first listed.")
+@click.option(
+    "--strategies",
+    "strategy_list",
+    default=None,
+    help="Comma-separated specs (default: every built-in strategy, aliases such as zero3 once; for LLMs "
+    "all-reduce and sharded ones). The speedup column is over ps (for LLMs ring), or the first listed.",
+)
 @options.network_options
 @options.compute_options
 @options.whatif_options
@@ -331,10 +387,14 @@ def compare_cmd(
         for w in workloads:
             results[w.name] = []
             for s in checked:
-                row = _run_or_refuse(w, cluster, s, running, iterations=iterations, seed=seed, max_flows=max_flows, **variability)
+                row = _run_or_refuse(
+                    w, cluster, s, running, iterations=iterations, seed=seed, max_flows=max_flows, **variability
+                )
                 results[w.name].append(row)
-                advance(f"{w.name} {s.spec}: " + (f"refused ({row.reason})" if isinstance(row, Refused)
-                                                   else format_seconds(row.iteration_time_s)))
+                advance(
+                    f"{w.name} {s.spec}: "
+                    + (f"refused ({row.reason})" if isinstance(row, Refused) else format_seconds(row.iteration_time_s))
+                )
     by_name = {w.name: w for w in workloads}
     aliases = {s.name: s.alias_of for s in strategies() if s.alias_of is not None}
     if as_json:
@@ -361,7 +421,8 @@ def compare_cmd(
     else:
         for name, rows in results.items():
             base, note = _baseline(rows, preferred)
-            render.comparison(name, rows, base, note, cluster, aliases, lambda r: _llm_metrics(by_name[name], seq_len, r))
+            metrics = functools.partial(_llm_metrics, by_name[name], seq_len)
+            render.comparison(name, rows, base, note, cluster, aliases, metrics)
 
 
 @cli.command("models")

@@ -19,7 +19,6 @@ from tensorwire.limits import U32_MAX
 from tensorwire.units import format_seconds
 from tensorwire.workloads import load_model
 
-
 #: What a job's name may contain (it is shown in tables and named in --place).
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 #: The most hosts one --place may give a job (the core's placement is checked for budget
@@ -31,7 +30,9 @@ def parse_job(text: str, gpu: Optional[str]) -> Job:
     """``NAME:MODEL:WORKERS:STRATEGY`` (the strategy may carry its own options)."""
     parts = text.split(":", 3)
     if len(parts) != 4 or not all(parts):
-        raise InputError("job", f"{text!r} is not NAME:MODEL:WORKERS:STRATEGY, e.g. a:resnet50:16:ring or b:llama3_8b:64:fsdp")
+        raise InputError(
+            "job", f"{text!r} is not NAME:MODEL:WORKERS:STRATEGY, e.g. a:resnet50:16:ring or b:llama3_8b:64:fsdp"
+        )
     name, model, workers, strategy = parts
     if not _NAME.fullmatch(name):
         raise InputError("job", f"{text!r}: the name {name!r} may use only letters, digits, '_', '-' and '.'")
@@ -80,7 +81,9 @@ def fixed_hosts(places: tuple[str, ...], listed: list[Job]) -> dict[str, list[in
     return fixed
 
 
-def seat_jobs(listed: list[Job], fixed: dict[str, list[int]], hosts: int, topology: str, placement: str, seed: int) -> list[Job]:
+def seat_jobs(
+    listed: list[Job], fixed: dict[str, list[int]], hosts: int, topology: str, placement: str, seed: int
+) -> list[Job]:
     """The jobs with every rank on a host (``--place`` where given, else the placement's
     order), so that each job alone runs on exactly the hosts it had together. The core's
     errors about a job's hosts (``jobs[i].hosts``) are about ``--place`` here."""
@@ -96,13 +99,30 @@ def seat_jobs(listed: list[Job], fixed: dict[str, list[int]], hosts: int, topolo
 
 
 @click.command("jobs")
-@click.option("--job", "job_specs", multiple=True, required=True, metavar="NAME:MODEL:WORKERS:STRATEGY",
-              help="A job on the fabric; repeat for several, e.g. --job a:resnet50:16:ring --job b:vgg16:16:zero2.")
-@click.option("--place", "places", multiple=True, metavar="NAME=HOSTS",
-              help="Job NAME's ranks on these hosts, one per worker then one per parameter server, e.g. a=0-7 or b=8,10,12,14; repeatable. "
-              "The other jobs take free hosts in --placement order.")
-@click.option("--workers", "-n", "hosts", type=int, default=None,
-              help="Hosts of the fabric (default: the jobs' workers and parameter servers together, or up to the highest --place host).")
+@click.option(
+    "--job",
+    "job_specs",
+    multiple=True,
+    required=True,
+    metavar="NAME:MODEL:WORKERS:STRATEGY",
+    help="A job on the fabric; repeat for several, e.g. --job a:resnet50:16:ring --job b:vgg16:16:zero2.",
+)
+@click.option(
+    "--place",
+    "places",
+    multiple=True,
+    metavar="NAME=HOSTS",
+    help="Job NAME's ranks on these hosts, one per worker then one per parameter server, e.g. a=0-7 or b=8,10,12,14; repeatable. "
+    "The other jobs take free hosts in --placement order.",
+)
+@click.option(
+    "--workers",
+    "-n",
+    "hosts",
+    type=int,
+    default=None,
+    help="Hosts of the fabric (default: the jobs' workers and parameter servers together, or up to the highest --place host).",
+)
 @options.bandwidth
 @options.network_options
 @click.option("--gpu", default=None, help="Device whose measurements (zoo) or profile (LLMs) the jobs use.")
@@ -137,34 +157,70 @@ def jobs(
     """
     listed = [parse_job(s, gpu) for s in job_specs]
     fixed = fixed_hosts(places, listed)
-    fabric_hosts = hosts if hosts is not None else max([sum(j.hosts_needed for j in listed)] + [max(h) + 1 for h in fixed.values()])
+    fabric_hosts = (
+        hosts
+        if hosts is not None
+        else max([sum(j.hosts_needed for j in listed)] + [max(h) + 1 for h in fixed.values()])
+    )
     cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, placement=placement)
     pinned = seat_jobs(listed, fixed, fabric_hosts, topology, placement, seed)
     with render.progress(len(pinned) + 1, "simulating") as advance:
-        together = simulate_jobs(pinned, cluster, iterations=iterations, seed=seed, failures=failures, max_flows=max_flows)
+        together = simulate_jobs(
+            pinned, cluster, iterations=iterations, seed=seed, failures=failures, max_flows=max_flows
+        )
         advance()
         alone = []
         for j in pinned:
             # Alone, a job ends sooner: failures after its end are allowed (they change nothing).
-            alone.append(_run_jobs([j], cluster, iterations, seed, failures, max_flows, allow_failures_after_end=True)[0])
+            alone.append(
+                _run_jobs([j], cluster, iterations, seed, failures, max_flows, allow_failures_after_end=True)[0]
+            )
             advance()
     if as_json:
-        click.echo(json.dumps([
-            {"job": j.name, "model": j.workload.name, "workers": j.workers, "strategy": r.strategy,
-             "hosts": list(j.hosts or ()), "iteration_time_s": r.iteration_time_s, "alone_iteration_time_s": a.iteration_time_s,
-             "slowdown": r.iteration_time_s / a.iteration_time_s, "throughput_samples_per_s": r.throughput_samples_per_s,
-             "sent_bytes_per_worker": r.sent_bytes_per_worker}
-            for j, r, a in zip(pinned, together, alone)
-        ], indent=1))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "job": j.name,
+                        "model": j.workload.name,
+                        "workers": j.workers,
+                        "strategy": r.strategy,
+                        "hosts": list(j.hosts or ()),
+                        "iteration_time_s": r.iteration_time_s,
+                        "alone_iteration_time_s": a.iteration_time_s,
+                        "slowdown": r.iteration_time_s / a.iteration_time_s,
+                        "throughput_samples_per_s": r.throughput_samples_per_s,
+                        "sent_bytes_per_worker": r.sent_bytes_per_worker,
+                    }
+                    for j, r, a in zip(pinned, together, alone)
+                ],
+                indent=1,
+            )
+        )
         return
     # The cluster's "workers" are the fabric's hosts here; the jobs' workers are per row.
     fabric = cluster.describe().replace(f"{cluster.workers} workers", f"{cluster.workers} hosts", 1)
     t = Table(title=f"{len(pinned)} jobs on a fabric of {fabric}, placement {placement}")
-    for column, justify in (("job", "left"), ("model", "left"), ("workers", "right"), ("strategy", "left"),
-                            ("iteration", "right"), ("alone", "right"), ("slowdown", "right"), ("samples/s", "right")):
+    for column, justify in (
+        ("job", "left"),
+        ("model", "left"),
+        ("workers", "right"),
+        ("strategy", "left"),
+        ("iteration", "right"),
+        ("alone", "right"),
+        ("slowdown", "right"),
+        ("samples/s", "right"),
+    ):
         t.add_column(column, justify=justify)  # type: ignore[arg-type]
     for j, r, a in zip(pinned, together, alone):
-        t.add_row(j.name, j.workload.name, str(j.workers), r.strategy, format_seconds(r.iteration_time_s),
-                  format_seconds(a.iteration_time_s), f"{r.iteration_time_s / a.iteration_time_s:.2f}x",
-                  f"{r.throughput_samples_per_s:,.0f}")
+        t.add_row(
+            j.name,
+            j.workload.name,
+            str(j.workers),
+            r.strategy,
+            format_seconds(r.iteration_time_s),
+            format_seconds(a.iteration_time_s),
+            f"{r.iteration_time_s / a.iteration_time_s:.2f}x",
+            f"{r.throughput_samples_per_s:,.0f}",
+        )
     render.console.print(t)

@@ -38,7 +38,13 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Optional[int]) 
 
 workers = click.option("--workers", "-n", type=int, callback=_positive, help="Number of workers (data-parallel ranks).")
 network_options = _stack(
-    click.option("--latency", default=f"{_core.DEFAULT_LATENCY_S * 1e6:g}us", show_default=True, callback=_duration, help="Latency per hop (ns/us/ms/s)."),
+    click.option(
+        "--latency",
+        default=f"{_core.DEFAULT_LATENCY_S * 1e6:g}us",
+        show_default=True,
+        callback=_duration,
+        help="Latency per hop (ns/us/ms/s).",
+    ),
     click.option(
         "--topology",
         default="star",
@@ -53,9 +59,7 @@ network_options = _stack(
         show_default=True,
         help="flow: max-min fair sharing; analytical: alpha-beta without contention.",
     ),
-    click.option(
-        "--overhead", default="0s", show_default=True, callback=_duration, help="Host overhead per message."
-    ),
+    click.option("--overhead", default="0s", show_default=True, callback=_duration, help="Host overhead per message."),
     click.option(
         "--placement",
         type=click.Choice(_core.PLACEMENTS),
@@ -78,10 +82,19 @@ compute_options = _stack(
         default=None,
         help="Per-worker batch size (default: the measured one); for an LLM the micro-batch in sequences (default 1).",
     ),
-    click.option("--seq-len", type=int, default=None, help="LLMs only: tokens per sequence (default: the context length)."),
+    click.option(
+        "--seq-len", type=int, default=None, help="LLMs only: tokens per sequence (default: the context length)."
+    ),
     click.option("--mfu", type=float, default=None, help="LLMs only: model-FLOP utilisation in (0, 1] (default 0.40)."),
-    click.option("--recompute", is_flag=True, default=False, help="LLMs only: full activation recomputation (+1 forward per block)."),
+    click.option(
+        "--recompute",
+        is_flag=True,
+        default=False,
+        help="LLMs only: full activation recomputation (+1 forward per block).",
+    ),
 )
+
+
 def _failures(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[Any, ...]:
     from tensorwire.failures import parse_failure
 
@@ -106,10 +119,21 @@ max_flows = click.option(
     "messages timed by lanes count 1/64 of a flow).",
 )
 run_options = _stack(
-    click.option("--iterations", type=int, callback=_positive, default=_core.DEFAULT_ITERATIONS, show_default=True, help="Iterations to simulate (first is warm-up)."),
-    click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the random streams."),
+    click.option(
+        "--iterations",
+        type=int,
+        callback=_positive,
+        default=_core.DEFAULT_ITERATIONS,
+        show_default=True,
+        help="Iterations to simulate (first is warm-up).",
+    ),
+    click.option(
+        "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the random streams."
+    ),
     click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
 )
+
+
 def _speedup(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
     if value is not None and not value > 0:
         raise _core.InputError("compute_speedup", f"{value} must be a number > 0")
@@ -117,9 +141,24 @@ def _speedup(ctx: click.Context, param: click.Parameter, value: Optional[float])
 
 
 whatif_options = _stack(
-    click.option("--compute-speedup", type=float, callback=_speedup, default=None, help="What if compute were X times faster (Chang et al., 'How to Train your DNN: The Network Operator Edition', section 8.6; docs/sources.md)."),
-    click.option("--add-modules", default=None, help="Synthetic model: compute:N or network:N more Inception-v3 modules, or BLOCK:N (Chang et al. 2020, section 8.5; docs/sources.md)."),
-    click.option("--stragglers", default="none", show_default=True, help="none | normal:CV | lognormal:SIGMA | fixed:M0,M1,... | empirical:FILE"),
+    click.option(
+        "--compute-speedup",
+        type=float,
+        callback=_speedup,
+        default=None,
+        help="What if compute were X times faster (Chang et al., 'How to Train your DNN: The Network Operator Edition', section 8.6; docs/sources.md).",
+    ),
+    click.option(
+        "--add-modules",
+        default=None,
+        help="Synthetic model: compute:N or network:N more Inception-v3 modules, or BLOCK:N (Chang et al. 2020, section 8.5; docs/sources.md).",
+    ),
+    click.option(
+        "--stragglers",
+        default="none",
+        show_default=True,
+        help="none | normal:CV | lognormal:SIGMA | fixed:M0,M1,... | empirical:FILE",
+    ),
 )
 workload_format = click.option(
     "--workload-format",

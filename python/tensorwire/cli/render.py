@@ -60,8 +60,13 @@ def progress(total: int, what: str) -> Iterator[Callable[..., None]]:
         yield line
         return
     bar = Progress(
-        TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True,
+        TextColumn(what),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
     )
     with bar:
         task = bar.add_task(what, total=total, detail="")
@@ -92,8 +97,14 @@ def run_progress(after_s: float = 1.0, what: str = "simulating") -> Iterator[Cal
             return True
         if bar is None:
             bar = Progress(
-                TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("iterations"),
-                TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                TextColumn(what),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("iterations"),
+                TextColumn("{task.fields[detail]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
             )
             bar.start()
             task = bar.add_task(what, total=p.iterations, detail="")
@@ -118,26 +129,36 @@ def short(text: str, limit: int = TITLE_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def result(r: Result, workload: Workload, healthy: Optional[Result] = None, extra: Optional[dict[str, Any]] = None) -> None:
+def result(
+    r: Result, workload: Workload, healthy: Optional[Result] = None, extra: Optional[dict[str, Any]] = None
+) -> None:
     """Metrics of one simulation and its busiest links (``healthy``: the same run without
     its failures, shown beside it). ``extra``: a collective microbenchmark's time per
     collective and bandwidths (key ``busbw_bytes_per_s``), shown instead of the training
     metrics, or an LLM's tokens/s and model TFLOP/s per GPU."""
     extra = extra or {}
     bench = "busbw_bytes_per_s" in extra
-    title = f"{short(workload.description or workload.name)}: {r.strategy}, {r.workers} workers, {format_rate(r.bandwidth)}"
+    title = (
+        f"{short(workload.description or workload.name)}: {r.strategy}, {r.workers} workers, {format_rate(r.bandwidth)}"
+    )
     t = Table(title=Text(title))
     t.add_column("metric")
     t.add_column("value", justify="right")
-    t.add_row("iteration time" + (f" ({extra['collectives_per_iteration']} collectives)" if bench else ""),
-              format_seconds(r.iteration_time_s))
+    t.add_row(
+        "iteration time" + (f" ({extra['collectives_per_iteration']} collectives)" if bench else ""),
+        format_seconds(r.iteration_time_s),
+    )
     if healthy is not None:
         slower = r.iteration_time_s / healthy.iteration_time_s if healthy.iteration_time_s > 0 else float("inf")
-        t.add_row("iteration time without failures", f"{format_seconds(healthy.iteration_time_s)} ({slower:.2f}x slower with)")
+        t.add_row(
+            "iteration time without failures", f"{format_seconds(healthy.iteration_time_s)} ({slower:.2f}x slower with)"
+        )
     if bench:
         t.add_row("time per collective", format_seconds(extra["time_per_collective_s"]))
         t.add_row("algorithm bandwidth (size / time)", f"{extra['algbw_bytes_per_s'] / 1e9:,.3f} GB/s")
-        t.add_row(f"bus bandwidth (algbw x {extra['busbw_factor']:.4g})", f"{extra['busbw_bytes_per_s'] / 1e9:,.3f} GB/s")
+        t.add_row(
+            f"bus bandwidth (algbw x {extra['busbw_factor']:.4g})", f"{extra['busbw_bytes_per_s'] / 1e9:,.3f} GB/s"
+        )
         t.add_row("host link rate", f"{r.bandwidth / 1e9:,.3f} GB/s")
     else:
         t.add_row("throughput", f"{format_count(r.throughput_samples_per_s)} samples/s")
@@ -182,8 +203,12 @@ def comparison(
     columns = [("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right")]
     if llm:
         columns += [("tokens/s", "right"), ("TFLOP/s per GPU", "right")]
-    columns += [("scaling", "right"), ("exposed", "right"), ("max link", "right"),
-                (f"vs {base.strategy}" if base is not None else "speedup", "right")]
+    columns += [
+        ("scaling", "right"),
+        ("exposed", "right"),
+        ("max link", "right"),
+        (f"vs {base.strategy}" if base is not None else "speedup", "right"),
+    ]
     for col, just in columns:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     also: dict[str, list[str]] = {}
@@ -235,7 +260,15 @@ def model_dict(m: ModelInfo) -> dict[str, Any]:
         "tensors": m.tensors,
         "largest_tensor_bytes": m.largest_tensor_bytes,
         "default_device": m.default_device,
-        "devices": {d.name: {"batch_size": d.batch_size, "forward_s": d.forward_s, "backward_s": d.backward_s, "source": d.source} for d in m.devices},
+        "devices": {
+            d.name: {
+                "batch_size": d.batch_size,
+                "forward_s": d.forward_s,
+                "backward_s": d.backward_s,
+                "source": d.source,
+            }
+            for d in m.devices
+        },
     }
 
 
@@ -246,10 +279,21 @@ def models(infos: list[ModelInfo]) -> None:
         t.add_column(col, justify="left" if col in ("name", "model", "devices: batch, fwd / bwd") else "right")
     for m in infos:
         devices = "; ".join(
-            f"{d.name}: {d.batch_size}, {format_seconds(d.forward_s)} / {format_seconds(d.backward_s)}" for d in m.devices
+            f"{d.name}: {d.batch_size}, {format_seconds(d.forward_s)} / {format_seconds(d.backward_s)}"
+            for d in m.devices
         )
-        model = m.display_name if m.tokens_per_sample is None else f"{m.display_name}, {m.tokens_per_sample} tokens/sample"
-        t.add_row(m.name, model, f"{m.parameters:,}", format_bytes(m.bytes), str(m.tensors), format_bytes(m.largest_tensor_bytes), devices)
+        model = (
+            m.display_name if m.tokens_per_sample is None else f"{m.display_name}, {m.tokens_per_sample} tokens/sample"
+        )
+        t.add_row(
+            m.name,
+            model,
+            f"{m.parameters:,}",
+            format_bytes(m.bytes),
+            str(m.tensors),
+            format_bytes(m.largest_tensor_bytes),
+            devices,
+        )
     console.print(t)
 
 
@@ -299,6 +343,8 @@ def strategies(infos: list[StrategyInfo], common: tuple[OptionInfo, ...], topolo
     t.add_column("what it is")
     t.add_column("options (default)")
     for topo in topologies:
-        opts = "\n".join(f"{o['name']}={o['accepts']}" + (f" ({o['default']})" if o["default"] else "") for o in topo["options"])
+        opts = "\n".join(
+            f"{o['name']}={o['accepts']}" + (f" ({o['default']})" if o["default"] else "") for o in topo["options"]
+        )
         t.add_row(topo["name"], topo["summary"], opts or "-")
     console.print(t)

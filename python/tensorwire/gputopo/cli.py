@@ -96,7 +96,13 @@ def _render(topo: Topology, trees: Sequence[Tree], penalty: float, console: Cons
     help='JSON file: {"gpus": n, "adjacency": [[...]]} or a square matrix of link weights (0-3).',
 )
 @click.option("--detect", is_flag=True, help="Read this machine's GPUs (NVML, else `nvidia-smi topo -m`); the default.")
-@click.option("--trees", "count", type=click.IntRange(min=1), default=None, help="Trees to show (default: one per GPU, as the multi-tree mode uses).")
+@click.option(
+    "--trees",
+    "count",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Trees to show (default: one per GPU, as the multi-tree mode uses).",
+)
 @click.option(
     "--penalty",
     type=click.FloatRange(min=0.0, max=1.0, min_open=True),
@@ -105,7 +111,9 @@ def _render(topo: Topology, trees: Sequence[Tree], penalty: float, console: Cons
     help="Multiplicative link-usage penalty between successive trees, in (0, 1].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (gpus, links, trees ...).")
-def topology(preset: Optional[str], adjacency: Optional[str], detect: bool, count: Optional[int], penalty: float, as_json: bool) -> None:
+def topology(
+    preset: Optional[str], adjacency: Optional[str], detect: bool, count: Optional[int], penalty: float, as_json: bool
+) -> None:
     """Show the GPU link topology and the reduction trees tree all-reduce would use."""
     topo = load(preset, adjacency, detect)
     trees = topo.trees(count, penalty)
@@ -118,7 +126,9 @@ def topology(preset: Optional[str], adjacency: Optional[str], detect: bool, coun
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs :data:`topology` alone, with the main CLI's error convention (one line, status 2)."""
     try:
-        topology.main(args=list(argv) if argv is not None else None, prog_name="tensorwire topology", standalone_mode=False)
+        topology.main(
+            args=list(argv) if argv is not None else None, prog_name="tensorwire topology", standalone_mode=False
+        )
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
         click.echo(f"tensorwire: error: {field}: {message}", err=True)

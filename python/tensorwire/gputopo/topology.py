@@ -264,16 +264,22 @@ class Topology:
                     "adjacency", f"{p.name}: unknown key {unknown[0]!r}; a topology file has 'gpus' and 'adjacency'"
                 )
             if "adjacency" not in data:
-                raise InputError("adjacency", f"{p.name}: no 'adjacency' key; write {{\"gpus\": n, \"adjacency\": [[...]]}}")
+                raise InputError(
+                    "adjacency", f'{p.name}: no \'adjacency\' key; write {{"gpus": n, "adjacency": [[...]]}}'
+                )
             matrix = data["adjacency"]
             gpus = data.get("gpus")
             if gpus is not None:
                 if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
                     raise InputError("gpus", f"{p.name}: 'gpus' is {gpus!r}; it must be an integer >= 1")
                 if isinstance(matrix, list) and len(matrix) != gpus:
-                    raise InputError("gpus", f"{p.name}: 'gpus' is {gpus} but the adjacency matrix has {len(matrix)} rows")
+                    raise InputError(
+                        "gpus", f"{p.name}: 'gpus' is {gpus} but the adjacency matrix has {len(matrix)} rows"
+                    )
         else:
-            raise InputError("adjacency", f"{p.name}: expected a JSON object or a square matrix, got {type(data).__name__}")
+            raise InputError(
+                "adjacency", f"{p.name}: expected a JSON object or a square matrix, got {type(data).__name__}"
+            )
         try:
             return cls(matrix, source=str(p))
         except InputError as e:
@@ -361,8 +367,10 @@ class Topology:
     def subset(self, gpus: Iterable[int]) -> Topology:
         """The topology of the given GPUs only, renumbered 0.. in the order given (e.g. a job's visible GPUs)."""
         keep = list(gpus)
-        if not keep or len(set(keep)) != len(keep) or any(
-            isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < self.gpus for g in keep
+        if (
+            not keep
+            or len(set(keep)) != len(keep)
+            or any(isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < self.gpus for g in keep)
         ):
             raise InputError("gpus", f"{keep!r} must be distinct GPU indices from 0 to {self.gpus - 1}")
         matrix = [[self._adjacency[i][j] for j in keep] for i in keep]
@@ -386,7 +394,8 @@ class Topology:
             return hit
         raw = _core.gpu_trees(adjacency=self._matrix_list(), count=count, penalty=float(penalty))
         trees = tuple(
-            Tree(root, tuple(TreeEdge(p, c, lvl) for p, c, lvl in edges), weight, method) for root, edges, method, weight in raw
+            Tree(root, tuple(TreeEdge(p, c, lvl) for p, c, lvl in edges), weight, method)
+            for root, edges, method, weight in raw
         )
         with self._lock:
             self._trees[key] = trees
@@ -472,7 +481,10 @@ def _check_matrix(adjacency: Any) -> Matrix:
             raise InputError("adjacency", f"row {i} has {len(row)} entries; the matrix must be square ({n} x {n})")
         for j, w in enumerate(row):
             if isinstance(w, bool) or not isinstance(w, int) or not 0 <= w <= MAX_WEIGHT:
-                raise InputError("adjacency", f"entry [{i}][{j}] = {_short(w)} is not an integer link weight 0-{MAX_WEIGHT} (link weights: {_WEIGHT_HELP})")
+                raise InputError(
+                    "adjacency",
+                    f"entry [{i}][{j}] = {_short(w)} is not an integer link weight 0-{MAX_WEIGHT} (link weights: {_WEIGHT_HELP})",
+                )
         rows.append(tuple(row))
     return tuple(rows)
 
@@ -542,7 +554,9 @@ def parse_nvidia_smi_topo(text: str) -> list[list[int]]:
         elif header is not None:  # a GPU's row: GPUi <cells>; its own cell is X
             rows[int(m.group(1))] = tokens[1:]
     if header is None:
-        raise InputError("nvidia-smi", "no GPU matrix found (expected a header line 'GPU0 GPU1 ...' as `nvidia-smi topo -m` prints)")
+        raise InputError(
+            "nvidia-smi", "no GPU matrix found (expected a header line 'GPU0 GPU1 ...' as `nvidia-smi topo -m` prints)"
+        )
     columns: list[int] = []
     for token in header:
         m = _GPU.match(token)
@@ -551,7 +565,10 @@ def parse_nvidia_smi_topo(text: str) -> list[list[int]]:
         columns.append(int(m.group(1)))
     n = len(columns)
     if columns != list(range(n)):
-        raise InputError("nvidia-smi", f"GPU columns are {', '.join(f'GPU{c}' for c in columns)}; expected GPU0 to GPU{n - 1} in order")
+        raise InputError(
+            "nvidia-smi",
+            f"GPU columns are {', '.join(f'GPU{c}' for c in columns)}; expected GPU0 to GPU{n - 1} in order",
+        )
     missing = [i for i in range(n) if i not in rows]
     if missing:
         raise InputError("nvidia-smi", f"no row for GPU{missing[0]} in the matrix")
@@ -591,7 +608,9 @@ def _run_nvidia_smi() -> str:
         raise InputError("detect", f"nvidia-smi topo -m did not run: {e}") from None
     if p.returncode != 0:
         first = (p.stderr or p.stdout).strip().splitlines()
-        raise InputError("detect", f"nvidia-smi topo -m failed (status {p.returncode}): {first[0] if first else 'no output'}")
+        raise InputError(
+            "detect", f"nvidia-smi topo -m failed (status {p.returncode}): {first[0] if first else 'no output'}"
+        )
     return p.stdout
 
 
@@ -624,7 +643,9 @@ def nvml_adjacency(nvml: Any) -> list[list[int]]:
         index_of = {_bus_id(nvml.nvmlDeviceGetPciInfo(h)): i for i, h in enumerate(handles)}
         max_links = int(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18))
         enabled = int(getattr(nvml, "NVML_FEATURE_ENABLED", 1))
-        remote_info = getattr(nvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2", None) or nvml.nvmlDeviceGetNvLinkRemotePciInfo
+        remote_info = (
+            getattr(nvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2", None) or nvml.nvmlDeviceGetNvLinkRemotePciInfo
+        )
         nvlinks = [[0] * count for _ in range(count)]
         switch_links = [0] * count
         error_type = getattr(nvml, "NVMLError", Exception)

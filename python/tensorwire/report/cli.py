@@ -9,8 +9,8 @@ import click
 from click.core import ParameterSource
 
 from tensorwire._core import InputError
-from tensorwire.io import check_output
 from tensorwire.cli import render
+from tensorwire.io import check_output
 from tensorwire.sweep import options
 from tensorwire.sweep.grid import expand
 from tensorwire.sweep.run import run_configs
@@ -30,15 +30,21 @@ DEFAULT_BANDWIDTHS = "1Gbps,10Gbps,25Gbps,40Gbps,100Gbps"
 
 @click.command("report")
 @click.option(
-    "--sweep", "sweep_file", default=None, metavar="FILE",
+    "--sweep",
+    "sweep_file",
+    default=None,
+    metavar="FILE",
     help="Results of `tensorwire sweep` (.csv, .json or .parquet). Without it the report runs its own sweep "
     "of the grid options below; with it, --model picks models from the file.",
 )
 @options.grid_options(models="resnet50", workers=DEFAULT_WORKERS, bandwidths=DEFAULT_BANDWIDTHS, strategies=None)
-@click.option("--out", "-o", default="report.html", show_default=True, metavar="FILE",
-              help="The HTML page, written atomically.")
+@click.option(
+    "--out", "-o", default="report.html", show_default=True, metavar="FILE", help="The HTML page, written atomically."
+)
 @click.option("--title", default="tensorwire report", show_default=True, help="Title of the page.")
-@click.option("--no-timeline", is_flag=True, help="Leave out the timeline of one iteration (one simulation per model less).")
+@click.option(
+    "--no-timeline", is_flag=True, help="Leave out the timeline of one iteration (one simulation per model less)."
+)
 @options.jobs
 @options.ray
 @click.pass_context
@@ -92,7 +98,9 @@ def report(
             present = {r["model"] for r in rows}
             absent = [m for m in wanted if m not in present]
             if absent:
-                raise InputError("model", f"{', '.join(absent)} not in {sweep_file}; it has {', '.join(sorted(present))}")
+                raise InputError(
+                    "model", f"{', '.join(absent)} not in {sweep_file}; it has {', '.join(sorted(present))}"
+                )
             rows = [r for r in rows if r["model"] in wanted]
     else:
         own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE

@@ -22,7 +22,6 @@ from tensorwire.units import format_rate
 TIMELINE_ROWS = 8
 
 
-
 def _layout(**overrides: Any) -> dict[str, Any]:
     """The page's common layout with ``overrides`` (a ``legend`` dict is merged, not replaced)."""
     layout: dict[str, Any] = dict(
@@ -180,8 +179,11 @@ def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELI
     shown = [k for k in hosts if k < workers][:rows] + [k for k in hosts if k >= workers][:4]
     order = [_host(k, workers) for k in shown]
     fig = go.Figure()
-    for lane, colour, label in (("compute", "#4c78a8", "compute"), ("send", "#f58518", "sending"),
-                                ("receive", "#54a24b", "receiving")):
+    for lane, colour, label in (
+        ("compute", "#4c78a8", "compute"),
+        ("send", "#f58518", "sending"),
+        ("receive", "#54a24b", "receiving"),
+    ):
         ys: list[str] = []
         base: list[float] = []
         width: list[float] = []

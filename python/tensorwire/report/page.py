@@ -50,8 +50,9 @@ footer { padding: 12px 32px 32px 32px; color: #52606d; font-size: 13px; }
 """
 
 
-def build_report(rows: list[Row], *, title: str = "tensorwire report", record: Optional[Recorder] = None,
-                 with_timeline: bool = True) -> str:
+def build_report(
+    rows: list[Row], *, title: str = "tensorwire report", record: Optional[Recorder] = None, with_timeline: bool = True
+) -> str:
     """The HTML page for sweep ``rows`` (as :func:`tensorwire.sweep.run_grid` returns them).
 
     ``with_timeline=False`` leaves the timeline out; ``record`` replaces the recorder of a
@@ -145,8 +146,10 @@ def _section(rows: list[Row], model: str, display: str, colours: dict[str, str],
     s = reference(rows, model)
     here = s.rows(rows)
     key = _id(model)
-    out = [f'<section class="model" id="{key}"><h2>{html.escape(display)}</h2>',
-           f'<p class="scenario">{html.escape(_scenario_text(s))}</p>']
+    out = [
+        f'<section class="model" id="{key}"><h2>{html.escape(display)}</h2>',
+        f'<p class="scenario">{html.escape(_scenario_text(s))}</p>',
+    ]
     curves = 0
     for vary, column in (("bandwidth", "bandwidth"), ("workers", "workers")):
         if len({r[column] for r in s.rows(rows, vary=vary)}) > 1:
@@ -165,7 +168,16 @@ def _section(rows: list[Row], model: str, display: str, colours: dict[str, str],
 
 
 def _table(rows: list[Row]) -> str:
-    head = ("#", "strategy", "iteration", "speedup over ps", "samples/s", "scaling factor", "exposed comm", "busiest link")
+    head = (
+        "#",
+        "strategy",
+        "iteration",
+        "speedup over ps",
+        "samples/s",
+        "scaling factor",
+        "exposed comm",
+        "busiest link",
+    )
     body = []
     for i, r in enumerate(sorted(rows, key=lambda r: float(r["iteration_time_s"])), start=1):
         speedup = r.get("speedup_over_ps")
@@ -180,8 +192,13 @@ def _table(rows: list[Row]) -> str:
             f"{float(r['max_link_utilization']):.0%}",
         )
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return ('<table class="rank"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(body) + "</tbody></table>")
+    return (
+        '<table class="rank"><thead><tr>'
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(body)
+        + "</tbody></table>"
+    )
 
 
 def _timelines(rows: list[Row], key: str, recorder: Recorder) -> str:
@@ -194,8 +211,10 @@ def _timelines(rows: list[Row], key: str, recorder: Recorder) -> str:
     for r in chosen:
         spans = recorder(r)
         if spans is None:
-            return ('<p class="note">Timeline: this build of the core cannot record an iteration yet '
-                    "(<code>tensorwire.simulate(..., timeline=True)</code>).</p>")
+            return (
+                '<p class="note">Timeline: this build of the core cannot record an iteration yet '
+                "(<code>tensorwire.simulate(..., timeline=True)</code>).</p>"
+            )
         if not spans:
             continue
         label = "baseline" if r["strategy"] == "ps" else "fastest"

@@ -15,7 +15,6 @@ from tensorwire.cluster import Cluster
 from tensorwire.sweep.table import Row
 from tensorwire.workloads import load_model
 
-
 #: A span of a recorded iteration, as ``Result.timeline`` gives it: ``kind`` (compute or
 #: flow), ``worker`` (int or None), ``server`` (a parameter server's index, or None),
 #: ``link`` (str or None), ``name``, ``start_s``,

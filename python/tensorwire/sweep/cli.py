@@ -19,7 +19,10 @@ from tensorwire.sweep.table import check_path, write_rows
 @click.command("sweep")
 @options.grid_options(models="resnet50", workers="32", bandwidths="25Gbps", strategies=None)
 @click.option(
-    "--out", "-o", required=True, metavar="FILE",
+    "--out",
+    "-o",
+    required=True,
+    metavar="FILE",
     help="Results file: .csv, .json or .parquet (chosen by the suffix), written atomically.",
 )
 @options.jobs
@@ -50,4 +53,6 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
         rows = run_configs(configs, jobs=jobs, ray_address=ray_address, progress=done)
     write_rows(path, rows)
     where = f"Ray at {ray_address}" if ray_address else "local cores"
-    click.echo(f"{path}: {len(rows)} configuration{'s' if len(rows) != 1 else ''} in {time.perf_counter() - started:.1f} s on {where}")
+    click.echo(
+        f"{path}: {len(rows)} configuration{'s' if len(rows) != 1 else ''} in {time.perf_counter() - started:.1f} s on {where}"
+    )

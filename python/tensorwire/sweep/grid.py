@@ -191,9 +191,13 @@ def expand(
     for n in nets:
         if n not in _core.NETWORK_MODELS:
             raise InputError("network", f"{n!r} is not a network model; choose {' or '.join(_core.NETWORK_MODELS)}")
-    lats = _unique(to_seconds(v if isinstance(v, (int, float)) else str(v), "latency") for v in _items(latencies, "latency"))
+    lats = _unique(
+        to_seconds(v if isinstance(v, (int, float)) else str(v), "latency") for v in _items(latencies, "latency")
+    )
     ns = _unique(_int(n, "workers", 1) for n in _items(workers, "workers"))
-    rates = _unique(to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth"))
+    rates = _unique(
+        to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth")
+    )
     rates_of = {t: [_core.host_rate(t)] if own_rates and _own_rate(t) else rates for t in topos}
     if strategies is None:  # every built-in strategy that runs on every topology and size of the grid
         specs = [s.name for s in builtin_strategies() if s.alias_of is None and _runs(s.name, topos, ns, nets)]
@@ -210,8 +214,6 @@ def expand(
     resolved = _unique(resolved)
     files: list[tuple[str, str, int]] = []
     if workload_file:
-        from tensorwire.workload import Workload
-
         w = load_workload(workload_file, workload_format)  # raises InputError (workload...)
         files.append((w.name, FILE_GPU, w.batch_size))
 

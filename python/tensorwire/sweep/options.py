@@ -40,33 +40,98 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
     """The grid options with these defaults for the main axes (``strategies=None``: every built-in one)."""
     every = " [default: every built-in strategy]" if strategies is None else ""
     decorators: list[Callable[[F], F]] = [
-        click.option("--model", "-m", "models", default=None, metavar="LIST",
-                     help=f"{shared.model_help} Comma-separated list. [default: {models}, or none with --workload]"),
+        click.option(
+            "--model",
+            "-m",
+            "models",
+            default=None,
+            metavar="LIST",
+            help=f"{shared.model_help} Comma-separated list. [default: {models}, or none with --workload]",
+        ),
         shared.workload_file,
-        click.option("--workers", "-n", default=workers, show_default=True, metavar="LIST",
-                     help="Numbers of workers, e.g. 4,8,16,32."),
-        click.option("--bandwidth", "-b", "bandwidths", default=bandwidths, show_default=True, metavar="LIST",
-                     help="Host link rates per direction, e.g. 1Gbps,10Gbps,100Gbps; on a rail fabric each GPU's "
-                     "NIC rate (without -b: the node preset's NICs)."),
-        click.option("--strategies", "-s", default=strategies, show_default=strategies is not None, metavar="LIST",
-                     help="Strategy specs NAME[:key=value,...], comma-separated (see `tensorwire strategies`), e.g. "
-                     "'ps,ring,ring:partition=4MiB,credit=8MiB'; a plain ps in the list gives the speedup column." + every),
-        click.option("--latency", "latencies", default="5us", show_default=True, metavar="LIST",
-                     help="Latencies per hop (ns/us/ms/s)."),
-        click.option("--topology", "topologies", default="star", show_default=True, metavar="LIST",
-                     help="Topologies: star | ring | leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]."),
-        click.option("--network", "networks", default="flow", show_default=True, metavar="LIST",
-                     help="Network models: flow (max-min fair sharing), analytical (alpha-beta, no contention)."),
-        click.option("--gpu", "gpus", default=None, metavar="LIST",
-                     help="Devices whose measurements to use. [default: each model's own]"),
-        click.option("--batch", "batches", default=None, metavar="LIST",
-                     help="Per-worker batch sizes. [default: the measured one]"),
-        click.option("--compute-speedup", "compute_speedups", default="1", show_default=True, metavar="LIST",
-                     help="What-if: compute this many times faster, e.g. 1,2,4."),
-        click.option("--seed", "seeds", default="0", show_default=True, metavar="LIST",
-                     help="Seeds of the random streams."),
-        click.option("--iterations", type=click.IntRange(min=1), default=3, show_default=True,
-                     help="Iterations to simulate (the first is warm-up)."),
+        click.option(
+            "--workers",
+            "-n",
+            default=workers,
+            show_default=True,
+            metavar="LIST",
+            help="Numbers of workers, e.g. 4,8,16,32.",
+        ),
+        click.option(
+            "--bandwidth",
+            "-b",
+            "bandwidths",
+            default=bandwidths,
+            show_default=True,
+            metavar="LIST",
+            help="Host link rates per direction, e.g. 1Gbps,10Gbps,100Gbps; on a rail fabric each GPU's "
+            "NIC rate (without -b: the node preset's NICs).",
+        ),
+        click.option(
+            "--strategies",
+            "-s",
+            default=strategies,
+            show_default=strategies is not None,
+            metavar="LIST",
+            help="Strategy specs NAME[:key=value,...], comma-separated (see `tensorwire strategies`), e.g. "
+            "'ps,ring,ring:partition=4MiB,credit=8MiB'; a plain ps in the list gives the speedup column." + every,
+        ),
+        click.option(
+            "--latency",
+            "latencies",
+            default="5us",
+            show_default=True,
+            metavar="LIST",
+            help="Latencies per hop (ns/us/ms/s).",
+        ),
+        click.option(
+            "--topology",
+            "topologies",
+            default="star",
+            show_default=True,
+            metavar="LIST",
+            help="Topologies: star | ring | leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE].",
+        ),
+        click.option(
+            "--network",
+            "networks",
+            default="flow",
+            show_default=True,
+            metavar="LIST",
+            help="Network models: flow (max-min fair sharing), analytical (alpha-beta, no contention).",
+        ),
+        click.option(
+            "--gpu",
+            "gpus",
+            default=None,
+            metavar="LIST",
+            help="Devices whose measurements to use. [default: each model's own]",
+        ),
+        click.option(
+            "--batch",
+            "batches",
+            default=None,
+            metavar="LIST",
+            help="Per-worker batch sizes. [default: the measured one]",
+        ),
+        click.option(
+            "--compute-speedup",
+            "compute_speedups",
+            default="1",
+            show_default=True,
+            metavar="LIST",
+            help="What-if: compute this many times faster, e.g. 1,2,4.",
+        ),
+        click.option(
+            "--seed", "seeds", default="0", show_default=True, metavar="LIST", help="Seeds of the random streams."
+        ),
+        click.option(
+            "--iterations",
+            type=click.IntRange(min=1),
+            default=3,
+            show_default=True,
+            help="Iterations to simulate (the first is warm-up).",
+        ),
         shared.max_flows,
     ]
 
@@ -79,10 +144,16 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
 
 
 jobs = click.option(
-    "--jobs", "-j", type=click.IntRange(min=1), default=None,
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
     help="Simulations at once on this machine. [default: every core]",
 )
 ray = click.option(
-    "--ray", "ray_address", default=None, metavar="ADDRESS",
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
     help="Run on a Ray cluster instead of local cores: auto, ray://HOST:10001, or local (needs tensorwire[ray]).",
 )

@@ -135,7 +135,10 @@ def run_configs(
             else:
                 # spawn: no fork of a process that runs threads (rich's progress bar)
                 pool = ProcessPoolExecutor(
-                    n_jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_watch_parent, initargs=(os.getpid(),)
+                    n_jobs,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_watch_parent,
+                    initargs=(os.getpid(),),
                 )
             pairs = _run_pool(pool, chunks(indexed, n_jobs * CHUNKS_PER_WORKER), advance)
     rows: list[Optional[Row]] = [None] * len(indexed)
@@ -160,8 +163,11 @@ def run_one(config: Config) -> Row:
     c = config
     cluster = Cluster(c.workers, c.bandwidth, c.latency, c.topology, c.network)
     try:
-        w = (_file_workload(c.workload_file, c.workload_format, c.compute_speedup) if c.workload_file
-             else _workload(c.model, c.gpu, c.batch, c.compute_speedup))
+        w = (
+            _file_workload(c.workload_file, c.workload_format, c.compute_speedup)
+            if c.workload_file
+            else _workload(c.model, c.gpu, c.batch, c.compute_speedup)
+        )
         r = simulate(w, cluster, c.strategy, iterations=c.iterations, seed=c.seed, max_flows=c.max_flows)
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))

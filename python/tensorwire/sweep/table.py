@@ -165,7 +165,10 @@ def _pyarrow(field: str) -> None:
     try:
         import pyarrow  # noqa: F401  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
-        raise InputError(field, "Parquet needs pyarrow: pip install pyarrow (in a checkout: pip install -e '.[report]'), or write .csv or .json") from None
+        raise InputError(
+            field,
+            "Parquet needs pyarrow: pip install pyarrow (in a checkout: pip install -e '.[report]'), or write .csv or .json",
+        ) from None
 
 
 def _parquet(rows: list[Row]) -> bytes:

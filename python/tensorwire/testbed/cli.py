@@ -30,7 +30,13 @@ def _table(results: Sequence[dict[str, Any]]) -> None:
 
     console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
     t = Table(title="testbed (measured) against simulator (predicted), steady-state iteration time")
-    for col, just in (("scenario", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right"), ("spread", "right")):
+    for col, just in (
+        ("scenario", "left"),
+        ("measured", "right"),
+        ("predicted", "right"),
+        ("error", "right"),
+        ("spread", "right"),
+    ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in results:
         t.add_row(
@@ -72,7 +78,10 @@ def render_markdown(results: Sequence[dict[str, Any]]) -> str:
     sets = [
         ("`ring` and `ps` (testbed jobs)", [r for r in results if not r.get("runtime")]),
         ("runtime modes", [r for r in results if r.get("runtime")]),
-        *((f"`{m}`", [r for r in results if r.get("runtime") and r.get("strategy") == m]) for m in ("fifo", "fusion", "priority")),
+        *(
+            (f"`{m}`", [r for r in results if r.get("runtime") and r.get("strategy") == m])
+            for m in ("fifo", "fusion", "priority")
+        ),
         ("all", list(results)),
     ]
     for name, rows in sets:
@@ -100,7 +109,7 @@ def render_html(results: Sequence[dict[str, Any]], command: str = "tensorwire va
             f"<td>{r['rate_bps'] / 1e6:g} Mbit/s</td>"
             f"<td>{r['measured_s'] * 1e3:.1f}</td>"
             f"<td>{r['predicted_s'] * 1e3:.1f}</td>"
-            f"<td class=\"{'bad' if bad else 'ok'}\">{r['error']:+.1%}</td>"
+            f'<td class="{"bad" if bad else "ok"}">{r["error"]:+.1%}</td>'
             f"<td>{r.get('spread', 0.0):.1%}</td>"
             "</tr>"
         )
@@ -119,14 +128,14 @@ code {{ background: #f4f4f4; padding: 0 0.3em; }}
 <code>tensorwire.simulate</code> on the calibrated cluster; error = (predicted &minus; measured) / measured.
 Spread: coefficient of variation of the measured iteration times.</p>
 <p>Command: <code>{html.escape(command)}</code> &middot; host: {html.escape(platform.node())}, {html.escape(platform.platform())}
-&middot; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}</p>
+&middot; {time.strftime("%Y-%m-%d %H:%M:%S %Z")}</p>
 <table>
 <thead><tr><th>scenario</th><th>workers</th><th>rate</th><th>measured (ms)</th><th>predicted (ms)</th><th>error</th><th>spread</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
-<p>{s['scenarios']} scenarios: median |error| {s['median_abs_error']:.1%}, max |error| {s['max_abs_error']:.1%},
-within 10%: {s['within_10pct']:.0%}.</p>
+<p>{s["scenarios"]} scenarios: median |error| {s["median_abs_error"]:.1%}, max |error| {s["max_abs_error"]:.1%},
+within 10%: {s["within_10pct"]:.0%}.</p>
 </body></html>
 """
 
@@ -147,10 +156,23 @@ def _cleanup(other_options: bool) -> None:
 
 
 @click.command("validate")
-@click.option("--quick", is_flag=True, help="Six scenarios (ring, ps and the runtime's priority mode, both workloads) on a 3-host testbed (about two minutes) instead of the full matrix.")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Six scenarios (ring, ps and the runtime's priority mode, both workloads) on a 3-host testbed (about two minutes) instead of the full matrix.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write results.json, results.html and results.md into this folder.")
-@click.option("--cleanup", is_flag=True, help="Only remove what killed testbed runs left behind (namespaces, their processes, records), then exit. Needs root.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Write results.json, results.html and results.md into this folder.",
+)
+@click.option(
+    "--cleanup",
+    is_flag=True,
+    help="Only remove what killed testbed runs left behind (namespaces, their processes, records), then exit. Needs root.",
+)
 def validate(quick: bool, as_json: bool, out_dir: Optional[str], cleanup: bool) -> None:
     """Run scenarios on the emulated testbed and in the simulator; compare iteration times.
 

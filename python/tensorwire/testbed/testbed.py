@@ -194,9 +194,13 @@ class Testbed:
             )
             others = [self.address(p) for p in range(self.hosts) if p != h]
             # Uplink: the host's egress, shared fairly among destinations.
-            shaping.apply(ns, shaping.port_commands(ifc, self.rate, others, "dst", self.queue_packets, self.gso_max_bytes))
+            shaping.apply(
+                ns, shaping.port_commands(ifc, self.rate, others, "dst", self.queue_packets, self.gso_max_bytes)
+            )
             # Downlink: the switch port's egress, shared fairly among sources.
-            ports += shaping.port_commands(n.port_interface(h), self.rate, others, "src", self.queue_packets, self.gso_max_bytes)
+            ports += shaping.port_commands(
+                n.port_interface(h), self.rate, others, "src", self.queue_packets, self.gso_max_bytes
+            )
         shaping.apply(sw, ports)
         self._wait_bridge_forwarding()
 
@@ -204,7 +208,9 @@ class Testbed:
         """Waits until every switch port forwards (a fresh bridge port may start in learning)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            out = netns.sh(["ip", "-n", self.names.switch_namespace, "-o", "link", "show", "master", self.names.bridge]).stdout
+            out = netns.sh(
+                ["ip", "-n", self.names.switch_namespace, "-o", "link", "show", "master", self.names.bridge]
+            ).stdout
             if out.count("state UP") + out.count("state UNKNOWN") >= self.hosts and "LOWERLAYERDOWN" not in out:
                 return
             time.sleep(0.01)
@@ -408,11 +414,21 @@ class Testbed:
         receivers: list[subprocess.Popen[str]] = []
         senders: list[subprocess.Popen[str]] = []
         try:
-            for i, (src, dst) in enumerate(pairs):
+            for i, (_src, dst) in enumerate(pairs):
                 receivers.append(
                     self.popen(
                         dst,
-                        prefix + self.python(mod, "recv", "--bind", self.address(dst), "--port", str(port + i), "--timeout-s", str(timeout)),
+                        prefix
+                        + self.python(
+                            mod,
+                            "recv",
+                            "--bind",
+                            self.address(dst),
+                            "--port",
+                            str(port + i),
+                            "--timeout-s",
+                            str(timeout),
+                        ),
                     )
                 )
             for i, (src, dst) in enumerate(pairs):
@@ -432,7 +448,18 @@ class Testbed:
                 if recv.returncode != 0:
                     raise RuntimeError(f"throughput receiver on host {dst} failed: {err.strip()}")
                 got = json.loads(out)
-                results.append(Throughput(src, dst, got["bytes"], got["seconds"], got["rate_bytes_per_s"], self.rate, got["first_s"], got["last_s"]))
+                results.append(
+                    Throughput(
+                        src,
+                        dst,
+                        got["bytes"],
+                        got["seconds"],
+                        got["rate_bytes_per_s"],
+                        self.rate,
+                        got["first_s"],
+                        got["last_s"],
+                    )
+                )
             return results
         finally:
             for proc in senders + receivers:
@@ -452,11 +479,14 @@ class Testbed:
         mod = "tensorwire.testbed.tcpbench"
         prefix = list(SCHEDULING[DEFAULT_SCHEDULING])
         server = self.popen(
-            dst, prefix + self.python(mod, "echo", "--bind", self.address(dst), "--port", str(port), "--count", str(count))
+            dst,
+            prefix + self.python(mod, "echo", "--bind", self.address(dst), "--port", str(port), "--count", str(count)),
         )
         try:
             done = self.run(
-                src, prefix + self.python(mod, "ping", "--to", self.address(dst), "--port", str(port), "--count", str(count))
+                src,
+                prefix
+                + self.python(mod, "ping", "--to", self.address(dst), "--port", str(port), "--count", str(count)),
             )
             server.communicate(timeout=30)
         finally:

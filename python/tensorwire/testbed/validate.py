@@ -24,6 +24,7 @@ second: gradient bytes so that the strategy's traffic on its busiest link takes
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import statistics
@@ -174,8 +175,13 @@ def scale_workload(base: Workload, bytes_scale: float, time_scale: float, name: 
         )
         for layer in base.layers
     )
-    return Workload(name or base.name, base.batch_size, layers, f"{base.name} scaled: bytes x{bytes_scale:.3g}, time x{time_scale:.3g}",
-                    dtype_bytes=base.dtype_bytes)
+    return Workload(
+        name or base.name,
+        base.batch_size,
+        layers,
+        f"{base.name} scaled: bytes x{bytes_scale:.3g}, time x{time_scale:.3g}",
+        dtype_bytes=base.dtype_bytes,
+    )
 
 
 def scenario_workload(sc: Scenario, effective_rate: float) -> Workload:
@@ -232,9 +238,11 @@ def validate(
             cal = calibrate(tb, quick=quick, workers=workers)
             for sc in cells:
                 say(f"running {sc.id}")
-                best = steadiest(lambda: _run_scenario(tb, cal, sc, iterations, warmup), say)
+                best = steadiest(functools.partial(_run_scenario, tb, cal, sc, iterations, warmup), say)
                 results.append(best)
-                say(f"{sc.id}: measured {best['measured_s']:.4f} s, predicted {best['predicted_s']:.4f} s, error {best['error']:+.1%}")
+                say(
+                    f"{sc.id}: measured {best['measured_s']:.4f} s, predicted {best['predicted_s']:.4f} s, error {best['error']:+.1%}"
+                )
     return results
 
 
@@ -245,7 +253,9 @@ def _run_scenario(tb: Any, cal: Any, sc: Scenario, iterations: int, warmup: int)
     workload = scenario_workload(sc, cal.effective_rate_bytes_per_s)
     spec = sc.spec(workload.total_bytes)
     started = time.monotonic()
-    job = run_job(tb, workload, spec, workers=sc.workers, iterations=iterations, warmup=warmup, probe=True, runtime=sc.runtime)
+    job = run_job(
+        tb, workload, spec, workers=sc.workers, iterations=iterations, warmup=warmup, probe=True, runtime=sc.runtime
+    )
     steps = max(3, iterations - warmup + 1)
     used, predicted_spec, predicted = _predict(cal, sc, workload, spec, job.probe, steps)
     # The same prediction with each probe alone: how far the machine's drift moves it.
@@ -284,7 +294,9 @@ def _run_scenario(tb: Any, cal: Any, sc: Scenario, iterations: int, warmup: int)
     }
 
 
-def _predict(cal: Any, sc: Scenario, workload: Workload, spec: str, probe: dict[str, Any], iterations: int) -> tuple[Any, str, float]:
+def _predict(
+    cal: Any, sc: Scenario, workload: Workload, spec: str, probe: dict[str, Any], iterations: int
+) -> tuple[Any, str, float]:
     """(calibration with ``probe``, the spec predicted, predicted iteration time in s)."""
     used = cal.with_probe(probe)
     on_transport = used.spec(spec)

@@ -27,18 +27,18 @@ from typing import TYPE_CHECKING
 from tensorwire.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from tensorwire.torch.data_parallel import ScheduledDataParallel
     from tensorwire.torch.coordinator import CommunicationError, ConfigChange
-    from tensorwire.torch.launch import LocalRunError, init_process_group, run_local
+    from tensorwire.torch.data_parallel import ScheduledDataParallel
     from tensorwire.torch.emulate import EmulatedModel, emulated
+    from tensorwire.torch.launch import LocalRunError, init_process_group, run_local
     from tensorwire.torch.measuring import Job, Measurement, measure
+    from tensorwire.torch.partial.collective import PartialAllreduce, PartialCollectiveError, PartialResult
+    from tensorwire.torch.partial.eager import EagerSGD
     from tensorwire.torch.profiling import profile
     from tensorwire.torch.tasks import Group, SchedulerConfig, Task, TaskScheduler, partition
     from tensorwire.torch.transport import AllReduce, ParameterServer, Pending, Transport
-    from tensorwire.torch.tuning import AutoTune, Trial
-    from tensorwire.torch.partial.collective import PartialAllreduce, PartialCollectiveError, PartialResult
-    from tensorwire.torch.partial.eager import EagerSGD
     from tensorwire.torch.tree_allreduce import TreeAllReduce, TreeAllReduceState, tree_allreduce_hook
+    from tensorwire.torch.tuning import AutoTune, Trial
 
 _WHERE = {
     "ScheduledDataParallel": "data_parallel",

@@ -37,9 +37,15 @@ def _need_torch() -> None:
 @click.argument("model")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), required=True, help="Workload file to write (JSON).")
 @click.option("--batch", type=click.IntRange(min=1), default=32, show_default=True, help="Batch size.")
-@click.option("--input-shape", callback=_shape, default=None, help="One sample's shape, e.g. 3x224x224 (default per model).")
-@click.option("--iterations", type=click.IntRange(min=1), default=5, show_default=True, help="Profiled iterations (median kept).")
-@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Iterations run first and not kept.")
+@click.option(
+    "--input-shape", callback=_shape, default=None, help="One sample's shape, e.g. 3x224x224 (default per model)."
+)
+@click.option(
+    "--iterations", type=click.IntRange(min=1), default=5, show_default=True, help="Profiled iterations (median kept)."
+)
+@click.option(
+    "--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Iterations run first and not kept."
+)
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch intra-op threads (default: torch's).")
 @click.option("--name", default=None, help="Workload name (default: the model's).")
@@ -68,7 +74,9 @@ def profile(
 
     if threads is not None:
         torch.set_num_threads(threads)
-    w = run(model, batch_size=batch, input_shape=input_shape, iterations=iterations, warmup=warmup, device=device, name=name)
+    w = run(
+        model, batch_size=batch, input_shape=input_shape, iterations=iterations, warmup=warmup, device=device, name=name
+    )
     w.save(output)
     if as_json:
         click.echo(json.dumps(w.to_dict(), indent=1))
@@ -83,9 +91,23 @@ def profile(
 
 
 @click.command("measure")
-@click.option("--model", "-m", default="resnet18", show_default=True, help="torchvision model, package.module:factory, or zoo:NAME (emulated compute).")
-@click.option("--workers", "-n", type=click.IntRange(min=2), default=2, show_default=True, help="Processes of the N-process run.")
-@click.option("--mode", type=click.Choice(["priority", "fifo", "fusion", "ddp"]), default="priority", show_default=True, help="How gradients are synchronised.")
+@click.option(
+    "--model",
+    "-m",
+    default="resnet18",
+    show_default=True,
+    help="torchvision model, package.module:factory, or zoo:NAME (emulated compute).",
+)
+@click.option(
+    "--workers", "-n", type=click.IntRange(min=2), default=2, show_default=True, help="Processes of the N-process run."
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["priority", "fifo", "fusion", "ddp"]),
+    default="priority",
+    show_default=True,
+    help="How gradients are synchronised.",
+)
 @click.option("--partition", default=None, help="Piece size, e.g. 1MiB (priority default 4MiB).")
 @click.option("--credit", default=None, help="Bytes in flight, e.g. 4MiB (priority default 16MiB).")
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Per-worker batch size.")
@@ -131,7 +153,9 @@ def measure(
         return
     click.echo(f"{m.model}, {m.mode}, batch {m.batch_size} per worker")
     click.echo(f"  1 process : {format_seconds(m.iteration_time_1_s)} per iteration, {m.throughput_1:.1f} samples/s")
-    click.echo(f"  {m.workers} processes: {format_seconds(m.iteration_time_n_s)} per iteration, {m.throughput_n:.1f} samples/s")
+    click.echo(
+        f"  {m.workers} processes: {format_seconds(m.iteration_time_n_s)} per iteration, {m.throughput_n:.1f} samples/s"
+    )
     click.echo(f"  scaling factor T_n/(n T_1): {m.scaling_factor:.3f}")
     click.echo(f"  bytes per worker and iteration: {format_bytes(m.bytes_per_iteration)} ({m.bytes_counted_on})")
     line = f"  network throughput per worker: {format_rate(m.network_throughput)}"

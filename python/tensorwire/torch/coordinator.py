@@ -85,7 +85,9 @@ class _Issued:
     keep: list[torch.Tensor] = field(default_factory=list)
 
 
-def _encode(kind: int, rows: Sequence[tuple[int, int, int, int]], a: int = 0, b: int = 0, c: int = 0) -> list[torch.Tensor]:
+def _encode(
+    kind: int, rows: Sequence[tuple[int, int, int, int]], a: int = 0, b: int = 0, c: int = 0
+) -> list[torch.Tensor]:
     """The control message(s) for one group or configuration (see ``MESSAGE``)."""
     first = torch.zeros(MESSAGE, dtype=torch.int64)
     first[:HEADER] = torch.tensor([kind, len(rows), a, b, c], dtype=torch.int64)
@@ -165,9 +167,17 @@ class Coordinator:
         #: Groups started so far on this rank.
         self.groups_started = 0
         self._waitq: queue.Queue[Optional[_Issued]] = queue.Queue()
-        target, what = (self._lead, "flushing the fusion buffer") if self.is_leader else (self._follow, "receiving the leader's decisions")
-        self._dispatcher = threading.Thread(target=self._guard, args=(target, what), daemon=True, name="tensorwire-dispatch")
-        self._waiter = threading.Thread(target=self._guard, args=(self._wait_loop, "waiting for communication"), daemon=True, name="tensorwire-wait")
+        target, what = (
+            (self._lead, "flushing the fusion buffer")
+            if self.is_leader
+            else (self._follow, "receiving the leader's decisions")
+        )
+        self._dispatcher = threading.Thread(
+            target=self._guard, args=(target, what), daemon=True, name="tensorwire-dispatch"
+        )
+        self._waiter = threading.Thread(
+            target=self._guard, args=(self._wait_loop, "waiting for communication"), daemon=True, name="tensorwire-wait"
+        )
         self._dispatcher.start()
         self._waiter.start()
 
@@ -264,8 +274,10 @@ class Coordinator:
         """Keeps the first error (call with the lock held) and stops everything."""
         if self._error is None:
             text = str(e).strip()
-            hint = "" if isinstance(e, (InputError, AssertionError)) else (
-                " (a peer process probably died or did not respond within the timeout)"
+            hint = (
+                ""
+                if isinstance(e, (InputError, AssertionError))
+                else (" (a peer process probably died or did not respond within the timeout)")
             )
             self._error = CommunicationError(
                 f"rank {self.rank}: gradient communication failed while {what}: "
@@ -283,7 +295,13 @@ class Coordinator:
             with self._cv:
                 self._fail(e, what)
 
-    def _issue(self, rows: list[tuple[int, int, int, int]], group: Optional[Group], control: list[Any], keep: list[torch.Tensor]) -> None:
+    def _issue(
+        self,
+        rows: list[tuple[int, int, int, int]],
+        group: Optional[Group],
+        control: list[Any],
+        keep: list[torch.Tensor],
+    ) -> None:
         """Starts one group (called with the lock held, so issue order is one total order)."""
         pieces = [self._grads[(it, t)][off : off + n] for it, t, off, n in rows]
         pending = self.transport.start(pieces)
@@ -306,7 +324,10 @@ class Coordinator:
         if sched is None:
             return
         for g in sched.poll(self._now()):
-            rows = [(it, t.tensor, t.offset_bytes // self.element_bytes, t.nbytes // self.element_bytes) for it, t in g.tasks]
+            rows = [
+                (it, t.tensor, t.offset_bytes // self.element_bytes, t.nbytes // self.element_bytes)
+                for it, t in g.tasks
+            ]
             message = _encode(GROUP, rows)
             control = [dist.isend(m, f, group=self._ctrl) for f in self.followers for m in message]
             self._issue(rows, g, control, message)

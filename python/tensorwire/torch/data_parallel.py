@@ -112,10 +112,22 @@ class ScheduledDataParallel(torch.nn.Module):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise InputError("optimizer", f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
         if strategy is None:
-            config = SchedulerConfig.make(mode or "priority", partition, credit, fusion_bytes, fusion_cycle_s, in_flight)
+            config = SchedulerConfig.make(
+                mode or "priority", partition, credit, fusion_bytes, fusion_cycle_s, in_flight
+            )
         else:
-            given = [n for n, v in (("mode", mode), ("partition", partition), ("credit", credit), ("fusion_bytes", fusion_bytes),
-                                    ("fusion_cycle_s", fusion_cycle_s), ("in_flight", in_flight)) if v is not None]
+            given = [
+                n
+                for n, v in (
+                    ("mode", mode),
+                    ("partition", partition),
+                    ("credit", credit),
+                    ("fusion_bytes", fusion_bytes),
+                    ("fusion_cycle_s", fusion_cycle_s),
+                    ("in_flight", in_flight),
+                )
+                if v is not None
+            ]
             if given:
                 raise InputError(given[0], "give either strategy= or mode= with its options, not both")
             if not isinstance(strategy, str):
@@ -126,14 +138,19 @@ class ScheduledDataParallel(torch.nn.Module):
         if autotune is not None and autotune is not False and not isinstance(autotune, AutoTune):
             raise InputError("autotune", f"{autotune!r} must be True, False or an AutoTune")
         if isinstance(autotune, AutoTune) and config.mode != "priority":
-            raise InputError("autotune", f"tunes partition and credit, which mode {config.mode!r} does not use; use mode='priority'")
+            raise InputError(
+                "autotune", f"tunes partition and credit, which mode {config.mode!r} does not use; use mode='priority'"
+            )
         if on_synchronized is not None and not callable(on_synchronized):
             raise InputError("on_synchronized", f"{on_synchronized!r} is not callable")
-        if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0):
+        if timeout_s is not None and (
+            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0
+        ):
             raise InputError("timeout_s", f"{timeout_s!r} must be a number of seconds > 0")
         if not dist.is_available() or not dist.is_initialized():
             raise InputError(
-                "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() (torchrun sets the environment)"
+                "group",
+                "torch.distributed is not initialized; call tensorwire.torch.init_process_group() (torchrun sets the environment)",
             )
         # Everything that can be refused is refused before any collective call.
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad and p.numel() > 0]
@@ -141,14 +158,18 @@ class ScheduledDataParallel(torch.nn.Module):
             raise InputError("module", "has no parameters that need gradients")
         dtypes = {p.dtype for _, p in named}
         if len(dtypes) != 1:
-            raise InputError("module", f"parameters of several dtypes {sorted(map(str, dtypes))}; one dtype is supported")
+            raise InputError(
+                "module", f"parameters of several dtypes {sorted(map(str, dtypes))}; one dtype is supported"
+            )
         self._names = [n for n, _ in named]
         self._params = [p for _, p in named]
         self._dtype = self._params[0].dtype
         self.element_bytes = self._params[0].element_size()
         self._steps = _optim.split(optimizer, self._params, self._names)
         if transport is not None and getattr(transport, "is_server", False):
-            raise InputError("transport", f"rank {dist.get_rank()} is the parameter server; call transport.serve() there")
+            raise InputError(
+                "transport", f"rank {dist.get_rank()} is the parameter server; call transport.serve() there"
+            )
         if transport is not None and group is None:
             group = transport.group
         self.module = module
@@ -165,7 +186,9 @@ class ScheduledDataParallel(torch.nn.Module):
             # with the communication thread's. With a stream, ``group`` only names the ranks.
             stream = stream_group(ranks, timeout) if len(ranks) > 1 else None
             made = member_group(ranks, timeout, local=True) if len(ranks) > 1 and stream is None else None
-            transport = self._own_transport = AllReduce(made if made is not None else group, stream, owns_group=made is not None)
+            transport = self._own_transport = AllReduce(
+                made if made is not None else group, stream, owns_group=made is not None
+            )
         self.transport: Transport = transport
         config = config.for_transport(getattr(transport, "collective", True), getattr(transport, "ordered", False))
         self.ranks = ranks
@@ -375,7 +398,9 @@ class ScheduledDataParallel(torch.nn.Module):
             if self._closed:
                 raise RuntimeError("this ScheduledDataParallel is closed; backward cannot synchronise gradients")
             if g.is_sparse:
-                raise InputError("module", f"parameter {self._names[i]!r} has a sparse gradient; only dense gradients are supported")
+                raise InputError(
+                    "module", f"parameter {self._names[i]!r} has a sparse gradient; only dense gradients are supported"
+                )
             if i in self._seen:
                 raise RuntimeError(
                     f"parameter {self._names[i]!r} got a second gradient in iteration {self._iteration}: call "

@@ -22,7 +22,6 @@ from tensorwire._core import InputError
 from tensorwire.torch.device_stream import DeviceStream
 from tensorwire.workload import Workload
 
-
 #: Time spent in a layer's forward pre-hooks that counts as waiting for data, seconds
 #: (hooks that return at once take a few microseconds).
 HOOK_WAIT_S = 0.0002
@@ -51,7 +50,9 @@ class EmulatedLayer(torch.nn.Module):
     """One layer: parameters of the given element counts; occupies ``stream`` for
     ``forward_s``/``backward_s`` seconds (a stream of its own unless one is given)."""
 
-    def __init__(self, numels: list[int], forward_s: float, backward_s: float, stream: Optional[DeviceStream] = None) -> None:
+    def __init__(
+        self, numels: list[int], forward_s: float, backward_s: float, stream: Optional[DeviceStream] = None
+    ) -> None:
         super().__init__()
         self.weights = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(n) * 0.01) for n in numels])
         self.forward_s = forward_s

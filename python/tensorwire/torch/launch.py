@@ -140,7 +140,11 @@ def run_local(
     results = ctx.Queue()
     port = free_port()
     procs = [
-        ctx.Process(target=_child, args=(r, nprocs, port, fn, args, results, threads, dict(env or {}), pg_timeout_s), daemon=False)
+        ctx.Process(
+            target=_child,
+            args=(r, nprocs, port, fn, args, results, threads, dict(env or {}), pg_timeout_s),
+            daemon=False,
+        )
         for r in range(nprocs)
     ]
     for p in procs:

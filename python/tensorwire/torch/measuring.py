@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from tensorwire._core import InputError
-from tensorwire.torch.tasks import MODES, Size, SchedulerConfig
+from tensorwire.torch.tasks import MODES, SchedulerConfig, Size
 from tensorwire.units import to_rate
 
 JOB_MODES = (*MODES, "ddp")
@@ -73,7 +73,11 @@ class Job:
             raise InputError("mode", f"{self.mode!r} is not a mode; choose one of {', '.join(JOB_MODES)}")
         if self.mode != "ddp":
             SchedulerConfig.make(self.mode, self.partition, self.credit, self.fusion_bytes, self.fusion_cycle_s)
-        for field, v, least in (("batch_size", self.batch_size, 1), ("iterations", self.iterations, 1), ("warmup", self.warmup, 0)):
+        for field, v, least in (
+            ("batch_size", self.batch_size, 1),
+            ("iterations", self.iterations, 1),
+            ("warmup", self.warmup, 0),
+        ):
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise InputError(field, f"{v!r} must be an integer >= {least}")
         if self.interface is not None and not Path(f"/sys/class/net/{self.interface}").exists():
@@ -128,7 +132,14 @@ class Measurement:
     def to_dict(self) -> dict[str, Any]:
         """Fields and derived numbers, JSON-ready."""
         d = dataclasses.asdict(self)
-        for k in ("throughput_1", "throughput_n", "scaling_factor", "network_throughput", "utilization", "ideal_comm_s"):
+        for k in (
+            "throughput_1",
+            "throughput_n",
+            "scaling_factor",
+            "network_throughput",
+            "utilization",
+            "ideal_comm_s",
+        ):
             d[k] = getattr(self, k)
         return d
 
@@ -174,12 +185,29 @@ def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
         model = ddp(module) if job.bucket_cap_mb is None else ddp(module, bucket_cap_mb=job.bucket_cap_mb)
     elif world > 1:
         from tensorwire.torch.data_parallel import ScheduledDataParallel
-
         from tensorwire.torch.tuning import AutoTune
 
-        tune = AutoTune(partition=("64KiB", "16MiB"), credit_factor=(1, 8), trials=job.autotune_trials, steps_per_trial=2, warmup_steps=1) if job.autotune_trials else None
+        tune = (
+            AutoTune(
+                partition=("64KiB", "16MiB"),
+                credit_factor=(1, 8),
+                trials=job.autotune_trials,
+                steps_per_trial=2,
+                warmup_steps=1,
+            )
+            if job.autotune_trials
+            else None
+        )
         sdp = model = ScheduledDataParallel(
-            module, opt, job.mode, job.partition, job.credit, job.fusion_bytes, job.fusion_cycle_s, timeout_s=job.timeout_s, autotune=tune
+            module,
+            opt,
+            job.mode,
+            job.partition,
+            job.credit,
+            job.fusion_bytes,
+            job.fusion_cycle_s,
+            timeout_s=job.timeout_s,
+            autotune=tune,
         )
 
     def one() -> None:
@@ -206,7 +234,9 @@ def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
     steps = [b - a for a, b in zip(marks, marks[1:])]
     groups = sdp.groups_started if sdp is not None else 0
     final = sdp.config_history[-1] if sdp is not None and sdp.config_history else None
-    trials = [(t.partition_bytes, t.credit_bytes, t.iteration_time_s) for t in sdp.tuning_trials] if sdp is not None else []
+    trials = (
+        [(t.partition_bytes, t.credit_bytes, t.iteration_time_s) for t in sdp.tuning_trials] if sdp is not None else []
+    )
     if sdp is not None:
         sdp.close()
     grad_bytes = sum(p.numel() * p.element_size() for p in module.parameters() if p.requires_grad)
@@ -217,7 +247,9 @@ def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
         "mean_iteration_time_s": elapsed / job.iterations,
         "iteration_times_s": steps,
         "groups_started": groups,
-        "config": None if final is None else {"partition_bytes": final.partition_bytes, "credit_bytes": final.credit_bytes},
+        "config": None
+        if final is None
+        else {"partition_bytes": final.partition_bytes, "credit_bytes": final.credit_bytes},
         "tuning_trials": trials,
         "gradient_bytes": grad_bytes,
         "tx_bytes_per_iteration": (tx1 - tx0) / job.iterations,
@@ -288,7 +320,7 @@ def _torchrun_main(argv: list[str]) -> int:
     from tensorwire.torch.launch import init_process_group
 
     ap = argparse.ArgumentParser(prog="python -m tensorwire.torch.measuring")
-    ap.add_argument("--job", default="{}", help="Job fields as JSON, e.g. '{\"model\": \"zoo:vgg16\", \"mode\": \"fifo\"}'")
+    ap.add_argument("--job", default="{}", help='Job fields as JSON, e.g. \'{"model": "zoo:vgg16", "mode": "fifo"}\'')
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     a = ap.parse_args(argv)
     job = job_from_json(a.job)

@@ -48,7 +48,9 @@ def hyperparameters(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
     return [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
 
 
-def split(optimizer: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], names: Sequence[str]) -> list[SplitStep]:
+def split(
+    optimizer: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], names: Sequence[str]
+) -> list[SplitStep]:
     """One :class:`SplitStep` per parameter in ``params`` (all must be in ``optimizer``)."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise InputError("optimizer", f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
@@ -70,7 +72,8 @@ def split(optimizer: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter]
             inst = cls([{"params": [shadow], **hyper}], **optimizer.defaults)
         except TypeError as e:
             raise InputError(
-                "optimizer", f"cannot build a {cls.__name__} per parameter from its defaults ({e}); use SGD, Adam or AdamW"
+                "optimizer",
+                f"cannot build a {cls.__name__} per parameter from its defaults ({e}); use SGD, Adam or AdamW",
             ) from None
         inst.state[shadow] = optimizer.state[p]
         out.append(SplitStep(inst, shadow, found))

@@ -212,13 +212,19 @@ def profile(
         )
         for i in pos
     )
-    where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    where = (
+        torch.cuda.get_device_name(dev)
+        if dev.type == "cuda"
+        else f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    )
     return Workload(
         name or default_name,
         batch_size,
         out_layers,
         description=f"profiled by tensorwire on {where}: input {'x'.join(map(str, shape))}",
-        sources=(f"tensorwire.torch.profiling: torch {torch.__version__}, median of {iterations} iterations after {warmup} warm-up",),
+        sources=(
+            f"tensorwire.torch.profiling: torch {torch.__version__}, median of {iterations} iterations after {warmup} warm-up",
+        ),
     )
 
 

@@ -147,11 +147,16 @@ class SchedulerConfig:
         """
         s = _core.Strategy(spec)
         if s.family == "sharded":
-            raise InputError("strategy", f"{s.name} is sharded data parallelism; the runtime schedules all-reduce and parameter-server strategies")
+            raise InputError(
+                "strategy",
+                f"{s.name} is sharded data parallelism; the runtime schedules all-reduce and parameter-server strategies",
+            )
         mode: Mode = "priority" if s.policy == "priority" else "fusion" if s.fusion_bytes is not None else "fifo"
         given = dict(s.options)
         in_flight = int(given["inflight"]) if "inflight" in given else None
-        return cls(mode, s.partition_bytes, s.credit_bytes, s.fusion_bytes, s.fusion_cycle_s, in_flight, s.max_in_flight)
+        return cls(
+            mode, s.partition_bytes, s.credit_bytes, s.fusion_bytes, s.fusion_cycle_s, in_flight, s.max_in_flight
+        )
 
     def with_limits(self, partition_bytes: Optional[int], credit_bytes: Optional[int]) -> SchedulerConfig:
         """The same mode with another partition and credit (what auto-tuning changes)."""

@@ -118,7 +118,8 @@ def stream_group(ranks: Sequence[int], timeout: Optional[datetime.timedelta]) ->
         key = tuple(ranks)
         n = _streams[key] = _streams.get(key, 0) + 1
         prefix = f"tensorwire/stream/{'-'.join(map(str, key))}/{n}/"
-        store = getattr(dist, "PrefixStore")(prefix, dist.distributed_c10d._get_default_store())
+        # getattr: torch's stubs do not export PrefixStore
+        store = getattr(dist, "PrefixStore")(prefix, dist.distributed_c10d._get_default_store())  # noqa: B009
         opts = gloo._Options()
         opts._threads = 1
         opts._timeout = timeout if timeout is not None else datetime.timedelta(seconds=1800)
@@ -167,9 +168,13 @@ class AllReduce:
 
     collective = True
 
-    def __init__(self, group: Optional[ProcessGroup] = None, stream: Optional[Any] = None, owns_group: bool = False) -> None:
+    def __init__(
+        self, group: Optional[ProcessGroup] = None, stream: Optional[Any] = None, owns_group: bool = False
+    ) -> None:
         if not dist.is_initialized():
-            raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
+            raise InputError(
+                "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first"
+            )
         self.group = group
         self._owns_group = owns_group and group is not None
         self._closed = False
@@ -203,7 +208,9 @@ class AllReduce:
 
 
 class _PushPullPending:
-    def __init__(self, works: list[dist.Work], out: torch.Tensor, pieces: Sequence[torch.Tensor], keep: list[torch.Tensor]) -> None:
+    def __init__(
+        self, works: list[dist.Work], out: torch.Tensor, pieces: Sequence[torch.Tensor], keep: list[torch.Tensor]
+    ) -> None:
         self.works, self.out, self.pieces, self.keep = works, out, pieces, keep
 
     def wait(self) -> None:
@@ -239,7 +246,9 @@ class ParameterServer:
         server_timeout_s: float = 24 * 3600.0,
     ) -> None:
         if not dist.is_initialized():
-            raise InputError("transport", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
+            raise InputError(
+                "transport", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first"
+            )
         world = dist.get_world_size()
         if world < 2:
             raise InputError("transport", "a parameter server needs at least 2 processes (workers plus the server)")

@@ -35,8 +35,8 @@ from tensorwire.gputopo import DEFAULT_ARRAY_BOUND, DEFAULT_PENALTY, Plan, Topol
 if TYPE_CHECKING:
     import torch
     import torch.distributed as dist
-    from torch.futures import Future
     from torch._C._distributed_c10d import GradBucket
+    from torch.futures import Future
 
 
 def _check(topology: Topology, group: Optional[dist.ProcessGroup]) -> tuple[int, list[int]]:
@@ -46,7 +46,9 @@ def _check(topology: Topology, group: Optional[dist.ProcessGroup]) -> tuple[int,
     if not isinstance(topology, Topology):
         raise InputError("topology", f"expected a tensorwire.gputopo.Topology, got {type(topology).__name__}")
     if not dist.is_available() or not dist.is_initialized():
-        raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
+        raise InputError(
+            "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first"
+        )
     world = dist.get_world_size(group)
     rank = dist.get_rank(group)
     if rank < 0:
@@ -61,7 +63,9 @@ def _check(topology: Topology, group: Optional[dist.ProcessGroup]) -> tuple[int,
     return rank, peers
 
 
-def _execute(flat: torch.Tensor, plan: Plan, gpu: int, peers: Sequence[int], group: Optional[dist.ProcessGroup]) -> None:
+def _execute(
+    flat: torch.Tensor, plan: Plan, gpu: int, peers: Sequence[int], group: Optional[dist.ProcessGroup]
+) -> None:
     """Runs GPU ``gpu``'s part of ``plan`` on the contiguous 1-D ``flat``, in place."""
     import torch
     import torch.distributed as dist
@@ -182,7 +186,9 @@ class _Runner:
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_initialized():
-            raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
+            raise InputError(
+                "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first"
+            )
         if timeout_s is not None and not timeout_s > 0:
             raise InputError("timeout_s", f"{timeout_s!r} must be > 0 seconds")
         if not isinstance(topology, Topology):

@@ -52,7 +52,9 @@ class AutoTune:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(name, f"{self.credit_factor!r}: need integers >= 1")
         if f_lo > f_hi:
-            raise InputError("autotune.credit_factor", f"{self.credit_factor!r}: the smallest must not exceed the largest")
+            raise InputError(
+                "autotune.credit_factor", f"{self.credit_factor!r}: the smallest must not exceed the largest"
+            )
         for name, v, least in (
             ("autotune.trials", self.trials, 1),
             ("autotune.steps_per_trial", self.steps_per_trial, 1),
@@ -115,7 +117,9 @@ class Tuner:
         self.trials.append(Trial(p, c))
         return p, c
 
-    def after_step(self, iteration: int, now_s: float, active: tuple[Optional[int], Optional[int], int]) -> Optional[tuple[int, int]]:
+    def after_step(
+        self, iteration: int, now_s: float, active: tuple[Optional[int], Optional[int], int]
+    ) -> Optional[tuple[int, int]]:
         """Called by the leader after ``step()`` of ``iteration`` at time ``now_s`` (seconds).
 
         ``active`` is (partition, credit, first iteration) of the configuration in effect.

@@ -25,10 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from tensorwire.workloads import hardware
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
-from tensorwire.workloads import llm
+from tensorwire.workloads import hardware, llm
 
 ZOO = Path(__file__).parent / "zoo"
 
@@ -110,7 +109,9 @@ def _tokens(sample: str) -> Optional[int]:
     """Tokens of a zoo sample description (``sequence of 128 tokens``; a sentence pair counts
     source plus target); None for images."""
     words = sample.split()
-    counts = [int(w) for w, nxt in zip(words, words[1:] + [""]) if w.isdigit() and nxt in ("tokens", "source", "target")]
+    counts = [
+        int(w) for w, nxt in zip(words, words[1:] + [""]) if w.isdigit() and nxt in ("tokens", "source", "target")
+    ]
     return sum(counts) if counts else None
 
 
@@ -188,9 +189,16 @@ def load_model(
             recompute=recompute,
         )
     data = _raw(name)
-    for field, value in (("seq_len", seq_len), ("micro_batch", micro_batch), ("mfu", mfu), ("recompute", recompute or None)):
+    for field, value in (
+        ("seq_len", seq_len),
+        ("micro_batch", micro_batch),
+        ("mfu", mfu),
+        ("recompute", recompute or None),
+    ):
         if value is not None:
-            raise InputError(field, f"only for the LLMs ({', '.join(llm.names())}); {name} is a measured zoo model (use batch_size)")
+            raise InputError(
+                field, f"only for the LLMs ({', '.join(llm.names())}); {name} is a measured zoo model (use batch_size)"
+            )
     device = data["default_device"] if gpu is None else gpu
     if device not in data["devices"]:
         raise InputError("gpu", f"{name} has no measurements for {device!r}; available: {', '.join(data['devices'])}")

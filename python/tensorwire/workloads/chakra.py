@@ -41,10 +41,20 @@ PathLike = Union[str, Path]
 COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE = 4, 5, 6, 7
 #: CollectiveCommType values of et_def.proto, as tensorwire's collective kinds.
 COMM_TYPES = {
-    0: "allreduce", 1: "reduce", 2: "allgather", 3: "gather", 4: "scatter", 5: "broadcast",
-    6: "alltoall", 7: "reduce_scatter", 8: "reduce_scatter", 9: "barrier",
+    0: "allreduce",
+    1: "reduce",
+    2: "allgather",
+    3: "gather",
+    4: "scatter",
+    5: "broadcast",
+    6: "alltoall",
+    7: "reduce_scatter",
+    8: "reduce_scatter",
+    9: "barrier",
 }
-_EXPECTED = "expected a Chakra execution trace: varint-length-delimited GlobalMetadata then Node messages (et_def.proto)"
+_EXPECTED = (
+    "expected a Chakra execution trace: varint-length-delimited GlobalMetadata then Node messages (et_def.proto)"
+)
 
 
 class _Malformed(Exception):
@@ -185,7 +195,9 @@ def read_nodes(path: PathLike) -> tuple[str, list[Node]]:
         while pos < len(data):
             size, start = _varint(data, pos)
             if start + size > len(data):
-                raise _Malformed(f"message {len(messages)} at byte {pos} claims {size} B but only {len(data) - start} remain (truncated?)")
+                raise _Malformed(
+                    f"message {len(messages)} at byte {pos} claims {size} B but only {len(data) - start} remain (truncated?)"
+                )
             messages.append(data[start : start + size])
             pos = start + size
         if not messages:
@@ -270,16 +282,21 @@ def read_step(path: PathLike, *, default_rank: int = 0) -> Step:
             pending.append((clock, n, kind, phase))
     if not pending:
         raise InputError(
-            "workload", f"{p.name}: no communication nodes; expected COMM_COLL_NODE (7) nodes with comm_type and comm_size"
+            "workload",
+            f"{p.name}: no communication nodes; expected COMM_COLL_NODE (7) nodes with comm_type and comm_size",
         )
     colls: list[Collective] = []
     marks: list[tuple[float, list[Collective]]] = []
     for index, (at, n, kind, phase) in enumerate(pending):
         size = n.attrs.get("comm_size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise InputError("workload", f"{p.name}: node {n.id} ({n.name!r}) has no integer comm_size attribute (bytes)")
+            raise InputError(
+                "workload", f"{p.name}: node {n.id} ({n.name!r}) has no integer comm_size attribute (bytes)"
+            )
         if size > U64_MAX:
-            raise InputError("workload", f"{p.name}: node {n.id} ({n.name!r}) has comm_size {size}; at most {U64_MAX} bytes")
+            raise InputError(
+                "workload", f"{p.name}: node {n.id} ({n.name!r}) has comm_size {size}; at most {U64_MAX} bytes"
+            )
         c = Collective(kind, size, "bytes", at * 1e-6, at * 1e-6, (at + n.duration_micros) * 1e-6, phase, index=index)
         colls.append(c)
         if c.is_gradient:
@@ -307,4 +324,6 @@ def from_chakra(paths: Union[PathLike, Sequence[PathLike]], *, name: Optional[st
         raise InputError("workload", "give at least one Chakra trace file")
     steps = [read_step(f, default_rank=i) for i, f in enumerate(files)]
     stem = Path(files[0]).name.split(".")[0]
-    return merge_ranks(steps, name or stem or "chakra", [f"Chakra execution trace {Path(f).name}" for f in files], "Chakra trace")
+    return merge_ranks(
+        steps, name or stem or "chakra", [f"Chakra execution trace {Path(f).name}" for f in files], "Chakra trace"
+    )

@@ -11,20 +11,30 @@ import click
 from tensorwire.api import simulate
 from tensorwire.cli import options
 from tensorwire.cli.render import short
-from tensorwire.io import check_output
 from tensorwire.cluster import Cluster
+from tensorwire.io import check_output
 from tensorwire.workload import Workload
 from tensorwire.workloads.formats import detect_format, load_workload
 
 
 @click.command("import-trace")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Workload file to write (tensorwire-workload/1 JSON).")
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Workload file to write (tensorwire-workload/1 JSON).",
+)
 @options.workload_format
-@click.option("--step", type=click.IntRange(min=0), default=None, help="ProfilerStep#N to use (default: the last complete one).")
+@click.option(
+    "--step", type=click.IntRange(min=0), default=None, help="ProfilerStep#N to use (default: the last complete one)."
+)
 @click.option("--name", default=None, help="Name of the workload (default: from the first file's name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the workload as JSON too.")
-def import_trace(traces: tuple[str, ...], out: str, workload_format: str, step: Optional[int], name: Optional[str], as_json: bool) -> None:
+def import_trace(
+    traces: tuple[str, ...], out: str, workload_format: str, step: Optional[int], name: Optional[str], as_json: bool
+) -> None:
     """Read TRACE... (one file per rank of the same job) and write a workload file.
 
     Kineto (PyTorch profiler) JSON or .json.gz, or Chakra execution traces; several ranks
@@ -44,7 +54,9 @@ def import_trace(traces: tuple[str, ...], out: str, workload_format: str, step: 
     for layer in workload.layers:
         size = sum(t.bytes for t in layer.tensors)
         click.echo(f"  {layer.name:<24} {layer.forward_s * 1e3:>9.3f} ms {layer.backward_s * 1e3:>9.3f} ms {size:>15,}")
-    click.echo(f"  total: {len(workload.layers)} layers, {len(workload.tensors)} tensors, {workload.total_bytes:,} B, compute {workload.compute_time_s * 1e3:.3f} ms, batch {workload.batch_size}")
+    click.echo(
+        f"  total: {len(workload.layers)} layers, {len(workload.tensors)} tensors, {workload.total_bytes:,} B, compute {workload.compute_time_s * 1e3:.3f} ms, batch {workload.batch_size}"
+    )
     warning = credibility(workload, len(traces))
     if warning:
         click.echo(f"tensorwire: warning: {warning}", err=True)
@@ -71,5 +83,5 @@ def credibility(workload: Workload, ranks: int, bandwidth: str = "25Gbps") -> Op
         f"the traced step took {measured * 1e3:.3f} ms but simulating the {ranks} traced ranks (ring, {bandwidth} star) "
         f"gives {simulated * 1e3:.3f} ms ({max(measured / simulated, simulated / measured):.1f}x apart): the profiler's "
         "overhead, a CPU or Gloo backend, or a network unlike the simulated one; check before trusting projections "
-        "(docs/traces.md, \"Does the trace agree with the simulation?\")"
+        '(docs/traces.md, "Does the trace agree with the simulation?")'
     )

@@ -83,6 +83,7 @@ def parse_trace(text: str, name: str = "trace") -> Workload:
         previous = t
     forward_each = header["forward_s"] / len(produced)
     layers = tuple(
-        Layer(tensor, forward_each, gap, (Tensor(tensor, b),)) for (_, tensor, b), gap in zip(reversed(produced), reversed(gaps))
+        Layer(tensor, forward_each, gap, (Tensor(tensor, b),))
+        for (_, tensor, b), gap in zip(reversed(produced), reversed(gaps))
     )
     return Workload(name, int(batch), layers, f"trace of {source}", ("five-attribute trace (seed 000 section 5)",))

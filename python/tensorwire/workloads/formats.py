@@ -8,13 +8,12 @@ trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
 from __future__ import annotations
 
 import dataclasses
-
 import zlib
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from tensorwire._core import InputError
 from tensorwire import io
+from tensorwire._core import InputError
 from tensorwire.workload import Workload
 from tensorwire.workloads.five_attribute import parse_trace
 

@@ -189,8 +189,11 @@ def _simulated(name: str) -> dict[str, Any]:
     """The figures the simulator uses for node preset ``name`` (the core's table, so that
     they exist once): GPUs, NVLink bytes/s and NIC bit/s per GPU per direction."""
     core = next(p for p in _core.NODE_PRESETS if p["name"] == name)
-    return {"gpus": core["gpus"], "nvlink_bytes_per_s": core["nvlink_bytes_per_s"],
-            "nic_bits_per_s": core["nic_bytes_per_s"] * 8}
+    return {
+        "gpus": core["gpus"],
+        "nvlink_bytes_per_s": core["nvlink_bytes_per_s"],
+        "nic_bits_per_s": core["nic_bytes_per_s"] * 8,
+    }
 
 
 _NODES: tuple[Node, ...] = (
@@ -219,8 +222,7 @@ _NODES: tuple[Node, ...] = (
             "NVIDIA DGX H100 datasheet (2022-2023): 8x H100 SXM 80GB, 4x NVIDIA NVSwitch, 7.2 TB/s "
             "bidirectional GPU-to-GPU bandwidth (900 GB/s per GPU), 4 OSFP ports serving 8x "
             "single-port ConnectX-7 VPI, 400 Gb/s InfiniBand / Ethernet each",
-            "NVIDIA DGX H100 User Guide, 'Network Modules' (two network modules of four ConnectX-7 "
-            "each, one per GPU)",
+            "NVIDIA DGX H100 User Guide, 'Network Modules' (two network modules of four ConnectX-7 each, one per GPU)",
         ),
     ),
 )

@@ -39,35 +39,111 @@ from typing import Any, Iterable, Optional, Sequence, Union
 from tensorwire._core import InputError
 from tensorwire.io import TRACE_FILE_LIMIT, gunzip, read_input
 from tensorwire.workload import Layer, Workload
-from tensorwire.workloads.layering import Collective, Step, merge_ranks, owned_tensors, split_at_collectives, with_owners
+from tensorwire.workloads.layering import (
+    Collective,
+    Step,
+    merge_ranks,
+    owned_tensors,
+    split_at_collectives,
+    with_owners,
+)
 
 PathLike = Union[str, Path]
 
 #: Bytes per element, by the names traces use: c10 ScalarType names (``record_param_comms``
 #: "dtype"), the C++ type names of recorded shapes ("Input type"), torch dtype names.
 DTYPE_BYTES: dict[str, int] = {
-    **{k: 1 for k in ("Byte", "Char", "Bool", "QInt8", "QUInt8", "Float8_e5m2", "Float8_e4m3fn", "Float8_e5m2fnuz", "Float8_e4m3fnuz")},
+    **{
+        k: 1
+        for k in (
+            "Byte",
+            "Char",
+            "Bool",
+            "QInt8",
+            "QUInt8",
+            "Float8_e5m2",
+            "Float8_e4m3fn",
+            "Float8_e5m2fnuz",
+            "Float8_e4m3fnuz",
+        )
+    },
     **{k: 2 for k in ("Short", "Half", "BFloat16", "UInt16")},
     **{k: 4 for k in ("Int", "Float", "QInt32", "ComplexHalf", "UInt32")},
     **{k: 8 for k in ("Long", "Double", "ComplexFloat", "UInt64")},
     "ComplexDouble": 16,
-    **{k: 1 for k in ("unsigned char", "signed char", "bool", "c10::Float8_e4m3fn", "c10::Float8_e5m2", "uint8", "int8", "float8_e4m3fn", "float8_e5m2")},
-    **{k: 2 for k in ("short int", "short", "unsigned short", "c10::Half", "c10::BFloat16", "float16", "bfloat16", "half", "int16")},
+    **{
+        k: 1
+        for k in (
+            "unsigned char",
+            "signed char",
+            "bool",
+            "c10::Float8_e4m3fn",
+            "c10::Float8_e5m2",
+            "uint8",
+            "int8",
+            "float8_e4m3fn",
+            "float8_e5m2",
+        )
+    },
+    **{
+        k: 2
+        for k in (
+            "short int",
+            "short",
+            "unsigned short",
+            "c10::Half",
+            "c10::BFloat16",
+            "float16",
+            "bfloat16",
+            "half",
+            "int16",
+        )
+    },
     **{k: 4 for k in ("int", "unsigned int", "float", "float32", "int32", "c10::complex<c10::Half>")},
-    **{k: 8 for k in ("long int", "long", "long long", "unsigned long", "double", "float64", "int64", "c10::complex<float>", "complex64")},
+    **{
+        k: 8
+        for k in (
+            "long int",
+            "long",
+            "long long",
+            "unsigned long",
+            "double",
+            "float64",
+            "int64",
+            "c10::complex<float>",
+            "complex64",
+        )
+    },
     **{k: 16 for k in ("c10::complex<double>", "complex128")},
 }
 
 #: Collective kinds by the names c10d ops, record_param_comms and backends use.
 _KINDS = {
-    "allreduce": "allreduce", "all_reduce": "allreduce", "allreduce_coalesced": "allreduce",
-    "allgather": "allgather", "all_gather": "allgather", "_allgather_base": "allgather",
-    "allgather_into_tensor_coalesced": "allgather", "all_gather_into_tensor": "allgather",
-    "allgather_coalesced": "allgather", "_reduce_scatter_base": "reduce_scatter",
-    "reduce_scatter": "reduce_scatter", "reducescatter": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
-    "reduce_scatter_tensor_coalesced": "reduce_scatter", "broadcast": "broadcast", "alltoall": "alltoall",
-    "all_to_all": "alltoall", "alltoall_base": "alltoall", "all_to_allv": "alltoall", "reduce": "reduce",
-    "gather": "gather", "scatter": "scatter", "barrier": "barrier", "send": "send", "recv": "recv",
+    "allreduce": "allreduce",
+    "all_reduce": "allreduce",
+    "allreduce_coalesced": "allreduce",
+    "allgather": "allgather",
+    "all_gather": "allgather",
+    "_allgather_base": "allgather",
+    "allgather_into_tensor_coalesced": "allgather",
+    "all_gather_into_tensor": "allgather",
+    "allgather_coalesced": "allgather",
+    "_reduce_scatter_base": "reduce_scatter",
+    "reduce_scatter": "reduce_scatter",
+    "reducescatter": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter",
+    "broadcast": "broadcast",
+    "alltoall": "alltoall",
+    "all_to_all": "alltoall",
+    "alltoall_base": "alltoall",
+    "all_to_allv": "alltoall",
+    "reduce": "reduce",
+    "gather": "gather",
+    "scatter": "scatter",
+    "barrier": "barrier",
+    "send": "send",
+    "recv": "recv",
     "recv_any_source": "recv",
 }
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -112,13 +188,17 @@ def load_trace(path: PathLike) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise InputError("workload", f"{p.name}: not text; expected a Kineto JSON trace (.json or .json.gz)") from None
     except json.JSONDecodeError as e:
-        raise InputError("workload", f"{p.name}: not valid JSON (line {e.lineno}: {e.msg}); the trace may be truncated") from None
+        raise InputError(
+            "workload", f"{p.name}: not valid JSON (line {e.lineno}: {e.msg}); the trace may be truncated"
+        ) from None
     except RecursionError:
         raise InputError("workload", f"{p.name}: JSON nested too deeply; expected a Kineto JSON trace") from None
     if isinstance(data, list):
         data = {"traceEvents": data}
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
-        raise InputError("workload", f"{p.name}: no 'traceEvents' list; expected the JSON of torch.profiler's export_chrome_trace")
+        raise InputError(
+            "workload", f"{p.name}: no 'traceEvents' list; expected the JSON of torch.profiler's export_chrome_trace"
+        )
     return data
 
 
@@ -128,8 +208,15 @@ def _events(data: dict[str, Any], name: str) -> list[_Ev]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         ts, dur = e.get("ts"), e.get("dur", 0)
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or not math.isfinite(ts) or not dur >= 0:
-            raise InputError("workload", f"{name}: event {e.get('name')!r} has a bad ts/dur ({ts!r}, {dur!r}); expected microseconds")
+        if (
+            not isinstance(ts, (int, float))
+            or not isinstance(dur, (int, float))
+            or not math.isfinite(ts)
+            or not dur >= 0
+        ):
+            raise InputError(
+                "workload", f"{name}: event {e.get('name')!r} has a bad ts/dur ({ts!r}, {dur!r}); expected microseconds"
+            )
         args: dict[str, Any] = e["args"] if isinstance(e.get("args"), dict) else {}
         out.append(_Ev(str(e.get("name", "")), e.get("tid"), float(ts), float(dur), str(e.get("cat", "")), args))
     out.sort(key=lambda e: (e.ts, -e.dur))
@@ -213,7 +300,9 @@ def _launches(events: Sequence[_Ev], comm_tids: set[Any]) -> tuple[list[_Launch]
     if c10d and rpc:
         # record_param_comms nested in a c10d op describes it: take its size and dtype.
         for launch in c10d:
-            inner = next((r for r in rpc if r.ev.tid == launch.ev.tid and launch.ev.ts <= r.ev.ts <= launch.ev.end), None)
+            inner = next(
+                (r for r in rpc if r.ev.tid == launch.ev.tid and launch.ev.ts <= r.ev.ts <= launch.ev.end), None
+            )
             if inner is not None:
                 launch.nelems = inner.nelems if inner.nelems is not None else launch.nelems
                 launch.dtype = inner.dtype
@@ -323,7 +412,7 @@ def _module_layers(
         if e.tid == fwd_tid and fwd_start <= e.ts < bwd_start and isinstance(seq, int) and seq not in seq_module:
             m = innermost(e)
             if m is not None:
-                seq_module[seq] = m.name[len(_MODULE):]
+                seq_module[seq] = m.name[len(_MODULE) :]
     owner: list[tuple[float, float, str]] = []
     current: Optional[str] = None
     accumulates: dict[str, int] = {}
@@ -341,7 +430,7 @@ def _module_layers(
     order: list[str] = []
     fwd_end: dict[str, float] = {}
     for m in mods:
-        name = m.name[len(_MODULE):]
+        name = m.name[len(_MODULE) :]
         if name not in order:
             order.append(name)
         fwd_end[name] = max(fwd_end.get(name, 0.0), m.end)
@@ -379,12 +468,16 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
     if step is None:
         done = [n for n in sorted(numbers) if complete(numbers[n])]
         if not done:
-            raise InputError("workload", f"{p.name}: no complete ProfilerStep (with a backward pass and finished collectives)")
+            raise InputError(
+                "workload", f"{p.name}: no complete ProfilerStep (with a backward pass and finished collectives)"
+            )
         step = done[-1]
     elif step not in numbers:
         raise InputError("step", f"{p.name} has no ProfilerStep#{step}; it has {', '.join(map(str, sorted(numbers)))}")
     elif not complete(numbers[step]):
-        raise InputError("step", f"ProfilerStep#{step} of {p.name} is incomplete (no backward pass, or collectives unfinished)")
+        raise InputError(
+            "step", f"ProfilerStep#{step} of {p.name} is incomplete (no backward pass, or collectives unfinished)"
+        )
     s = numbers[step]
     here = [e for e in events if _within(e, s.ts, s.end)]
     backward = _top_level([e for e in here if e.name.startswith(_BACKWARD)])
@@ -410,7 +503,9 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
         if x.nelems is None:
             raise InputError("workload", f"{where}: message size unknown; record the trace with record_shapes=True")
         if x.dtype is None:
-            raise InputError("workload", f"{where}: dtype unknown; expected a dtype or Input type argument (record_shapes=True)")
+            raise InputError(
+                "workload", f"{where}: dtype unknown; expected a dtype or Input type argument (record_shapes=True)"
+            )
         ex = x.exec_ev or x.ev
         phase = "forward" if x.ev.ts < bwd_start else ("backward" if x.ev.ts <= bwd_end else "after")
         colls.append(
@@ -501,7 +596,13 @@ def _batch_size(events: Iterable[_Ev], start: float, end: float) -> int:
     for e in events:
         if start <= e.ts < end and e.cat == "cpu_op" and isinstance(e.args.get("Sequence number"), int):
             dims = e.args.get("Input Dims")
-            if isinstance(dims, list) and dims and isinstance(dims[0], list) and dims[0] and isinstance(dims[0][0], int):
+            if (
+                isinstance(dims, list)
+                and dims
+                and isinstance(dims[0], list)
+                and dims[0]
+                and isinstance(dims[0][0], int)
+            ):
                 return max(1, int(dims[0][0]))
             break
     return 1
@@ -516,7 +617,10 @@ def read_steps(paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int
         # The last step number complete in every rank's trace.
         lasts = [read_step(f, default_rank=i) for i, f in enumerate(files)]
         common = min(s.step for s in lasts)
-        return [s if s.step == common else read_step(f, step=common, default_rank=i) for i, (s, f) in enumerate(zip(lasts, files))]
+        return [
+            s if s.step == common else read_step(f, step=common, default_rank=i)
+            for i, (s, f) in enumerate(zip(lasts, files))
+        ]
     return [read_step(f, step=step, default_rank=i) for i, f in enumerate(files)]
 
 
@@ -533,4 +637,6 @@ def from_profiler_trace(
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     first = Path(files[0]).name
     stem = re.sub(r"(\.pt)?\.trace|\.json(\.gz)?$", "", first).removesuffix(".json")
-    return merge_ranks(steps, name or stem or "trace", [f"PyTorch profiler trace {Path(f).name}" for f in files], "profiler trace")
+    return merge_ranks(
+        steps, name or stem or "trace", [f"PyTorch profiler trace {Path(f).name}" for f in files], "profiler trace"
+    )

@@ -130,7 +130,9 @@ def with_owners(layers: Sequence[Layer], colls: Sequence[Collective]) -> tuple[C
     out = []
     for c in colls:
         name = by_suffix.get(f"{c.kind}#{c.index}") if c.is_gradient else None
-        out.append(Collective(c.kind, c.bytes, c.dtype, c.launch_s, c.start_s, c.end_s, c.phase, name, c.overlap_s, c.index))
+        out.append(
+            Collective(c.kind, c.bytes, c.dtype, c.launch_s, c.start_s, c.end_s, c.phase, name, c.overlap_s, c.index)
+        )
     return tuple(out)
 
 
@@ -149,7 +151,9 @@ def merge_ranks(steps: Sequence[Step], name: str, sources: Sequence[str], what: 
     for s in steps[1:]:
         other = [(c.kind, c.bytes) for c in s.collectives]
         if other != signature:
-            diff = next((i for i, (a, b) in enumerate(zip(signature, other)) if a != b), min(len(signature), len(other)))
+            diff = next(
+                (i for i, (a, b) in enumerate(zip(signature, other)) if a != b), min(len(signature), len(other))
+            )
             mine = f"{signature[diff][0]} of {signature[diff][1]} B" if diff < len(signature) else "nothing"
             theirs = f"{other[diff][0]} of {other[diff][1]} B" if diff < len(other) else "nothing"
             raise InputError(

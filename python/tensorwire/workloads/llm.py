@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
 
-from tensorwire.workloads import hardware
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
+from tensorwire.workloads import hardware
 
 #: Model-FLOP utilisation used when none is given.
 DEFAULT_MFU = 0.40
@@ -44,7 +44,6 @@ MFU_SOURCE = (
 DEFAULT_GPU = "h100"
 #: Gradient bytes per element: BF16 unless asked otherwise.
 DEFAULT_DTYPE_BYTES = 2
-
 
 
 @dataclass(frozen=True)
@@ -206,7 +205,11 @@ def block_tensors(a: Architecture, i: int) -> list[tuple[str, int]]:
             e = f"{m}experts.{j}."
             out += [(e + "w1.weight", f * d), (e + "w2.weight", d * f), (e + "w3.weight", f * d)]
     else:
-        out += [(p + "mlp.gate_proj.weight", f * d), (p + "mlp.up_proj.weight", f * d), (p + "mlp.down_proj.weight", d * f)]
+        out += [
+            (p + "mlp.gate_proj.weight", f * d),
+            (p + "mlp.up_proj.weight", f * d),
+            (p + "mlp.down_proj.weight", d * f),
+        ]
     out += [(p + "input_layernorm.weight", d), (p + "post_attention_layernorm.weight", d)]
     return out
 
@@ -250,7 +253,11 @@ def layers(a: Architecture, seq_len: int) -> list[_LayerSpec]:
             _LayerSpec("transformer.wpe", 2 * d * s, (("transformer.wpe.weight", a.context * d),), False),
         ]
         out += [_LayerSpec(f"transformer.h.{i}", block, tuple(block_tensors(a, i)), True) for i in range(a.layers)]
-        out.append(_LayerSpec("transformer.ln_f", 2 * d * s, (("transformer.ln_f.weight", d), ("transformer.ln_f.bias", d)), False))
+        out.append(
+            _LayerSpec(
+                "transformer.ln_f", 2 * d * s, (("transformer.ln_f.weight", d), ("transformer.ln_f.bias", d)), False
+            )
+        )
         out.append(_LayerSpec("lm_head", head, (), False))  # weight = transformer.wte.weight
         return out
     out = [_LayerSpec("model.embed_tokens", 2 * d * s, (("model.embed_tokens.weight", a.vocab * d),), False)]
@@ -341,4 +348,3 @@ def tokens_per_sample(name: str, seq_len: Optional[int] = None) -> int:
     """Tokens in one sample (one sequence) of ``name``: ``seq_len`` or the context length."""
     a = architecture(name)
     return a.context if seq_len is None else check_seq_len(a, seq_len)
-

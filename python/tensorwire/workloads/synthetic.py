@@ -30,8 +30,12 @@ def repeat_block(workload: Workload, prefix: str, count: int) -> Workload:
     if not block:
         raise InputError("modules", f"{workload.name} has no block {prefix!r}")
     copies = [
-        Layer(f"{prefix}_copy{c}{layer.name[len(prefix):]}", layer.forward_s, layer.backward_s,
-              tuple(Tensor(f"{prefix}_copy{c}{t.name[len(prefix):]}", t.bytes) for t in layer.tensors))
+        Layer(
+            f"{prefix}_copy{c}{layer.name[len(prefix) :]}",
+            layer.forward_s,
+            layer.backward_s,
+            tuple(Tensor(f"{prefix}_copy{c}{t.name[len(prefix) :]}", t.bytes) for t in layer.tensors),
+        )
         for c in range(1, count + 1)
         for layer in (workload.layers[i] for i in block)
     ]

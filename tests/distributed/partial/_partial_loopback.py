@@ -18,12 +18,13 @@ from collections import defaultdict, deque
 from typing import Any, Optional
 
 import torch
-
 from tensorwire.torch.partial.collective import PartialAllreduce
 
 
 class _Fabric:
-    def __init__(self, n: int, jitter_s: float = 0.0, seed: int = 0, slow_recv: Optional[dict[int, float]] = None) -> None:
+    def __init__(
+        self, n: int, jitter_s: float = 0.0, seed: int = 0, slow_recv: Optional[dict[int, float]] = None
+    ) -> None:
         self.n = n
         self.slow_recv = dict(slow_recv or {})
         self.cond = threading.Condition()

@@ -7,11 +7,12 @@ import time
 from typing import Any, Optional, Sequence
 
 
-def partial_rounds(rank: int, world: int, kinds: Sequence[str], rounds: int, seed: int, max_sleep_s: float, stop_spread: int) -> dict[str, Any]:
+def partial_rounds(
+    rank: int, world: int, kinds: Sequence[str], rounds: int, seed: int, max_sleep_s: float, stop_spread: int
+) -> dict[str, Any]:
     """Calls a partial all-reduce up to ``rounds`` times per kind with random sleeps; ranks
     stop at different rounds (up to ``stop_spread`` early), then flush and close."""
     import torch
-
     from tensorwire.torch.partial import PartialAllreduce
 
     out: dict[str, Any] = {}
@@ -46,11 +47,12 @@ def partial_rounds(rank: int, world: int, kinds: Sequence[str], rounds: int, see
     return out
 
 
-def eager_sgd(rank: int, world: int, kind: str, steps: int, staleness: Optional[int], slow_rank: Optional[int], seed: int) -> dict[str, Any]:
+def eager_sgd(
+    rank: int, world: int, kind: str, steps: int, staleness: Optional[int], slow_rank: Optional[int], seed: int
+) -> dict[str, Any]:
     """EagerSGD with plain SGD (lr 1) on a parameter whose gradients are set by hand to
     integers: the final parameter must be minus the sum of every gradient over ``world``."""
     import torch
-
     from tensorwire.torch.partial import EagerSGD
 
     rng = random.Random(seed + rank)
@@ -72,14 +74,11 @@ def eager_sgd(rank: int, world: int, kind: str, steps: int, staleness: Optional[
     return {"w": w.detach().tolist(), "total": total.tolist(), "late": opt.late_steps, "ahead": worst_ahead}
 
 
-
-
 def subgroup_close(rank: int, world: int, seed: int) -> dict[str, Any]:
     """Ranks 1..world-1 run a majority all-reduce on a subgroup, stop at different rounds
     and close without flushing; rank 0 stays out of it."""
     import torch
     import torch.distributed as dist
-
     from tensorwire.torch.partial import PartialAllreduce
 
     members = list(range(1, world))
@@ -101,4 +100,10 @@ def subgroup_close(rank: int, world: int, seed: int) -> dict[str, Any]:
     pa.close()
     close_s = time.perf_counter() - t0
     dist.barrier()  # with rank 0, which keeps the store up until every rank is done
-    return {"ranks": pa.ranks, "rank": pa.rank, "contributors": sorted(contributors), "close_s": close_s, "calls": calls}
+    return {
+        "ranks": pa.ranks,
+        "rank": pa.rank,
+        "contributors": sorted(contributors),
+        "close_s": close_s,
+        "calls": calls,
+    }

@@ -9,7 +9,6 @@ import pytest
 pytest.importorskip("torch", reason="torch is not installed (pip install 'tensorwire[torch]')")
 
 from click.testing import CliRunner  # noqa: E402
-
 from tensorwire._core import InputError  # noqa: E402
 from tensorwire.torch.partial.cli import bench  # noqa: E402
 

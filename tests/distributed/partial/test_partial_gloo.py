@@ -18,7 +18,6 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'tensorwire[torch]')")
 
 from _partial_workers import eager_sgd, partial_rounds, subgroup_close  # noqa: E402
-
 from tensorwire.torch.launch import run_local  # noqa: E402
 from tensorwire.torch.partial.collective import majority_initiator  # noqa: E402
 
@@ -38,7 +37,9 @@ def check_rounds(out: list[dict[str, Any]], kind: str, world: int, seed: int) ->
         contributors = views[0][1]
         assert contributors and list(contributors) == sorted(set(contributors)), (k, contributors)
         if kind == "majority":
-            assert majority_initiator(seed, k, world) in contributors, f"round {k}: the designated initiator must have arrived"
+            assert majority_initiator(seed, k, world) in contributors, (
+                f"round {k}: the designated initiator must have arrived"
+            )
     flushes = {r["flush"] for r in runs}
     assert len(flushes) == 1, f"{kind}: flush results differ: {flushes}"
     flush_values, flush_round, flush_contributors = flushes.pop()

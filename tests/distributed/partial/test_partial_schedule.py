@@ -20,12 +20,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'tensorwire[torch]')")
 
 from _partial_loopback import LoopbackGroup, LoopbackPartialAllreduce, fabric  # noqa: E402
-
 from tensorwire import _core  # noqa: E402
 from tensorwire._core import InputError  # noqa: E402
 from tensorwire.torch.partial.collective import activation_edges, chunk_bounds, majority_initiator  # noqa: E402
 from tensorwire.torch.partial.schedule import Dep, Executor, Schedule, compute, nop, recv, send  # noqa: E402
-
 
 # --- the engine ------------------------------------------------------------------------
 
@@ -143,7 +141,9 @@ def run_threads(
     out: list[Any] = [None] * n
 
     def make(r: int) -> None:
-        pas[r] = LoopbackPartialAllreduce(fab, r, 3, kind, dtype=torch.float64, seed=seed, max_lag=max_lag, algorithm=algorithm, timeout_s=20.0)
+        pas[r] = LoopbackPartialAllreduce(
+            fab, r, 3, kind, dtype=torch.float64, seed=seed, max_lag=max_lag, algorithm=algorithm, timeout_s=20.0
+        )
 
     def work(r: int) -> None:
         try:
@@ -166,7 +166,13 @@ def run_threads(
             for _ in range(flushes - 1):  # more flushes right away: nothing left, zero sums
                 assert pa.flush().tensor.abs().sum() == 0
             pa.close()
-            out[r] = {"seen": seen, "total": total, "flush": (tuple(f.tensor.tolist()), f.round), "calls": calls, "ahead": ahead}
+            out[r] = {
+                "seen": seen,
+                "total": total,
+                "flush": (tuple(f.tensor.tolist()), f.round),
+                "calls": calls,
+                "ahead": ahead,
+            }
         except BaseException as e:  # noqa: BLE001
             out[r] = e
 

@@ -33,7 +33,9 @@ class ListNet(torch.nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.ws = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(13, 29) * 0.3), torch.nn.Parameter(torch.randn(29, 7) * 0.3)])
+        self.ws = torch.nn.ParameterList(
+            [torch.nn.Parameter(torch.randn(13, 29) * 0.3), torch.nn.Parameter(torch.randn(29, 7) * 0.3)]
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(x @ self.ws[0]) @ self.ws[1]
@@ -120,8 +122,14 @@ SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("fifo:partition=260,credit=700", dict(mode="fifo", partition=260, credit=700)),
     ("priority:partition=300,credit=1000", dict(mode="priority", partition=300, credit=1000)),
     ("priority:partition=124,credit=250", dict(mode="priority", partition="124B", credit="250B")),
-    ("fusion:partition=200,fusion=900B,cycle=1ms", dict(mode="fusion", partition=200, fusion_bytes=900, fusion_cycle_s="1ms")),
-    ("fusion:partition=200,fusion=64KiB,cycle=5ms", dict(mode="fusion", partition=200, fusion_bytes="64KiB", fusion_cycle_s=0.005)),
+    (
+        "fusion:partition=200,fusion=900B,cycle=1ms",
+        dict(mode="fusion", partition=200, fusion_bytes=900, fusion_cycle_s="1ms"),
+    ),
+    (
+        "fusion:partition=200,fusion=64KiB,cycle=5ms",
+        dict(mode="fusion", partition=200, fusion_bytes="64KiB", fusion_cycle_s=0.005),
+    ),
 ]
 
 
@@ -198,7 +206,10 @@ def parameter_server(rank: int, world: int) -> Any:
     out: dict[str, Any] = {}
     for opt_name in ("sgd", "adam"):
         ref = reference(rank, opt_name, ps.group, STEPS)
-        for label, kw in (("priority:partition=300,credit=1000", dict(mode="priority", partition=300, credit=1000)), ("fifo", dict(mode="fifo"))):
+        for label, kw in (
+            ("priority:partition=300,credit=1000", dict(mode="priority", partition=300, credit=1000)),
+            ("fifo", dict(mode="fifo")),
+        ):
             net, _, model = scheduled(rank, opt_name, STEPS, transport=ps, **kw)
             out[f"ps/{label}/{opt_name}"] = dict(diff=compare(net, ref), groups=model.groups_started)
             model.close()
@@ -279,7 +290,11 @@ def stream_order(rank: int, world: int) -> dict[str, Any]:
         second.wait()
         done_before = first.work.is_completed()  # type: ignore[attr-defined]
         first.wait()
-        out[name] = {"big_done_first": done_before, "ordered": transport.ordered, "averages": (big[0].item(), tiny[0].item())}
+        out[name] = {
+            "big_done_first": done_before,
+            "ordered": transport.ordered,
+            "averages": (big[0].item(), tiny[0].item()),
+        }
     return out
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 import sys
 
-import torch
-
 import tensorwire.torch as twt
+import torch
 
 
 def main() -> None:

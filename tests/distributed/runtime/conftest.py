@@ -11,6 +11,7 @@ import importlib.util
 
 import pytest
 
+
 def _missing(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is None
@@ -26,7 +27,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "tests/distributed/runtime/" not in str(item.fspath).replace("\\", "/"):
             continue
         if item.get_closest_marker("needs_torch") is not None and MISSING:
-            item.add_marker(pytest.mark.skip(reason=f"{', '.join(MISSING)} not installed (pip install 'tensorwire[torch]')"))
+            item.add_marker(
+                pytest.mark.skip(reason=f"{', '.join(MISSING)} not installed (pip install 'tensorwire[torch]')")
+            )
 
 
 def pytest_configure(config: pytest.Config) -> None:

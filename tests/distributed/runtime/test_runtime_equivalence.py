@@ -19,7 +19,6 @@ pytestmark = [pytest.mark.distributed, pytest.mark.needs_torch]
 @pytest.fixture(scope="module")
 def results() -> list[dict[str, Any]]:
     import _runtime_jobs as jobs
-
     from tensorwire.torch import run_local
 
     return list(run_local(jobs.equivalence, WORKERS, timeout_s=240))
@@ -38,7 +37,9 @@ def test_every_mode_matches_synchronous_training(results: list[dict[str, Any]], 
     for rank, r in enumerate(results):
         got = r[scenario]
         scaled, worst, _bitwise = got["diff"]
-        assert scaled <= 1, f"rank {rank}: parameters differ by up to {worst:.2e} after the steps (beyond float32 rounding)"
+        assert scaled <= 1, (
+            f"rank {rank}: parameters differ by up to {worst:.2e} after the steps (beyond float32 rounding)"
+        )
         assert got["grads_none"], "param.grad is left None (gradients live in the runtime)"
         assert got["state_entries"] == 6, "the user's optimizer holds the state of all 6 parameters"
     groups = {r[scenario]["groups"] for r in results}

@@ -17,7 +17,6 @@ pytestmark = [pytest.mark.distributed, pytest.mark.needs_torch]
 
 def test_parameter_server_matches_synchronous_training() -> None:
     import _runtime_jobs as jobs
-
     from tensorwire.torch import run_local
 
     workers = 2
@@ -33,7 +32,6 @@ def test_parameter_server_matches_synchronous_training() -> None:
 @pytest.mark.parametrize("victim", [0, 2], ids=["leader-dies", "follower-dies"])
 def test_a_dead_rank_makes_the_others_fail_quickly(victim: int) -> None:
     import _runtime_jobs as jobs
-
     from tensorwire.torch import run_local
 
     t0 = time.monotonic()
@@ -50,7 +48,6 @@ def test_a_dead_rank_makes_the_others_fail_quickly(victim: int) -> None:
 
 def test_a_stuck_leader_makes_the_follower_fail_after_the_timeout() -> None:
     import _runtime_jobs as jobs
-
     from tensorwire.torch import run_local
 
     out = run_local(jobs.dies, 2, 0, 12.0, timeout_s=120, allow_failures=True)
@@ -65,7 +62,6 @@ def test_closing_ends_the_groups_threads_before_interpreter_exit() -> None:
     """A Gloo thread still alive at interpreter exit can abort the process (see
     ``release_groups``): close() and destroy_process_group() must end them."""
     import _runtime_jobs as jobs
-
     from tensorwire.torch import run_local
 
     for rank, r in enumerate(run_local(jobs.teardown, 2, timeout_s=120)):

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 import tensorwire as tw
 from tensorwire import InputError
 
@@ -104,13 +101,27 @@ def test_autotune_validates_its_ranges() -> None:
 @pytest.mark.needs_torch
 def test_profile_writes_a_workload_that_simulate_reads(tmp_path: Path) -> None:
     from click.testing import CliRunner
-
     from tensorwire.cli import main
     from tensorwire.torch.cli import profile
 
     out = tmp_path / "r18.json"
     r = CliRunner().invoke(
-        profile, ["resnet18", "-o", str(out), "--batch", "2", "--input-shape", "3x64x64", "--iterations", "2", "--warmup", "1", "--threads", "1"]
+        profile,
+        [
+            "resnet18",
+            "-o",
+            str(out),
+            "--batch",
+            "2",
+            "--input-shape",
+            "3x64x64",
+            "--iterations",
+            "2",
+            "--warmup",
+            "1",
+            "--threads",
+            "1",
+        ],
     )
     assert r.exit_code == 0, r.output
     w = tw.Workload.from_file(out)
@@ -125,7 +136,6 @@ def test_profile_writes_a_workload_that_simulate_reads(tmp_path: Path) -> None:
 @pytest.mark.needs_torch
 def test_profile_takes_the_users_module_and_inputs() -> None:
     import torch
-
     from tensorwire.torch import profile
 
     net = torch.nn.Sequential(torch.nn.Linear(13, 29), torch.nn.Tanh(), torch.nn.Linear(29, 7))
@@ -141,7 +151,6 @@ def test_profile_takes_the_users_module_and_inputs() -> None:
 @pytest.mark.distributed
 def test_measure_reports_scaling_factor_and_network_throughput() -> None:
     from click.testing import CliRunner
-
     from tensorwire.torch.cli import measure
 
     args = ["--model", "zoo:alexnet", "--size-scale", "0.02", "--time-scale", "0.1", "-n", "2", "--iterations", "5",
@@ -161,7 +170,6 @@ def test_measure_reports_scaling_factor_and_network_throughput() -> None:
 @pytest.mark.needs_torch
 def test_the_runtime_stream_runs_collectives_one_at_a_time_in_start_order() -> None:
     import _runtime_jobs as jobs
-
     from tensorwire.torch import run_local
 
     results = run_local(jobs.stream_order, 3, timeout_s=120)

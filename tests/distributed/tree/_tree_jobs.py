@@ -10,7 +10,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-
 from tensorwire import InputError
 from tensorwire.gputopo import Topology
 from tensorwire.torch.tree_allreduce import TreeAllReduce, TreeAllReduceState, tree_allreduce, tree_allreduce_hook
@@ -136,7 +135,9 @@ def ddp_hook_matches_default(rank: int, world: int) -> list[str]:
     got = _train(rank, world, "hook")
     for i, (a, b) in enumerate(zip(got, want)):
         if not torch.allclose(a, b, rtol=1e-5, atol=1e-6):
-            failures.append(f"rank {rank} parameter {i}: hook differs from DDP's all-reduce by {(a - b).abs().max().item():.2e}")
+            failures.append(
+                f"rank {rank} parameter {i}: hook differs from DDP's all-reduce by {(a - b).abs().max().item():.2e}"
+            )
     return failures
 
 

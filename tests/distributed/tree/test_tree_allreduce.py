@@ -10,13 +10,14 @@ import pytest
 
 pytestmark = [
     pytest.mark.distributed,
-    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed (pip install 'tensorwire[torch]')"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None, reason="torch is not installed (pip install 'tensorwire[torch]')"
+    ),
 ]
 
 
 def _run(world: int, *names: str) -> dict[str, list[str]]:
     import _tree_jobs as jobs
-
     from tensorwire.torch.launch import run_local
 
     out: list[dict[str, Any]] = run_local(jobs.run_all, world, list(names), timeout_s=600, pg_timeout_s=300)

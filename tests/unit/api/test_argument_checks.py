@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
-
 import tensorwire as tw
 from tensorwire._core import InputError
 from tensorwire.api import Job, simulate_jobs

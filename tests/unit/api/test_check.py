@@ -8,7 +8,6 @@ import itertools
 from typing import Optional
 
 import pytest
-
 from tensorwire import _core
 from tensorwire.strategy import Strategy, check, probe, runs_on
 

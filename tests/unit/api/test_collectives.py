@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import tensorwire as tw
 
 
@@ -25,8 +24,10 @@ def test_ring_halves_and_all_to_all_take_n_minus_1_steps_of_s_over_n(kind: str) 
 
 def test_ring_all_reduce_is_reduce_scatter_plus_all_gather() -> None:
     cluster = tw.Cluster(16, "100Gbps")
-    t = {k: tw.simulate(tw.Workload.collective(f"{k}:64MiB"), cluster, "ring").iteration_time_s
-         for k in ("allreduce", "reducescatter", "allgather")}
+    t = {
+        k: tw.simulate(tw.Workload.collective(f"{k}:64MiB"), cluster, "ring").iteration_time_s
+        for k in ("allreduce", "reducescatter", "allgather")
+    }
     assert t["allreduce"] == pytest.approx(t["reducescatter"] + t["allgather"], rel=1e-12)
 
 
@@ -41,11 +42,14 @@ def test_the_collective_survives_a_workload_file(tmp_path: Path) -> None:
     assert e.value.args[0] == "workload.collective"
 
 
-@pytest.mark.parametrize("args, field", [
-    (["--collective", "gather:1MB", "-s", "ring"], "collective"),
-    (["--collective", "broadcast:1MB", "-s", "butterfly"], "strategy"),
-    (["--collective", "allgather:1MB", "-s", "ps"], "strategy"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--collective", "gather:1MB", "-s", "ring"], "collective"),
+        (["--collective", "broadcast:1MB", "-s", "butterfly"], "strategy"),
+        (["--collective", "allgather:1MB", "-s", "ps"], "strategy"),
+    ],
+)
 def test_bad_collectives_are_one_line_and_exit_2(args: list[str], field: str) -> None:
     p = run("simulate", "-n", "4", "-b", "10Gbps", *args)
     assert p.returncode == 2

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import tensorwire as tw
 from tensorwire.api import _run_jobs
 from tensorwire.failures import parse_failure
@@ -81,7 +80,9 @@ def test_parse_failure_reads_the_cli_form() -> None:
 
 
 def test_cli_shows_the_run_with_and_without_failures() -> None:
-    p = run("simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--fail", "h0->sw@0s:rate=0.5", "--json")
+    p = run(
+        "simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--fail", "h0->sw@0s:rate=0.5", "--json"
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["iteration_time_s"] > out["without_failures"]["iteration_time_s"]
@@ -91,8 +92,22 @@ def test_cli_shows_the_run_with_and_without_failures() -> None:
 
 def test_cli_refuses_a_failure_after_the_run_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
-    p = run("simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--fail", "sw@100s",
-            "--trace", str(trace), "--json")
+    p = run(
+        "simulate",
+        "-m",
+        "resnet50",
+        "-n",
+        "8",
+        "-b",
+        "25Gbps",
+        "-s",
+        "ring",
+        "--fail",
+        "sw@100s",
+        "--trace",
+        str(trace),
+        "--json",
+    )
     assert p.returncode == 2 and p.stdout == ""
     (line,) = p.stderr.strip().splitlines()
     assert line.startswith("tensorwire: error: failures[0].at_s: 100 s is after the run ended at ")

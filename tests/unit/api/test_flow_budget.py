@@ -5,10 +5,8 @@ from __future__ import annotations
 import inspect
 
 import pytest
-
 import tensorwire as tw
-from tensorwire import Cluster, InputError, simulate
-from tensorwire import _core
+from tensorwire import Cluster, InputError, _core, simulate
 from tensorwire.api import DEFAULT_MAX_FLOWS
 
 
@@ -28,8 +26,13 @@ def test_the_default_budget_is_the_cores_everywhere() -> None:
 def test_a_run_over_budget_is_refused_before_it_starts(strategy: str) -> None:
     calls: list[tw.Progress] = []
     with pytest.raises(InputError) as e:
-        simulate(tw.load_model("resnet50"), Cluster(4, "25Gbps"), strategy, max_flows=1,
-                 progress=lambda p: calls.append(p) is None)
+        simulate(
+            tw.load_model("resnet50"),
+            Cluster(4, "25Gbps"),
+            strategy,
+            max_flows=1,
+            progress=lambda p: calls.append(p) is None,
+        )
     field, message = e.value.args
     assert field == "max_flows"
     assert "needs about" in message and "more than 1 flows" in message and "--max-flows" in message

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 import tensorwire as tw
 from tensorwire.cli.jobs import parse_place
 
@@ -45,8 +44,10 @@ def test_bad_jobs_name_the_field() -> None:
     w = tw.load_model("resnet50")
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([tw.Job("a", w, 6, "ring"), tw.Job("b", w, 6, "ring")], tw.Cluster(8, "25Gbps"))
-    assert e.value.args == ("workers", "the fabric has 8 hosts but the jobs need 12 workers (a 6, b 6); "
-                                       "give at least 12 hosts, or smaller jobs")
+    assert e.value.args == (
+        "workers",
+        "the fabric has 8 hosts but the jobs need 12 workers (a 6, b 6); give at least 12 hosts, or smaller jobs",
+    )
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([tw.Job("a", w, 2, "ps+ina:switch_memory=1MB,credit=1MB")], tw.Cluster(8, "25Gbps"))
     assert e.value.args[0] == "jobs[0].strategy.credit"
@@ -60,15 +61,28 @@ def test_a_parameter_server_job_takes_a_host_per_server() -> None:
     assert r.completions_s == tw.simulate(w, tw.Cluster(4, "25Gbps"), "ps:num_ps=2", fold=False).completions_s
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([ps, tw.Job("b", w, 4, "ring")], tw.Cluster(8, "25Gbps"))
-    assert e.value.args == ("workers", "the fabric has 8 hosts but the jobs need 10 hosts (ps 4 workers + 2 servers, "
-                                       "b 4 workers); give at least 10 hosts, or smaller jobs")
+    assert e.value.args == (
+        "workers",
+        "the fabric has 8 hosts but the jobs need 10 hosts (ps 4 workers + 2 servers, "
+        "b 4 workers); give at least 10 hosts, or smaller jobs",
+    )
 
 
 def test_cli_jobs_keep_to_the_flow_budget() -> None:
     # Two 16-worker rings sharing a leaf-spine: ~150,000 flows (the budget is checked every
     # 65,536 events), more than 1,000.
-    p = run("jobs", "--job", "a:resnet50:16:ring", "--job", "b:resnet50:16:ring", *LEAVES, "--placement", "spread",
-            "--max-flows", "1000")
+    p = run(
+        "jobs",
+        "--job",
+        "a:resnet50:16:ring",
+        "--job",
+        "b:resnet50:16:ring",
+        *LEAVES,
+        "--placement",
+        "spread",
+        "--max-flows",
+        "1000",
+    )
     assert error_line(p).startswith("tensorwire: error: max_flows: the simulation needs more than 1000 flows")
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([tw.Job("a", tw.load_model("resnet50"), 2, "ring")], tw.Cluster(2, "25Gbps"), max_flows=0)
@@ -76,7 +90,9 @@ def test_cli_jobs_keep_to_the_flow_budget() -> None:
 
 
 def test_cli_runs_a_parameter_server_job_beside_a_ring_job() -> None:
-    p = run("jobs", "--job", "ps:resnet50:4:ps:num_ps=2", "--job", "b:resnet50:4:ring:schedule=priority", *LEAVES, "--json")
+    p = run(
+        "jobs", "--job", "ps:resnet50:4:ps:num_ps=2", "--job", "b:resnet50:4:ring:schedule=priority", *LEAVES, "--json"
+    )
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     # Fabric hosts default to what the jobs take: 4 + 2 for ps (servers last), 4 for b.
@@ -85,15 +101,28 @@ def test_cli_runs_a_parameter_server_job_beside_a_ring_job() -> None:
 
 
 def test_cli_prints_each_job_beside_itself_alone() -> None:
-    p = run("jobs", "--job", "a:resnet50:4:ring", "--job", "b:resnet50:4:ring", "-b", "8Gbps",
-            "--topology", "leaf-spine:hosts_per_leaf=4,spines=1,uplink=8Gbps", "--placement", "spread", "--json")
+    p = run(
+        "jobs",
+        "--job",
+        "a:resnet50:4:ring",
+        "--job",
+        "b:resnet50:4:ring",
+        "-b",
+        "8Gbps",
+        "--topology",
+        "leaf-spine:hosts_per_leaf=4,spines=1,uplink=8Gbps",
+        "--placement",
+        "spread",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     assert [r["job"] for r in rows] == ["a", "b"]
     assert all(r["slowdown"] > 1.0 for r in rows)
     assert error_line(run("jobs", "--job", "a:resnet50:16:ring", "-n", "8", "-b", "25Gbps")) == (
         "tensorwire: error: workers: the fabric has 8 hosts but the jobs need 16 workers (a 16); "
-        "give at least 16 hosts, or smaller jobs")
+        "give at least 16 hosts, or smaller jobs"
+    )
 
 
 def error_line(p: subprocess.CompletedProcess[str]) -> str:
@@ -140,8 +169,6 @@ def test_parse_place_reads_hosts_and_ranges() -> None:
         assert e.value.args[0] == "place"
 
 
-
-
 def test_cli_place_pins_a_job_and_the_others_take_free_hosts() -> None:
     p = run("jobs", "--job", "a:resnet50:2:ring", "--job", "b:resnet50:2:ring", "--place", "a=4-5", *LEAVES, "--json")
     assert p.returncode == 0, p.stderr
@@ -154,9 +181,15 @@ def test_cli_place_pins_a_job_and_the_others_take_free_hosts() -> None:
         (["--place", "c=0-1"], "place: no job is called 'c'; the jobs are a, b"),
         (["--place", "a=0,1", "--place", "a=2,3"], "place: job 'a' is placed twice; give its hosts once"),
         (["--place", "a=0,9", "-n", "8"], 'place: host 9 of job "a" is outside the fabric: its hosts are 0 to 7'),
-        (["--place", "a=0-1", "--place", "b=1-2"], 'place: host 1 of job "b" is also job "a"\'s; jobs cannot share a host'),
+        (
+            ["--place", "a=0-1", "--place", "b=1-2"],
+            'place: host 1 of job "b" is also job "a"\'s; jobs cannot share a host',
+        ),
         (["--place", "a=0-2"], 'place: job "a" gives 3 hosts for 2 workers; give one host per worker'),
-        (["-n", "3"], "workers: the fabric has 3 hosts but the jobs need 4 workers (a 2, b 2); give at least 4 hosts, or smaller jobs"),
+        (
+            ["-n", "3"],
+            "workers: the fabric has 3 hosts but the jobs need 4 workers (a 2, b 2); give at least 4 hosts, or smaller jobs",
+        ),
     ],
 )
 def test_cli_refuses_bad_placements_in_one_line(args: list[str], line: str) -> None:

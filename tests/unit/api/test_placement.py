@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import tensorwire as tw
 from tensorwire import _core
 

@@ -9,21 +9,34 @@ import pickle
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
 import tensorwire as tw
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tensorwire.chrome_trace import chrome_trace, write_trace
 
 COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "alltoall")
 STRATEGIES = tuple(s.name for s in tw.strategies())
-MEASURES = ("iteration_time_s", "comm_time_s", "exposed_comm_s", "sent_bytes_per_worker",
-            "throughput_samples_per_s", "compute_time_s")
+MEASURES = (
+    "iteration_time_s",
+    "comm_time_s",
+    "exposed_comm_s",
+    "sent_bytes_per_worker",
+    "throughput_samples_per_s",
+    "compute_time_s",
+)
 
 
 @settings(max_examples=40, deadline=None)
-@given(kind=st.sampled_from(COLLECTIVES), strategy=st.sampled_from(STRATEGIES),
-       workers=st.integers(2, 8), kib=st.integers(1, 4096), count=st.integers(1, 3))
-def test_one_job_alone_reports_what_simulate_reports(kind: str, strategy: str, workers: int, kib: int, count: int) -> None:
+@given(
+    kind=st.sampled_from(COLLECTIVES),
+    strategy=st.sampled_from(STRATEGIES),
+    workers=st.integers(2, 8),
+    kib=st.integers(1, 4096),
+    count=st.integers(1, 3),
+)
+def test_one_job_alone_reports_what_simulate_reports(
+    kind: str, strategy: str, workers: int, kib: int, count: int
+) -> None:
     w = tw.Workload.collective(f"{kind}:{kib}KiBx{count}")
     try:
         alone = tw.simulate(w, tw.Cluster(workers, "25Gbps"), strategy)
@@ -53,7 +66,11 @@ def test_the_workload_crosses_whole() -> None:
 def test_every_strategy_gives_a_valid_trace(strategy: str, tmp_path: Path) -> None:
     w = tw.load_model("resnet50")
     # multitree runs inside one multi-GPU machine.
-    cluster = tw.Cluster(8, "25Gbps", topology="nodes:machine=p3.16xlarge") if strategy == "multitree" else tw.Cluster(4, "25Gbps")
+    cluster = (
+        tw.Cluster(8, "25Gbps", topology="nodes:machine=p3.16xlarge")
+        if strategy == "multitree"
+        else tw.Cluster(4, "25Gbps")
+    )
     try:
         r = tw.simulate(w, cluster, strategy, timeline=True, fold=False)
     except tw.InputError:

@@ -6,10 +6,9 @@ import json
 import math
 
 import pytest
+import tensorwire as tw
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import tensorwire as tw
 from tensorwire import Cluster, InputError, Layer, Tensor, Workload, simulate
 
 GBPS8 = 1e9  # bytes/s: 8 Gbps is exactly 1 byte per ns
@@ -112,7 +111,12 @@ def test_bad_cluster_input_names_the_field(kwargs: dict[str, object], field: str
 
 @pytest.mark.parametrize(
     ("spec", "field"),
-    [("allgather", "strategy"), ("ring:num_ps=2", "strategy.num_ps"), ("ps:placement=random", "strategy.placement"), ("ring:partition", "strategy")],
+    [
+        ("allgather", "strategy"),
+        ("ring:num_ps=2", "strategy.num_ps"),
+        ("ps:placement=random", "strategy.placement"),
+        ("ring:partition", "strategy"),
+    ],
 )
 def test_bad_strategy_names_the_field(spec: str, field: str) -> None:
     with pytest.raises(InputError) as e:
@@ -135,7 +139,13 @@ def tolerance(t: float) -> float:
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes, st.floats(0, 1e-3), st.integers(1, 8), st.sampled_from(["ring", "ps", "ring:partition=64KiB"]), st.floats(1.0, 10.0))
+@given(
+    sizes,
+    st.floats(0, 1e-3),
+    st.integers(1, 8),
+    st.sampled_from(["ring", "ps", "ring:partition=64KiB"]),
+    st.floats(1.0, 10.0),
+)
 def test_more_bandwidth_is_never_slower(size_list: list[int], compute: float, n: int, spec: str, factor: float) -> None:
     w = workload_of(size_list, compute)
     slow = simulate(w, Cluster(n, 1e9), spec).iteration_time_s
@@ -144,8 +154,17 @@ def test_more_bandwidth_is_never_slower(size_list: list[int], compute: float, n:
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes, st.floats(0, 1e-3), st.integers(1, 8), st.sampled_from(["ring", "ps"]), st.integers(0, 4), st.integers(1, 100_000))
-def test_bigger_tensors_are_never_faster(size_list: list[int], compute: float, n: int, spec: str, which: int, extra: int) -> None:
+@given(
+    sizes,
+    st.floats(0, 1e-3),
+    st.integers(1, 8),
+    st.sampled_from(["ring", "ps"]),
+    st.integers(0, 4),
+    st.integers(1, 100_000),
+)
+def test_bigger_tensors_are_never_faster(
+    size_list: list[int], compute: float, n: int, spec: str, which: int, extra: int
+) -> None:
     base = simulate(workload_of(size_list, compute), Cluster(n, 1e9), spec).iteration_time_s
     bigger = list(size_list)
     bigger[which % len(bigger)] += extra

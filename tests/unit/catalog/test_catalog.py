@@ -12,7 +12,6 @@ from typing import get_args
 
 import click
 import pytest
-
 from tensorwire import _core, api, cluster, gputopo, hardware, workload
 from tensorwire.cli.app import cli
 from tensorwire.sweep import grid, run

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 import tensorwire as tw
 from tensorwire import _core
 from tensorwire._core import InputError
@@ -89,7 +88,9 @@ def test_api_inputs_past_the_limits_raise_input_error_naming_them() -> None:
     assert _field(lambda: tw.simulate(big, c, "ring")) == "workload.tensors[0].bytes"
     # refused when the workload is made (its total does not fit the core's bytes) or when simulated
     two = (tw.Tensor("t", 2**63), tw.Tensor("u", 2**63))
-    assert _field(lambda: tw.simulate(_workload(tw.Layer("a", 1e-3, 1e-3, two)), c, "ring")).startswith("workload.tensors")
+    assert _field(lambda: tw.simulate(_workload(tw.Layer("a", 1e-3, 1e-3, two)), c, "ring")).startswith(
+        "workload.tensors"
+    )
     assert _field(lambda: tw.simulate(w, tw.Cluster(2**31, "25Gbps"), "ring")) == "workers"
     assert _field(lambda: _core.placement("star", 10**9, "random", 0)) == "workers"
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tensorwire.cli import main
 
 
@@ -17,20 +16,53 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_simulate_json_has_the_contract_keys() -> None:
-    p = run("simulate", "--model", "resnet50", "--workers", "8", "--bandwidth", "25Gbps", "--strategy", "ring", "--json")
+    p = run(
+        "simulate", "--model", "resnet50", "--workers", "8", "--bandwidth", "25Gbps", "--strategy", "ring", "--json"
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    for key in ("iteration_time_s", "throughput_samples_per_s", "scaling_factor", "comm_time_s", "exposed_comm_s", "link_utilization"):
+    for key in (
+        "iteration_time_s",
+        "throughput_samples_per_s",
+        "scaling_factor",
+        "comm_time_s",
+        "exposed_comm_s",
+        "link_utilization",
+    ):
         assert key in out
     assert out["workers"] == 8 and out["strategy"] == "ring"
 
 
 def test_simulate_collective_and_workload_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--collective", "allreduce:1MiBx4", "-n", "4", "-b", "10Gbps", "-s", "ring", "--json"]) == 0
+    assert (
+        main(["simulate", "--collective", "allreduce:1MiBx4", "-n", "4", "-b", "10Gbps", "-s", "ring", "--json"]) == 0
+    )
     first = json.loads(capsys.readouterr().out)
     assert first["iteration_time_s"] > 0
     path = tmp_path / "w.json"
-    assert main(["simulate", "--model", "alexnet", "-n", "2", "-b", "1Gbps", "-s", "ps", "--latency", "10us", "--seed", "3", "--iterations", "2", "--json"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--model",
+                "alexnet",
+                "-n",
+                "2",
+                "-b",
+                "1Gbps",
+                "-s",
+                "ps",
+                "--latency",
+                "10us",
+                "--seed",
+                "3",
+                "--iterations",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     import tensorwire as tw
 
@@ -39,7 +71,19 @@ def test_simulate_collective_and_workload_file(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_partial_collectives_show_the_number_of_active_processes(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["simulate", "--model", "resnet50", "-n", "8", "-b", "10Gbps", "-s", "ring:partial=solo", "--stragglers", "lognormal:0.3"]
+    args = [
+        "simulate",
+        "--model",
+        "resnet50",
+        "-n",
+        "8",
+        "-b",
+        "10Gbps",
+        "-s",
+        "ring:partial=solo",
+        "--stragglers",
+        "lognormal:0.3",
+    ]
     assert main([*args, "--json"]) == 0
     nap = json.loads(capsys.readouterr().out)["nap"]
     assert 1 <= nap <= 8
@@ -55,7 +99,18 @@ def test_simulate_is_deterministic() -> None:
 
 
 def test_compare_ranks_strategies_with_speedups() -> None:
-    p = run("compare", "--model", "vgg16", "--workers", "8", "--bandwidth", "10Gbps", "--strategies", "ps,ring:partition=4MiB", "--json")
+    p = run(
+        "compare",
+        "--model",
+        "vgg16",
+        "--workers",
+        "8",
+        "--bandwidth",
+        "10Gbps",
+        "--strategies",
+        "ps,ring:partition=4MiB",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     times = [r["iteration_time_s"] for r in rows]
@@ -96,9 +151,15 @@ BAD = [
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:streams=maybe"], "strategy.streams"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:dispatch=1us"], "strategy.dispatch"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:dispatch=-3us"], "strategy.dispatch"),
-    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:execution=sideways"], "strategy.execution"),
+    (
+        ["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:execution=sideways"],
+        "strategy.execution",
+    ),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:execution=stream"], "strategy.execution"),
-    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:segments=overlapped"], "strategy.segments"),
+    (
+        ["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:segments=overlapped"],
+        "strategy.segments",
+    ),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:segments=pipelined"], "strategy.segments"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring", "--latency", "-1us"], "latency"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring", "--topology", "mesh"], "topology"),
@@ -127,16 +188,35 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
 @pytest.mark.parametrize(
     ("topology", "line"),
     [
-        ("nodes:machine=dgx-a100", "workers: 64 is not allowed: multitree runs inside one machine and a dgx-a100 has 8 GPUs; "
-                                   "give 8 workers (tree, ring or hierarchical for more machines)"),
-        ("leaf-spine", "topology: leaf-spine has no multi-GPU machine and multitree runs inside one: use nodes:machine=NAME "
-                       "with as many workers as it has GPUs: p3.16xlarge (8 GPUs), dgx-a100 (8 GPUs), pcie-8 (8 GPUs)"),
+        (
+            "nodes:machine=dgx-a100",
+            "workers: 64 is not allowed: multitree runs inside one machine and a dgx-a100 has 8 GPUs; "
+            "give 8 workers (tree, ring or hierarchical for more machines)",
+        ),
+        (
+            "leaf-spine",
+            "topology: leaf-spine has no multi-GPU machine and multitree runs inside one: use nodes:machine=NAME "
+            "with as many workers as it has GPUs: p3.16xlarge (8 GPUs), dgx-a100 (8 GPUs), pcie-8 (8 GPUs)",
+        ),
     ],
 )
 def test_more_workers_than_one_machine_is_one_line_and_writes_nothing(tmp_path: Path, topology: str, line: str) -> None:
     trace = tmp_path / "trace.json"
-    p = run("simulate", "-m", "resnet50", "-n", "64", "-b", "25Gbps", "--topology", topology, "-s", "multitree",
-            "--trace", str(trace))
+    p = run(
+        "simulate",
+        "-m",
+        "resnet50",
+        "-n",
+        "64",
+        "-b",
+        "25Gbps",
+        "--topology",
+        topology,
+        "-s",
+        "multitree",
+        "--trace",
+        str(trace),
+    )
     assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [f"tensorwire: error: {line}"]
     assert not trace.exists() and list(tmp_path.iterdir()) == []
@@ -144,8 +224,14 @@ def test_more_workers_than_one_machine_is_one_line_and_writes_nothing(tmp_path: 
 
 @pytest.mark.parametrize(
     ("content", "needle"),
-    [('{"format": "tensorwire-workload/1", "name": "x", "batch_size": 1, "layers": [{"name": "a", "forward_s": "slow", "backward_s": 0}]}', "workload.layers.0.forward_s"),
-     ("0.1 fc 100 w0\n", "trace line 1"), ("{", "not valid JSON")],
+    [
+        (
+            '{"format": "tensorwire-workload/1", "name": "x", "batch_size": 1, "layers": [{"name": "a", "forward_s": "slow", "backward_s": 0}]}',
+            "workload.layers.0.forward_s",
+        ),
+        ("0.1 fc 100 w0\n", "trace line 1"),
+        ("{", "not valid JSON"),
+    ],
 )
 def test_malformed_workload_files_are_one_line(tmp_path: Path, content: str, needle: str) -> None:
     path = tmp_path / "w.json"

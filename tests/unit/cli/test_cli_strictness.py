@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tensorwire.cli import main
 
 JOBS = ["jobs", "-b", "25Gbps", "--job", "a:resnet50:4:ring", "--job", "b:vgg16:4:ring"]
@@ -13,17 +12,65 @@ JOBS = ["jobs", "-b", "25Gbps", "--job", "a:resnet50:4:ring", "--job", "b:vgg16:
     "args, start",
     [
         (["compare", "-m", "resnet50", "-n", "4", "--strategies", ""], "strategies: give at least one strategy spec"),
-        (["compare", "-m", "resnet50", "-n", "4", "--strategies", "ps,,ring"], "strategies: 'ps,,ring' has an empty item"),
-        (["simulate", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring", "--gpu", ""], "gpu: resnet50 has no measurements for ''"),
+        (
+            ["compare", "-m", "resnet50", "-n", "4", "--strategies", "ps,,ring"],
+            "strategies: 'ps,,ring' has an empty item",
+        ),
+        (
+            ["simulate", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring", "--gpu", ""],
+            "gpu: resnet50 has no measurements for ''",
+        ),
         (["sweep", "-m", "resnet50", "-n", "4,,8", "-s", "ring", "-o", "x.csv"], "workers: '4,,8' has an empty item"),
-        (["jobs", "-b", "25Gbps", "--job", "a b:resnet50:4:ring"], "job: 'a b:resnet50:4:ring': the name 'a b' may use only"),
+        (
+            ["jobs", "-b", "25Gbps", "--job", "a b:resnet50:4:ring"],
+            "job: 'a b:resnet50:4:ring': the name 'a b' may use only",
+        ),
         ([*JOBS, "--place", "a=0-1000000000"], "place: 'a=0-1000000000': more than 10,000,000 hosts"),
-        ([*JOBS, "--place", "a=99999999999999999999"], "place: 'a=99999999999999999999': '99999999999999999999': hosts are numbered"),
-        (["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--seed", "18446744073709551616"], "seed: 18446744073709551616 is not allowed"),
+        (
+            [*JOBS, "--place", "a=99999999999999999999"],
+            "place: 'a=99999999999999999999': '99999999999999999999': hosts are numbered",
+        ),
+        (
+            ["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--seed", "18446744073709551616"],
+            "seed: 18446744073709551616 is not allowed",
+        ),
         (["simulate", "-m", "resnet50", "-n", "99999999999999999999999", "-b", "25Gbps", "-s", "ring"], "workers: "),
-        (["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--batch", "4294967297"], "workload.batch_size: "),
-        (["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--max-flows", "99999999999999999999999"], "max_flows: "),
-        (["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--iterations", "99999999999999999999999"], "iterations: "),
+        (
+            ["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--batch", "4294967297"],
+            "workload.batch_size: ",
+        ),
+        (
+            [
+                "simulate",
+                "-m",
+                "resnet50",
+                "-n",
+                "8",
+                "-b",
+                "25Gbps",
+                "-s",
+                "ring",
+                "--max-flows",
+                "99999999999999999999999",
+            ],
+            "max_flows: ",
+        ),
+        (
+            [
+                "simulate",
+                "-m",
+                "resnet50",
+                "-n",
+                "8",
+                "-b",
+                "25Gbps",
+                "-s",
+                "ring",
+                "--iterations",
+                "99999999999999999999999",
+            ],
+            "iterations: ",
+        ),
     ],
 )
 def test_refused_in_one_line(args: list[str], start: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tensorwire import _core
 from tensorwire.strategy import strategies
 
@@ -22,8 +21,18 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_compare_lists_a_strategy_over_the_flow_budget_as_refused_and_picks_another_baseline() -> None:
     # ring on 1,024 ranks needs about 250 million flows: refused up front by the default budget
-    p = run("compare", "--model", "llama3_8b", "-n", "1024", "--topology", "rail:node=dgx-h100",
-            "--strategies", "fsdp,ring", "--json")
+    p = run(
+        "compare",
+        "--model",
+        "llama3_8b",
+        "-n",
+        "1024",
+        "--topology",
+        "rail:node=dgx-h100",
+        "--strategies",
+        "fsdp,ring",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     ran = [r for r in rows if "refused" not in r]
@@ -33,9 +42,15 @@ def test_compare_lists_a_strategy_over_the_flow_budget_as_refused_and_picks_anot
     assert ran[0]["baseline"] == "fsdp" and "ring" in ran[0]["baseline_note"]
     # progress is visible off a terminal: a line per finished strategy on stderr
     assert "[1/2]" in p.stderr and "[2/2]" in p.stderr and "refused" in p.stderr
-    table = run("compare", "--model", "llama3_8b", "-n", "1024", "--topology", "rail:node=dgx-h100",
-                "--strategies", "fsdp,ring")
-    assert table.returncode == 0 and "refused [1]" in table.stdout and "[1] ring: ring on 1024 workers" in table.stdout and "vs fsdp" in table.stdout
+    table = run(
+        "compare", "--model", "llama3_8b", "-n", "1024", "--topology", "rail:node=dgx-h100", "--strategies", "fsdp,ring"
+    )
+    assert (
+        table.returncode == 0
+        and "refused [1]" in table.stdout
+        and "[1] ring: ring on 1024 workers" in table.stdout
+        and "vs fsdp" in table.stdout
+    )
 
 
 def test_compare_runs_no_extra_baseline_and_shows_an_alias_once() -> None:
@@ -51,29 +66,75 @@ def test_compare_runs_no_extra_baseline_and_shows_an_alias_once() -> None:
 
 def test_compare_sweep_and_report_take_a_workload_file(tmp_path: Path) -> None:
     job = tmp_path / "job.json"
-    p = run("import-trace", str(DATA / "ddp_tiny_rank0.json.gz"), str(DATA / "ddp_tiny_rank1.json.gz"), "--out", str(job))
+    p = run(
+        "import-trace", str(DATA / "ddp_tiny_rank0.json.gz"), str(DATA / "ddp_tiny_rank1.json.gz"), "--out", str(job)
+    )
     assert p.returncode == 0, p.stderr
     p = run("compare", "--workload", str(job), "-n", "8", "-b", "25Gbps", "--strategies", "ring,zero2", "--json")
     assert p.returncode == 0, p.stderr
     assert {r["strategy"] for r in json.loads(p.stdout)} == {"ring", "zero2"}
     out = tmp_path / "s.csv"
-    p = run("sweep", "--workload", str(job), "-n", "2,8", "-b", "25Gbps", "-s", "ring", "--out", str(out), "-j", "1",
-            "--max-flows", "100000000")
+    p = run(
+        "sweep",
+        "--workload",
+        str(job),
+        "-n",
+        "2,8",
+        "-b",
+        "25Gbps",
+        "-s",
+        "ring",
+        "--out",
+        str(out),
+        "-j",
+        "1",
+        "--max-flows",
+        "100000000",
+    )
     assert p.returncode == 0, p.stderr
     lines = out.read_text().splitlines()
     assert len(lines) == 3 and ",file," in lines[1]
     pytest.importorskip("plotly")
     html = tmp_path / "r.html"
-    p = run("report", "--workload", str(job), "-n", "2,4", "-b", "25Gbps", "-s", "ps,ring", "--out", str(html),
-            "-j", "1", "--no-timeline")
+    p = run(
+        "report",
+        "--workload",
+        str(job),
+        "-n",
+        "2,4",
+        "-b",
+        "25Gbps",
+        "-s",
+        "ps,ring",
+        "--out",
+        str(html),
+        "-j",
+        "1",
+        "--no-timeline",
+    )
     assert p.returncode == 0, p.stderr
     assert html.stat().st_size > 0
 
 
 def test_sweep_passes_the_flow_budget(tmp_path: Path) -> None:
     out = tmp_path / "never.csv"
-    p = run("sweep", "-m", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-h100", "-s", "ring",
-            "--max-flows", "1000", "-j", "1", "--out", str(out))
+    p = run(
+        "sweep",
+        "-m",
+        "llama3_8b",
+        "-n",
+        "16",
+        "--topology",
+        "rail:node=dgx-h100",
+        "-s",
+        "ring",
+        "--max-flows",
+        "1000",
+        "-j",
+        "1",
+        "--out",
+        str(out),
+    )
     assert p.returncode == 2 and "max_flows" in p.stderr and "Traceback" not in p.stderr
     assert not out.exists()
 
@@ -83,8 +144,22 @@ def test_collective_bandwidths_follow_nccl_tests(kind: str, factor: float) -> No
     # A ring of 8 hosts, one hop per step: ring all-reduce takes 2(n-1)(L + S/(nB)), reduce-scatter
     # and all-gather (n-1)(L + S/(nB)); with L = 0 the bus bandwidth is the link rate B.
     n, size, rate = 8, 64 * 2**20, 10e9 / 8
-    p = run("simulate", "--collective", f"{kind}:64MiBx2", "-n", str(n), "-b", "10Gbps", "--topology", "ring",
-            "--latency", "0s", "-s", "ring", "--json")
+    p = run(
+        "simulate",
+        "--collective",
+        f"{kind}:64MiBx2",
+        "-n",
+        str(n),
+        "-b",
+        "10Gbps",
+        "--topology",
+        "ring",
+        "--latency",
+        "0s",
+        "-s",
+        "ring",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     steps = 2 * (n - 1) if kind == "allreduce" else n - 1
@@ -98,7 +173,19 @@ def test_collective_bandwidths_follow_nccl_tests(kind: str, factor: float) -> No
 
 def test_collective_with_latency_matches_the_closed_form_and_the_table_shows_bandwidths() -> None:
     n, size, rate, lat = 16, 2**20, 25e9 / 8, 5e-6
-    args = ("simulate", "--collective", "allreduce:1MiBx50", "-n", str(n), "-b", "25Gbps", "--topology", "ring", "-s", "ring")
+    args = (
+        "simulate",
+        "--collective",
+        "allreduce:1MiBx50",
+        "-n",
+        str(n),
+        "-b",
+        "25Gbps",
+        "--topology",
+        "ring",
+        "-s",
+        "ring",
+    )
     out = json.loads(run(*args, "--json").stdout)
     per = 2 * (n - 1) * (lat + size / (n * rate))
     assert out["time_per_collective_s"] == pytest.approx(per, rel=1e-4)
@@ -109,8 +196,22 @@ def test_collective_with_latency_matches_the_closed_form_and_the_table_shows_ban
 
 
 def test_llm_results_have_tokens_and_achieved_tflops() -> None:
-    p = run("simulate", "--model", "llama3_8b", "--gpu", "h100", "--seq-len", "2048", "-n", "8", "-b", "400Gbps",
-            "-s", "fsdp", "--json")
+    p = run(
+        "simulate",
+        "--model",
+        "llama3_8b",
+        "--gpu",
+        "h100",
+        "--seq-len",
+        "2048",
+        "-n",
+        "8",
+        "-b",
+        "400Gbps",
+        "-s",
+        "fsdp",
+        "--json",
+    )
     out = json.loads(p.stdout)
     assert out["tokens_per_s"] == pytest.approx(out["throughput_samples_per_s"] * 2048)
     from tensorwire.workloads import llm
@@ -119,7 +220,21 @@ def test_llm_results_have_tokens_and_achieved_tflops() -> None:
     assert out["model_tflops_per_gpu"] == pytest.approx(flops / out["iteration_time_s"] / 1e12)
     # the compute alone runs at MFU 0.40 of the H100's 989.4 TFLOP/s: achieved is at most that
     assert out["model_tflops_per_gpu"] <= 0.40 * 989.4 * 1.001
-    table = run("simulate", "--model", "llama3_8b", "--gpu", "h100", "--seq-len", "2048", "-n", "8", "-b", "400Gbps", "-s", "fsdp").stdout
+    table = run(
+        "simulate",
+        "--model",
+        "llama3_8b",
+        "--gpu",
+        "h100",
+        "--seq-len",
+        "2048",
+        "-n",
+        "8",
+        "-b",
+        "400Gbps",
+        "-s",
+        "fsdp",
+    ).stdout
     assert "tokens/s" in table and "TFLOP/s per GPU" in table
 
 
@@ -136,7 +251,9 @@ def test_strategies_lists_only_options_each_strategy_takes_and_aliases_on_their_
                 _core.Strategy(f"{s.name}:{o.name}={o.default}")  # accepted, not refused
     by = {s.name: s for s in strategies()}
     assert "prefetch" not in [o.name for o in by["zero1"].options]
-    assert "shard_group" not in [o.name for o in by["fsdp"].options] and "shard_group" in [o.name for o in by["hsdp"].options]
+    assert "shard_group" not in [o.name for o in by["fsdp"].options] and "shard_group" in [
+        o.name for o in by["hsdp"].options
+    ]
     assert by["zero3"].alias_of == "fsdp" and "fusion" not in by["ps"].host_options
     p = run("strategies")
     assert p.returncode == 0
@@ -159,15 +276,30 @@ def test_report_without_plotly_suggests_what_works_from_a_checkout() -> None:
 
     assert "pip install -e '.[report]'" in PLOTLY_HINT and "make build" in PLOTLY_HINT
     assert "tensorwire[report]" not in PLOTLY_HINT
-    assert "pip install" in (Path(__file__).parents[3] / "Makefile").read_text().split("build: ")[1].split("\n\n")[0].replace("plotly", "pip install plotly")
+    assert "pip install" in (Path(__file__).parents[3] / "Makefile").read_text().split("build: ")[1].split("\n\n")[
+        0
+    ].replace("plotly", "pip install plotly")
 
 
 def test_trace_says_where_and_how_big_and_is_bounded_by_trace_workers(tmp_path: Path) -> None:
     sizes = {}
     for n in ("1", "16"):
         path = tmp_path / f"t{n}.json"
-        p = run("simulate", "--model", "resnet50", "-n", "16", "-b", "25Gbps", "-s", "ring", "--trace", str(path),
-                "--trace-workers", n)
+        p = run(
+            "simulate",
+            "--model",
+            "resnet50",
+            "-n",
+            "16",
+            "-b",
+            "25Gbps",
+            "-s",
+            "ring",
+            "--trace",
+            str(path),
+            "--trace-workers",
+            n,
+        )
         assert p.returncode == 0, p.stderr
         line = p.stderr.strip()
         assert line.startswith(f"tensorwire: wrote {path}: ") and "MB" in line and "events" in line
@@ -182,8 +314,13 @@ def test_trace_says_where_and_how_big_and_is_bounded_by_trace_workers(tmp_path: 
 
 
 def test_import_trace_warns_when_the_traced_step_and_the_simulation_disagree(tmp_path: Path) -> None:
-    p = run("import-trace", str(DATA / "ddp_tiny_rank0.json.gz"), str(DATA / "ddp_tiny_rank1.json.gz"),
-            "--out", str(tmp_path / "job.json"))
+    p = run(
+        "import-trace",
+        str(DATA / "ddp_tiny_rank0.json.gz"),
+        str(DATA / "ddp_tiny_rank1.json.gz"),
+        "--out",
+        str(tmp_path / "job.json"),
+    )
     assert p.returncode == 0, p.stderr
     warning = p.stderr.strip().splitlines()
     assert len(warning) == 1 and warning[0].startswith("tensorwire: warning: ")

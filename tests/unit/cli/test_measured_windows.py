@@ -8,14 +8,40 @@ import json
 from typing import Any
 
 import pytest
-
 from tensorwire.cli import main
 
-JOBS = ["jobs", "--job", "a:resnet50:16:ring", "--job", "b:vgg16:16:zero2", "-n", "32", "-b", "25Gbps",
-        "--topology", "leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps", "--placement", "spread", "--json"]
-PS_JOBS = ["jobs", "--job", "a:resnet50:16:ring", "--job", "ps:vgg16:16:ps:num_ps=4", "-b", "25Gbps",
-           "--topology", "leaf-spine:hosts_per_leaf=12,spines=2,uplink=25Gbps", "--placement", "spread", "--json",
-           "--max-flows", "50000000"]  # jobs take no up-front estimate; 6 iterations need ~5 million flows
+JOBS = [
+    "jobs",
+    "--job",
+    "a:resnet50:16:ring",
+    "--job",
+    "b:vgg16:16:zero2",
+    "-n",
+    "32",
+    "-b",
+    "25Gbps",
+    "--topology",
+    "leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps",
+    "--placement",
+    "spread",
+    "--json",
+]
+PS_JOBS = [
+    "jobs",
+    "--job",
+    "a:resnet50:16:ring",
+    "--job",
+    "ps:vgg16:16:ps:num_ps=4",
+    "-b",
+    "25Gbps",
+    "--topology",
+    "leaf-spine:hosts_per_leaf=12,spines=2,uplink=25Gbps",
+    "--placement",
+    "spread",
+    "--json",
+    "--max-flows",
+    "50000000",
+]  # jobs take no up-front estimate; 6 iterations need ~5 million flows
 
 
 def _json(args: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
@@ -55,12 +81,43 @@ def test_bandwidth_sets_the_rail_nic_rate_and_is_optional_there(capsys: pytest.C
     assert slow["bandwidth"] == 1e9 / 8 and preset["bandwidth"] == fast["bandwidth"] == 400e9 / 8
     assert slow["iteration_time_s"] > 10 * fast["iteration_time_s"]
     assert preset["iteration_time_s"] == fast["iteration_time_s"]
-    nic = _json(["simulate", "--model", "llama3_8b", "-n", "32", "--topology", "rail:node=dgx-h100,nic=1Gbps", "-s", "fsdp", "--json"], capsys)
+    nic = _json(
+        [
+            "simulate",
+            "--model",
+            "llama3_8b",
+            "-n",
+            "32",
+            "--topology",
+            "rail:node=dgx-h100,nic=1Gbps",
+            "-s",
+            "fsdp",
+            "--json",
+        ],
+        capsys,
+    )
     assert nic["iteration_time_s"] == slow["iteration_time_s"]
 
 
 def test_a_rail_nic_rate_given_twice_or_a_missing_rate_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--model", "resnet50", "-n", "8", "-b", "1Gbps", "--topology", "rail:nic=100Gbps", "-s", "ring"]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                "--model",
+                "resnet50",
+                "-n",
+                "8",
+                "-b",
+                "1Gbps",
+                "--topology",
+                "rail:nic=100Gbps",
+                "-s",
+                "ring",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("tensorwire: error: bandwidth:") and "given twice" in err and err.count("\n") == 1
     assert main(["simulate", "--model", "resnet50", "-n", "8", "-s", "ring"]) == 2
@@ -71,5 +128,19 @@ def test_a_rail_nic_rate_given_twice_or_a_missing_rate_is_one_line(capsys: pytes
 
 def test_compare_on_a_rail_fabric_keeps_its_nics(capsys: pytest.CaptureFixture[str]) -> None:
     # compare's default 25 Gbps must not replace a DGX A100's 200G NICs.
-    rows = _json(["compare", "--model", "resnet50", "-n", "16", "--topology", "rail:node=dgx-a100", "--strategies", "ring", "--json"], capsys)
+    rows = _json(
+        [
+            "compare",
+            "--model",
+            "resnet50",
+            "-n",
+            "16",
+            "--topology",
+            "rail:node=dgx-a100",
+            "--strategies",
+            "ring",
+            "--json",
+        ],
+        capsys,
+    )
     assert {r["bandwidth"] for r in rows} == {200e9 / 8}

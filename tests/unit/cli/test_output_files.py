@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tensorwire._core import InputError
 from tensorwire.cli import main
 from tensorwire.io import check_output, write_atomic
@@ -30,7 +29,9 @@ def _no_temp(directory: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "socket"])
-def test_non_regular_targets_are_refused_and_kept(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_non_regular_targets_are_refused_and_kept(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     target = tmp_path / "t.json"
     if kind == "fifo":
         os.mkfifo(target)
@@ -43,9 +44,15 @@ def test_non_regular_targets_are_refused_and_kept(tmp_path: Path, kind: str, cap
         s.bind(str(target))
     # (click answers for a directory: "Invalid value for '--trace': ... is a directory")
     assert main([*SIM, "--trace", str(target)]) == 2
-    _one_line(capsys.readouterr().err, "tensorwire: error: " + ("Invalid value for '--trace'" if kind == "directory" else "trace: cannot write"))
+    _one_line(
+        capsys.readouterr().err,
+        "tensorwire: error: " + ("Invalid value for '--trace'" if kind == "directory" else "trace: cannot write"),
+    )
     assert main(["import-trace", TRACE, "-o", str(target)]) == 2
-    _one_line(capsys.readouterr().err, "tensorwire: error: " + ("Invalid value for '--out'" if kind == "directory" else "out: cannot write"))
+    _one_line(
+        capsys.readouterr().err,
+        "tensorwire: error: " + ("Invalid value for '--out'" if kind == "directory" else "out: cannot write"),
+    )
     assert not target.is_file()  # still the FIFO, directory or socket
     _no_temp(tmp_path)
 
@@ -88,12 +95,17 @@ def test_a_symlink_is_written_through_and_kept(tmp_path: Path) -> None:
         ("{dir}", "it is a directory"),
     ],
 )
-def test_unwritable_paths_are_one_line_before_the_run(tmp_path: Path, path: str, reason: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unwritable_paths_are_one_line_before_the_run(
+    tmp_path: Path, path: str, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "file").write_text("")
     (tmp_path / "d.json").mkdir()
     p = path.format(file=tmp_path / "file", dir=tmp_path / "d.json")
-    for args, field in (([*SIM, "--trace", p], "trace"), (["import-trace", TRACE, "-o", p], "out"),
-                        (["sweep", "-m", "resnet50", "-n", "4", "-s", "ring", "-j", "1", "-o", p or ".csv"], "out")):
+    for args, field in (
+        ([*SIM, "--trace", p], "trace"),
+        (["import-trace", TRACE, "-o", p], "out"),
+        (["sweep", "-m", "resnet50", "-n", "4", "-s", "ring", "-j", "1", "-o", p or ".csv"], "out"),
+    ):
         if (args[0] == "sweep") != p.endswith(".json") and path != "{file}/x.json":
             continue  # sweep's suffix check answers first; click answers for a directory
         assert main(args) == 2
@@ -110,8 +122,9 @@ def test_missing_parent_directories_are_created(tmp_path: Path) -> None:
     assert target.read_text() == "{}"
 
 
-def test_a_full_disk_prints_the_result_then_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_full_disk_prints_the_result_then_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     target = tmp_path / "t.json"
     target.write_text("old")
     real_fdopen = os.fdopen

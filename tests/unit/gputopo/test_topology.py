@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-
 from tensorwire import InputError, _core
 from tensorwire.gputopo import (
     PRESETS,
@@ -87,15 +86,30 @@ def test_adjacency_file_object_matrix_and_cli_json_round_trip(tmp_path: Path) ->
 
 
 BAD_FILES: list[tuple[str, str, str, str]] = [
-    ("not-json", "{\"gpus\": 2, ", "adjacency", "not valid JSON (line 1"),
+    ("not-json", '{"gpus": 2, ', "adjacency", "not valid JSON (line 1"),
     ("no-adjacency", json.dumps({"gpus": 2}), "adjacency", "no 'adjacency' key"),
-    ("typo-key", json.dumps({"gpus": 2, "adjacency": [[0, 1], [1, 0]], "adjacencey": 1}), "adjacency", "unknown key 'adjacencey'"),
-    ("gpus-mismatch", json.dumps({"gpus": 3, "adjacency": [[0, 1], [1, 0]]}), "gpus", "'gpus' is 3 but the adjacency matrix has 2 rows"),
+    (
+        "typo-key",
+        json.dumps({"gpus": 2, "adjacency": [[0, 1], [1, 0]], "adjacencey": 1}),
+        "adjacency",
+        "unknown key 'adjacencey'",
+    ),
+    (
+        "gpus-mismatch",
+        json.dumps({"gpus": 3, "adjacency": [[0, 1], [1, 0]]}),
+        "gpus",
+        "'gpus' is 3 but the adjacency matrix has 2 rows",
+    ),
     ("gpus-not-int", json.dumps({"gpus": "2", "adjacency": [[0, 1], [1, 0]]}), "gpus", "'gpus' is '2'"),
-    ("not-square", json.dumps([[0, 1], [1, 0, 1]]), "adjacency", "row 1 has 3 entries; the matrix must be square (2 x 2)"),
+    (
+        "not-square",
+        json.dumps([[0, 1], [1, 0, 1]]),
+        "adjacency",
+        "row 1 has 3 entries; the matrix must be square (2 x 2)",
+    ),
     ("float-weight", json.dumps([[0, 1.5], [1.5, 0]]), "adjacency", "entry [0][1] = 1.5 is not an integer link weight"),
     ("bool-weight", json.dumps([[0, True], [True, 0]]), "adjacency", "entry [0][1] = true is not an integer"),
-    ("string-row", json.dumps([[0, 1], "1 0"]), "adjacency", "row 1 is \"1 0\", not a list"),
+    ("string-row", json.dumps([[0, 1], "1 0"]), "adjacency", 'row 1 is "1 0", not a list'),
     ("asymmetric", json.dumps([[0, 1], [2, 0]]), "adjacency", "symmetric"),
     ("diagonal", json.dumps([[1, 1], [1, 0]]), "adjacency", "[0][0]"),
     ("negative", json.dumps([[0, -1], [-1, 0]]), "adjacency", "[0][1]"),
@@ -107,7 +121,9 @@ BAD_FILES: list[tuple[str, str, str, str]] = [
 
 
 @pytest.mark.parametrize(("name", "text", "field", "words"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
-def test_malformed_adjacency_file_is_one_clear_input_error(tmp_path: Path, name: str, text: str, field: str, words: str) -> None:
+def test_malformed_adjacency_file_is_one_clear_input_error(
+    tmp_path: Path, name: str, text: str, field: str, words: str
+) -> None:
     path = tmp_path / f"{name}.json"
     path.write_text(text)
     with pytest.raises(InputError) as e:
@@ -188,7 +204,11 @@ def test_nvlink_weights() -> None:
 
 def _fake_nvidia_smi(tmp_path: Path, sample: Optional[str], status: int = 0) -> str:
     script = tmp_path / "nvidia-smi"
-    body = f"exec /bin/cat '{DATA / sample}'" if sample else "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2"
+    body = (
+        f"exec /bin/cat '{DATA / sample}'"
+        if sample
+        else "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2"
+    )
     script.write_text(f"#!/bin/sh\n[ \"$1 $2\" = 'topo -m' ] || exit 9\n{body}\nexit {status}\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return str(tmp_path)
@@ -348,7 +368,9 @@ def _simulate(plan: Any, gpus: int) -> list[list[int]]:
     return data
 
 
-@pytest.mark.parametrize(("elements", "bound", "trees"), [(0, 10, 0), (1, 10, 0), (7, 10, 0), (1000, 1000, 0), (12345, 1000, 3), (9, 1, 0)])
+@pytest.mark.parametrize(
+    ("elements", "bound", "trees"), [(0, 10, 0), (1, 10, 0), (7, 10, 0), (1000, 1000, 0), (12345, 1000, 3), (9, 1, 0)]
+)
 def test_plans_sum_on_every_gpu(elements: int, bound: int, trees: int) -> None:
     topo = Topology.preset("p3.16xlarge")
     plan = topo.plan(elements, trees=trees, array_bound=bound)
@@ -393,4 +415,3 @@ def test_subset_uniform_and_json() -> None:
     assert field_of(e) == "gpus"
     nvswitch = Topology.uniform(4, weight=3)
     assert nvswitch.trees(1)[0].weight == 9
-

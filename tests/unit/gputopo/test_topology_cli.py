@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from tensorwire import InputError
 from tensorwire.gputopo import Topology
 from tensorwire.gputopo.cli import main, topology
@@ -56,7 +55,9 @@ def test_json_options_trees_penalty_and_adjacency_file(tmp_path: Path) -> None:
     out = run_json("--adjacency", str(path), "--trees", "1")
     assert out["gpus"] == 4 and out["links"] == [[0, 1, 3], [0, 2, 1], [0, 3, 1], [1, 2, 1], [1, 3, 1], [2, 3, 2]]
     # The double NVLink 0-1 and the single 2-3 at level 2, bridged by PCIe 0-2 at level 1.
-    assert out["trees"] == [{"root": 0, "edges": [[0, 2], [0, 1], [2, 3]], "levels": [1, 2, 2], "weight": 6, "method": "kernighan-lin"}]
+    assert out["trees"] == [
+        {"root": 0, "edges": [[0, 2], [0, 1], [2, 3]], "levels": [1, 2, 2], "weight": 6, "method": "kernighan-lin"}
+    ]
     # The JSON output is itself a valid adjacency file.
     again = tmp_path / "again.json"
     again.write_text(json.dumps(out))
@@ -141,6 +142,12 @@ def test_a_tree_count_past_the_cores_integers_is_one_line() -> None:
     import sys
 
     for count in ("99999999999999999999999", "100000"):
-        p = subprocess.run([sys.executable, "-m", "tensorwire", "topology", "--preset", "p3.16xlarge", "--trees", count],
-                           capture_output=True, text=True, timeout=60)
-        assert p.returncode == 2 and p.stderr.startswith("tensorwire: error: trees: ") and len(p.stderr.splitlines()) == 1
+        p = subprocess.run(
+            [sys.executable, "-m", "tensorwire", "topology", "--preset", "p3.16xlarge", "--trees", count],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (
+            p.returncode == 2 and p.stderr.startswith("tensorwire: error: trees: ") and len(p.stderr.splitlines()) == 1
+        )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from tensorwire import InputError, hardware
 
 
@@ -30,11 +29,21 @@ def test_h100_bf16_peak_is_its_tensor_cores_at_boost_clock() -> None:
 
 def test_v100_has_no_bf16_and_trains_in_fp16() -> None:
     v = hardware.gpu("v100")
-    assert (v.bf16_flops, v.tf32_flops, v.mixed_precision_dtype, v.mixed_precision_flops) == (None, None, "fp16", 125e12)
+    assert (v.bf16_flops, v.tf32_flops, v.mixed_precision_dtype, v.mixed_precision_flops) == (
+        None,
+        None,
+        "fp16",
+        125e12,
+    )
 
 
 def test_memory_is_gib_of_hbm() -> None:
-    assert {g.name: g.memory_bytes / 2**30 for g in hardware.gpus()} == {"v100": 32, "a100-40gb": 40, "a100-80gb": 80, "h100": 80}
+    assert {g.name: g.memory_bytes / 2**30 for g in hardware.gpus()} == {
+        "v100": 32,
+        "a100-40gb": 40,
+        "a100-80gb": 80,
+        "h100": 80,
+    }
 
 
 def test_unknown_gpu_and_node_name_the_field_and_choices() -> None:

@@ -58,7 +58,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(m)
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                return stack[stack.index(n):] + [n]
+                return stack[stack.index(n) :] + [n]
             if n not in state and (found := visit(n)):
                 return found
         stack.pop()
@@ -81,4 +81,3 @@ def test_no_import_cycle_in_the_package() -> None:
 
 def test_the_workload_model_imports_no_reader() -> None:
     assert not {t for t in _graph()["tensorwire.workload"] if t.startswith("tensorwire.workloads")}
-

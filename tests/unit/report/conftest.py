@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tensorwire.report import build_report, write_report
 from tensorwire.sweep import run_grid, write_rows
 

@@ -134,7 +134,9 @@ class Browser:
         message: dict[str, Any] = json.loads(raw)
         return message
 
-    def call(self, method: str, params: Optional[dict[str, Any]] = None, session: Optional[str] = None) -> dict[str, Any]:
+    def call(
+        self, method: str, params: Optional[dict[str, Any]] = None, session: Optional[str] = None
+    ) -> dict[str, Any]:
         """Sends a command and returns its result; events that arrive meanwhile are kept."""
         wanted = self._send(method, params, session)
         deadline = time.monotonic() + self.timeout_s
@@ -180,8 +182,11 @@ class Browser:
         size = metrics.get("cssContentSize") or metrics["contentSize"]
         shot = self.call(
             "Page.captureScreenshot",
-            {"format": "png", "captureBeyondViewport": True,
-             "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}},
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+            },
             session=session,
         )
         loaded = Loaded(value=value.get("result", {}).get("value"), screenshot=base64.b64decode(shot["data"]))
@@ -191,7 +196,9 @@ class Browser:
                 d = p.get("exceptionDetails", {})
                 loaded.errors.append("exception: " + str(d.get("exception", {}).get("description") or d.get("text")))
             elif e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                loaded.errors.append("console.error: " + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", [])))
+                loaded.errors.append(
+                    "console.error: " + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
             elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
                 entry = p["entry"]
                 loaded.errors.append(f"{entry.get('source')}: {entry.get('text')} {entry.get('url', '')}".strip())

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
 from headless import Browser, find
 
 EXECUTABLE = find()
@@ -45,7 +44,12 @@ def test_the_report_loads_cleanly_and_draws_every_plot(browser: Browser, page_fi
     assert loaded.errors == []
     plots = loaded.value
     ids = [p["id"] for p in plots]
-    assert {"model-resnet50-bandwidth", "model-resnet50-workers", "model-resnet50-breakdown", "model-vgg16-breakdown"} <= set(ids)
+    assert {
+        "model-resnet50-bandwidth",
+        "model-resnet50-workers",
+        "model-resnet50-breakdown",
+        "model-vgg16-breakdown",
+    } <= set(ids)
     for p in plots:
         assert p["svg"] >= 1 and p["traces"] >= 1, p
         assert p["width"] > 300 and p["height"] > 150, p

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
 import tensorwire as tw
+from click.testing import CliRunner
 from tensorwire.report.cli import report
 
 
@@ -32,7 +31,21 @@ def test_model_picks_from_the_sweep_file(sweep_file: Path, tmp_path: Path) -> No
 def test_runs_its_own_sweep(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     result = CliRunner().invoke(
-        report, ["-m", "alexnet", "-n", "2,4", "-b", "10Gbps,40Gbps", "-s", "ps,ring", "-o", str(out), "--title", "AlexNet <test>"]
+        report,
+        [
+            "-m",
+            "alexnet",
+            "-n",
+            "2,4",
+            "-b",
+            "10Gbps,40Gbps",
+            "-s",
+            "ps,ring",
+            "-o",
+            str(out),
+            "--title",
+            "AlexNet <test>",
+        ],
     )
     assert result.exit_code == 0, result.output
     page = out.read_text()

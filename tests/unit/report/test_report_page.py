@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 import tensorwire as tw
 from tensorwire.report import build_report, figures, timeline
 from tensorwire.report.scenario import reference
@@ -29,7 +28,7 @@ def test_every_model_has_its_plots(page_file: Path) -> None:
     if timeline.supported():
         assert "model-resnet50-timeline-ps" in ids
     assert page.count("Plotly.newPlot(") == len(ids)
-    assert "<table class=\"rank\">" in page and "speedup over ps" in page
+    assert '<table class="rank">' in page and "speedup over ps" in page
 
 
 def test_the_page_is_self_contained(page_file: Path) -> None:
@@ -67,14 +66,78 @@ def test_breakdown_adds_up_to_the_iteration_time(rows: Rows) -> None:
 
 
 SPANS = [
-    {"kind": "compute", "worker": 0, "link": None, "name": "backward fc", "start_s": 1.0, "end_s": 1.002, "bytes": None},
-    {"kind": "compute", "worker": 1, "link": None, "name": "backward fc", "start_s": 1.0, "end_s": 1.002, "bytes": None},
-    {"kind": "flow", "worker": 0, "link": None, "name": "worker 0 -> server 0", "start_s": 1.002, "end_s": 1.004, "bytes": 100.0},
-    {"kind": "flow", "worker": None, "link": "h0->sw", "name": "worker 0 -> server 0", "start_s": 1.002, "end_s": 1.004, "bytes": 100.0},
-    {"kind": "flow", "worker": None, "link": "h0->sw", "name": "worker 0 -> server 0", "start_s": 1.003, "end_s": 1.005, "bytes": 50.0},
-    {"kind": "flow", "worker": None, "link": "sw->h2", "name": "worker 0 -> server 0", "start_s": 1.002, "end_s": 1.005, "bytes": 150.0},
-    {"kind": "flow", "worker": None, "link": "h2->sw", "name": "server 0 -> 2 hosts", "start_s": 1.005, "end_s": 1.006, "bytes": 10.0},
-    {"kind": "flow", "worker": None, "link": "sw->h1", "name": "server 0 -> 2 hosts", "start_s": 1.005, "end_s": 1.006, "bytes": 10.0},
+    {
+        "kind": "compute",
+        "worker": 0,
+        "link": None,
+        "name": "backward fc",
+        "start_s": 1.0,
+        "end_s": 1.002,
+        "bytes": None,
+    },
+    {
+        "kind": "compute",
+        "worker": 1,
+        "link": None,
+        "name": "backward fc",
+        "start_s": 1.0,
+        "end_s": 1.002,
+        "bytes": None,
+    },
+    {
+        "kind": "flow",
+        "worker": 0,
+        "link": None,
+        "name": "worker 0 -> server 0",
+        "start_s": 1.002,
+        "end_s": 1.004,
+        "bytes": 100.0,
+    },
+    {
+        "kind": "flow",
+        "worker": None,
+        "link": "h0->sw",
+        "name": "worker 0 -> server 0",
+        "start_s": 1.002,
+        "end_s": 1.004,
+        "bytes": 100.0,
+    },
+    {
+        "kind": "flow",
+        "worker": None,
+        "link": "h0->sw",
+        "name": "worker 0 -> server 0",
+        "start_s": 1.003,
+        "end_s": 1.005,
+        "bytes": 50.0,
+    },
+    {
+        "kind": "flow",
+        "worker": None,
+        "link": "sw->h2",
+        "name": "worker 0 -> server 0",
+        "start_s": 1.002,
+        "end_s": 1.005,
+        "bytes": 150.0,
+    },
+    {
+        "kind": "flow",
+        "worker": None,
+        "link": "h2->sw",
+        "name": "server 0 -> 2 hosts",
+        "start_s": 1.005,
+        "end_s": 1.006,
+        "bytes": 10.0,
+    },
+    {
+        "kind": "flow",
+        "worker": None,
+        "link": "sw->h1",
+        "name": "server 0 -> 2 hosts",
+        "start_s": 1.005,
+        "end_s": 1.006,
+        "bytes": 10.0,
+    },
 ]
 
 

@@ -4,7 +4,6 @@ are the simulator's for the same spec, and ``mode=`` is sugar for a spec."""
 from __future__ import annotations
 
 import pytest
-
 import tensorwire as tw
 from tensorwire import _core
 from tensorwire.testbed.jobs.ring import scheduler_policy
@@ -29,7 +28,11 @@ def test_runtime_settings_are_the_cores(spec: str) -> None:
     core = _core.Strategy(spec)
     c = SchedulerConfig.from_strategy(spec)
     assert c.policy == core.policy
-    assert (c.partition_bytes, c.credit_bytes, c.max_groups) == (core.partition_bytes, core.credit_bytes, core.max_in_flight)
+    assert (c.partition_bytes, c.credit_bytes, c.max_groups) == (
+        core.partition_bytes,
+        core.credit_bytes,
+        core.max_in_flight,
+    )
     assert (c.fusion_bytes, c.fusion_cycle_s) == (core.fusion_bytes, core.fusion_cycle_s)
     assert c.mode == ("priority" if "schedule=priority" in spec else "fusion" if "fusion=" in spec else "fifo")
     assert scheduler_policy(spec) == (core.policy, core.credit_bytes, core.max_in_flight)
@@ -59,7 +62,10 @@ def test_sharded_strategies_are_not_run_by_the_scheduler() -> None:
 
 @pytest.mark.parametrize(
     "spec,placement,distribution,barrier",
-    [("ps", "round-robin", "round-robin", True), ("ps:num_ps=3,placement=balanced,distribution=block,barrier=false", "balanced", "block", False)],
+    [
+        ("ps", "round-robin", "round-robin", True),
+        ("ps:num_ps=3,placement=balanced,distribution=block,barrier=false", "balanced", "block", False),
+    ],
 )
 def test_testbed_reads_ps_options_from_the_core(spec: str, placement: str, distribution: str, barrier: bool) -> None:
     o = StrategyOptions.parse(spec)

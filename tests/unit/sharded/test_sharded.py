@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 import tensorwire as tw
 from tensorwire.chrome_trace import chrome_trace
 

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
 import tensorwire as tw
+from click.testing import CliRunner
 from tensorwire.sweep import read_rows
 from tensorwire.sweep.cli import sweep
 
@@ -28,8 +27,20 @@ def test_the_issue_example_writes_one_row_per_configuration(tmp_path: Path) -> N
     out = tmp_path / "results.parquet"
     result = CliRunner().invoke(
         sweep,
-        ["--model", "resnet50,vgg16", "--workers", "4,8", "--bandwidth", "1Gbps,100Gbps",
-         "--strategies", "ps,ring,ring:partition=4MiB", "--out", str(out), "--jobs", "2"],
+        [
+            "--model",
+            "resnet50,vgg16",
+            "--workers",
+            "4,8",
+            "--bandwidth",
+            "1Gbps,100Gbps",
+            "--strategies",
+            "ps,ring,ring:partition=4MiB",
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert f"{out}: 24 configurations" in result.output
@@ -43,9 +54,36 @@ def test_every_grid_option(tmp_path: Path) -> None:
     out = tmp_path / "r.csv"
     result = CliRunner().invoke(
         sweep,
-        ["-m", "resnet50", "-n", "4", "-b", "10Gbps", "-s", "ps,ring", "--latency", "5us,50us", "--gpu", "v100",
-         "--batch", "16", "--topology", "star,leaf-spine:hosts_per_leaf=2,spines=2", "--network", "flow,analytical",
-         "--iterations", "2", "--seed", "0,7", "--compute-speedup", "1,4", "-o", str(out), "-j", "1"],
+        [
+            "-m",
+            "resnet50",
+            "-n",
+            "4",
+            "-b",
+            "10Gbps",
+            "-s",
+            "ps,ring",
+            "--latency",
+            "5us,50us",
+            "--gpu",
+            "v100",
+            "--batch",
+            "16",
+            "--topology",
+            "star,leaf-spine:hosts_per_leaf=2,spines=2",
+            "--network",
+            "flow,analytical",
+            "--iterations",
+            "2",
+            "--seed",
+            "0,7",
+            "--compute-speedup",
+            "1,4",
+            "-o",
+            str(out),
+            "-j",
+            "1",
+        ],
     )
     assert result.exit_code == 0, result.output
     rows = read_rows(out)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import tensorwire as tw
 from tensorwire.sweep import expand
 
@@ -12,14 +11,24 @@ def test_cross_product_with_strategies_varying_fastest() -> None:
     configs = expand("resnet50,vgg16", "4,8", "1Gbps,10Gbps", "ps,ring:partition=4MiB,credit=1MiB")
     assert len(configs) == 2 * 2 * 2 * 2
     assert [c.strategy for c in configs[:2]] == ["ps", "ring:partition=4MiB,credit=1MiB"]
-    assert [(c.model, c.workers, c.bandwidth) for c in configs[:4:2]] == [("resnet50", 4, 125e6), ("resnet50", 4, 1.25e9)]
+    assert [(c.model, c.workers, c.bandwidth) for c in configs[:4:2]] == [
+        ("resnet50", 4, 125e6),
+        ("resnet50", 4, 1.25e9),
+    ]
     assert configs[-1].model == "vgg16" and configs[-1].workers == 8
 
 
 def test_text_and_lists_give_the_same_grid() -> None:
-    text = expand("vgg16", "4,8", "10Gbps,25Gbps", "ps,ring:partition=4MiB,credit=1MiB", latencies="5us,1ms", seeds="0,1")
+    text = expand(
+        "vgg16", "4,8", "10Gbps,25Gbps", "ps,ring:partition=4MiB,credit=1MiB", latencies="5us,1ms", seeds="0,1"
+    )
     lists = expand(
-        ["vgg16"], [4, 8], ["10Gbps", 3.125e9], ["ps", "ring:partition=4MiB,credit=1MiB"], latencies=[5e-6, "1ms"], seeds=[0, 1]
+        ["vgg16"],
+        [4, 8],
+        ["10Gbps", 3.125e9],
+        ["ps", "ring:partition=4MiB,credit=1MiB"],
+        latencies=[5e-6, "1ms"],
+        seeds=[0, 1],
     )
     assert text == lists
 
@@ -27,7 +36,14 @@ def test_text_and_lists_give_the_same_grid() -> None:
 def test_what_ifs_and_defaults_are_resolved() -> None:
     (c,) = expand("resnet50", 8, "10Gbps", "ring")
     assert (c.gpu, c.batch, c.compute_speedup, c.topology, c.network, c.latency, c.iterations, c.seed) == (
-        "v100", 32, 1.0, "star", "flow", 5e-6, 3, 0
+        "v100",
+        32,
+        1.0,
+        "star",
+        "flow",
+        5e-6,
+        3,
+        0,
     )
     configs = expand("resnet50", 8, "10Gbps", "ring", batches="16,64", compute_speedups="1,2.5", iterations=2)
     assert {(c.batch, c.compute_speedup) for c in configs} == {(16, 1.0), (16, 2.5), (64, 1.0), (64, 2.5)}
@@ -71,7 +87,13 @@ def test_default_strategies_are_every_builtin_that_runs_on_the_grid() -> None:
     ],
 )
 def test_bad_input_names_the_field(kwargs: dict[str, object], field: str) -> None:
-    args: dict[str, object] = {"models": "resnet50", "workers": "4", "bandwidths": "10Gbps", "strategies": "ps", **kwargs}
+    args: dict[str, object] = {
+        "models": "resnet50",
+        "workers": "4",
+        "bandwidths": "10Gbps",
+        "strategies": "ps",
+        **kwargs,
+    }
     with pytest.raises(tw.InputError) as e:
         expand(**args)  # type: ignore[arg-type]
     assert e.value.args[0] == field, e.value.args

@@ -9,11 +9,12 @@ import types
 from typing import Any
 
 import pytest
-
 import tensorwire as tw
 from tensorwire.sweep import COLUMNS, expand, run_configs, run_grid
 
-GRID = dict(models="resnet50,vgg16", workers="4,8", bandwidths="1Gbps,25Gbps", strategies="ps,ring,ps+ina,ring:partition=4MiB")
+GRID = dict(
+    models="resnet50,vgg16", workers="4,8", bandwidths="1Gbps,25Gbps", strategies="ps,ring,ps+ina,ring:partition=4MiB"
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,9 @@ def test_one_row_per_configuration_with_every_column(serial: list[dict[str, obje
 
 def test_rows_match_simulate(serial: list[dict[str, object]]) -> None:
     row = serial[5]
-    r = tw.simulate(tw.load_model(str(row["model"])), tw.Cluster(int(row["workers"]), float(row["bandwidth"])), str(row["strategy"]))  # type: ignore[arg-type]
+    r = tw.simulate(
+        tw.load_model(str(row["model"])), tw.Cluster(int(row["workers"]), float(row["bandwidth"])), str(row["strategy"])
+    )  # type: ignore[arg-type]
     assert row["iteration_time_s"] == r.iteration_time_s
     assert row["max_link_utilization"] == r.max_link_utilization
     assert row["exposed_comm_s"] == r.exposed_comm_s
@@ -44,7 +47,9 @@ def test_speedup_is_over_plain_ps_of_the_same_scenario(serial: list[dict[str, ob
         ps = scenario[0]
         assert ps["strategy"] == "ps" and ps["speedup_over_ps"] == 1.0
         for row in scenario:
-            assert row["speedup_over_ps"] == pytest.approx(float(ps["iteration_time_s"]) / float(row["iteration_time_s"]))  # type: ignore[arg-type]
+            assert row["speedup_over_ps"] == pytest.approx(
+                float(ps["iteration_time_s"]) / float(row["iteration_time_s"])
+            )  # type: ignore[arg-type]
     # each bandwidth has its own baseline: at 1 Gbps ring gains more over ps than at 25 Gbps
     assert serial[1]["speedup_over_ps"] != serial[5]["speedup_over_ps"]
 
@@ -163,10 +168,15 @@ def test_ray_unreachable_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "ray", FakeRay(fail_init=True))
     with pytest.raises(tw.InputError) as e:
         run_grid("vgg16", 4, "10Gbps", "ring", ray_address="ray://head:10001")
-    assert e.value.args == ("ray", "cannot connect to a Ray cluster at 'ray://head:10001': Could not find any running Ray instance.")
+    assert e.value.args == (
+        "ray",
+        "cannot connect to a Ray cluster at 'ray://head:10001': Could not find any running Ray instance.",
+    )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install 'tensorwire[ray]')")
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install 'tensorwire[ray]')"
+)
 @pytest.mark.skipif(
     os.environ.get("TENSORWIRE_TEST_RAY") != "1",
     reason="starting a Ray cluster takes 20-60 s on 2 cores; set TENSORWIRE_TEST_RAY=1 to run it",

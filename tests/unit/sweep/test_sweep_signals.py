@@ -14,8 +14,21 @@ import pytest
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
-GRID = ["sweep", "-m", "resnet50,vgg16,bert_base", "-n", "64,128,256", "-b", "1Gbps,10Gbps,25Gbps,100Gbps",
-        "-s", "ps,ring,butterfly,halving-doubling,tree", "-j", "2", "--max-flows", "100000000000"]  # long on purpose
+GRID = [
+    "sweep",
+    "-m",
+    "resnet50,vgg16,bert_base",
+    "-n",
+    "64,128,256",
+    "-b",
+    "1Gbps,10Gbps,25Gbps,100Gbps",
+    "-s",
+    "ps,ring,butterfly,halving-doubling,tree",
+    "-j",
+    "2",
+    "--max-flows",
+    "100000000000",
+]  # long on purpose
 
 
 def _children(pid: int) -> list[int]:
@@ -41,8 +54,12 @@ def _alive(pid: int) -> bool:
 
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], list[int]]:
-    p = subprocess.Popen([sys.executable, "-m", "tensorwire", *GRID, "-o", str(tmp_path / "o.csv")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tensorwire", *GRID, "-o", str(tmp_path / "o.csv")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     workers: list[int] = []
     while time.monotonic() < deadline and p.poll() is None:
@@ -92,11 +109,33 @@ def test_sigkill_of_the_parent_ends_its_workers(tmp_path: Path) -> None:
                 os.kill(w, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("signum, line", [(signal.SIGINT, "tensorwire: interrupted"),
-                                          (signal.SIGTERM, "tensorwire: interrupted (SIGTERM)")])
+@pytest.mark.parametrize(
+    "signum, line", [(signal.SIGINT, "tensorwire: interrupted"), (signal.SIGTERM, "tensorwire: interrupted (SIGTERM)")]
+)
 def test_a_long_simulation_stops_on_a_signal_with_one_line(signum: int, line: str) -> None:
-    p = subprocess.Popen([sys.executable, "-m", "tensorwire", "simulate", "-m", "resnet50", "-n", "64", "-b", "25Gbps",
-                          "-s", "ring", "--iterations", "1000000", "--max-flows", "100000000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tensorwire",
+            "simulate",
+            "-m",
+            "resnet50",
+            "-n",
+            "64",
+            "-b",
+            "25Gbps",
+            "-s",
+            "ring",
+            "--iterations",
+            "1000000",
+            "--max-flows",
+            "100000000000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(3)
     assert p.poll() is None
     p.send_signal(signum)

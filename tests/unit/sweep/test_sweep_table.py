@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 import tensorwire as tw
 from tensorwire._core import InputError
 from tensorwire.sweep import COLUMNS, read_rows, run_grid, write_rows
@@ -50,7 +49,9 @@ def test_parquet_schema_has_the_column_types(tmp_path: Path, rows: list[dict[str
     assert str(schema.field("workers").type) == "int64" and str(schema.field("iteration_time_s").type) == "double"
 
 
-def test_a_failed_write_keeps_the_old_file(tmp_path: Path, rows: list[dict[str, object]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_keeps_the_old_file(
+    tmp_path: Path, rows: list[dict[str, object]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "r.csv"
     write_rows(path, rows)
     before = path.read_bytes()

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tensorwire._core import InputError
 from tensorwire.workload import Workload
 from tensorwire.workloads.chakra import COMM_COLL_NODE, COMP_NODE, from_chakra, read_nodes, read_step
@@ -21,7 +20,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import chakra_writer as cw  # noqa: E402
 
 
-def ddp_like(path: Path, backward_us: tuple[int, ...] = (300, 200, 100), buckets: tuple[int, ...] = (2600, 16640, 8448), extra: int = 0) -> Path:
+def ddp_like(
+    path: Path,
+    backward_us: tuple[int, ...] = (300, 200, 100),
+    buckets: tuple[int, ...] = (2600, 16640, 8448),
+    extra: int = 0,
+) -> Path:
     """Forward of 3 layers, then per layer a backward op followed by its all-reduce."""
     nodes, prev, nid = [], None, 1
     for i in range(3):
@@ -30,7 +34,9 @@ def ddp_like(path: Path, backward_us: tuple[int, ...] = (300, 200, 100), buckets
     for back, size in zip(backward_us, buckets):
         nodes.append(cw.node(nid, "AddmmBackward0", COMP_NODE, back, data_deps=[prev]))
         prev, nid = nid, nid + 1
-        nodes.append(cw.node(nid, "ALL_REDUCE", COMM_COLL_NODE, 40, ctrl_deps=[prev], attrs={"comm_type": 0, "comm_size": size}))
+        nodes.append(
+            cw.node(nid, "ALL_REDUCE", COMM_COLL_NODE, 40, ctrl_deps=[prev], attrs={"comm_type": 0, "comm_size": size})
+        )
         nid += 1
     return cw.write(path, nodes)
 
@@ -62,11 +68,15 @@ def test_several_ranks_median_and_mismatch(tmp_path: Path) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 2**40)), min_size=1, max_size=12))
-def test_bytes_and_backward_time_are_preserved(tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[int, int]]) -> None:
+def test_bytes_and_backward_time_are_preserved(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[int, int]]
+) -> None:
     nodes, nid = [], 1
     for back, size in ops:
         nodes.append(cw.node(nid, "MulBackward0", COMP_NODE, back, ctrl_deps=[nid - 1] if nid > 1 else []))
-        nodes.append(cw.node(nid + 1, "ar", COMM_COLL_NODE, 1, ctrl_deps=[nid], attrs={"comm_type": 0, "comm_size": size}))
+        nodes.append(
+            cw.node(nid + 1, "ar", COMM_COLL_NODE, 1, ctrl_deps=[nid], attrs={"comm_type": 0, "comm_size": size})
+        )
         nid += 2
     p = cw.write(tmp_path_factory.mktemp("c") / "t.et", nodes)
     w = from_chakra(p)
@@ -76,7 +86,20 @@ def test_bytes_and_backward_time_are_preserved(tmp_path_factory: pytest.TempPath
 
 
 def test_reader_decodes_fields(tmp_path: Path) -> None:
-    p = cw.write(tmp_path / "t.et", [cw.node(7, "x", COMM_COLL_NODE, 12, ctrl_deps=[], attrs={"comm_type": 2, "comm_size": 300, "flag": True, "s": "v"})], version="0.0.4")
+    p = cw.write(
+        tmp_path / "t.et",
+        [
+            cw.node(
+                7,
+                "x",
+                COMM_COLL_NODE,
+                12,
+                ctrl_deps=[],
+                attrs={"comm_type": 2, "comm_size": 300, "flag": True, "s": "v"},
+            )
+        ],
+        version="0.0.4",
+    )
     version, nodes = read_nodes(p)
     assert version == "0.0.4"
     assert (nodes[0].id, nodes[0].name, nodes[0].type, nodes[0].duration_micros) == (7, "x", COMM_COLL_NODE, 12)
@@ -116,11 +139,29 @@ def test_bad_nodes(tmp_path: Path) -> None:
 
 def test_cli_simulate_and_error(tmp_path: Path) -> None:
     p = ddp_like(tmp_path / "rank0.et")
-    args = [sys.executable, "-m", "tensorwire", "simulate", "--workload", str(p), "--workload-format", "chakra", "-n", "2", "-b", "1Gbps", "-s", "ring", "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "tensorwire",
+        "simulate",
+        "--workload",
+        str(p),
+        "--workload-format",
+        "chakra",
+        "-n",
+        "2",
+        "-b",
+        "1Gbps",
+        "-s",
+        "ring",
+        "--json",
+    ]
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     bad = tmp_path / "bad.et"
     bad.write_bytes(p.read_bytes()[:-3])
     args[args.index(str(p))] = str(bad)
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "malformed Chakra trace" in r.stderr, r.stderr
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "malformed Chakra trace" in r.stderr, (
+        r.stderr
+    )

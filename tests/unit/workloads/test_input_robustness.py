@@ -10,15 +10,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-
+from chakra_writer import key, length_delimited, node, write
 from tensorwire._core import InputError
 from tensorwire.cli import main
 from tensorwire.workload import Layer, Tensor
 from tensorwire.workloads import chakra, kineto
-from tensorwire.workloads.layering import Collective, with_owners
 from tensorwire.workloads.kineto import load_trace
-
-from chakra_writer import key, length_delimited, node, write
+from tensorwire.workloads.layering import Collective, with_owners
 
 DATA = Path(__file__).parent / "data"
 RANK0 = DATA / "ddp_tiny_rank0.json.gz"
@@ -26,8 +24,12 @@ SIM = ["-n", "4", "-b", "25Gbps", "-s", "ring"]
 
 
 def _workload(**over: Any) -> dict[str, Any]:
-    w: dict[str, Any] = {"format": "tensorwire-workload/1", "name": "w", "batch_size": 2,
-                         "layers": [{"name": "a", "forward_s": 0.001, "backward_s": 0.002, "tensors": [{"name": "t", "bytes": 4}]}]}
+    w: dict[str, Any] = {
+        "format": "tensorwire-workload/1",
+        "name": "w",
+        "batch_size": 2,
+        "layers": [{"name": "a", "forward_s": 0.001, "backward_s": 0.002, "tensors": [{"name": "t", "bytes": 4}]}],
+    }
     w.update(over)
     return w
 
@@ -48,12 +50,47 @@ def _refused(capsys: pytest.CaptureFixture[str], path: Path, needle: str, *, imp
 @pytest.mark.parametrize(
     "name, content, needle",
     [
-        ("bytes_2e64.json", json.dumps(_workload(layers=[{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": 2**64}]}])), "workload.layers.0.tensors.0.bytes"),
-        ("bytes_1e20.json", json.dumps(_workload(layers=[{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": 1e20}]}])), "workload.layers.0.tensors.0.bytes"),
+        (
+            "bytes_2e64.json",
+            json.dumps(
+                _workload(
+                    layers=[{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": 2**64}]}]
+                )
+            ),
+            "workload.layers.0.tensors.0.bytes",
+        ),
+        (
+            "bytes_1e20.json",
+            json.dumps(
+                _workload(
+                    layers=[{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": 1e20}]}]
+                )
+            ),
+            "workload.layers.0.tensors.0.bytes",
+        ),
         ("batch.json", json.dumps(_workload(batch_size=10**30)), "workload.batch_size"),
         ("batch32.json", json.dumps(_workload(batch_size=2**32 + 1)), "workload.batch_size"),
-        ("sum.json", json.dumps(_workload(layers=[{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": 2**63}, {"name": "u", "bytes": 2**63}]}])), "workload.tensors"),
-        ("surrogate.json", '{"format": "tensorwire-workload/1", "name": "\\ud800", "batch_size": 1, "layers": [{"name": "a", "forward_s": 0, "backward_s": 0}]}', "lone surrogate"),
+        (
+            "sum.json",
+            json.dumps(
+                _workload(
+                    layers=[
+                        {
+                            "name": "a",
+                            "forward_s": 0,
+                            "backward_s": 0,
+                            "tensors": [{"name": "t", "bytes": 2**63}, {"name": "u", "bytes": 2**63}],
+                        }
+                    ]
+                )
+            ),
+            "workload.tensors",
+        ),
+        (
+            "surrogate.json",
+            '{"format": "tensorwire-workload/1", "name": "\\ud800", "batch_size": 1, "layers": [{"name": "a", "forward_s": 0, "backward_s": 0}]}',
+            "lone surrogate",
+        ),
         ("nested.json", '{"format": ' + "[" * 50000 + "]" * 50000 + "}", "nested too deeply"),
         ("fa_nan.txt", "# batch_size: nan\n0 t 4 w0 ps\n", "trace.batch_size"),
         ("fa_inf.txt", "# batch_size: inf\n0 t 4 w0 ps\n", "trace.batch_size"),
@@ -61,7 +98,9 @@ def _refused(capsys: pytest.CaptureFixture[str], path: Path, needle: str, *, imp
         ("fa_size64.txt", f"0 t {2**64} w0 ps\n", "trace line 1"),
     ],
 )
-def test_workload_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, needle: str) -> None:
+def test_workload_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, needle: str
+) -> None:
     path = tmp_path / name
     path.write_text(content, encoding="utf-8", errors="surrogatepass")
     _refused(capsys, path, needle)
@@ -92,10 +131,15 @@ def test_deeply_nested_kineto_and_adjacency(tmp_path: Path, capsys: pytest.Captu
     adj.write_text("[" * 50000 + "]" * 50000)
     assert main(["topology", "--adjacency", str(adj)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "tensorwire: error: adjacency: adj.json: not valid JSON (nested too deeply)" or "nested too deeply" in err
+    assert (
+        err == "tensorwire: error: adjacency: adj.json: not valid JSON (nested too deeply)"
+        or "nested too deeply" in err
+    )
 
 
-def test_adjacency_weights_are_0_to_3_and_rendered_without_markup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_adjacency_weights_are_0_to_3_and_rendered_without_markup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     big = tmp_path / "adj.json"
     big.write_text("[[0,99],[99,0]]")
     assert main(["topology", "--adjacency", str(big)]) == 2
@@ -110,11 +154,14 @@ def test_adjacency_weights_are_0_to_3_and_rendered_without_markup(tmp_path: Path
 def test_chakra_sizes_beyond_64_bits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # comm_size as uint64_val (field 13) holding a 10-byte varint: 2**69.
     size = length_delimited(1, b"comm_size") + key(13, 0) + bytes([0x80] * 9 + [0x40])
-    path = write(tmp_path / "c.et", [
-        node(0, "fwd", 4, 10),
-        node(1, "layerBackward", 4, 10, ctrl_deps=[0]),
-        node(2, "ar", 7, 5, ctrl_deps=[1], attrs={"comm_type": 0}) + length_delimited(10, size),
-    ])
+    path = write(
+        tmp_path / "c.et",
+        [
+            node(0, "fwd", 4, 10),
+            node(1, "layerBackward", 4, 10, ctrl_deps=[0]),
+            node(2, "ar", 7, 5, ctrl_deps=[1], attrs={"comm_type": 0}) + length_delimited(10, size),
+        ],
+    )
     assert chakra.read_nodes(path)[1][2].attrs["comm_size"] == 2**69
     _refused(capsys, path, "comm_size")
 
@@ -123,16 +170,17 @@ def test_kineto_dims_beyond_64_bits(tmp_path: Path, capsys: pytest.CaptureFixtur
     data = load_trace(RANK0)
     for e in data["traceEvents"]:
         a = e.get("args", {})
-        for key in ("Input Dims", "In msg nelems", "Out msg nelems"):
-            if key in a and e.get("name") in ("gloo:all_reduce", "c10d::allreduce_", "record_param_comms"):
-                a[key] = [[10**30]] if key == "Input Dims" else 10**30
+        for field in ("Input Dims", "In msg nelems", "Out msg nelems"):
+            if field in a and e.get("name") in ("gloo:all_reduce", "c10d::allreduce_", "record_param_comms"):
+                a[field] = [[10**30]] if field == "Input Dims" else 10**30
     path = tmp_path / "k.json"
     path.write_text(json.dumps(data))
     _refused(capsys, path, "bytes")
 
 
-def test_gzip_bomb_is_refused_without_inflating_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_gzip_bomb_is_refused_without_inflating_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(kineto, "TRACE_FILE_LIMIT", 2**20)
     bomb = tmp_path / "bomb.json.gz"
     bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (4 * 2**20) + b"]}"))
@@ -145,7 +193,9 @@ def test_gzip_bomb_is_refused_without_inflating_it(tmp_path: Path, monkeypatch: 
     assert load_trace(two) == {"traceEvents": []}
 
 
-def test_file_size_caps_and_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_file_size_caps_and_devices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import tensorwire.io
 
     monkeypatch.setattr(tensorwire.io, "WORKLOAD_FILE_LIMIT", 2**20)
@@ -169,20 +219,26 @@ def test_a_long_description_is_cut_in_titles(tmp_path: Path, capsys: pytest.Capt
 def _reference(layers: list[Layer], colls: list[Collective]) -> list[Optional[str]]:
     """The old quadratic rule: the first tensor (dict order) whose name ends .KIND#INDEX."""
     owner = {t.name: layer.name for layer in layers for t in layer.tensors}
-    return [next((n for t, n in owner.items() if t.endswith(f".{c.kind}#{c.index}")), None) if c.is_gradient else None
-            for c in colls]
+    return [
+        next((n for t, n in owner.items() if t.endswith(f".{c.kind}#{c.index}")), None) if c.is_gradient else None
+        for c in colls
+    ]
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_with_owners_matches_the_quadratic_rule(seed: int) -> None:
     rng = random.Random(seed)
     kinds = ["allreduce", "allgather", "reduce_scatter"]
-    colls = [Collective(rng.choice(kinds), 4, "float", 0, 0, 0, rng.choice(["forward", "backward", "after"]), index=i)
-             for i in range(rng.randint(0, 30))]
+    colls = [
+        Collective(rng.choice(kinds), 4, "float", 0, 0, 0, rng.choice(["forward", "backward", "after"]), index=i)
+        for i in range(rng.randint(0, 30))
+    ]
     layers = []
     for j in range(rng.randint(1, 6)):
         name = rng.choice(["l", "a.b", "x.y.z", f"m{j}"])
-        tensors = tuple(Tensor(f"{name}.{c.kind}#{c.index}" if rng.random() < 0.8 else f"{name}{c.kind}#{c.index}", 4)
-                        for c in rng.sample(colls, k=min(len(colls), rng.randint(0, 8))))
+        tensors = tuple(
+            Tensor(f"{name}.{c.kind}#{c.index}" if rng.random() < 0.8 else f"{name}{c.kind}#{c.index}", 4)
+            for c in rng.sample(colls, k=min(len(colls), rng.randint(0, 8)))
+        )
         layers.append(Layer(name, 0.0, 0.0, tensors))
     assert [c.layer for c in with_owners(layers, colls)] == _reference(layers, colls)

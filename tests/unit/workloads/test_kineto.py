@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tensorwire._core import InputError
 from tensorwire.cli import main
 from tensorwire.workload import Workload
@@ -169,7 +168,9 @@ def test_no_profiler_step(tmp_path: Path) -> None:
 def test_no_collectives(tmp_path: Path) -> None:
     data = _events()
     data["traceEvents"] = [
-        e for e in data["traceEvents"] if "allreduce" not in str(e.get("name")) and "all_reduce" not in str(e.get("name"))
+        e
+        for e in data["traceEvents"]
+        if "allreduce" not in str(e.get("name")) and "all_reduce" not in str(e.get("name"))
     ]
     with pytest.raises(InputError, match="launched no collectives"):
         from_profiler_trace(_write(tmp_path, data))

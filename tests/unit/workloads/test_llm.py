@@ -9,7 +9,6 @@ import sys
 from typing import Any
 
 import pytest
-
 import tensorwire as tw
 from tensorwire import InputError, hardware
 from tensorwire.workloads import llm
@@ -183,7 +182,10 @@ def test_micro_batch_is_the_batch_size_and_scales_linearly() -> None:
     four = tw.load_model("gpt3_175b", seq_len=2048, micro_batch=4)
     assert (one.batch_size, four.batch_size) == (1, 4)
     assert four.compute_time_s == pytest.approx(4 * one.compute_time_s)
-    assert tw.load_model("gpt3_175b", batch_size=4).compute_time_s == tw.load_model("gpt3_175b", micro_batch=4).compute_time_s
+    assert (
+        tw.load_model("gpt3_175b", batch_size=4).compute_time_s
+        == tw.load_model("gpt3_175b", micro_batch=4).compute_time_s
+    )
     assert "micro-batch 4 x 2048 tokens" in four.description
 
 
@@ -238,7 +240,12 @@ def test_unknown_gpu_lists_the_choices_and_mfu_of_one_is_allowed() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"seq_len": 128}, "seq_len"), ({"micro_batch": 2}, "micro_batch"), ({"mfu": 0.4}, "mfu"), ({"recompute": True}, "recompute")],
+    [
+        ({"seq_len": 128}, "seq_len"),
+        ({"micro_batch": 2}, "micro_batch"),
+        ({"mfu": 0.4}, "mfu"),
+        ({"recompute": True}, "recompute"),
+    ],
 )
 def test_zoo_models_refuse_llm_options(kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as e:
@@ -275,7 +282,20 @@ def test_cli_bad_llm_input_is_one_line_and_exit_2(args: list[str], needle: str) 
 def test_cli_simulates_an_llm_with_its_options() -> None:
     import json
 
-    p = run(*SIM, "--model", "llama3_8b", "--gpu", "a100-80gb", "--seq-len", "2048", "--mfu", "0.5", "--batch", "2", "--json")
+    p = run(
+        *SIM,
+        "--model",
+        "llama3_8b",
+        "--gpu",
+        "a100-80gb",
+        "--seq-len",
+        "2048",
+        "--mfu",
+        "0.5",
+        "--batch",
+        "2",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     w = tw.load_model("llama3_8b", gpu="a100-80gb", seq_len=2048, micro_batch=2, mfu=0.5)

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 import tensorwire as tw
 from tensorwire import InputError, Workload
 from tensorwire.workloads import ZOO, llm, model_names, names
@@ -64,15 +63,31 @@ def test_zoo_file_is_accepted_as_a_workload_file() -> None:
     [
         ({"format": "nope", "name": "x", "batch_size": 1, "layers": []}, "workload.format"),
         ({"format": "tensorwire-workload/1", "name": "x", "batch_size": 1, "layers": []}, "workload.layers"),
-        ({"format": "tensorwire-workload/1", "name": "x", "batch_size": 0, "layers": [{"name": "a", "forward_s": 0, "backward_s": 0}]}, "workload.batch_size"),
         (
-            {"format": "tensorwire-workload/1", "name": "x", "batch_size": 1,
-             "layers": [{"name": "a", "forward_s": -1, "backward_s": 0}]},
+            {
+                "format": "tensorwire-workload/1",
+                "name": "x",
+                "batch_size": 0,
+                "layers": [{"name": "a", "forward_s": 0, "backward_s": 0}],
+            },
+            "workload.batch_size",
+        ),
+        (
+            {
+                "format": "tensorwire-workload/1",
+                "name": "x",
+                "batch_size": 1,
+                "layers": [{"name": "a", "forward_s": -1, "backward_s": 0}],
+            },
             "workload.layers.0.forward_s",
         ),
         (
-            {"format": "tensorwire-workload/1", "name": "x", "batch_size": 1,
-             "layers": [{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": -5}]}]},
+            {
+                "format": "tensorwire-workload/1",
+                "name": "x",
+                "batch_size": 1,
+                "layers": [{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": -5}]}],
+            },
             "workload.layers.0.tensors.0.bytes",
         ),
     ],

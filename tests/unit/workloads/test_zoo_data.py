@@ -18,18 +18,18 @@ DERIVE = os.path.join(ZOO, "derive.py")
 
 # Published parameter totals (fp32 bytes = 4 x params).
 PUBLISHED_PARAMS = {
-    "resnet50": 25_557_032,        # torchvision resnet50
-    "resnet101": 44_549_160,       # torchvision resnet101
-    "resnet152": 60_192_808,       # torchvision resnet152
-    "resnet200": 64_673_832,       # [3, 24, 36, 3] torchvision-style Bottleneck
-    "vgg16": 138_357_544,          # torchvision vgg16
-    "vgg19": 143_667_240,          # torchvision vgg19
-    "inception_v3": 23_834_568,    # torchvision inception_v3, aux_logits=False
-    "alexnet": 61_100_840,         # torchvision alexnet
-    "bert_base": 109_482_240,      # bert-base-uncased BertModel (with pooler)
-    "bert_large": 335_141_888,     # bert-large-uncased BertModel (with pooler)
-    "gpt2": 124_439_808,           # HF gpt2, tied lm_head counted once
-    "gpt2_medium": 354_823_168,    # HF gpt2-medium, tied lm_head counted once
+    "resnet50": 25_557_032,  # torchvision resnet50
+    "resnet101": 44_549_160,  # torchvision resnet101
+    "resnet152": 60_192_808,  # torchvision resnet152
+    "resnet200": 64_673_832,  # [3, 24, 36, 3] torchvision-style Bottleneck
+    "vgg16": 138_357_544,  # torchvision vgg16
+    "vgg19": 143_667_240,  # torchvision vgg19
+    "inception_v3": 23_834_568,  # torchvision inception_v3, aux_logits=False
+    "alexnet": 61_100_840,  # torchvision alexnet
+    "bert_base": 109_482_240,  # bert-base-uncased BertModel (with pooler)
+    "bert_large": 335_141_888,  # bert-large-uncased BertModel (with pooler)
+    "gpt2": 124_439_808,  # HF gpt2, tied lm_head counted once
+    "gpt2_medium": 354_823_168,  # HF gpt2-medium, tied lm_head counted once
 }
 
 
@@ -40,7 +40,10 @@ def transformer_big_params(vocab=32768, d=1024, ffn=4096, enc=6, dec=6):
     al. report ~213M with a ~37k vocabulary); this closed form is independent
     of derive.py's layer-by-layer construction.
     """
-    linear = lambda i, o: i * o + o
+
+    def linear(i: int, o: int) -> int:
+        return i * o + o
+
     ln = 2 * d
     mha = 4 * linear(d, d)
     ffn_p = linear(d, ffn) + linear(ffn, d)
@@ -49,14 +52,22 @@ def transformer_big_params(vocab=32768, d=1024, ffn=4096, enc=6, dec=6):
     return vocab * d + enc * enc_layer + dec * dec_layer
 
 
-EXPECTED_PARAMS = dict(PUBLISHED_PARAMS,
-                       transformer_big=transformer_big_params())
+EXPECTED_PARAMS = dict(PUBLISHED_PARAMS, transformer_big=transformer_big_params())
 
 # len(list(model.parameters())) for the corresponding torch models.
 EXPECTED_TENSORS = {
-    "resnet50": 161, "resnet101": 314, "resnet152": 467, "resnet200": 611,
-    "vgg16": 32, "vgg19": 38, "inception_v3": 284, "alexnet": 16,
-    "bert_base": 199, "bert_large": 391, "gpt2": 148, "gpt2_medium": 292,
+    "resnet50": 161,
+    "resnet101": 314,
+    "resnet152": 467,
+    "resnet200": 611,
+    "vgg16": 32,
+    "vgg19": 38,
+    "inception_v3": 284,
+    "alexnet": 16,
+    "bert_base": 199,
+    "bert_large": 391,
+    "gpt2": 148,
+    "gpt2_medium": 292,
     "transformer_big": 253,
 }
 
@@ -68,11 +79,9 @@ FIRST_LAST = {
     "vgg19": ("features.0.weight", "classifier.6.bias"),
     "alexnet": ("features.0.weight", "classifier.6.bias"),
     "inception_v3": ("Conv2d_1a_3x3.conv.weight", "fc.bias"),
-    "bert_base": ("bert.embeddings.word_embeddings.weight",
-                  "bert.pooler.dense.bias"),
+    "bert_base": ("bert.embeddings.word_embeddings.weight", "bert.pooler.dense.bias"),
     "gpt2": ("transformer.wte.weight", "transformer.ln_f.bias"),
-    "transformer_big": ("encoder.embed_tokens.weight",
-                        "decoder.layers.5.final_layer_norm.bias"),
+    "transformer_big": ("encoder.embed_tokens.weight", "decoder.layers.5.final_layer_norm.bias"),
 }
 
 MODELS = sorted(EXPECTED_PARAMS)
@@ -92,9 +101,19 @@ NETOP2020 = {  # seed 000, Table 3: (batch, forward_s, backward_s)
     "resnet200": (32, 0.357, 0.34),
 }
 
-TOP_KEYS = ["format", "name", "display_name", "family", "sample",
-            "dtype_bytes", "parameters", "architecture_source", "layers",
-            "default_device", "devices"]
+TOP_KEYS = [
+    "format",
+    "name",
+    "display_name",
+    "family",
+    "sample",
+    "dtype_bytes",
+    "parameters",
+    "architecture_source",
+    "layers",
+    "default_device",
+    "devices",
+]
 LAYER_KEYS = ["name", "forward_flops", "forward_s", "backward_s", "tensors"]
 DEVICE_KEYS = ["batch_size", "forward_s", "backward_s", "source"]
 
@@ -242,8 +261,7 @@ def test_device_sources(name):
     v100 = d["devices"]["v100"]
     if name in MEASURED_V100:
         batch, fwd, bwd = MEASURED_V100[name]
-        assert (v100["batch_size"], v100["forward_s"], v100["backward_s"]) \
-            == (batch, fwd, bwd)
+        assert (v100["batch_size"], v100["forward_s"], v100["backward_s"]) == (batch, fwd, bwd)
         assert "seed 004" in v100["source"]
         assert "derived" not in v100["source"]
     else:
@@ -251,8 +269,7 @@ def test_device_sources(name):
         assert "seed 004" in v100["source"]
     if name in NETOP2020:
         dev = d["devices"]["netop2020"]
-        assert (dev["batch_size"], dev["forward_s"], dev["backward_s"]) \
-            == NETOP2020[name]
+        assert (dev["batch_size"], dev["forward_s"], dev["backward_s"]) == NETOP2020[name]
         assert "seed 000" in dev["source"]
         assert "first layer of backpropagation" in dev["source"]
         assert set(d["devices"]) == {"v100", "netop2020"}
@@ -264,17 +281,23 @@ def _total_flops(name):
     return sum(layer["forward_flops"] for layer in load(name)["layers"])
 
 
-@pytest.mark.parametrize("name,ref", [
-    ("resnet101", "resnet50"), ("resnet152", "resnet50"),
-    ("resnet200", "resnet50"), ("inception_v3", "resnet50"),
-    ("vgg19", "vgg16"), ("alexnet", "vgg16"),
-    ("gpt2", "bert_base"), ("gpt2_medium", "bert_large"),
-])
+@pytest.mark.parametrize(
+    "name,ref",
+    [
+        ("resnet101", "resnet50"),
+        ("resnet152", "resnet50"),
+        ("resnet200", "resnet50"),
+        ("inception_v3", "resnet50"),
+        ("vgg19", "vgg16"),
+        ("alexnet", "vgg16"),
+        ("gpt2", "bert_base"),
+        ("gpt2_medium", "bert_large"),
+    ],
+)
 def test_derived_v100_follows_flop_ratio(name, ref):
     dev = load(name)["devices"]["v100"]
     rdev = load(ref)["devices"]["v100"]
-    ratio = (dev["batch_size"] * _total_flops(name)) / \
-        (rdev["batch_size"] * _total_flops(ref))
+    ratio = (dev["batch_size"] * _total_flops(name)) / (rdev["batch_size"] * _total_flops(ref))
     assert close(dev["forward_s"], rdev["forward_s"] * ratio)
     assert close(dev["backward_s"], rdev["backward_s"] * ratio)
 
@@ -288,8 +311,7 @@ def test_conv_flops_spot_checks():
     assert 8.0e9 < _total_flops("resnet50") < 8.4e9
     # BERT-base attention matmuls: 2 * 2 * L * L * d per layer, L = 128.
     bert = {layer["name"]: layer for layer in load("bert_base")["layers"]}
-    assert bert["bert.encoder.layer.0.attention.self"]["forward_flops"] \
-        == 2 * 2 * 128 * 128 * 768
+    assert bert["bert.encoder.layer.0.attention.self"]["forward_flops"] == 2 * 2 * 128 * 128 * 768
     assert bert["bert.encoder.layer.0.attention.self"]["tensors"] == []
 
 
@@ -309,8 +331,9 @@ def test_inception_has_no_aux_classifier():
 
 
 def test_derive_regenerates_identical_files(tmp_path):
-    subprocess.run([sys.executable, DERIVE, "--out", str(tmp_path), "--quiet"],
-                   check=True, cwd=str(tmp_path), timeout=120)
+    subprocess.run(
+        [sys.executable, DERIVE, "--out", str(tmp_path), "--quiet"], check=True, cwd=str(tmp_path), timeout=120
+    )
     generated = sorted(p.name for p in tmp_path.iterdir())
     assert generated == [m + ".json" for m in MODELS]
     for fname in generated:

@@ -59,9 +59,7 @@ class Context:
         for t in self.tasks:
             layer_tasks[t.layer].append(t)
         #: Per layer, task ids in release order (tensors reversed, pieces in order).
-        self.release_order = [
-            [t.id for t in sorted(ts, key=lambda t: (-t.tensor, t.piece))] for ts in layer_tasks
-        ]
+        self.release_order = [[t.id for t in sorted(ts, key=lambda t: (-t.tensor, t.piece))] for ts in layer_tasks]
         #: All task ids in the order the backward pass produces them.
         self.production_order = [i for layer in reversed(self.release_order) for i in layer]
         self.delay_s = spec.delay_s

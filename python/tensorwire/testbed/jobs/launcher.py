@@ -73,7 +73,9 @@ def require_torch() -> None:
     """Raises :class:`TestbedUnavailable` when this interpreter (which runs the job
     processes) has no torch."""
     if importlib.util.find_spec("torch") is None:
-        raise TestbedUnavailable(f"torch is not installed for {sys.executable}; the testbed's jobs need it (pip install torch)")
+        raise TestbedUnavailable(
+            f"torch is not installed for {sys.executable}; the testbed's jobs need it (pip install torch)"
+        )
 
 
 def hosts_needed(strategy: Union[str, Strategy], workers: int) -> int:
@@ -209,7 +211,9 @@ def launch_ranks(
                 if code != 0:
                     raise JobFailed(f"rank {rank} ({module}) exited with {code}: {_tail(log)}")
             if pending and time.monotonic() > deadline:
-                raise JobFailed(f"the job did not finish within {timeout_s:g} s (ranks {[r for r, _, _ in pending]} still running)")
+                raise JobFailed(
+                    f"the job did not finish within {timeout_s:g} s (ranks {[r for r, _, _ in pending]} still running)"
+                )
             time.sleep(0.02)
     finally:
         for _, proc, _ in procs:

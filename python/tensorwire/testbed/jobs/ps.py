@@ -29,17 +29,16 @@ User-space delay: a message counts as arrived ``2 x delay`` seconds after Gloo d
 from __future__ import annotations
 
 import queue
-from collections import deque
 import threading
 import time
+from collections import deque
 from typing import Any, Optional
 
 from tensorwire import _core
-from tensorwire.torch.device_stream import DeviceStream
 from tensorwire.testbed.jobs.compute import sleep_until
 from tensorwire.testbed.jobs.context import Context
 from tensorwire.testbed.shaping import PAYLOAD_EFFICIENCY
-
+from tensorwire.torch.device_stream import DeviceStream
 
 #: Messages a server has handed to Gloo and not yet seen complete (see ``send_loop``).
 SEND_WINDOW = 4
@@ -149,7 +148,10 @@ def _worker(ctx: Context) -> None:
                 raise errors[0]
             clock.run(layer.forward_s)
         # Post this iteration's pulls before any push, so the servers never wait for them.
-        works = [(tid, dist.irecv(params[tid], src=workers + server_of[tid], tag=pull_tag + tid)) for tid in range(len(tasks))]
+        works = [
+            (tid, dist.irecv(params[tid], src=workers + server_of[tid], tag=pull_tag + tid))
+            for tid in range(len(tasks))
+        ]
         pulls.put((k, works))
         for w in push_works:
             w.wait()

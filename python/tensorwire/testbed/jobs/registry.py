@@ -35,7 +35,9 @@ class JobStrategy:
             return self.run
         if self.run_runtime is None:
             with_runtime = ", ".join(s.name for s in _BUILT_IN if s.run_runtime is not None)
-            raise InputError("strategy", f"{self.name!r} cannot run with the runtime on the testbed; the runtime runs {with_runtime}")
+            raise InputError(
+                "strategy", f"{self.name!r} cannot run with the runtime on the testbed; the runtime runs {with_runtime}"
+            )
         return self.run_runtime
 
 
@@ -58,7 +60,13 @@ def _run_ps(ctx: Context) -> None:
 
 
 _BUILT_IN = (
-    JobStrategy("ring", "one Gloo all-reduce per piece, FIFO, one at a time (DDP without buckets)", lambda o: 0, _run_ring, _run_runtime),
+    JobStrategy(
+        "ring",
+        "one Gloo all-reduce per piece, FIFO, one at a time (DDP without buckets)",
+        lambda o: 0,
+        _run_ring,
+        _run_runtime,
+    ),
     JobStrategy("ps", "parameter servers on hosts of their own over send/recv", lambda o: o.num_ps, _run_ps),
 )
 

@@ -26,8 +26,9 @@ import time
 from typing import Optional
 
 from tensorwire import _core
-from tensorwire.torch.device_stream import DeviceStream
 from tensorwire.testbed.jobs.context import Context
+from tensorwire.torch.device_stream import DeviceStream
+
 
 def scheduler_policy(spec: str) -> tuple[str, Optional[int], Optional[int]]:
     """The core's scheduler settings ``(policy, credit_bytes, max_tasks)`` for a spec: the

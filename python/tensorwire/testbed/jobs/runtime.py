@@ -64,7 +64,8 @@ def runtime_config(spec: str) -> SchedulerConfig:
     unknown = sorted({k for k, _ in s.options} - set(RUNTIME_OPTIONS) - {"partition"})
     if unknown:
         raise InputError(
-            "strategy", f"the runtime does not run option(s) {', '.join(unknown)}; it runs {', '.join(RUNTIME_OPTIONS)} and partition"
+            "strategy",
+            f"the runtime does not run option(s) {', '.join(unknown)}; it runs {', '.join(RUNTIME_OPTIONS)} and partition",
         )
     return SchedulerConfig.from_strategy(s.spec)
 
@@ -93,7 +94,9 @@ def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:
 
     numel = 2 * ctx.spec.world_size * 16
     k = DISPATCH_PROBE_TENSORS
-    tiny = Workload("dispatch-probe", 1, tuple(Layer(f"l{i}", 0.0, 0.0, (Tensor(f"t{i}", 4 * numel),)) for i in range(k)))
+    tiny = Workload(
+        "dispatch-probe", 1, tuple(Layer(f"l{i}", 0.0, 0.0, (Tensor(f"t{i}", 4 * numel),)) for i in range(k))
+    )
     model = emulated(tiny)
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
     x = torch.zeros(1, 16)
@@ -119,7 +122,11 @@ def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:
         if it:
             plain.append((time.perf_counter() - t) / k)
     runtime_s, allreduce_s = statistics.median(per_group), statistics.median(plain)
-    return {"runtime_per_group_s": runtime_s, "allreduce_s": allreduce_s, "dispatch_s": max(0.0, runtime_s - allreduce_s)}
+    return {
+        "runtime_per_group_s": runtime_s,
+        "allreduce_s": allreduce_s,
+        "dispatch_s": max(0.0, runtime_s - allreduce_s),
+    }
 
 
 def run_runtime(ctx: Context) -> None:
@@ -144,7 +151,9 @@ def run_runtime(ctx: Context) -> None:
     model = emulated(ctx.workload)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.zeros(1, 16)
-    with ScheduledDataParallel(model, opt, strategy=spec.strategy, timeout_s=spec.timeout_s, on_synchronized=on_synchronized) as sdp:
+    with ScheduledDataParallel(
+        model, opt, strategy=spec.strategy, timeout_s=spec.timeout_s, on_synchronized=on_synchronized
+    ) as sdp:
         dist.barrier()
         model.stream.waited()
         for k in range(n):

@@ -48,7 +48,9 @@ class BenchResult:
         from tensorwire.torch.partial.collective import majority_initiator
 
         first = self.warmup
-        return statistics.fmean(majority_initiator(self.seed, k, self.processes) + 1 for k in range(first, first + self.iterations))
+        return statistics.fmean(
+            majority_initiator(self.seed, k, self.processes) + 1 for k in range(first, first + self.iterations)
+        )
 
     def speedup(self, kind: str) -> float:
         """Mean latency of the blocking all-reduce over that of ``kind``."""
@@ -87,7 +89,16 @@ def _start_time(margin_s: float) -> float:
 
 
 def _bench_worker(
-    rank: int, world: int, delay_s: float, iterations: int, warmup: int, numel: int, kinds: Sequence[str], seed: int, period_s: float, wait_s: float
+    rank: int,
+    world: int,
+    delay_s: float,
+    iterations: int,
+    warmup: int,
+    numel: int,
+    kinds: Sequence[str],
+    seed: int,
+    period_s: float,
+    wait_s: float,
 ) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
@@ -154,7 +165,19 @@ def microbenchmark(
         raise InputError("kinds", f"{bad or kinds!r}: choose among {', '.join(BENCH_KINDS)}")
     period = period_s if period_s is not None else 1.25 * (processes - 1) * delay_s + 0.1
     wait_s = max(10.0, min(120.0, timeout_s / 4))
-    per_rank = run_local(_bench_worker, processes, delay_s, iterations, warmup, numel, list(kinds), seed, period, wait_s, timeout_s=timeout_s)
+    per_rank = run_local(
+        _bench_worker,
+        processes,
+        delay_s,
+        iterations,
+        warmup,
+        numel,
+        list(kinds),
+        seed,
+        period,
+        wait_s,
+        timeout_s=timeout_s,
+    )
     latency: dict[str, float] = {}
     by_rank: dict[str, list[float]] = {}
     naps: dict[str, float] = {}
@@ -255,7 +278,9 @@ def _hyperplane_worker(rank: int, world: int, mode: str, cfg: HyperplaneConfig) 
         i = step % steps_per_epoch
         time.sleep(cfg.compute_s + (cfg.delay_s if victims.randrange(world) == rank else 0.0))
         opt.zero_grad()
-        loss = loss_fn(model(xs[i * cfg.batch : (i + 1) * cfg.batch]).squeeze(1), ys[i * cfg.batch : (i + 1) * cfg.batch])
+        loss = loss_fn(
+            model(xs[i * cfg.batch : (i + 1) * cfg.batch]).squeeze(1), ys[i * cfg.batch : (i + 1) * cfg.batch]
+        )
         loss.backward()
         if mode == "sync":
             for p in model.parameters():
@@ -276,7 +301,9 @@ def _hyperplane_worker(rank: int, world: int, mode: str, cfg: HyperplaneConfig) 
     return {"trace": trace, "wall": wall, "final": val_loss(), "steps": steps, "late": late}
 
 
-def hyperplane(processes: int, mode: str, config: Optional[HyperplaneConfig] = None, *, timeout_s: float = 900.0) -> HyperplaneResult:
+def hyperplane(
+    processes: int, mode: str, config: Optional[HyperplaneConfig] = None, *, timeout_s: float = 900.0
+) -> HyperplaneResult:
     """Trains the hyperplane regression on ``processes`` local ranks with ``mode``
     (``sync``: all-reduce every step; ``solo`` or ``majority``: :class:`EagerSGD`)."""
     from tensorwire.torch.launch import run_local
@@ -287,7 +314,17 @@ def hyperplane(processes: int, mode: str, config: Optional[HyperplaneConfig] = N
     out = run_local(_hyperplane_worker, processes, mode, cfg, timeout_s=timeout_s)
     r0 = out[0]
     late = statistics.fmean(o["late"] for o in out)
-    return HyperplaneResult(mode, processes, r0["steps"], r0["wall"], r0["final"], [tuple(t) for t in r0["trace"]], late)
+    return HyperplaneResult(
+        mode, processes, r0["steps"], r0["wall"], r0["final"], [tuple(t) for t in r0["trace"]], late
+    )
 
 
-__all__ = ["BENCH_KINDS", "BenchResult", "HyperplaneConfig", "HyperplaneResult", "TRAIN_MODES", "hyperplane", "microbenchmark"]
+__all__ = [
+    "BENCH_KINDS",
+    "BenchResult",
+    "HyperplaneConfig",
+    "HyperplaneResult",
+    "TRAIN_MODES",
+    "hyperplane",
+    "microbenchmark",
+]

@@ -42,16 +42,45 @@ def bench() -> None:
 
 
 @bench.command("partial")
-@click.option("--processes", "-p", default="4,8,16", show_default=True, callback=_processes, help="Process counts to run, comma-separated.")
-@click.option("--delay", "-d", default="10ms", show_default=True, help="Skew step d: rank r calls r*d after the others' common start.")
-@click.option("--iterations", "-i", type=click.IntRange(min=1), default=50, show_default=True, help="Timed iterations per kind.")
+@click.option(
+    "--processes",
+    "-p",
+    default="4,8,16",
+    show_default=True,
+    callback=_processes,
+    help="Process counts to run, comma-separated.",
+)
+@click.option(
+    "--delay",
+    "-d",
+    default="10ms",
+    show_default=True,
+    help="Skew step d: rank r calls r*d after the others' common start.",
+)
+@click.option(
+    "--iterations", "-i", type=click.IntRange(min=1), default=50, show_default=True, help="Timed iterations per kind."
+)
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed iterations first.")
-@click.option("--numel", type=click.IntRange(min=1), default=1024, show_default=True, help="float32 elements all-reduced.")
-@click.option("--kinds", default="solo,majority,blocking", show_default=True, callback=_kinds, help="Collectives to compare.")
+@click.option(
+    "--numel", type=click.IntRange(min=1), default=1024, show_default=True, help="float32 elements all-reduced."
+)
+@click.option(
+    "--kinds", default="solo,majority,blocking", show_default=True, callback=_kinds, help="Collectives to compare."
+)
 @click.option("--period", default=None, help="Time between iteration starts (default 1.25*(P-1)*d + 100ms).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Shared seed of majority initiators.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def partial(processes: list[int], delay: str, iterations: int, warmup: int, numel: int, kinds: list[str], period: Optional[str], seed: int, as_json: bool) -> None:
+def partial(
+    processes: list[int],
+    delay: str,
+    iterations: int,
+    warmup: int,
+    numel: int,
+    kinds: list[str],
+    period: Optional[str],
+    seed: int,
+    as_json: bool,
+) -> None:
     """Li et al. 2019's microbenchmark: P processes linearly skewed (rank r waits r*d before
     calling); mean latency of solo, majority and blocking all-reduce over all ranks and
     iterations, the speedup over blocking, and the number of active processes (NAP)."""
@@ -63,11 +92,16 @@ def partial(processes: list[int], delay: str, iterations: int, warmup: int, nume
     period_s = to_seconds(period, "period") if period is not None else None
     results = []
     for p in processes:
-        r = microbenchmark(p, delay_s, iterations=iterations, warmup=warmup, numel=numel, kinds=kinds, seed=seed, period_s=period_s)
+        r = microbenchmark(
+            p, delay_s, iterations=iterations, warmup=warmup, numel=numel, kinds=kinds, seed=seed, period_s=period_s
+        )
         results.append(r)
         if not as_json:
             late = sum(r.overruns.values())
-            click.echo(f"P={p}, d={format_seconds(delay_s)}, {iterations} iterations, {numel} float32" + (f" ({late} late starts)" if late else ""))
+            click.echo(
+                f"P={p}, d={format_seconds(delay_s)}, {iterations} iterations, {numel} float32"
+                + (f" ({late} late starts)" if late else "")
+            )
             for k in kinds:
                 line = f"  {k:<9} mean latency {format_seconds(r.latency_s[k]):>10}   NAP {r.nap[k]:5.2f}"
                 if k == "majority":

@@ -269,13 +269,19 @@ class PartialAllreduce:
         pg, ctl, ranks = self._make_groups(group, datetime.timedelta(seconds=timeout_s))
         self._start(pg, ctl, ranks)
 
-    def _make_groups(self, group: Optional[dist.ProcessGroup], timeout: datetime.timedelta) -> tuple[dist.ProcessGroup, dist.ProcessGroup, list[int]]:
+    def _make_groups(
+        self, group: Optional[dist.ProcessGroup], timeout: datetime.timedelta
+    ) -> tuple[dist.ProcessGroup, dist.ProcessGroup, list[int]]:
         """Two dedicated Gloo groups: point-to-point schedules, and flush's collective."""
         if not dist.is_initialized():
-            raise InputError("group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first")
+            raise InputError(
+                "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first"
+            )
         ranks = list(range(dist.get_world_size())) if group is None else dist.get_process_group_ranks(group)
         local = group is not None
-        made = [dist.new_group(ranks, backend="gloo", timeout=timeout, use_local_synchronization=local) for _ in range(2)]
+        made = [
+            dist.new_group(ranks, backend="gloo", timeout=timeout, use_local_synchronization=local) for _ in range(2)
+        ]
         pg, ctl = made
         if not isinstance(pg, dist.ProcessGroup) or not isinstance(ctl, dist.ProcessGroup):
             raise InputError("group", "this rank is not a member of the group")
@@ -312,7 +318,14 @@ class PartialAllreduce:
         self._error: Optional[BaseException] = None
 
         schedule = partial_allreduce_schedule(
-            self.rank, n, self._length, self.dtype, self._snapshot, self._publish, self.algorithm, gated=self.max_lag is not None
+            self.rank,
+            n,
+            self._length,
+            self.dtype,
+            self._snapshot,
+            self._publish,
+            self.algorithm,
+            gated=self.max_lag is not None,
         )
         self._exec = Executor(schedule, pg, name=f"tensorwire-{self.kind}", on_error=self._failed, on_arm=self._armed)
         self._exec.arm(0)
@@ -322,7 +335,10 @@ class PartialAllreduce:
     def __call__(self, tensor: torch.Tensor) -> PartialResult:
         """Contributes ``tensor`` and returns the result of this rank's next round."""
         if not isinstance(tensor, torch.Tensor) or tensor.numel() != self.numel:
-            raise InputError("tensor", f"need a tensor of {self.numel} elements (got {getattr(tensor, 'shape', type(tensor).__name__)})")
+            raise InputError(
+                "tensor",
+                f"need a tensor of {self.numel} elements (got {getattr(tensor, 'shape', type(tensor).__name__)})",
+            )
         flat = tensor.detach().reshape(-1).to("cpu", self.dtype)
         with self._cond:
             self._check()
@@ -368,9 +384,13 @@ class PartialAllreduce:
         quiet = self._exec.wait_quiet(self.timeout_s)
         ended = self._exec.close(timeout_s=10.0)
         if self._exec.error is not None:
-            raise PartialCollectiveError(f"close() failed at {self._exec.error_where}: {self._exec.error}") from self._exec.error
+            raise PartialCollectiveError(
+                f"close() failed at {self._exec.error_where}: {self._exec.error}"
+            ) from self._exec.error
         if not quiet:
-            raise PartialCollectiveError(f"close(): messages still in flight after {self.timeout_s:g} s ({self._exec.describe()})")
+            raise PartialCollectiveError(
+                f"close(): messages still in flight after {self.timeout_s:g} s ({self._exec.describe()})"
+            )
         if not ended:
             raise PartialCollectiveError("close(): progress threads did not end")
         release_groups(self._pg, self._ctl)
@@ -402,14 +422,18 @@ class PartialAllreduce:
 
     def _check(self) -> None:
         if self._error is not None:
-            raise PartialCollectiveError(f"partial all-reduce failed at {self._exec.error_where}: {self._error}") from self._error
+            raise PartialCollectiveError(
+                f"partial all-reduce failed at {self._exec.error_where}: {self._error}"
+            ) from self._error
         if self._closed:
             raise PartialCollectiveError("the partial all-reduce is closed")
 
     def _wait(self, predicate: Callable[[], bool], what: str) -> None:
         ok = self._cond.wait_for(lambda: predicate() or self._error is not None, timeout=self.timeout_s)
         if self._error is not None:
-            raise PartialCollectiveError(f"partial all-reduce failed at {self._exec.error_where}: {self._error} ({self._describe()})") from self._error
+            raise PartialCollectiveError(
+                f"partial all-reduce failed at {self._exec.error_where}: {self._error} ({self._describe()})"
+            ) from self._error
         if not ok:
             raise PartialCollectiveError(f"{what} did not complete within {self.timeout_s:g} s ({self._describe()})")
 

@@ -61,7 +61,9 @@ class EagerSGD:
         dtypes = {p.dtype for p in params}
         if len(dtypes) != 1:
             raise InputError("optimizer", f"parameters of one dtype are needed (got {sorted(map(str, dtypes))})")
-        if sync_every is not None and (isinstance(sync_every, bool) or not isinstance(sync_every, int) or sync_every < 1):
+        if sync_every is not None and (
+            isinstance(sync_every, bool) or not isinstance(sync_every, int) or sync_every < 1
+        ):
             raise InputError("sync_every", f"{sync_every!r} must be an integer >= 1 or None")
         self.optimizer = optimizer
         self.params = params
@@ -115,7 +117,9 @@ class EagerSGD:
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).cpu() for p in self.params])
+        flat = torch.cat(
+            [(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).cpu() for p in self.params]
+        )
         res = self.partial(flat)
         if self.partial.rank not in res.contributors:
             self.late_steps += 1

@@ -80,12 +80,27 @@ def _deps(deps: Sequence[str | Dep]) -> tuple[Dep, ...]:
     return tuple(d if isinstance(d, Dep) else Dep(d) for d in deps)
 
 
-def send(name: str, peer: int, slot: int, data: Callable[["Instance"], torch.Tensor], deps: Sequence[str | Dep] = (), mode: Mode = "and", trigger: bool = False) -> Op:
+def send(
+    name: str,
+    peer: int,
+    slot: int,
+    data: Callable[["Instance"], torch.Tensor],
+    deps: Sequence[str | Dep] = (),
+    mode: Mode = "and",
+    trigger: bool = False,
+) -> Op:
     """A send of ``data(instance)`` to ``peer``."""
     return Op(name, "send", _deps(deps), mode, peer, slot, data, None, trigger)
 
 
-def recv(name: str, peer: int, slot: int, data: Callable[["Instance"], torch.Tensor], deps: Sequence[str | Dep] = (), mode: Mode = "and") -> Op:
+def recv(
+    name: str,
+    peer: int,
+    slot: int,
+    data: Callable[["Instance"], torch.Tensor],
+    deps: Sequence[str | Dep] = (),
+    mode: Mode = "and",
+) -> Op:
     """A receive from ``peer`` into a tensor ``data(instance)`` allocates."""
     return Op(name, "recv", _deps(deps), mode, peer, slot, data)
 
@@ -110,7 +125,14 @@ class Schedule:
     every rank must use the same value, so give it when ranks' schedules differ.
     """
 
-    def __init__(self, ops: Sequence[Op], *, final: Optional[Sequence[str]] = None, rearm_on: Optional[str] = None, slots: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        ops: Sequence[Op],
+        *,
+        final: Optional[Sequence[str]] = None,
+        rearm_on: Optional[str] = None,
+        slots: Optional[int] = None,
+    ) -> None:
         self.ops: dict[str, Op] = {}
         for op in ops:
             if op.name in self.ops:
@@ -333,13 +355,18 @@ class Executor:
             for r, inst in sorted(self._instances.items()):
                 pending = sorted(inst._fired - inst._done)
                 unfired = [n for n in self.schedule.final if n not in inst._fired]
-                lines.append(f"round {r}: in flight {inst._in_flight}, fired not completed {pending}, final not fired {unfired}")
+                lines.append(
+                    f"round {r}: in flight {inst._in_flight}, fired not completed {pending}, final not fired {unfired}"
+                )
             return "; ".join(lines) or "no round armed"
 
     def wait_quiet(self, timeout_s: float) -> bool:
         """Waits until no round is armed (all over); True if that happened in time."""
         with self._lock:
-            return self._lock.wait_for(lambda: not self._instances or self.error is not None, timeout=timeout_s) and not self._instances
+            return (
+                self._lock.wait_for(lambda: not self._instances or self.error is not None, timeout=timeout_s)
+                and not self._instances
+            )
 
     def close(self, timeout_s: float = 5.0) -> bool:
         """Stops the progress threads; True if they all ended (none was still waiting)."""

@@ -181,36 +181,21 @@ pub fn simulate_jobs(
 
 /// Refuses (an `InputError`, as a run would) a strategy that does not run with `workers`
 /// workers on `topology` under `network`: the strategy's needs of the fabric (a multi-GPU
-/// machine, switches that replicate, ...) and of the worker count. It runs a 1 KiB
-/// all-reduce of one iteration in the core (no Python round trip); once the core exposes
-/// its fabric checks on their own, this calls them instead.
+/// machine, switches that replicate, ...) and of the worker count, checked by the core
+/// without a workload or a simulation ([`tensorwire_core::engine::check`]). No check
+/// depends on the network model today; its name is still checked as a run checks it.
 #[pyfunction]
 #[pyo3(signature = (strategy, topology, workers, network = "flow"))]
 pub fn check(
-    py: Python<'_>,
     strategy: PyRef<'_, PyStrategy>,
     topology: PyRef<'_, PyTopology>,
     workers: usize,
     network: &str,
 ) -> PyResult<()> {
-    let tiny = (
-        "probe".to_string(),
-        1,
-        vec![("probe".to_string(), 0.0, 0.0)],
-        vec![("probe.g".to_string(), 1024, 0)],
-        4,
-        "allreduce".to_string(),
-    );
-    let scenario = guarded(|| {
-        let mut sc = Scenario::new(workload_from(tiny)?, workers, 1e9, strategy.inner.clone());
-        sc.latency = 0.0;
-        sc.topology = topology.inner.clone();
-        sc.network = conversion::network(network)?;
-        sc.iterations = 1;
-        sc.progress = Some(progress_hook(None));
-        Ok(sc)
-    })?;
-    py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario).map(|_| ())))
+    guarded(|| {
+        conversion::network(network)?;
+        tensorwire_core::engine::check(&strategy.inner, &topology.inner, workers)
+    })
 }
 
 /// The hosts of each job's ranks, then of its parameter servers, on a fabric of `hosts`

@@ -244,9 +244,10 @@ fn stalled(core: &SimState) -> Error {
                 nanos_to_seconds(*at)
             ),
         ),
-        None => Error::invalid(
-            "strategy",
-            "the simulation stalled before every iteration completed (internal error; please report)",
-        ),
+        None => Error::invalid("strategy", STALLED),
     }
 }
+
+/// What a run that stalls with no link down reports (a bug of the engine).
+pub(super) const STALLED: &str =
+    "the simulation stalled before every iteration completed (internal error; please report)";

@@ -21,6 +21,7 @@
 //! groups of a rail-optimised fat-tree for ring all-reduce) and simulates one
 //! representative rank per orbit.
 
+mod check;
 mod driver;
 mod estimate;
 mod failures;
@@ -37,6 +38,7 @@ mod state;
 mod step;
 mod variability;
 
+pub use check::check;
 pub use estimate::DEFAULT_MAX_FLOWS;
 pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
@@ -246,11 +248,8 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     if let Family::Sharded(cfg) = &strategy.family {
         return sharded::simulate(sc, cfg);
     }
-    let servers = strategy.servers();
     let latency = seconds_to_nanos("latency", sc.latency)?;
-    let topo = sc.topology.build(n, servers, sc.bandwidth, latency)?;
-    let schedule = allreduce_schedule(sc, n, &topo)?;
-    strategy.check_on_fabric(&topo)?;
+    let (topo, schedule) = check::fabric(strategy, &sc.topology, sc.workload.collective, n, sc.bandwidth, latency)?;
     // What every folding needs: allowed, ranks to merge, nothing that changes over time
     // or singles out hosts.
     let may_fold = sc.allow_folding && n > 1 && sc.failures.is_empty() && sc.rank_to_host.is_none();

@@ -201,20 +201,7 @@ impl Scenario {
             Some(t) => (("strategy.overhead", t.overhead_s), ("strategy.copy", t.copy_bytes_per_s)),
             None => (("per_message_overhead", self.per_message_overhead), ("copy_bandwidth", self.copy_bandwidth)),
         };
-        let chain = 8 * (self.workers as u64 + 4);
-        for (field, seconds) in [("latency", self.latency), overhead, ("strategy.dispatch", strategy.dispatch_s)] {
-            let ns = seconds_to_nanos(field, seconds)?;
-            if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
-                return Err(Error::invalid(
-                    field,
-                    format!(
-                        "{} s per message makes the steps of a collective on {} workers pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
-                        crate::units::format_number(seconds),
-                        self.workers
-                    ),
-                ));
-            }
-        }
+        check_step_durations(strategy, self.workers, ("latency", self.latency), overhead)?;
         // Transfers: the workload's bytes at each rate a message may be held to.
         let bytes = self.workload.total_bytes() as f64;
         for (field, rate) in [("bandwidth", Some(self.bandwidth)), copy] {
@@ -292,4 +279,32 @@ impl Scenario {
         }
         self.topology.check_size(self.workers, strategy.servers())
     }
+}
+
+/// Refuses a per-message duration, s, so long that the chain of steps of one collective
+/// on `workers` workers (up to 2 per worker, a few hops each) could pass the simulation
+/// horizon within one event: `latency` and `overhead` as (field, seconds), then the
+/// strategy's dispatch cost. Shared by [`Scenario::validate`] and [`super::check`], which
+/// must refuse alike.
+pub(crate) fn check_step_durations(
+    strategy: &Strategy,
+    workers: usize,
+    latency: (&str, f64),
+    overhead: (&str, f64),
+) -> Result<()> {
+    use crate::limits::HORIZON_S;
+    let chain = 8 * (workers as u64 + 4);
+    for (field, seconds) in [latency, overhead, ("strategy.dispatch", strategy.dispatch_s)] {
+        let ns = seconds_to_nanos(field, seconds)?;
+        if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "{} s per message makes the steps of a collective on {workers} workers pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
+                    crate::units::format_number(seconds),
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

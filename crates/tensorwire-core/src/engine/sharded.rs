@@ -40,14 +40,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     let n = sc.workers;
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n, 0, sc.bandwidth, latency)?;
-    let group = match cfg.stage {
-        Stage::Hsdp => {
-            let g = cfg.shard_group.or(topo.gpus_per_node()).unwrap_or(8.min(n));
-            check_group(g, n)?;
-            g
-        }
-        _ => n,
-    };
+    let group = shard_group(cfg, &topo, n)?;
     let schedules = schedules(cfg, &topo, n, group);
     let star = matches!(topo.shape(), Shape::Star);
     let folded = sc.allow_folding
@@ -324,6 +317,19 @@ fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group:
     }
     p.instrs.extend(reduces.iter().map(|&c| Instr::Wait(c)));
     p
+}
+
+/// Ranks per shard group of `n` ranks on `topo`: all of them, but for `hsdp` its
+/// `shard_group` (default: the GPUs of a node, else up to 8), which must divide `n`.
+pub(super) fn shard_group(cfg: &ShardedConfig, topo: &Topology, n: usize) -> Result<usize> {
+    match cfg.stage {
+        Stage::Hsdp => {
+            let g = cfg.shard_group.or(topo.gpus_per_node()).unwrap_or(8.min(n));
+            check_group(g, n)?;
+            Ok(g)
+        }
+        _ => Ok(n),
+    }
 }
 
 /// Checks that `group` ranks per shard group divide `workers`.

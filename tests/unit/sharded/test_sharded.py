@@ -103,3 +103,14 @@ def test_the_html_report_shows_the_sharded_collectives(tmp_path) -> None:  # typ
     assert p.returncode == 0, p.stderr
     page = out.read_text()
     assert "fsdp" in page and "reducescatter:" in page and "allgather" in page
+
+
+@pytest.mark.parametrize("strategy", ["zero1", "zero2", "fsdp", "zero3", "hsdp"])
+def test_one_worker_runs_its_compute_alone(strategy: str) -> None:
+    # With one worker every collective has one rank and no message: the iteration is the
+    # compute (it stalled: the one-rank collective's completion was never drained).
+    w = tw.load_model("resnet50")
+    r = tw.simulate(w, tw.Cluster(1, "25Gbps"), strategy)
+    # each layer's forward and backward time is rounded to whole nanoseconds in the engine
+    assert r.iteration_time_s == pytest.approx(w.compute_time_s, abs=2e-9 * len(w.layers))
+    assert r.scaling_factor == pytest.approx(1.0, rel=1e-6)

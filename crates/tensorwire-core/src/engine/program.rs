@@ -325,6 +325,9 @@ impl Driven for Runner<'_> {
             }
         }
         self.advance(core, r);
+        // A collective issued here may be done at once (one rank: no messages); its note is
+        // drained now, as after a flow or a timer, or nothing would ever drain it.
+        self.drain_notes(core);
     }
 
     fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool) {

@@ -55,7 +55,6 @@ use self::state::{Note, Protocol, SimState};
 use crate::collectives::StepSchedule;
 use crate::error::Result;
 use crate::metrics::Report;
-use crate::network::ModelKind;
 use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
 use crate::strategy::{Family, Partial, Placement};
 use crate::topology::Shape;
@@ -405,7 +404,7 @@ impl<'a> Engine<'a> {
                     && sc.failures.iter().all(|f| f.at_s == 0.0 && f.rate > 0.0)
                     && !sc.record_timeline
                     && !core.ordered_pairs
-                    && matches!(sc.network, ModelKind::Flow | ModelKind::Analytical)
+                    && core.net.alone().is_some()
                     && strategy.limits.max_tasks == Some(1)
                     && strategy.partial.is_none()
                     && !strategy.stream

@@ -356,10 +356,10 @@ impl SimState {
     /// sent at `at` from host `src` to the hosts `dsts` over `links` (path latency
     /// `latency`), it is counted as [`SimState::send`] would count it (flows, rank 0's bytes and
     /// busy time, link bytes); returns when it is delivered. `memo`: the network model's,
-    /// per path ([`NetworkModel::time_alone`]). `None`: the network model has no such
+    /// per path ([`TimesAlone::time_alone`]). `None`: the network model has no such
     /// shortcut.
     ///
-    /// [`NetworkModel::time_alone`]: crate::network::NetworkModel::time_alone
+    /// [`TimesAlone::time_alone`]: crate::network::TimesAlone::time_alone
     #[allow(clippy::too_many_arguments)]
     pub fn time_alone(
         &mut self,
@@ -374,7 +374,7 @@ impl SimState {
     ) -> Option<Nanos> {
         let latency = self.alone_delay(links, latency, bytes, extra);
         let flow = FlowSpec { links, bytes, latency, rate_cap: self.copy_cap, tag: 0, notify_sent: false };
-        let delivered = self.net.time_alone(at, &flow, memo)? + latency;
+        let delivered = self.net.alone()?.time_alone(at, &flow, memo)? + latency;
         self.count_alone(1);
         if self.watches(src, dsts) {
             self.watch_alone(src, at, delivered, bytes);
@@ -383,12 +383,12 @@ impl SimState {
     }
 
     /// The network model's state of the path `links` for flows alone on it
-    /// ([`NetworkModel::alone_path`], with the copy cap); `memo` as for
+    /// ([`TimesAlone::alone_path`], with the copy cap); `memo` as for
     /// [`SimState::time_alone`].
     ///
-    /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
+    /// [`TimesAlone::alone_path`]: crate::network::TimesAlone::alone_path
     pub fn alone_path(&mut self, links: &[(LinkId, u32)], memo: &mut Option<u32>) -> Option<AlonePath> {
-        self.net.alone_path(links, self.copy_cap, memo)
+        self.net.alone()?.alone_path(links, self.copy_cap, memo)
     }
 
     /// A message's time on the wire besides its transfer when sent over `links` (its path

@@ -3,6 +3,7 @@
 use proptest::prelude::{prop, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy as Gen};
 
 use super::*;
+use crate::network::ModelKind;
 use crate::topology::TopologySpec;
 use crate::workload::Workload;
 

@@ -15,7 +15,7 @@ use crate::units::{nanos_to_seconds, Nanos};
 /// A job as the event loop sees it: the gradient-scheduling engine (`Engine`: all-reduce
 /// and parameter-server strategies) or a stream program (`program::Runner`: sharded
 /// strategies).
-pub(crate) trait Driven {
+pub(crate) trait SimulatedJob {
     /// Starts every rank's first iteration.
     fn start(&mut self, core: &mut SimState);
     /// Measured iterations completed on every rank (at most the run's `iterations`; a job
@@ -39,9 +39,9 @@ pub(crate) trait Driven {
 /// with theirs keep running, up to their own limit, while others measure). `sc` gives the
 /// flow budget and the progress callback (its `iterations` are the run's). Generic so
 /// that a run alone calls its job directly (the loop runs once per event: dispatch
-/// through `dyn Driven` cost 2-3% of an unfolded ring's time); `J = dyn Driven` for
+/// through `dyn SimulatedJob` cost 2-3% of an unfolded ring's time); `J = dyn SimulatedJob` for
 /// several jobs.
-pub(crate) fn drive<J: Driven + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core: &mut SimState) -> Result<()> {
+pub(crate) fn drive<J: SimulatedJob + ?Sized>(sc: &Scenario, jobs: &mut [&mut J], core: &mut SimState) -> Result<()> {
     for job in jobs.iter_mut() {
         job.start(core);
     }

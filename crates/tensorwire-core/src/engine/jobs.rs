@@ -16,7 +16,7 @@
 //! [`BACKGROUND_FACTOR`] times its measured iterations, which bounds the run whatever the
 //! jobs' paces (every job completes an iteration in finite time on its own).
 
-use super::driver::{self, Driven};
+use super::driver::{self, SimulatedJob};
 use super::program::Runner;
 use super::state::SimState;
 use super::step::{StepCollective, StepSettings};
@@ -203,7 +203,7 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
         .collect::<Result<_>>()?;
     let mut core: SimState = build_core(fabric, topo, false)?;
     core.set_first_job_host(placed[0].1[0]);
-    let mut sims: Vec<Box<dyn Driven + '_>> = Vec::with_capacity(jobs.len());
+    let mut sims: Vec<Box<dyn SimulatedJob + '_>> = Vec::with_capacity(jobs.len());
     for (i, (sc, hosts)) in placed.iter().enumerate() {
         if i > 0 {
             core.add_job(hosts[0]);
@@ -212,7 +212,7 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
         let limit = if jobs.len() > 1 { sc.iterations.saturating_mul(BACKGROUND_FACTOR) } else { sc.iterations };
         sims.push(job_sim(sc, &mut core, i, hosts, limit).map_err(|e| in_job(e, i))?);
     }
-    let mut each: Vec<&mut dyn Driven> = sims.iter_mut().map(|s| &mut **s as &mut dyn Driven).collect();
+    let mut each: Vec<&mut dyn SimulatedJob> = sims.iter_mut().map(|s| &mut **s as &mut dyn SimulatedJob).collect();
     driver::drive(fabric, &mut each, &mut core)?;
     let reports: Vec<Report> = sims.iter_mut().map(|s| s.report(&mut core)).collect();
     super::failures::refuse_after_end(fabric, &reports)?;
@@ -253,7 +253,7 @@ fn job_sim<'a>(
     i: usize,
     hosts: &[usize],
     limit: u32,
-) -> Result<Box<dyn Driven + 'a>> {
+) -> Result<Box<dyn SimulatedJob + 'a>> {
     let n = sc.workers;
     let strategy = &sc.strategy;
     let sampler = || variability::Sampler::new(sc.variability.clone(), n, sc.seed);

@@ -6,7 +6,7 @@
 //! finished the one before), no message ever shares a link with another: a rank's own
 //! messages follow each other (its step `s + 1` waits for its step-`s` message to be
 //! delivered), and nobody else's cross its links. Every message is then a flow alone,
-//! timed by the network model's own arithmetic ([`NetworkModel::time_alone`]), and a
+//! timed by the network model's own arithmetic ([`TimesAlone::time_alone`]), and a
 //! collective is the step rule's recurrence, evaluated for all ranks and steps at once
 //! when its last rank starts it:
 //!
@@ -27,7 +27,7 @@
 //! within the model's 1e-6-byte completion tolerance of a whole nanosecond may differ by
 //! that nanosecond (tested equal on random scenarios: `tests::lanes`).
 //!
-//! [`NetworkModel::time_alone`]: crate::network::NetworkModel::time_alone
+//! [`TimesAlone::time_alone`]: crate::network::TimesAlone::time_alone
 
 use std::collections::HashMap;
 
@@ -46,9 +46,9 @@ pub(crate) struct Lane {
     pub dst: usize,
     /// The simulated index that receives its messages (the peer's representative).
     pub to: usize,
-    /// The network model's memo of the path ([`NetworkModel::time_alone`]).
+    /// The network model's memo of the path ([`TimesAlone::time_alone`]).
     ///
-    /// [`NetworkModel::time_alone`]: crate::network::NetworkModel::time_alone
+    /// [`TimesAlone::time_alone`]: crate::network::TimesAlone::time_alone
     pub memo: Option<u32>,
     /// Links with folding weights, and path latency (ns), as the core routes the message.
     pub links: Vec<(LinkId, u32)>,
@@ -122,9 +122,9 @@ pub(crate) struct LaneGroups {
 
 impl Lanes {
     /// The lanes grouped by the state of their paths; `None` if the network model has no
-    /// such state ([`NetworkModel::alone_path`]: then each message is timed on its own).
+    /// such state ([`TimesAlone::alone_path`]: then each message is timed on its own).
     ///
-    /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
+    /// [`TimesAlone::alone_path`]: crate::network::TimesAlone::alone_path
     pub fn groups(&mut self, core: &mut SimState) -> Option<LaneGroups> {
         let mut index: HashMap<(u64, u64, Nanos, u64), u32> = HashMap::new();
         let mut groups =

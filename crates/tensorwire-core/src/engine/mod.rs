@@ -49,13 +49,12 @@ pub use variability::Variability;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use self::driver::Driven;
+use self::driver::SimulatedJob;
 use self::slab::Slab;
 use self::state::{Note, Protocol, SimState};
 use crate::collectives::StepSchedule;
 use crate::error::Result;
 use crate::metrics::Report;
-use crate::network::ModelKind;
 use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
 use crate::strategy::{Family, Partial, Placement};
 use crate::topology::Shape;
@@ -405,7 +404,7 @@ impl<'a> Engine<'a> {
                     && sc.failures.iter().all(|f| f.at_s == 0.0 && f.rate > 0.0)
                     && !sc.record_timeline
                     && !core.ordered_pairs
-                    && matches!(sc.network, ModelKind::Flow | ModelKind::Analytical)
+                    && core.net.alone().is_some()
                     && strategy.limits.max_tasks == Some(1)
                     && strategy.partial.is_none()
                     && !strategy.stream
@@ -801,7 +800,7 @@ impl Engine<'_> {
             // a parameter-server worker runs ahead of the slowest, so a window between two
             // completions of every worker would cut its pushes at a point that moves.
             let done = worker.completed_at.len();
-            let snapshot = || Some((core.comm_busy_of(self.job), core.watch(self.job).sent));
+            let snapshot = || Some((core.comm_busy_of(self.job), core.watched_host(self.job).sent));
             if done == 1 && self.sc.iterations > 1 {
                 self.rank0[0] = snapshot();
             }
@@ -818,7 +817,7 @@ impl Engine<'_> {
             self.completions.push(core.now);
             if self.completions.len() == 1 && self.sc.iterations > 1 {
                 self.busy_at_first = core.comm_busy_of(self.job);
-                self.sent_at_first = core.watch(self.job).sent;
+                self.sent_at_first = core.watched_host(self.job).sent;
                 self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
             }
             if self.completions.len() == measured && self.limit > self.sc.iterations {
@@ -832,7 +831,7 @@ impl Engine<'_> {
     }
 }
 
-impl Driven for Engine<'_> {
+impl SimulatedJob for Engine<'_> {
     fn start(&mut self, core: &mut SimState) {
         core.job = self.job;
         for w in 0..self.workers.len() {

@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use super::driver::{drive, Driven};
+use super::driver::{drive, SimulatedJob};
 use super::slab::Slab;
 use super::state::{Note, Protocol, SimState};
 use super::step::StepCollective;
@@ -230,7 +230,7 @@ impl<'a> Runner<'a> {
             self.out.completions.push(now);
             if self.out.completions.len() == 1 && self.measured > 1 {
                 self.out.busy_at_first = core.comm_busy_of(self.job);
-                self.out.sent_at_first = core.watch(self.job).sent;
+                self.out.sent_at_first = core.watched_host(self.job).sent;
                 self.out.link_bytes_at_first = core.net.link_bytes(now).to_vec();
             }
             if self.out.completions.len() == measured && self.limit > self.measured {
@@ -297,7 +297,7 @@ impl<'a> Runner<'a> {
     }
 }
 
-impl Driven for Runner<'_> {
+impl SimulatedJob for Runner<'_> {
     fn start(&mut self, core: &mut SimState) {
         core.job = self.job;
         for r in 0..self.ranks.len() {

@@ -55,7 +55,7 @@ pub(crate) struct EndSnapshot {
 
 impl EndSnapshot {
     pub(super) fn take(core: &mut SimState, job: usize) -> Self {
-        let w = core.watch(job);
+        let w = core.watched_host(job);
         let (busy, sent, flows) = (core.comm_busy_of(job), w.sent, w.flows);
         EndSnapshot { busy, sent, flows, link_bytes: core.net.link_bytes(core.now).to_vec() }
     }
@@ -88,7 +88,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
     let (busy_end, sent_end, flows, bytes_end) = match m.at_end {
         Some(e) => (e.busy, e.sent, e.flows, e.link_bytes),
         None => {
-            let w = core.watch(m.job);
+            let w = core.watched_host(m.job);
             let (busy, sent, flows) = (core.comm_busy_of(m.job), w.sent, w.flows);
             (busy, sent, flows, core.net.link_bytes(core.now).to_vec())
         }

@@ -74,7 +74,7 @@ pub(crate) struct SimState {
     /// The job whose messages start now (multi-job runs share one core; 0 otherwise).
     pub job: usize,
     /// Per job: rank 0's host and what it sent (the job's report is about it).
-    watch: Vec<Watch>,
+    watched: Vec<WatchedHost>,
     /// Finished flows, when recording.
     pub recorded: Option<Vec<FlowRecord>>,
     /// What the messages started now belong to (a collective's name), for recordings.
@@ -99,7 +99,7 @@ pub(crate) struct SimState {
 /// What one job's rank 0 host did: its messages in flight and the time it had any,
 /// the bytes and flows it started.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Watch {
+pub(crate) struct WatchedHost {
     host: usize,
     active: u32,
     since: Nanos,
@@ -150,7 +150,7 @@ impl SimState {
             flows_started: 0,
             flows_alone: 0,
             job: 0,
-            watch: vec![Watch { host: watched_host, ..Watch::default() }],
+            watched: vec![WatchedHost { host: watched_host, ..WatchedHost::default() }],
             recorded: None,
             label: "",
             failures: Default::default(),
@@ -294,7 +294,7 @@ impl SimState {
     ) {
         let latency = latency + self.overhead_of(bytes);
         let now = self.now;
-        let w = &mut self.watch[self.job];
+        let w = &mut self.watched[self.job];
         let watched = src == w.host || dsts.contains(&w.host);
         w.flows += 1;
         if src == w.host {
@@ -356,10 +356,10 @@ impl SimState {
     /// sent at `at` from host `src` to the hosts `dsts` over `links` (path latency
     /// `latency`), it is counted as [`SimState::send`] would count it (flows, rank 0's bytes and
     /// busy time, link bytes); returns when it is delivered. `memo`: the network model's,
-    /// per path ([`NetworkModel::time_alone`]). `None`: the network model has no such
+    /// per path ([`TimesAlone::time_alone`]). `None`: the network model has no such
     /// shortcut.
     ///
-    /// [`NetworkModel::time_alone`]: crate::network::NetworkModel::time_alone
+    /// [`TimesAlone::time_alone`]: crate::network::TimesAlone::time_alone
     #[allow(clippy::too_many_arguments)]
     pub fn time_alone(
         &mut self,
@@ -374,7 +374,7 @@ impl SimState {
     ) -> Option<Nanos> {
         let latency = self.alone_delay(links, latency, bytes, extra);
         let flow = FlowSpec { links, bytes, latency, rate_cap: self.copy_cap, tag: 0, notify_sent: false };
-        let delivered = self.net.time_alone(at, &flow, memo)? + latency;
+        let delivered = self.net.alone()?.time_alone(at, &flow, memo)? + latency;
         self.count_alone(1);
         if self.watches(src, dsts) {
             self.watch_alone(src, at, delivered, bytes);
@@ -383,12 +383,12 @@ impl SimState {
     }
 
     /// The network model's state of the path `links` for flows alone on it
-    /// ([`NetworkModel::alone_path`], with the copy cap); `memo` as for
+    /// ([`TimesAlone::alone_path`], with the copy cap); `memo` as for
     /// [`SimState::time_alone`].
     ///
-    /// [`NetworkModel::alone_path`]: crate::network::NetworkModel::alone_path
+    /// [`TimesAlone::alone_path`]: crate::network::TimesAlone::alone_path
     pub fn alone_path(&mut self, links: &[(LinkId, u32)], memo: &mut Option<u32>) -> Option<AlonePath> {
-        self.net.alone_path(links, self.copy_cap, memo)
+        self.net.alone()?.alone_path(links, self.copy_cap, memo)
     }
 
     /// A message's time on the wire besides its transfer when sent over `links` (its path
@@ -402,19 +402,19 @@ impl SimState {
     pub fn count_alone(&mut self, messages: u64) {
         self.flows_started += messages;
         self.flows_alone += messages;
-        self.watch[self.job].flows += messages;
+        self.watched[self.job].flows += messages;
     }
 
     /// Whether the current job's rank 0 host sends or receives a message from `src` to `dsts`.
     pub fn watches(&self, src: usize, dsts: &[usize]) -> bool {
-        let host = self.watch[self.job].host;
+        let host = self.watched[self.job].host;
         src == host || dsts.contains(&host)
     }
 
     /// The watched host's part of a message it sends or receives ([`SimState::watches`]), timed
     /// alone from `at` until `delivered`: the bytes it sent and its busy time.
     pub fn watch_alone(&mut self, src: usize, at: Nanos, delivered: Nanos, bytes: f64) {
-        let w = &mut self.watch[self.job];
+        let w = &mut self.watched[self.job];
         if src == w.host {
             w.sent += bytes;
         }
@@ -427,7 +427,7 @@ impl SimState {
     pub fn settle_alone(&mut self) {
         let mut spans = std::mem::take(&mut self.alone_busy);
         spans.sort_unstable();
-        let w = &mut self.watch[self.job];
+        let w = &mut self.watched[self.job];
         let mut open: Option<(Nanos, Nanos)> = None;
         for &(start, end) in &spans {
             match open {
@@ -498,7 +498,7 @@ impl SimState {
         }
         self.job = meta.job as usize;
         if meta.watched {
-            let w = &mut self.watch[self.job];
+            let w = &mut self.watched[self.job];
             w.active -= 1;
             if w.active == 0 {
                 w.total += self.now - w.since;
@@ -538,24 +538,24 @@ impl SimState {
 
     /// Time job `job`'s rank 0 host has had at least one message in flight, up to now, ns.
     pub fn comm_busy_of(&self, job: usize) -> Nanos {
-        let w = &self.watch[job];
+        let w = &self.watched[job];
         w.total + if w.active > 0 { self.now - w.since } else { 0 }
     }
 
     /// What job `job`'s rank 0 host sent, and the flows the job started.
-    pub fn watch(&self, job: usize) -> &Watch {
-        &self.watch[job]
+    pub fn watched_host(&self, job: usize) -> &WatchedHost {
+        &self.watched[job]
     }
 
     /// Adds a job whose rank 0 sits on `host`; returns its index (multi-job runs).
     pub fn add_job(&mut self, host: usize) -> usize {
-        self.watch.push(Watch { host, ..Watch::default() });
-        self.watch.len() - 1
+        self.watched.push(WatchedHost { host, ..WatchedHost::default() });
+        self.watched.len() - 1
     }
 
     /// Sets job 0's rank 0 host (multi-job runs place job 0 anywhere).
     pub fn set_first_job_host(&mut self, host: usize) {
-        self.watch[0].host = host;
+        self.watched[0].host = host;
     }
 }
 

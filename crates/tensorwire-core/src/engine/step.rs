@@ -277,8 +277,11 @@ impl StepCollective {
             std::mem::swap(&mut begin, &mut next);
         }
         core.count_alone((to.len() * op.steps) as u64);
-        for (&class, &g) in groups.class_of_lane.iter().zip(&groups.of_lane) {
-            core.net.credit_alone(class, groups.state[g as usize].served, carried[g as usize]);
+        // The model offers the capability: its `alone_path` gave the groups.
+        if let Some(alone) = core.net.alone() {
+            for (&class, &g) in groups.class_of_lane.iter().zip(&groups.of_lane) {
+                alone.credit_alone(class, groups.state[g as usize].served, carried[g as usize]);
+            }
         }
         begin
     }

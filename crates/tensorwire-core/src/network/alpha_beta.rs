@@ -1,6 +1,6 @@
 //! Analytical alpha-beta model: each flow alone on its path.
 
-use super::{FlowEvent, FlowSpec, NetworkModel, Timeline};
+use super::{FlowEvent, FlowSpec, NetworkModel, Timeline, TimesAlone};
 use crate::topology::LinkId;
 use crate::units::Nanos;
 
@@ -49,9 +49,8 @@ impl NetworkModel for AlphaBeta {
     }
 
     /// Every flow is timed alone here anyway.
-    fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, _memo: &mut Option<u32>) -> Option<Nanos> {
-        let transmit = self.transmit(flow)?;
-        Some(at + transmit)
+    fn alone(&mut self) -> Option<&mut dyn TimesAlone> {
+        Some(self)
     }
 
     fn next_time(&mut self) -> Option<Nanos> {
@@ -73,5 +72,13 @@ impl NetworkModel for AlphaBeta {
 
     fn name(&self) -> &'static str {
         "analytical"
+    }
+}
+
+impl TimesAlone for AlphaBeta {
+    /// The flow's time as [`NetworkModel::start`] finds it; no path state to share.
+    fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, _memo: &mut Option<u32>) -> Option<Nanos> {
+        let transmit = self.transmit(flow)?;
+        Some(at + transmit)
     }
 }

@@ -340,7 +340,7 @@ fn engine_results_match_the_reference_model() {
     }
 }
 
-/// Issue 15's equivalence: random small scenarios (topology, sizes, compute, stragglers,
+/// Three-way equivalence: random small scenarios (topology, sizes, compute, stragglers,
 /// strategy) simulated three ways give the same times: the incremental model unfolded,
 /// the original model ([`ReferenceMaxMin`]) unfolded, and the incremental model with
 /// folding allowed (which folds where the scenario's symmetry lets it, and must then

@@ -26,7 +26,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{completion_tolerance, time_to_finish, AlonePath, FlowEvent, FlowSpec, NetworkModel, Timeline};
+use super::{completion_tolerance, time_to_finish, AlonePath, FlowEvent, FlowSpec, NetworkModel, Timeline, TimesAlone};
 use crate::topology::LinkId;
 use crate::units::Nanos;
 
@@ -294,7 +294,7 @@ impl MaxMinFair {
                     }
                     self.visited[c] = true;
                     self.all_filled.push(c);
-                    if self.alone(c) {
+                    if self.class_alone(c) {
                         self.fill_alone(c);
                         continue;
                     }
@@ -314,7 +314,7 @@ impl MaxMinFair {
                     }
                     if let [(other, _)] = self.members[l][..] {
                         let other = other as usize;
-                        if !self.visited[other] && self.alone(other) {
+                        if !self.visited[other] && self.class_alone(other) {
                             // The one class left on it, alone on all its links.
                             self.visited[other] = true;
                             self.all_filled.push(other);
@@ -344,7 +344,7 @@ impl MaxMinFair {
 
     /// Whether active class `c` is alone in its component: no other active class crosses
     /// any of its links.
-    fn alone(&self, c: usize) -> bool {
+    fn class_alone(&self, c: usize) -> bool {
         self.classes[c].links.iter().all(|&(l, _)| self.members[l].len() == 1)
     }
 
@@ -540,39 +540,9 @@ impl NetworkModel for MaxMinFair {
         class.flows.push(Reverse(Pending { finish, seq: self.seq, group: g }));
     }
 
-    /// The flow joins its class as [`NetworkModel::start`] would, alone: its rate is the
-    /// one the refilling gives a class alone in its component, its bytes are served at it
-    /// until the first whole nanosecond by which they are all served (when the event would
-    /// come), and the class and its links are credited with them. The class keeps what it
-    /// was served, so a later flow of it finishes as it would have. `memo` keeps the class.
-    fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, memo: &mut Option<u32>) -> Option<Nanos> {
-        let mut path = self.alone_path(flow.links, flow.rate_cap, memo)?;
-        let (transfer, bytes) = path.serve(flow.bytes)?;
-        self.credit_alone(path.class, path.served, bytes);
-        Some(at + transfer)
-    }
-
-    fn alone_path(&mut self, links: &[(LinkId, u32)], rate_cap: f64, memo: &mut Option<u32>) -> Option<AlonePath> {
-        if links.is_empty() || self.instant_links {
-            return None;
-        }
-        let c = match *memo {
-            Some(c) if self.classes[c as usize].key == links && self.classes[c as usize].cap == rate_cap => c as usize,
-            _ => self.class_of(links, rate_cap),
-        };
-        *memo = Some(c as u32);
-        if self.classes[c].count > 0 {
-            return None; // the caller's guarantee does not hold
-        }
-        Some(AlonePath { class: c as u32, rate: self.alone_rate(c, 1.0), served: self.classes[c].served })
-    }
-
-    fn credit_alone(&mut self, class: u32, served: f64, bytes: f64) {
-        let class = &mut self.classes[class as usize];
-        class.served = served;
-        for &(l, w) in &class.links {
-            self.link_bytes[l] += w * bytes;
-        }
+    /// Flows alone on their links are timed by the class arithmetic, without events.
+    fn alone(&mut self) -> Option<&mut dyn TimesAlone> {
+        Some(self)
     }
 
     fn next_time(&mut self) -> Option<Nanos> {
@@ -668,5 +638,42 @@ impl NetworkModel for MaxMinFair {
 
     fn name(&self) -> &'static str {
         "flow"
+    }
+}
+
+impl TimesAlone for MaxMinFair {
+    /// The flow joins its class as [`NetworkModel::start`] would, alone: its rate is the
+    /// one the refilling gives a class alone in its component, its bytes are served at it
+    /// until the first whole nanosecond by which they are all served (when the event would
+    /// come), and the class and its links are credited with them. The class keeps what it
+    /// was served, so a later flow of it finishes as it would have. `memo` keeps the class.
+    fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, memo: &mut Option<u32>) -> Option<Nanos> {
+        let mut path = self.alone_path(flow.links, flow.rate_cap, memo)?;
+        let (transfer, bytes) = path.serve(flow.bytes)?;
+        self.credit_alone(path.class, path.served, bytes);
+        Some(at + transfer)
+    }
+
+    fn alone_path(&mut self, links: &[(LinkId, u32)], rate_cap: f64, memo: &mut Option<u32>) -> Option<AlonePath> {
+        if links.is_empty() || self.instant_links {
+            return None;
+        }
+        let c = match *memo {
+            Some(c) if self.classes[c as usize].key == links && self.classes[c as usize].cap == rate_cap => c as usize,
+            _ => self.class_of(links, rate_cap),
+        };
+        *memo = Some(c as u32);
+        if self.classes[c].count > 0 {
+            return None; // the caller's guarantee does not hold
+        }
+        Some(AlonePath { class: c as u32, rate: self.alone_rate(c, 1.0), served: self.classes[c].served })
+    }
+
+    fn credit_alone(&mut self, class: u32, served: f64, bytes: f64) {
+        let class = &mut self.classes[class as usize];
+        class.served = served;
+        for &(l, w) in &class.links {
+            self.link_bytes[l] += w * bytes;
+        }
     }
 }

@@ -51,6 +51,15 @@ pub enum FlowEvent {
 }
 
 /// A model of how long transfers take.
+///
+/// A new model implements the required methods: [`NetworkModel::start`],
+/// [`NetworkModel::next_time`], [`NetworkModel::advance`], [`NetworkModel::set_capacity`],
+/// [`NetworkModel::link_bytes`] and [`NetworkModel::name`]. The provided ones are
+/// optional shortcuts: [`NetworkModel::next_time_by`] (skip work the engine's next event
+/// makes moot) and [`NetworkModel::alone`], the engine's "lanes" fast path (timing flows
+/// that have their links to themselves without events, `engine/lanes.rs`), which a model
+/// offers by implementing [`TimesAlone`] and returning itself. Without it the engine runs
+/// every flow through `start`/`advance`, with the same results, only more slowly.
 pub trait NetworkModel {
     /// Starts a flow at `now` (never earlier than any previous call's time).
     fn start(&mut self, now: Nanos, flow: FlowSpec<'_>);
@@ -63,30 +72,11 @@ pub trait NetworkModel {
     fn next_time_by(&mut self, limit: Option<Nanos>) -> Option<Nanos> {
         self.next_time().filter(|&t| limit.is_none_or(|l| t <= l))
     }
-    /// Times a flow that nothing else shares a link with from `at` until its last byte
-    /// has left (the caller guarantees it: see `engine/lanes.rs`), without an event: its
-    /// bytes are counted on its links and the time its last byte leaves is returned, as
-    /// [`NetworkModel::start`] and the events after it would have found. `at` may be ahead
-    /// of the model's clock: only the flow's own links are touched. `memo` is the caller's
-    /// per path (start with `None`): the model may keep what it found about the path there
-    /// to find it faster next time. `None`: the model has no such shortcut, or the flow
-    /// would never arrive (a link on its path is down).
-    fn time_alone(&mut self, _at: Nanos, _flow: &FlowSpec<'_>, _memo: &mut Option<u32>) -> Option<Nanos> {
+    /// The lanes fast path, if this model offers it ([`TimesAlone`]); `None` (the
+    /// default): the engine times every flow with events.
+    fn alone(&mut self) -> Option<&mut dyn TimesAlone> {
         None
     }
-    /// The state of the path `links` (flows capped at `rate_cap`) for flows that run on it
-    /// alone, to be timed by [`AlonePath::serve`] and recorded by
-    /// [`NetworkModel::credit_alone`]: what [`NetworkModel::time_alone`] does per flow, for a
-    /// caller that times many paths in one state at once (lanes: the ranks of a collective
-    /// whose paths are alike serve equal messages alike). `memo` as for `time_alone`. `None`:
-    /// the model has no such state, or the path is in use.
-    fn alone_path(&mut self, _links: &[(LinkId, u32)], _rate_cap: f64, _memo: &mut Option<u32>) -> Option<AlonePath> {
-        None
-    }
-    /// Records flows timed on the path of class `class` ([`AlonePath::class`]): the class has
-    /// now served `served` bytes ([`AlonePath::served`] after them), and its links carried
-    /// `bytes` more (times their weights).
-    fn credit_alone(&mut self, _class: u32, _served: f64, _bytes: f64) {}
     /// Advances to `now` (at most [`NetworkModel::next_time`]) and appends the events due by then,
     /// in a deterministic order.
     fn advance(&mut self, now: Nanos, out: &mut Vec<FlowEvent>);
@@ -97,6 +87,37 @@ pub trait NetworkModel {
     fn link_bytes(&mut self, now: Nanos) -> &[f64];
     /// Short name for reports.
     fn name(&self) -> &'static str;
+}
+
+/// The lanes fast path of a network model (see `engine/lanes.rs`), an optional capability
+/// offered through [`NetworkModel::alone`]: timing a flow that nothing else shares a link
+/// with as [`NetworkModel::start`] and the events after it would, without an event.
+/// [`TimesAlone::time_alone`] is required; [`TimesAlone::alone_path`] and
+/// [`TimesAlone::credit_alone`] let the engine time many alike paths at once and may be
+/// left out (the engine then times each message on its own).
+pub trait TimesAlone {
+    /// Times a flow that nothing else shares a link with from `at` until its last byte
+    /// has left (the caller guarantees it: see `engine/lanes.rs`), without an event: its
+    /// bytes are counted on its links and the time its last byte leaves is returned, as
+    /// [`NetworkModel::start`] and the events after it would have found. `at` may be ahead
+    /// of the model's clock: only the flow's own links are touched. `memo` is the caller's
+    /// per path (start with `None`): the model may keep what it found about the path there
+    /// to find it faster next time. `None`: the model has no such shortcut, or the flow
+    /// would never arrive (a link on its path is down).
+    fn time_alone(&mut self, at: Nanos, flow: &FlowSpec<'_>, memo: &mut Option<u32>) -> Option<Nanos>;
+    /// The state of the path `links` (flows capped at `rate_cap`) for flows that run on it
+    /// alone, to be timed by [`AlonePath::serve`] and recorded by
+    /// [`TimesAlone::credit_alone`]: what [`TimesAlone::time_alone`] does per flow, for a
+    /// caller that times many paths in one state at once (lanes: the ranks of a collective
+    /// whose paths are alike serve equal messages alike). `memo` as for `time_alone`. `None`:
+    /// the model has no such state, or the path is in use.
+    fn alone_path(&mut self, _links: &[(LinkId, u32)], _rate_cap: f64, _memo: &mut Option<u32>) -> Option<AlonePath> {
+        None
+    }
+    /// Records flows timed on the path of class `class` ([`AlonePath::class`]): the class has
+    /// now served `served` bytes ([`AlonePath::served`] after them), and its links carried
+    /// `bytes` more (times their weights).
+    fn credit_alone(&mut self, _class: u32, _served: f64, _bytes: f64) {}
 }
 
 /// Which model to use.
@@ -160,7 +181,7 @@ pub(crate) fn time_to_finish(left: f64, rate: f64, served: f64) -> Nanos {
     }
 }
 
-/// A path that flows run on alone ([`NetworkModel::alone_path`]), as the max-min model
+/// A path that flows run on alone ([`TimesAlone::alone_path`]), as the max-min model
 /// times them: at the rate a class alone gets, each flow finishing at the first whole
 /// nanosecond by which the class has served it ([`time_to_finish`]).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -119,3 +119,20 @@ fn models_agree_without_contention() {
     }
     assert_eq!(run_all(&mut a), run_all(&mut f));
 }
+
+/// The lanes fast path is a capability a model offers, not a method every model has:
+/// both shipped models offer it, the reference max-min model (which implements only the
+/// required methods) does not, and what it offers times a flow alone as the events do.
+#[test]
+fn the_lanes_fast_path_is_an_optional_capability() {
+    for kind in [ModelKind::Flow, ModelKind::Analytical] {
+        let mut timed = kind.build(vec![2.0, 2.0]);
+        let alone = timed.alone().expect("the shipped models time flows alone");
+        let mut memo = None;
+        let sent = alone.time_alone(100, &flow(&[(0, 1), (1, 1)], 1000.0, 50, 7), &mut memo);
+        assert_eq!(sent, Some(100 + 500), "{}", timed.name());
+        let name = timed.name();
+        assert_eq!(timed.link_bytes(600), &[1000.0, 1000.0], "{name}");
+    }
+    assert!(ModelKind::FlowReference.build(vec![2.0]).alone().is_none());
+}

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: they use the public API only.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub use tensorwire_core::network::ModelKind;
 pub use tensorwire_core::strategy::Strategy;

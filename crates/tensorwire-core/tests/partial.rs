@@ -1,0 +1,50 @@
+//! Partial collectives (seed 002): solo and majority rounds, stragglers, activation.
+
+mod common;
+use common::*;
+use tensorwire_core::Variability;
+
+fn skewed(strategy: &str, variability: Variability, seed: u64) -> Report {
+    let mut sc = scenario(workload(&[400_000], 1_000_000), 8, strategy, 1000);
+    sc.iterations = 30;
+    sc.variability = variability;
+    sc.seed = seed;
+    run(&sc)
+}
+
+#[test]
+fn solo_rounds_have_one_active_process_and_majority_about_half() {
+    let linear = Variability::Slowdowns((0..8).map(|r| 1.0 + 0.5 * r as f64).collect());
+    assert_eq!(skewed("ring:partial=solo", linear.clone(), 1).nap, Some(1.0));
+    let majority = skewed("ring:partial=majority", linear.clone(), 1).nap.unwrap();
+    // A uniformly drawn initiator in a fixed arrival order: (N + 1) / 2 on average.
+    assert!((3.0..6.0).contains(&majority), "{majority}");
+    assert_eq!(skewed("ring", linear, 1).nap, None);
+}
+
+#[test]
+fn partial_collectives_do_not_wait_for_stragglers() {
+    let noise = Variability::LogNormal { sigma: 0.5 };
+    let blocking = skewed("ring", noise.clone(), 3).iteration_time_s;
+    let solo = skewed("ring:partial=solo", noise.clone(), 3).iteration_time_s;
+    let majority = skewed("ring:partial=majority", noise, 3).iteration_time_s;
+    assert!(solo < majority && majority < blocking, "{solo} {majority} {blocking}");
+    // A persistent straggler bounds a blocking job, not the fast workers of a partial one.
+    let linear = Variability::Slowdowns((0..8).map(|r| 1.0 + 0.5 * r as f64).collect());
+    let blocking = skewed("ring", linear.clone(), 1);
+    let solo = skewed("ring:partial=solo", linear, 1);
+    assert!(solo.throughput_samples_per_s > 1.5 * blocking.throughput_samples_per_s);
+}
+
+#[test]
+fn without_stragglers_partial_only_adds_the_activation() {
+    let base = skewed("ring", Variability::None, 0).iteration_time_s;
+    let solo = skewed("ring:partial=solo", Variability::None, 0).iteration_time_s;
+    // The activation reaches the farthest rank after ceil(log2 8) = 3 hops of 2 us.
+    assert!((solo - base - 6e-6).abs() < 1e-7, "{solo} vs {base}");
+}
+
+#[test]
+fn partial_is_for_all_reduce() {
+    assert_eq!(Strategy::parse("ps:partial=solo").unwrap_err().field(), "strategy.partial");
+}

@@ -449,7 +449,8 @@ def strategies_cmd(as_json: bool) -> None:
                     "name": s.name,
                     "summary": s.summary,
                     "alias_of": s.alias_of,
-                    "options": [o.__dict__ for o in s.options] + [o.__dict__ for o in host if o.name in s.host_options],
+                    "options": [o.described() for o in s.options]
+                    + [o.described() for o in host if o.name in s.host_options],
                 }
                 for s in infos
             ]

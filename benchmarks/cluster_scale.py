@@ -59,7 +59,7 @@ import tensorwire as tw
 spec = json.loads(sys.argv[1])
 w = tw.load_model(spec["model"])
 n = spec["workers"]
-cluster = tw.Cluster(2 * n, spec["bandwidth"], latency="5us", topology=spec["topology"], placement="spread")
+cluster = tw.Cluster(2 * n, spec["bandwidth"], latency="5us", topology=spec["topology"], rank_placement="spread")
 jobs = [tw.Job("a", w, n, spec["strategy"]), tw.Job("b", w, n, spec["strategy"])]
 cpu = wall = float("inf")
 for _ in range(spec["repeat"]):

@@ -104,7 +104,7 @@ def simulate(
         max_flows=max_flows,
         progress=report,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
-        placement=cluster.placement,
+        placement=cluster.rank_placement,
     )
     return _result(raw, workload, cluster.workers, cluster.bandwidth, parsed.spec)
 
@@ -246,7 +246,7 @@ def simulate_jobs(
 
     ``cluster.workers`` is the number of hosts of the fabric (at least the jobs' workers and
     parameter servers together, else ``InputError`` field ``workers``); its topology, rates,
-    latency, network model and ``placement`` apply to all jobs: a job's ``hosts`` where
+    latency, network model and ``rank_placement`` apply to all jobs: a job's ``hosts`` where
     given, the others in
     the placement's order: ``packed`` gives job 0 the first free hosts, job 1 the next;
     ``spread`` interleaves them over leaves and machines; ``random`` shuffles (seeded). Two
@@ -262,7 +262,7 @@ def simulate_jobs(
     >>> w = tw.load_model("resnet50")
     >>> a, b = tw.simulate_jobs([tw.Job("a", w, 16, "ring"), tw.Job("b", w, 16, "ring")],
     ...                         tw.Cluster(32, "25Gbps", topology="leaf-spine:hosts_per_leaf=8,spines=1,uplink=25Gbps",
-    ...                                    placement="spread"))
+    ...                                    rank_placement="spread"))
     >>> a.iteration_time_s > tw.simulate(w, tw.Cluster(16, "25Gbps"), "ring").iteration_time_s
     True
     """
@@ -334,7 +334,7 @@ def _run_jobs(
         seed=seed % 2**64,
         per_message_overhead=cluster.per_message_overhead,
         copy_bandwidth=cluster.copy_bandwidth,
-        placement=cluster.placement,
+        placement=cluster.rank_placement,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
         max_flows=max_flows,
         allow_failures_after_end=allow_failures_after_end,

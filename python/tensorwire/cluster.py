@@ -12,7 +12,7 @@ from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
 
 Number = Union[int, float]
 
-#: Placements of ranks on hosts (see :class:`Cluster`), as the core names them.
+#: Placements of ranks on hosts (:attr:`Cluster.rank_placement`), as the core names them.
 PLACEMENTS: tuple[str, ...] = _core.PLACEMENTS
 
 #: Network models (see :class:`Cluster`), as the core names them.
@@ -26,15 +26,18 @@ class Cluster:
     ``bandwidth`` is each host link's rate per direction (on ``rail`` each GPU's NIC rate;
     ``None`` there takes the node preset's or ``nic=``, which may not be given together
     with it; other fabrics need it) and ``latency`` the latency of each hop (a
-    host-to-host path on a ``star`` has two hops). ``placement`` puts the ranks on
+    host-to-host path on a ``star`` has two hops). ``rank_placement`` puts the ranks on
     the hosts: ``packed`` (rank r on host r), ``spread`` (consecutive ranks on different
     leaves, groups or machines first) or ``random`` (seeded by ``simulate``'s seed); any
-    other than packed is not folded. Numbers are bytes/s and seconds;
+    other than packed is not folded. ``placement`` is its old name, still accepted as a
+    keyword and readable as an attribute (not both given). Numbers are bytes/s and seconds;
     text such as ``"25Gbps"`` or ``"5us"`` is accepted.
 
     >>> c = Cluster(workers=32, bandwidth="25Gbps")
     >>> c.bandwidth, c.latency
     (3125000000.0, 5e-06)
+    >>> Cluster(8, "25Gbps", placement="spread").rank_placement
+    'spread'
     """
 
     workers: int
@@ -44,7 +47,7 @@ class Cluster:
     network: str
     per_message_overhead: float
     copy_bandwidth: Optional[float]
-    placement: str
+    rank_placement: str
     #: The topology spec parsed once by the core; every run takes it as is.
     core: _core.Topology = field(init=False, repr=False, compare=False)
 
@@ -57,7 +60,9 @@ class Cluster:
         network: str = "flow",
         per_message_overhead: Union[Number, str] = 0.0,
         copy_bandwidth: Union[Number, str, None] = None,
-        placement: str = "packed",
+        rank_placement: Optional[str] = None,
+        *,
+        placement: Optional[str] = None,
     ) -> None:
         check_int("workers", workers, 1, U32_MAX)
         if not isinstance(topology, str):
@@ -67,9 +72,15 @@ class Cluster:
         core = _core.Topology(topology)
         if network not in NETWORK_MODELS:
             raise InputError("network", f"{network!r} is not a network model; choose {' or '.join(NETWORK_MODELS)}")
-        if placement not in PLACEMENTS:
-            raise InputError("placement", f"{placement!r} is not a placement; choose one of {', '.join(PLACEMENTS)}")
-        object.__setattr__(self, "placement", placement)
+        old = " (placement is its old name)" if placement is not None else ""
+        if placement is not None and rank_placement is not None:
+            raise InputError("rank_placement", f"given twice{old}")
+        ranks = rank_placement if rank_placement is not None else placement if placement is not None else "packed"
+        if ranks not in PLACEMENTS:
+            raise InputError(
+                "rank_placement", f"{ranks!r} is not a placement; choose one of {', '.join(PLACEMENTS)}{old}"
+            )
+        object.__setattr__(self, "rank_placement", ranks)
         object.__setattr__(self, "workers", workers)
         given = None if bandwidth is None else to_rate(bandwidth, "bandwidth")
         object.__setattr__(self, "bandwidth", core.host_rate(given))
@@ -82,11 +93,18 @@ class Cluster:
             self, "copy_bandwidth", None if copy_bandwidth is None else to_rate(copy_bandwidth, "copy_bandwidth")
         )
 
+    @property
+    def placement(self) -> str:
+        """The old name of :attr:`rank_placement` (read-only)."""
+        return self.rank_placement
+
     def __getstate__(self) -> dict[str, Any]:
         """The fields without the parsed topology (a core object does not pickle)."""
         return {k: v for k, v in self.__dict__.items() if k != "core"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "placement" in state:  # pickled before the field was renamed rank_placement
+            state = {("rank_placement" if k == "placement" else k): v for k, v in state.items()}
         for k, v in state.items():
             object.__setattr__(self, k, v)
         object.__setattr__(self, "core", _core.Topology(state["topology"]))

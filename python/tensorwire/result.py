@@ -64,8 +64,8 @@ class Result:
         return sorted(self.link_utilization.items(), key=lambda kv: (-kv[1], _natural(kv[0])))[:k]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict."""
-        # ``active_processes`` keeps its old key, ``nap``, in JSON output.
+        """Plain JSON-ready dict, as ``--json`` prints it: :attr:`active_processes` under its
+        old key ``nap`` (kept so that JSON read by existing tools does not change)."""
         d = {("nap" if k == "active_processes" else k): v for k, v in asdict(self).items()}
         d["completions_s"] = list(self.completions_s)
         d["max_link_utilization"] = self.max_link_utilization

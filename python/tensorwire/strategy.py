@@ -7,19 +7,28 @@ them. See ``tensorwire strategies`` for the list.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from tensorwire import _core
 
 
 @dataclass(frozen=True)
 class OptionInfo:
-    """One option of a strategy."""
+    """One option of a strategy; ``aliases``: its old spellings, still accepted (e.g.
+    ``streams=fair|ordered`` for ``connections``)."""
 
     name: str
     accepts: str
     default: str
     help: str
+    aliases: tuple[str, ...] = ()
+
+    def described(self) -> dict[str, object]:
+        """As ``strategies --json`` prints it: ``aliases`` only where there are some."""
+        d: dict[str, object] = {"name": self.name, "accepts": self.accepts, "default": self.default, "help": self.help}
+        if self.aliases:
+            d["aliases"] = list(self.aliases)
+        return d
 
 
 @dataclass(frozen=True)
@@ -81,13 +90,17 @@ def with_options(spec: str, *options: str) -> str:
     return f"{spec}{',' if ':' in spec else ':'}{','.join(options)}"
 
 
+def _option(o: dict[str, Any]) -> OptionInfo:
+    return OptionInfo(o["name"], o["accepts"], o["default"], o["help"], tuple(o["aliases"]))
+
+
 def strategies() -> list[StrategyInfo]:
     """Every built-in strategy with its options."""
     return [
         StrategyInfo(
             s["name"],
             s["summary"],
-            tuple(OptionInfo(**o) for o in s["options"]),
+            tuple(_option(o) for o in s["options"]),
             tuple(s["host_options"]),
             s["alias_of"],
         )
@@ -134,7 +147,7 @@ def runs_on(
 
 def host_options() -> tuple[OptionInfo, ...]:
     """Options every strategy takes: partition, schedule, credit, fusion, compression, transport, ..."""
-    return tuple(OptionInfo(**o) for o in _core.host_options())
+    return tuple(_option(o) for o in _core.host_options())
 
 
 def split_specs(text: str, field: str = "strategies") -> list[str]:

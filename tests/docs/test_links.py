@@ -57,7 +57,7 @@ def _anchors(path: Path) -> set[str]:
 
 def broken_links(doc: Path, root: Path = ROOT) -> list[str]:
     bad = []
-    for i, line in enumerate(_prose(doc.read_text()), 1):
+    for line in _prose(doc.read_text()):
         for target in LINK.findall(line):
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
                 continue

@@ -53,6 +53,44 @@ pub struct OptionInfo {
     pub default: &'static str,
     /// One line saying what it does.
     pub help: &'static str,
+    /// Old spellings still accepted (a renamed option keeps working). Listings mention
+    /// them; errors and the parsed [`Spec`] use `name` and the new words.
+    pub aliases: &'static [Alias],
+}
+
+/// An old spelling of an option: its key, and for a choice the old words with the new
+/// word each stands for. The old words are accepted under the old key only, so that the
+/// new key reads with the new words (`streams=ordered` = `connections=ordered-pairs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Alias {
+    /// The old key.
+    pub name: &'static str,
+    /// `(old word, new word)` pairs.
+    pub values: &'static [(&'static str, &'static str)],
+}
+
+impl Alias {
+    /// The old spelling as a user writes it: `streams=fair|ordered`, or `key` alone.
+    pub fn describe(&self) -> String {
+        if self.values.is_empty() {
+            return self.name.to_string();
+        }
+        let words: Vec<&str> = self.values.iter().map(|(old, _)| *old).collect();
+        format!("{}={}", self.name, words.join("|"))
+    }
+}
+
+impl OptionInfo {
+    /// What `key=text` means for this option: the value with an old word of the alias
+    /// `key` (if `key` is one) replaced by its new word, or `None` when `key` is neither
+    /// this option's name nor one of its aliases.
+    fn resolve<'a>(&self, key: &str, text: &'a str) -> Option<&'a str> {
+        if self.name == key {
+            return Some(text);
+        }
+        let alias = self.aliases.iter().find(|a| a.name == key)?;
+        Some(alias.values.iter().find(|(old, _)| *old == text).map_or(text, |(_, new)| *new))
+    }
 }
 
 /// A typed option value.
@@ -139,6 +177,8 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
 }
 
 /// Parses `pairs` against the options of `tables`; `field` prefixes error fields (e.g. `strategy`).
+/// A key may be an option's old spelling ([`OptionInfo::aliases`]): it is stored, and named
+/// in errors, under the option's name, so giving both spellings is "given twice".
 pub fn parse_options(
     field: &str,
     name: &str,
@@ -147,7 +187,8 @@ pub fn parse_options(
 ) -> Result<Vec<(&'static OptionInfo, OptionValue)>> {
     let mut given: Vec<(&'static OptionInfo, OptionValue)> = Vec::new();
     for (k, v) in pairs {
-        let Some(info) = tables.iter().flat_map(|t| t.iter()).find(|o| o.name == k) else {
+        let found = tables.iter().flat_map(|t| t.iter()).find_map(|o| o.resolve(k, v).map(|v| (o, v)));
+        let Some((info, v)) = found else {
             let allowed: Vec<&str> = tables.iter().flat_map(|t| t.iter()).map(|o| o.name).collect();
             let allowed = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
             return Err(Error::invalid(
@@ -155,10 +196,14 @@ pub fn parse_options(
                 format!("{name} has no option {k:?}; options: {allowed}"),
             ));
         };
+        let key = format!("{field}.{}", info.name);
+        let old = if info.name == k { String::new() } else { format!(" ({k} is its old name)") };
         if given.iter().any(|(g, _)| g.name == info.name) {
-            return Err(Error::invalid(format!("{field}.{k}"), "given twice"));
+            return Err(Error::invalid(key, format!("given twice{old}")));
         }
-        given.push((info, parse_value(&format!("{field}.{k}"), info.kind, v)?));
+        let value = parse_value(&key, info.kind, v)
+            .map_err(|Error::Invalid { field, message }| Error::invalid(field, format!("{message}{old}")))?;
+        given.push((info, value));
     }
     Ok(given)
 }
@@ -231,8 +276,14 @@ mod tests {
     use super::*;
 
     static TABLE: &[OptionInfo] = &[
-        OptionInfo { name: "partition", kind: OptionKind::Bytes, default: "", help: "piece size" },
-        OptionInfo { name: "mode", kind: OptionKind::Choice(&["a", "b"]), default: "a", help: "mode" },
+        OptionInfo { name: "partition", kind: OptionKind::Bytes, default: "", help: "piece size", aliases: &[] },
+        OptionInfo {
+            name: "mode",
+            kind: OptionKind::Choice(&["a", "b"]),
+            default: "a",
+            help: "mode",
+            aliases: &[Alias { name: "style", values: &[("old-a", "a")] }],
+        },
     ];
 
     #[test]
@@ -259,5 +310,29 @@ mod tests {
         assert!(split("strategy", ":x=1").is_err());
         let (n, p) = split("s", "ring:mode=c").unwrap();
         assert!(parse_options("s", &n, &p, &[TABLE]).is_err());
+    }
+
+    fn parse(text: &str) -> Result<Spec> {
+        let (name, pairs) = split("strategy", text)?;
+        Ok(Spec { given: parse_options("strategy", &name, &pairs, &[TABLE])?, name })
+    }
+
+    #[test]
+    fn an_alias_is_stored_under_the_option_name_with_its_old_words_translated() {
+        assert_eq!(parse("x:style=old-a").unwrap().given, parse("x:mode=a").unwrap().given);
+        assert_eq!(parse("x:style=b").unwrap().choice("mode"), Some("b"));
+        assert!(parse("x:style=old-a").unwrap().get("style").is_none());
+        // The old word is not a word of the new key.
+        assert_eq!(parse("x:mode=old-a").unwrap_err().to_string(), "strategy.mode: \"old-a\" is not one of a, b");
+    }
+
+    #[test]
+    fn an_option_and_its_alias_given_together_are_given_twice() {
+        let err = parse("x:mode=a,style=b").unwrap_err();
+        assert_eq!(err.to_string(), "strategy.mode: given twice (style is its old name)");
+        assert_eq!(parse("x:style=a,mode=b").unwrap_err().to_string(), "strategy.mode: given twice");
+        assert_eq!(parse("x:style=c").unwrap_err().field(), "strategy.mode");
+        assert_eq!(Alias { name: "style", values: &[("old-a", "a"), ("old-b", "b")] }.describe(), "style=old-a|old-b");
+        assert_eq!(Alias { name: "style", values: &[] }.describe(), "style");
     }
 }

@@ -47,12 +47,14 @@ fn options_list<'py>(py: Python<'py>, options: &[OptionInfo]) -> PyResult<Bound<
         d.set_item("accepts", o.kind.describe())?;
         d.set_item("default", o.default)?;
         d.set_item("help", o.help)?;
+        d.set_item("aliases", o.aliases.iter().map(|a| a.describe()).collect::<Vec<_>>())?;
         list.append(d)?;
     }
     Ok(list)
 }
 
-/// Every built-in strategy: name, summary, options (name, accepts, default, help) that it
+/// Every built-in strategy: name, summary, options (name, accepts, default, help, old
+/// spellings still accepted as `aliases`, e.g. `streams=fair|ordered`) that it
 /// takes, the host options it takes (names), and the strategy it is another name for (or None).
 #[pyfunction]
 pub fn strategies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {

@@ -59,9 +59,9 @@ def _cluster(
     topology: str,
     network: str,
     overhead: float,
-    placement: str = "packed",
+    rank_placement: str = "packed",
 ) -> Cluster:
-    return Cluster(workers, bandwidth, latency, topology, network, overhead, placement=placement)
+    return Cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
 
 
 def _whatif(workload: Workload, compute_speedup: Optional[float], modules: Optional[str]) -> Workload:
@@ -131,7 +131,7 @@ def simulate_cmd(
     topology: str,
     network: str,
     overhead: float,
-    placement: str,
+    rank_placement: str,
     gpu: Optional[str],
     batch: Optional[int],
     seq_len: Optional[int],
@@ -164,7 +164,7 @@ def simulate_cmd(
         workload = Workload.collective(collective or "")
     workload = _whatif(workload, compute_speedup, add_modules)
     variability = parse_stragglers(stragglers, workers)
-    cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, placement)
+    cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
     if trace_file is not None:
         check_output(trace_file, "trace")
     with render.run_progress() as progress:
@@ -328,7 +328,7 @@ def compare_cmd(
     topology: str,
     network: str,
     overhead: float,
-    placement: str,
+    rank_placement: str,
     gpu: Optional[str],
     batch: Optional[int],
     seq_len: Optional[int],
@@ -375,7 +375,7 @@ def compare_cmd(
         topology,
         network,
         overhead,
-        placement,
+        rank_placement,
     )
     loaded = [_load(m, gpu, batch, seq_len, mfu, recompute) for m in names]
     if workload_file is not None:
@@ -449,7 +449,8 @@ def strategies_cmd(as_json: bool) -> None:
                     "name": s.name,
                     "summary": s.summary,
                     "alias_of": s.alias_of,
-                    "options": [o.__dict__ for o in s.options] + [o.__dict__ for o in host if o.name in s.host_options],
+                    "options": [o.described() for o in s.options]
+                    + [o.described() for o in host if o.name in s.host_options],
                 }
                 for s in infos
             ]

@@ -113,7 +113,7 @@ def seat_jobs(
     multiple=True,
     metavar="NAME=HOSTS",
     help="Job NAME's ranks on these hosts, one per worker then one per parameter server, e.g. a=0-7 or b=8,10,12,14; repeatable. "
-    "The other jobs take free hosts in --placement order.",
+    "The other jobs take free hosts in --rank-placement order.",
 )
 @click.option(
     "--workers",
@@ -138,7 +138,7 @@ def jobs(
     topology: str,
     network: str,
     overhead: float,
-    placement: str,
+    rank_placement: str,
     gpu: Optional[str],
     failures: tuple[Failure, ...],
     max_flows: int,
@@ -150,7 +150,7 @@ def jobs(
     alone on the same hosts.
 
         tensorwire jobs --job a:resnet50:16:ring --job b:vgg16:16:ring -b 25Gbps \\
-            --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --placement spread
+            --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --rank-placement spread
 
         tensorwire jobs --job a:resnet50:8:ring --job b:vgg16:8:ring -b 25Gbps \\
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
@@ -162,8 +162,8 @@ def jobs(
         if hosts is not None
         else max([sum(j.hosts_needed for j in listed)] + [max(h) + 1 for h in fixed.values()])
     )
-    cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, placement=placement)
-    pinned = seat_jobs(listed, fixed, fabric_hosts, topology, placement, seed)
+    cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
+    pinned = seat_jobs(listed, fixed, fabric_hosts, topology, rank_placement, seed)
     with render.progress(len(pinned) + 1, "simulating") as advance:
         together = simulate_jobs(
             pinned, cluster, iterations=iterations, seed=seed, failures=failures, max_flows=max_flows
@@ -200,7 +200,7 @@ def jobs(
         return
     # The cluster's "workers" are the fabric's hosts here; the jobs' workers are per row.
     fabric = cluster.describe().replace(f"{cluster.workers} workers", f"{cluster.workers} hosts", 1)
-    t = Table(title=f"{len(pinned)} jobs on a fabric of {fabric}, placement {placement}")
+    t = Table(title=f"{len(pinned)} jobs on a fabric of {fabric}, placement {rank_placement}")
     for column, justify in (
         ("job", "left"),
         ("model", "left"),

@@ -61,11 +61,14 @@ network_options = _stack(
     ),
     click.option("--overhead", default="0s", show_default=True, callback=_duration, help="Host overhead per message."),
     click.option(
+        "--rank-placement",
         "--placement",
+        "rank_placement",
         type=click.Choice(_core.PLACEMENTS),
         default="packed",
         show_default=True,
-        help="Ranks on hosts: packed (rank r on host r), spread (consecutive ranks on different leaves/groups/machines), random (seeded).",
+        help="Ranks on hosts: packed (rank r on host r), spread (consecutive ranks on different leaves/groups/machines), random (seeded). "
+        "--placement is its old name.",
     ),
 )
 compute_options = _stack(

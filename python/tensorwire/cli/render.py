@@ -297,6 +297,11 @@ def models(infos: list[ModelInfo]) -> None:
     console.print(t)
 
 
+def _with_aliases(o: OptionInfo) -> str:
+    """An option's help, followed by its old spellings (still accepted) if it has any."""
+    return o.help + "".join(f" (old spelling, still accepted: {a})" for a in o.aliases)
+
+
 def strategies(infos: list[StrategyInfo], common: tuple[OptionInfo, ...], topologies: list[dict[str, Any]]) -> None:
     """Strategies, one row each (an alias on its target's row) with the names of the options
     it takes; each strategy option once, with the strategies that take it; the host options
@@ -330,13 +335,13 @@ def strategies(infos: list[StrategyInfo], common: tuple[OptionInfo, ...], topolo
     for o, names in taken.values():
         ps_family = [s.name for s in infos if s.name.startswith("ps")]
         who = "every ps*" if names == ps_family else ", ".join(names)
-        t.add_row(o.name, o.accepts, o.default or "-", who, o.help)
+        t.add_row(o.name, o.accepts, o.default or "-", who, _with_aliases(o))
     console.print(t)
     t = Table(title="host options, taken by every strategy unless its row says otherwise (e.g. ring:fusion=25MiB)")
     for col in ("option", "accepts", "default", "what it does"):
         t.add_column(col)
     for o in common:
-        t.add_row(o.name, o.accepts, o.default or "-", o.help)
+        t.add_row(o.name, o.accepts, o.default or "-", _with_aliases(o))
     console.print(t)
     t = Table(title="topologies (--topology)")
     t.add_column("topology")

@@ -31,8 +31,47 @@ def test_a_ring_spread_over_oversubscribed_leaves_is_slower_than_packed() -> Non
 
 def test_unknown_placements_name_the_field() -> None:
     with pytest.raises(tw.InputError) as e:
+        tw.Cluster(8, "25Gbps", rank_placement="diagonal")
+    assert e.value.args == ("rank_placement", "'diagonal' is not a placement; choose one of packed, spread, random")
+    with pytest.raises(tw.InputError) as e:
         tw.Cluster(8, "25Gbps", placement="diagonal")
-    assert e.value.args[0] == "placement"
+    assert e.value.args[0] == "rank_placement" and "(placement is its old name)" in e.value.args[1]
     with pytest.raises(tw.InputError) as e:
         _core.placement("star", 4, "diagonal")
     assert e.value.args[0] == "placement"
+
+
+def test_rank_placement_keeps_its_old_name_placement() -> None:
+    """``placement`` (rank -> host; the PS option of that name is tensor -> server) is the old
+    name of ``rank_placement``: accepted as a keyword, readable, the same cluster."""
+    import pickle
+
+    new = tw.Cluster(8, "25Gbps", rank_placement="spread")
+    old = tw.Cluster(8, "25Gbps", placement="spread")
+    assert new == old and new.rank_placement == old.placement == "spread"
+    assert tw.Cluster(8, "25Gbps").rank_placement == "packed"
+    assert tw.Cluster(8, "25Gbps", 5e-6, "star", "flow", 0.0, None, "random").placement == "random"
+    with pytest.raises(AttributeError):
+        new.placement = "packed"  # type: ignore[misc]
+    with pytest.raises(tw.InputError) as e:
+        tw.Cluster(8, "25Gbps", rank_placement="spread", placement="spread")
+    assert e.value.args == ("rank_placement", "given twice (placement is its old name)")
+    assert pickle.loads(pickle.dumps(new)) == new
+    # A Cluster pickled before the rename (its state has "placement") loads as rank_placement.
+    state = {("placement" if k == "rank_placement" else k): v for k, v in new.__getstate__().items()}
+    restored = tw.Cluster.__new__(tw.Cluster)
+    restored.__setstate__(state)
+    assert restored == new
+
+
+def test_the_cli_takes_rank_placement_and_its_old_name() -> None:
+    from click.testing import CliRunner
+    from tensorwire.cli.app import cli
+
+    args = ["simulate", "--model", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--json"]
+    args += ["--topology", "leaf-spine:hosts_per_leaf=4,spines=1,uplink=25Gbps"]
+    runner = CliRunner()
+    new = runner.invoke(cli, [*args, "--rank-placement", "spread"])
+    old = runner.invoke(cli, [*args, "--placement", "spread"])
+    packed = runner.invoke(cli, args)
+    assert new.exit_code == old.exit_code == 0 and new.output == old.output != packed.output

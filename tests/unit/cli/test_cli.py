@@ -148,7 +148,7 @@ BAD = [
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:bogus=1"], "strategy.bogus"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:num_ps=zero"], "strategy.num_ps"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:inflight=0"], "strategy.inflight"),
-    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:streams=maybe"], "strategy.streams"),
+    (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:streams=maybe"], "strategy.connections"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ps:dispatch=1us"], "strategy.dispatch"),
     (["simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "-s", "ring:dispatch=-3us"], "strategy.dispatch"),
     (

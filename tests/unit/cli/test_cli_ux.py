@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tensorwire import _core
-from tensorwire.strategy import strategies
+from tensorwire.strategy import host_options, strategies
 
 DATA = Path(__file__).parents[1] / "workloads" / "data"
 
@@ -260,6 +260,28 @@ def test_strategies_lists_only_options_each_strategy_takes_and_aliases_on_their_
     assert len(p.stdout.splitlines()) < 200
     assert "(= zero3)" in p.stdout and "unfused" in p.stdout
     assert p.stdout.count("backward_prefetch") <= 3  # once per strategy row that takes it (fsdp, hsdp) + once described
+
+
+def test_connections_is_listed_with_its_old_spelling_streams() -> None:
+    """``connections`` (one letter from ``execution=stream`` no more) is listed under its
+    new name, mentions the old one, and both spellings run the same strategy."""
+    (o,) = [o for o in host_options() if o.name == "connections"]
+    assert o.aliases == ("streams=fair|ordered",) and o.accepts == "one of shared, ordered-pairs"
+    assert [o.name for o in host_options() if o.aliases] == ["connections"]
+    p = run("strategies")
+    assert "connections" in p.stdout and "streams=fair|ordered" in p.stdout
+    listed = json.loads(run("strategies", "--json").stdout)
+    ring = {o["name"]: o for o in next(s for s in listed if s["name"] == "ring")["options"]}
+    assert ring["connections"]["aliases"] == ["streams=fair|ordered"] and "aliases" not in ring["segments"]
+    args = ("simulate", "--model", "resnet50", "-n", "4", "-b", "1Gbps", "--json", "-s")
+    old, new = run(*args, "ring:streams=ordered,credit=1MB"), run(*args, "ring:connections=ordered-pairs,credit=1MB")
+    fair = run(*args, "ring:credit=1MB")
+    assert old.returncode == new.returncode == 0
+    assert json.loads(old.stdout)["iteration_time_s"] == json.loads(new.stdout)["iteration_time_s"]
+    assert json.loads(new.stdout)["iteration_time_s"] != json.loads(fair.stdout)["iteration_time_s"]
+    both = run(*args, "ring:connections=shared,streams=ordered")
+    assert both.returncode == 2
+    assert both.stderr.strip() == "tensorwire: error: strategy.connections: given twice (streams is its old name)"
 
 
 def test_busiest_links_in_natural_order() -> None:

@@ -195,7 +195,8 @@ pub struct Strategy {
     /// collectives start one after another, each this long after the previous start or its
     /// release, whichever is later.
     pub dispatch_s: f64,
-    /// One ordered connection per pair of hosts (`streams=ordered`).
+    /// One ordered connection per pair of hosts (`connections=ordered-pairs`; old spelling
+    /// `streams=ordered`).
     pub ordered_streams: bool,
     /// Released collectives run one at a time in release order (`execution=stream`).
     pub stream: bool,
@@ -337,7 +338,7 @@ impl Strategy {
             },
             partial,
             dispatch_s,
-            ordered_streams: spec.choice("streams") == Some("ordered"),
+            ordered_streams: spec.choice("connections") == Some("ordered-pairs"),
             stream,
             pipelined_segments,
             param_dtype: spec.choice("param_dtype").map(|d| Dtype::parse("strategy.param_dtype", d)).transpose()?,
@@ -492,5 +493,28 @@ mod tests {
         assert_eq!(Strategy::parse("ring:compression=0.5").unwrap_err().field(), "strategy.compression");
         assert_eq!(Strategy::parse("ps:switch_memory=1MB").unwrap_err().field(), "strategy.switch_memory");
         assert_eq!(Strategy::parse("ring:chunk=1MB").unwrap_err().field(), "strategy.chunk");
+    }
+
+    /// The same strategy whatever spelling of its options was written (`spec` keeps the text).
+    fn parsed_as(text: &str) -> Strategy {
+        Strategy { spec: String::new(), ..Strategy::parse(text).unwrap() }
+    }
+
+    #[test]
+    fn connections_keeps_its_old_spelling_streams() {
+        assert_eq!(parsed_as("ring:streams=ordered"), parsed_as("ring:connections=ordered-pairs"));
+        assert_eq!(parsed_as("ring:streams=fair"), parsed_as("ring:connections=shared"));
+        assert_eq!(parsed_as("ring:streams=fair"), parsed_as("ring"));
+        assert!(parsed_as("ps:streams=ordered").ordered_streams && !parsed_as("ps").ordered_streams);
+        assert_ne!(parsed_as("ring:connections=ordered-pairs"), parsed_as("ring"));
+        let twice = Strategy::parse("ring:connections=shared,streams=ordered").unwrap_err();
+        assert_eq!(twice.to_string(), "strategy.connections: given twice (streams is its old name)");
+        let bad = Strategy::parse("ring:streams=maybe").unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            "strategy.connections: \"maybe\" is not one of shared, ordered-pairs (streams is its old name)"
+        );
+        // The old words belong to the old key: the new key reads with the new words only.
+        assert_eq!(Strategy::parse("ring:connections=ordered").unwrap_err().field(), "strategy.connections");
     }
 }

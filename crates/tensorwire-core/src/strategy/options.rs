@@ -1,7 +1,7 @@
 //! Option tables: each option defined once, with its help text.
 
 use super::Transport;
-use crate::spec::{self, OptionInfo, OptionKind, OptionValue, Spec};
+use crate::spec::{self, Alias, OptionInfo, OptionKind, OptionValue, Spec};
 
 /// The default of option `name` in `table`, parsed from its `default` string (the one
 /// place a default is written: listings print it, the parser applies it). Panics if the
@@ -34,6 +34,7 @@ pub(super) const CHUNK: OptionInfo = OptionInfo {
     kind: OptionKind::Bytes,
     default: "1MiB",
     help: "pipeline piece size: each collective is cut into pieces that flow through the trees one step apart",
+    aliases: &[],
 };
 
 pub(super) const GPUS_PER_NODE: OptionInfo = OptionInfo {
@@ -41,6 +42,7 @@ pub(super) const GPUS_PER_NODE: OptionInfo = OptionInfo {
     kind: OptionKind::Count,
     default: "",
     help: "ranks per machine (default: the machines of --topology nodes, else 8)",
+    aliases: &[],
 };
 
 pub(super) const TREES: OptionInfo = OptionInfo {
@@ -48,6 +50,7 @@ pub(super) const TREES: OptionInfo = OptionInfo {
     kind: OptionKind::Count,
     default: "",
     help: "trees inside a machine (default one per GPU)",
+    aliases: &[],
 };
 
 pub(super) const PENALTY: OptionInfo = OptionInfo {
@@ -55,97 +58,111 @@ pub(super) const PENALTY: OptionInfo = OptionInfo {
     kind: OptionKind::Real,
     default: "0.7",
     help: "link-usage penalty: weights of links used by a tree are multiplied by this for the next tree",
+    aliases: &[],
 };
 
 /// Options of the parameter-server family.
 pub static PS_OPTIONS: &[OptionInfo] = &[
-    OptionInfo { name: "num_ps", kind: OptionKind::Count, default: "1", help: "parameter servers, on hosts of their own" },
+    OptionInfo { name: "num_ps", kind: OptionKind::Count, default: "1", help: "parameter servers, on hosts of their own", aliases: &[] },
     OptionInfo {
         name: "placement",
         kind: OptionKind::Choice(&["round-robin", "balanced", "sharded"]),
         default: "round-robin",
         help: "tensor to server: round-robin by tensor (TensorFlow), balanced by bytes (greedy), or sharded: every tensor split evenly over all servers",
+        aliases: &[],
     },
     OptionInfo {
         name: "distribution",
         kind: OptionKind::Choice(&["round-robin", "block"]),
         default: "round-robin",
         help: "order of parameters sent back: one tensor to every worker in turn, or the whole model to one worker at a time",
+        aliases: &[],
     },
-    OptionInfo { name: "barrier", kind: OptionKind::Flag, default: "true", help: "global barrier: nothing is sent back until every update of the iteration arrived" },
-    OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (Chang et al. 2020, seed 000 section 9.2); add credit=SIZE, or all pieces go at once and share the link" },
-    OptionInfo { name: "switch_memory", kind: OptionKind::Bytes, default: "", help: "in-network aggregation: switch memory for partial aggregates (default unlimited)" },
+    OptionInfo { name: "barrier", kind: OptionKind::Flag, default: "true", help: "global barrier: nothing is sent back until every update of the iteration arrived", aliases: &[] },
+    OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (Chang et al. 2020, seed 000 section 9.2); add credit=SIZE, or all pieces go at once and share the link", aliases: &[] },
+    OptionInfo { name: "switch_memory", kind: OptionKind::Bytes, default: "", help: "in-network aggregation: switch memory for partial aggregates (default unlimited)", aliases: &[] },
 ];
 
 /// Options every strategy takes: scheduling, fusion, compression, reduction cost, transport.
 pub static HOST_OPTIONS: &[OptionInfo] = &[
-    OptionInfo { name: "partition", kind: OptionKind::Bytes, default: "", help: "split each tensor into pieces of at most this size, synchronised separately" },
+    OptionInfo { name: "partition", kind: OptionKind::Bytes, default: "", help: "split each tensor into pieces of at most this size, synchronised separately", aliases: &[] },
     OptionInfo {
         name: "schedule",
         kind: OptionKind::Choice(&["fifo", "priority"]),
         default: "fifo",
         help: "release order: as ready, or lowest layer first with the next forward pass waiting per layer (ByteScheduler)",
+        aliases: &[],
     },
-    OptionInfo { name: "credit", kind: OptionKind::Bytes, default: "", help: "bytes in flight at most (default: one collective at a time for all-reduce)" },
+    OptionInfo { name: "credit", kind: OptionKind::Bytes, default: "", help: "bytes in flight at most (default: one collective at a time for all-reduce)", aliases: &[] },
     OptionInfo {
         name: "inflight",
         kind: OptionKind::Count,
         default: "",
         help: "collectives in flight at most, with or without a credit (e.g. 2: Gloo runs two per process group at once); default 1 for all-reduce without a credit",
+        aliases: &[],
     },
-    OptionInfo { name: "fusion", kind: OptionKind::Bytes, default: "", help: "fusion buffer (Horovod): ready tensors are fused until this size..." },
-    OptionInfo { name: "cycle", kind: OptionKind::Duration, default: "5ms", help: "...or until the oldest has waited this long" },
-    OptionInfo { name: "compression", kind: OptionKind::Real, default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (Zhang et al. 2020, seed 001)" },
-    OptionInfo { name: "reduce", kind: OptionKind::Rate, default: "", help: "rate at which hosts add received gradients (Zhang et al. 2020's AddEst), e.g. 800Gbps; default free" },
+    OptionInfo { name: "fusion", kind: OptionKind::Bytes, default: "", help: "fusion buffer (Horovod): ready tensors are fused until this size...", aliases: &[] },
+    OptionInfo { name: "cycle", kind: OptionKind::Duration, default: "5ms", help: "...or until the oldest has waited this long", aliases: &[] },
+    OptionInfo { name: "compression", kind: OptionKind::Real, default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (Zhang et al. 2020, seed 001)", aliases: &[] },
+    OptionInfo { name: "reduce", kind: OptionKind::Rate, default: "", help: "rate at which hosts add received gradients (Zhang et al. 2020's AddEst), e.g. 800Gbps; default free", aliases: &[] },
     OptionInfo {
         name: "transport",
         kind: OptionKind::Choice(&["tcp", "rdma", "rdma-optimized"]),
         default: "",
         help: "host transport preset (per-message overhead, copy bandwidth; Guo 2019, seed 004); default: the cluster's",
+        aliases: &[],
     },
-    OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's" },
+    OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's", aliases: &[] },
     OptionInfo {
-        name: "streams",
-        kind: OptionKind::Choice(&["fair", "ordered"]),
-        default: "fair",
-        help: "messages between the same two hosts: each its own flow, sharing links max-min (fair), or one ordered connection per pair, each message after the one before (ordered: Gloo's TCP pairs)",
+        name: "connections",
+        kind: OptionKind::Choice(&["shared", "ordered-pairs"]),
+        default: "shared",
+        help: "messages between the same two hosts: each its own flow, sharing links max-min (shared), or one ordered connection per pair of hosts, each message after the one before (ordered-pairs: Gloo's TCP pairs)",
+        // The old name, one letter from `execution=stream`; kept so that old specs run.
+        aliases: &[Alias { name: "streams", values: &[("fair", "shared"), ("ordered", "ordered-pairs")] }],
     },
     OptionInfo {
         name: "segments",
         kind: OptionKind::Choice(&["serial", "pipelined"]),
         default: "serial",
         help: "all-reduce only: each message's host overhead in series with its transfer (serial), or hidden behind it as when an implementation keeps two segments in flight (pipelined, Gloo's ring: a step costs latency + max(overhead, transfer))",
+        aliases: &[],
     },
     OptionInfo {
         name: "execution",
         kind: OptionKind::Choice(&["concurrent", "stream"]),
         default: "concurrent",
         help: "all-reduce only: released collectives run at once, sharing the network (concurrent), or one at a time in release order, as on one NCCL stream or a one-thread Gloo group (stream: everything ready is released at once unless credit or inflight bound it; a dispatch cost overlaps the collective before, and collectives start at least one dispatch apart)",
+        aliases: &[],
     },
     OptionInfo {
         name: "dispatch",
         kind: OptionKind::Duration,
         default: "0s",
         help: "all-reduce only: a coordinator's cost to start each collective (e.g. a leader sending its decision to every follower); collectives start one dispatch apart",
+        aliases: &[],
     },
     OptionInfo {
         name: "partial",
         kind: OptionKind::Choice(&["solo", "majority"]),
         default: "",
         help: "partial collective (Li et al. 2019, seed 002): a round starts when its initiator is ready (solo: the first rank; majority: a seeded random rank); all-reduce only",
+        aliases: &[],
     },
-    OptionInfo { name: "copy", kind: OptionKind::Rate, default: "", help: "host copy bandwidth per message, overriding the transport's" },
+    OptionInfo { name: "copy", kind: OptionKind::Rate, default: "", help: "host copy bandwidth per message, overriding the transport's", aliases: &[] },
     OptionInfo {
         name: "param_dtype",
         kind: OptionKind::Choice(crate::dtype::DTYPE_NAMES),
         default: "",
         help: "element type of parameters on the wire (all-gathers of sharded strategies); default: as the workload lists them",
+        aliases: &[],
     },
     OptionInfo {
         name: "reduce_dtype",
         kind: OptionKind::Choice(crate::dtype::DTYPE_NAMES),
         default: "",
         help: "element type of gradients on the wire (all-reduces, reduce-scatters); default: as the workload lists them",
+        aliases: &[],
     },
 ];
 

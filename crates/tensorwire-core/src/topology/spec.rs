@@ -9,14 +9,27 @@ use crate::units::Nanos;
 
 static STAR: &[OptionInfo] = &[];
 static LEAF_SPINE: &[OptionInfo] = &[
-    OptionInfo { name: "hosts_per_leaf", kind: OptionKind::Count, default: "16", help: "hosts under each leaf switch" },
-    OptionInfo { name: "spines", kind: OptionKind::Count, default: "4", help: "number of spine switches" },
+    OptionInfo {
+        name: "hosts_per_leaf",
+        kind: OptionKind::Count,
+        default: "16",
+        help: "hosts under each leaf switch",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "spines",
+        kind: OptionKind::Count,
+        default: "4",
+        help: "number of spine switches",
+        aliases: &[],
+    },
     OptionInfo {
         name: "uplink",
         kind: OptionKind::Rate,
         default: "",
         help:
             "rate of each leaf-spine link; default makes the fabric non-blocking (host rate x hosts_per_leaf / spines)",
+        aliases: &[],
     },
 ];
 
@@ -25,6 +38,7 @@ static NODES: &[OptionInfo] = &[OptionInfo {
     kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
     default: "p3.16xlarge",
     help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
+    aliases: &[],
 }];
 
 static RAIL: &[OptionInfo] = &[
@@ -33,36 +47,42 @@ static RAIL: &[OptionInfo] = &[
         kind: OptionKind::Choice(super::node::NODE_NAMES),
         default: "dgx-h100",
         help: "machine preset: GPUs per node, NVSwitch and NIC rates (NVIDIA DGX datasheets)",
+        aliases: &[],
     },
     OptionInfo {
         name: "nodes_per_group",
         kind: OptionKind::Count,
         default: "32",
         help: "nodes per rail group (one leaf per rail per group)",
+        aliases: &[],
     },
     OptionInfo {
         name: "spines",
         kind: OptionKind::Count,
         default: "",
         help: "spine switches; default nodes_per_group",
+        aliases: &[],
     },
     OptionInfo {
         name: "oversubscription",
         kind: OptionKind::Real,
         default: "1",
         help: "leaf downlink capacity / uplink capacity (1 = non-blocking)",
+        aliases: &[],
     },
     OptionInfo {
         name: "nic",
         kind: OptionKind::Rate,
         default: "",
         help: "each GPU's NIC rate, as --bandwidth (give one of them); default the preset's",
+        aliases: &[],
     },
     OptionInfo {
         name: "nvlink",
         kind: OptionKind::Rate,
         default: "",
         help: "each GPU's NVSwitch rate per direction; default the preset's",
+        aliases: &[],
     },
 ];
 

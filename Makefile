@@ -41,9 +41,10 @@ test-python: build-test system  ## Python tests (unit, docs, distributed, testbe
 	$(PY) -m pytest -q
 	$(PY) -m mypy.stubtest tensorwire._core --allowlist tests/stubtest-allowlist.txt
 
-lint: build-test  ## clippy, rustfmt check, mypy --strict, ruff check and format check (no root needed)
+lint: build-test  ## clippy, rustfmt check, rustdoc links, mypy --strict, ruff check and format check (no root needed)
 	cargo clippy -p tensorwire-core -p tensorwire-py --all-targets -- -D warnings
 	cargo fmt --all --check
+	RUSTDOCFLAGS="-D warnings" cargo doc -q -p tensorwire-core --no-deps
 	$(PY) -m mypy
 	$(PY) -m ruff check python tests benchmarks scripts examples
 	$(PY) -m ruff format --check python tests benchmarks scripts examples

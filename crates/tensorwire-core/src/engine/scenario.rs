@@ -47,13 +47,13 @@ pub struct Scenario {
     /// step recurrence instead of message by message (`lanes.rs`: the same results, only
     /// faster); off, every message is a flow of the network model.
     pub allow_lanes: bool,
-    /// Record the spans of the last iteration (period) into [`Report::timeline`].
+    /// Record the spans of the last iteration (period) into [`Report::timeline`](crate::metrics::Report::timeline).
     pub record_timeline: bool,
     /// Refuse runs that need more than this many flows (a guard against runs that would
     /// take hours or exhaust memory; messages timed by lanes count 1/64 of a flow each:
     /// they cost no memory and a few nanoseconds). Checked up front against an upper
     /// bound of the run's work (`estimate.rs`), and while running; `None` for no limit
-    /// ([`DEFAULT_MAX_FLOWS`] is what the CLI and the Python API use by default).
+    /// ([`DEFAULT_MAX_FLOWS`](super::estimate::DEFAULT_MAX_FLOWS) is what the CLI and the Python API use by default).
     pub max_flows: Option<u64>,
     /// Called every [`PROGRESS_EVERY`] events (or messages timed without one, by lanes)
     /// and at least every 0.2 s of wall-clock time; returning `false` stops the run.

@@ -183,7 +183,7 @@ pub(crate) fn time_to_finish(left: f64, rate: f64, served: f64) -> Nanos {
 
 /// A path that flows run on alone ([`TimesAlone::alone_path`]), as the max-min model
 /// times them: at the rate a class alone gets, each flow finishing at the first whole
-/// nanosecond by which the class has served it ([`time_to_finish`]).
+/// nanosecond by which the class has served it (`time_to_finish`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AlonePath {
     /// The model's flow class of the path.

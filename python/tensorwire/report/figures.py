@@ -35,8 +35,10 @@ def _layout(**overrides: Any) -> dict[str, Any]:
 
 
 def palette(specs: Sequence[str]) -> dict[str, str]:
-    """One colour per strategy spec, stable across the page."""
-    colours = list(qualitative.Plotly) + list(qualitative.D3) + list(qualitative.Dark24)
+    """One colour per strategy spec, stable across the page: Plotly's Dark24 first (24
+    colours chosen to be told apart; Plotly's default 10 followed by D3's repeated near-equal
+    oranges and reds), then Light24."""
+    colours = list(qualitative.Dark24) + list(qualitative.Light24)
     return {s: colours[i % len(colours)] for i, s in enumerate(dict.fromkeys(specs))}
 
 

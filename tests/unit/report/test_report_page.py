@@ -184,3 +184,21 @@ def test_the_core_timeline_has_every_worker(rows: Rows) -> None:
 def test_no_rows_is_an_input_error() -> None:
     with pytest.raises(tw.InputError, match="no rows"):
         build_report([])
+
+
+def test_every_built_in_strategy_gets_a_colour_far_from_the_others() -> None:
+    # 17 strategies shared a palette in which ring and hierarchical were both orange.
+    import itertools
+
+    from tensorwire.report.figures import palette
+    from tensorwire.strategy import strategies
+
+    colours = list(palette([s.name for s in strategies()]).values())
+
+    def rgb(h: str) -> tuple[int, ...]:
+        return tuple(int(h.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4))
+
+    nearest = min(
+        sum((a - b) ** 2 for a, b in zip(rgb(x), rgb(y))) ** 0.5 for x, y in itertools.combinations(colours, 2)
+    )
+    assert len(set(colours)) == len(colours) and nearest >= 55

@@ -6,6 +6,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
+# pip run by maturin: errors only (its "Ignoring ray: markers ..." lines were noise in `make demo`)
+export PIP_QUIET := 2
 
 .PHONY: help demo test test-rust test-python lint bench build build-test system env clean
 

@@ -8,6 +8,8 @@
 //! distribution phase; for the whole model for all-reduce, as in DDP and Horovod), then
 //! backward layers in reverse, handing each layer's gradient pieces to the worker's
 //! [`Scheduler`], which releases them to the strategy's protocol.
+//! When a released collective starts, and on which ranks (coordinated release, partial
+//! collectives, dispatch and stream pacing), is `coordination.rs`.
 //!
 //! **Folding** (DESIGN.md principle 5). When every worker computes alike, the topology
 //! looks the same from every rank (a star, or a physical ring for neighbour-only
@@ -22,6 +24,7 @@
 //! representative rank per orbit.
 
 mod check;
+mod coordination;
 mod driver;
 mod estimate;
 mod failures;
@@ -56,7 +59,7 @@ use crate::collectives::StepSchedule;
 use crate::error::Result;
 use crate::metrics::Report;
 use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
-use crate::strategy::{Family, Partial, Placement};
+use crate::strategy::{Family, Placement};
 use crate::topology::Shape;
 use crate::units::{nanos_to_seconds, seconds_to_nanos, Nanos};
 use std::collections::HashMap;
@@ -584,18 +587,7 @@ impl Engine<'_> {
             Op::Forward(_) => self.start_backward(core, w, layers - 1),
             Op::Backward(l) => {
                 let k = self.workers[w].iteration;
-                let scope = if self.coordinated { 0 } else { w };
-                let now = core.now;
-                for i in 0..self.layer_tasks[l].len() {
-                    let id = self.layer_tasks[l][i];
-                    let (layer, bytes) = (self.tasks[id as usize].layer, self.tasks[id as usize].bytes);
-                    let r = TaskRef { iteration: k, task: id };
-                    if self.coordinated && !self.ready_everywhere(w, r) {
-                        continue;
-                    }
-                    self.scheds[scope].sched.notify_ready(now, r, layer, bytes);
-                }
-                self.release(core, scope);
+                self.gradients_ready(core, w, l, k);
                 if l > 0 {
                     self.start_backward(core, w, l - 1);
                 } else {
@@ -606,123 +598,6 @@ impl Engine<'_> {
                 }
             }
             op => unreachable!("compute finished while {op:?}"),
-        }
-    }
-
-    /// Coordinated scheduling: counts rank `w` as ready for `r` and says whether the
-    /// coordinator may now schedule it: once every rank has it, or, for partial
-    /// collectives, when its initiator has it (seed 002): the first rank (solo) or a rank
-    /// drawn for the round from the shared seed (majority).
-    fn ready_everywhere(&mut self, w: usize, r: TaskRef) -> bool {
-        let n = self.workers.len();
-        let count = self.ready_on.entry(r).or_insert(0);
-        *count += 1;
-        let count = *count;
-        let release = match self.sc.strategy.partial {
-            None => count == n,
-            Some(Partial::Solo) => count == 1,
-            Some(Partial::Majority) => {
-                let initiators = &mut self.initiators;
-                w == *self.designated.entry(r).or_insert_with(|| rand::Rng::gen_range(initiators, 0..n))
-            }
-        };
-        if count == n {
-            self.ready_on.remove(&r);
-            self.designated.remove(&r);
-        }
-        if release && self.sc.strategy.partial.is_some() {
-            self.round_of.insert(r, (w, count));
-        }
-        release
-    }
-
-    /// Time for a partial collective's activation to travel from `initiator` to `rank`
-    /// along the binomial activation tree: one small message per hop of the tree.
-    fn activation_delay(&self, core: &SimState, initiator: usize, rank: usize) -> Nanos {
-        let n = self.workers.len();
-        let mut delay = 0;
-        let mut at = rank;
-        while let Some(parent) = crate::collectives::activation_parent(at, n, initiator) {
-            let (a, b) = (core.host_of(self.hosts.as_deref(), parent), core.host_of(self.hosts.as_deref(), at));
-            delay += core.topo.path_latency(&core.topo.route(a, b)) + core.overhead;
-            at = parent;
-        }
-        delay
-    }
-
-    /// Starts what scheduler `scope` releases now, and arms its fusion timer.
-    fn release(&mut self, core: &mut SimState, scope: usize) {
-        let mut released = std::mem::take(&mut self.released);
-        released.clear();
-        let now = core.now;
-        let slot = &mut self.scheds[scope];
-        slot.sched.poll(now, &mut released);
-        if let Some(deadline) = slot.sched.next_deadline() {
-            if slot.timer_at != Some(deadline) {
-                slot.timer_at = Some(deadline);
-                self.seq += 1;
-                self.queue.push(Reverse((deadline.max(now), self.seq, Event::Timer(scope))));
-            }
-        }
-        for group in &released {
-            let tasks: Vec<TaskRef> = group.tasks.iter().map(|&(t, _)| t).collect();
-            let op = self.ops.insert(OpState { tasks: tasks.clone(), bytes: group.bytes, scope, done: 0 }) as u64;
-            if let Some((initiator, ready)) = self.round_of.remove(&tasks[0]) {
-                // A partial round: the initiator starts now, the others when activated.
-                self.active.push((now, ready));
-                self.protocol.start_op(core, initiator, op, &tasks, group.bytes);
-                for rank in (0..self.workers.len()).filter(|&r| r != initiator) {
-                    let at = now + self.activation_delay(core, initiator, rank);
-                    self.seq += 1;
-                    self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
-                }
-            } else if self.coordinated && (self.dispatch > 0 || self.stream.is_some()) {
-                // The coordinator dispatches collectives one at a time, `dispatch` each; on
-                // a stream a dispatched collective also waits for the one before to end and
-                // starts at least `dispatch` after it started (`next_on_stream`).
-                let at = if self.dispatch > 0 { now.max(self.dispatch_free) + self.dispatch } else { now };
-                self.dispatch_free = at;
-                match self.stream.as_mut() {
-                    Some(waiting) => {
-                        waiting.push_back((at, op));
-                        self.next_on_stream(core);
-                    }
-                    None => self.activate_all(at, op),
-                }
-            } else if self.coordinated {
-                for rank in 0..self.net_ranks {
-                    self.protocol.start_op(core, rank, op, &tasks, group.bytes);
-                }
-            } else {
-                self.protocol.start_op(core, scope, op, &tasks, group.bytes);
-            }
-        }
-        self.released = released;
-    }
-
-    /// Starts operation `op` on every rank at `at`.
-    fn activate_all(&mut self, at: Nanos, op: u64) {
-        for rank in 0..self.net_ranks {
-            self.seq += 1;
-            self.queue.push(Reverse((at, self.seq, Event::Activate { rank, op })));
-        }
-    }
-
-    /// `execution=stream`: starts the next waiting collective if the stream is free, no
-    /// earlier than its dispatch's end and one `dispatch` after the previous start: the
-    /// per-collective cost (a runtime's CPU work on every host) overlaps the collective
-    /// before, but a collective dispatched early still cannot follow a long one back to
-    /// back, so short collectives run at one per `dispatch` at best.
-    fn next_on_stream(&mut self, core: &mut SimState) {
-        if self.stream_busy {
-            return;
-        }
-        if let Some((at, op)) = self.stream.as_mut().and_then(|w| w.pop_front()) {
-            self.stream_busy = true;
-            let paced = self.stream_started.map_or(at, |s| s + self.dispatch);
-            let at = at.max(core.now).max(paced);
-            self.stream_started = Some(at);
-            self.activate_all(at, op);
         }
     }
 
@@ -746,18 +621,7 @@ impl Engine<'_> {
                                 }
                             }
                         }
-                        let needed = if self.coordinated { self.net_ranks } else { 1 };
-                        let state = self.ops.get_mut(op as usize);
-                        state.done += 1;
-                        if state.done == needed {
-                            let OpState { bytes, scope, .. } = self.ops.remove(op as usize);
-                            if self.stream.is_some() {
-                                self.stream_busy = false;
-                                self.next_on_stream(core);
-                            }
-                            self.scheds[scope].sched.notify_finish(bytes);
-                            self.release(core, scope);
-                        }
+                        self.op_done_on_rank(core, op);
                     }
                     Note::TaskSynced { rank, task } => self.piece_synced(core, rank, task),
                 }
@@ -854,17 +718,8 @@ impl SimulatedJob for Engine<'_> {
         core.job = self.job;
         match event {
             Event::Compute(w) => self.compute_done(core, w),
-            Event::Timer(scope) => {
-                if self.scheds[scope].timer_at == Some(t) {
-                    self.scheds[scope].timer_at = None;
-                }
-                self.release(core, scope);
-            }
-            Event::Activate { rank, op } => {
-                let state = self.ops.get(op as usize);
-                let (tasks, bytes) = (state.tasks.clone(), state.bytes);
-                self.protocol.start_op(core, rank, op, &tasks, bytes);
-            }
+            Event::Timer(scope) => self.fusion_timer(core, scope, t),
+            Event::Activate { rank, op } => self.activate(core, rank, op),
         }
         self.drain_notes(core);
     }

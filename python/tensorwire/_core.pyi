@@ -24,13 +24,43 @@ class InputError(ValueError):
     def message(self) -> str: ...
 
 #: (name, batch size, [(layer, forward s, backward s)], [(tensor, bytes, layer)], element
-#: size in bytes, collective name): the whole workload, the same into every entry point.
+#: size in bytes, collective name): the whole workload, as ``collective`` returns it.
 WorkloadTuple = tuple[str, int, list[tuple[str, float, float]], list[tuple[str, int, int]], int, str]
+
+@final
+class Workload:
+    """The core's workload, converted and validated once (``tensorwire.Workload.core``)."""
+
+    def __new__(
+        cls,
+        name: str,
+        batch_size: int,
+        layers: list[tuple[str, float, float]],
+        tensors: list[tuple[str, int, int]],
+        dtype_bytes: int,
+        collective: str,
+    ) -> Workload: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def dtype_bytes(self) -> int: ...
+    @property
+    def collective(self) -> str: ...
+    @property
+    def total_bytes(self) -> int: ...
+    @property
+    def compute_time_s(self) -> float: ...
+    @property
+    def layers(self) -> list[tuple[str, float, float]]: ...
+    @property
+    def tensors(self) -> list[tuple[str, int, int]]: ...
 
 DEFAULT_MAX_FLOWS: int
 
 def simulate(
-    workload: WorkloadTuple,
+    workload: Workload,
     workers: int,
     strategy: Strategy,
     bandwidth: float,
@@ -53,7 +83,7 @@ def simulate(
     allow_lanes: bool = True,
 ) -> Report: ...
 def simulate_jobs(
-    jobs: list[tuple[str, WorkloadTuple, int, Strategy, Optional[list[int]]]],
+    jobs: list[tuple[str, Workload, int, Strategy, Optional[list[int]]]],
     hosts: int,
     bandwidth: float,
     latency: float,

@@ -84,7 +84,7 @@ def simulate(
         raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
     report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
     raw = _core.simulate(
-        workload._to_core(),
+        workload.core,
         cluster.workers,
         parsed.core,
         cluster.bandwidth,
@@ -301,6 +301,15 @@ def _check_run(iterations: Any, seed: Any, max_flows: Any, failures: Any) -> Non
         )
 
 
+def _job_workload(i: int, job: Job) -> _core.Workload:
+    """Job ``i``'s workload as the core runs it; a refusal names the job
+    (``jobs[i].workload.layers[0].backward_s``), as the core's ``simulate_jobs`` did."""
+    try:
+        return job.workload.core
+    except InputError as e:
+        raise InputError(f"jobs[{i}].{e.field}", e.message) from None
+
+
 def _run_jobs(
     jobs: Sequence[Job],
     cluster: Cluster,
@@ -322,8 +331,8 @@ def _run_jobs(
     _check_run(iterations, seed, max_flows, failures)
     raws = _core.simulate_jobs(
         [
-            (j.name, j.workload._to_core(), j.workers, s.core, None if j.hosts is None else list(j.hosts))
-            for j, s in zip(jobs, parsed)
+            (j.name, _job_workload(i, j), j.workers, s.core, None if j.hosts is None else list(j.hosts))
+            for i, (j, s) in enumerate(zip(jobs, parsed))
         ],
         cluster.workers,
         cluster.bandwidth,

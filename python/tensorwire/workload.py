@@ -15,6 +15,7 @@ Three ways in besides the zoo (:func:`tensorwire.load_model`):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -242,12 +243,19 @@ class Workload:
         write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
 
     # -- bindings -----------------------------------------------------------------------
-    def _to_core(self) -> _core.WorkloadTuple:
-        """The whole workload as the core takes it (element size and collective included):
-        the one form :func:`tensorwire.simulate` and :func:`tensorwire.simulate_jobs` pass."""
+    @functools.cached_property
+    def core(self) -> _core.Workload:
+        """The whole workload as the core runs it (element size and collective included),
+        converted and validated once, on first use, and then taken as is by
+        :func:`tensorwire.simulate` and :func:`tensorwire.simulate_jobs`. Not a field: kept
+        out of equality, hashing, ``repr`` and pickling (see :meth:`__getstate__`)."""
         layers = [(layer.name, layer.forward_s, layer.backward_s) for layer in self.layers]
         tensors = [(t.name, t.bytes, i) for i, layer in enumerate(self.layers) for t in layer.tensors]
-        return self.name, self.batch_size, layers, tensors, self.dtype_bytes, self.collective_kind
+        return _core.Workload(self.name, self.batch_size, layers, tensors, self.dtype_bytes, self.collective_kind)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields without the core's object (it does not pickle; rebuilt on first use)."""
+        return {k: v for k, v in self.__dict__.items() if k != "core"}
 
     @classmethod
     def _from_core(

@@ -12,7 +12,7 @@ use crate::conversion;
 use crate::error::guarded;
 use crate::report::PyReport;
 use crate::strategy::PyStrategy;
-use crate::workload::{workload_from, WorkloadTuple};
+use crate::workload::PyWorkload;
 
 /// Calls `callback(iterations_done, iterations, simulated_s, events, flows)` (if any) with
 /// the GIL; a false result, an exception or a pending signal (Ctrl-C) stops the run.
@@ -59,7 +59,7 @@ fn rank_to_host(topology: &TopologySpec, workers: usize, kind: &str, seed: u64) 
 #[allow(clippy::too_many_arguments)]
 pub fn simulate(
     py: Python<'_>,
-    workload: WorkloadTuple,
+    workload: PyRef<'_, PyWorkload>,
     workers: i64,
     strategy: PyRef<'_, PyStrategy>,
     bandwidth: f64,
@@ -95,8 +95,7 @@ pub fn simulate(
         if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
             return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
         }
-        let w = workload_from(workload)?;
-        let mut sc = Scenario::new(w, workers as usize, bandwidth, strategy.inner.clone());
+        let mut sc = Scenario::new(workload.inner.clone(), workers as usize, bandwidth, strategy.inner.clone());
         sc.latency = latency;
         sc.topology = topology.inner.clone();
         sc.network = conversion::network(network)?;
@@ -120,7 +119,7 @@ pub fn simulate(
 }
 
 /// (name, workload, workers, strategy, hosts or None) of one job.
-type JobTuple<'py> = (String, WorkloadTuple, usize, PyRef<'py, PyStrategy>, Option<Vec<usize>>);
+type JobTuple<'py> = (String, PyRef<'py, PyWorkload>, usize, PyRef<'py, PyStrategy>, Option<Vec<usize>>);
 
 /// Runs several jobs on one fabric of `hosts` hosts; returns one `Report` per job.
 #[pyfunction]
@@ -155,8 +154,8 @@ pub fn simulate_jobs(
             return Err(Error::invalid("latency", "latency and overhead must be durations >= 0"));
         }
         let mut list = Vec::with_capacity(jobs.len());
-        for (i, (name, workload, workers, strategy, job_hosts)) in jobs.iter().enumerate() {
-            let w = workload_from(workload.clone()).map_err(|e| e.within(&format!("jobs[{i}]")))?;
+        for (name, workload, workers, strategy, job_hosts) in jobs.iter() {
+            let w = workload.inner.clone();
             let (name, strategy, hosts) = (name.clone(), strategy.inner.clone(), job_hosts.clone());
             list.push(Job { name, workload: w, workers: *workers, strategy, hosts });
         }

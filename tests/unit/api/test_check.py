@@ -17,7 +17,7 @@ WORKERS = (1, 2, 3, 4, 8, 16)
 
 def _old_probe(spec: str, workers: int, topology: str) -> Optional[tuple[str, str]]:
     """The probe compare and sweep ran before ``check``: a simulation of 1 KiB."""
-    tiny = ("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)], 4, "allreduce")
+    tiny = _core.Workload("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)], 4, "allreduce")
     try:
         _core.simulate(tiny, workers, _core.Strategy(spec), 1e9, 0.0, _core.Topology(topology), iterations=1)
     except _core.InputError as e:

@@ -59,7 +59,7 @@ def test_an_allgather_job_is_an_allgather() -> None:
 
 def test_the_workload_crosses_whole() -> None:
     w = tw.Workload.collective("alltoall:1MiB")
-    assert w._to_core()[4:] == (w.dtype_bytes, "alltoall")
+    assert (w.core.dtype_bytes, w.core.collective) == (w.dtype_bytes, "alltoall")
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

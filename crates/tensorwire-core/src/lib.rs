@@ -65,6 +65,7 @@ pub use error::{Error, Result};
 pub mod collectives;
 pub mod engine;
 pub mod metrics;
+pub mod nccl;
 pub mod sched;
 pub mod strategy;
 pub mod workload;

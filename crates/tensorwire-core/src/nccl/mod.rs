@@ -234,3 +234,55 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let seconds = if ranks <= 1 { 0.0 } else { 10e-6 + bytes * bus_factor(collective, ranks) / bus };
     Ok(NcclChoice { algo: Algo::Ring, proto: Proto::Simple, channels: 1, seconds })
 }
+
+impl NcclFabric {
+    /// The fabric NCCL sees for `ranks` GPUs on `spec` with host links at
+    /// `host_bytes_per_s` (as `TopologySpec::host_rate` resolves it) over `transport`:
+    /// `rail` nodes from their preset (NVSwitch, one NIC per GPU), `nodes` machines with one
+    /// NIC each, other fabrics one GPU per host.
+    ///
+    /// Skeleton: presets' rates with default architecture and capabilities.
+    pub fn from_topology(
+        spec: &crate::topology::TopologySpec,
+        ranks: usize,
+        host_bytes_per_s: f64,
+        transport: Transport,
+    ) -> Result<NcclFabric> {
+        let one_per_host = |intra: f64| NcclFabric {
+            nodes: ranks.max(1),
+            gpus_per_node: 1,
+            arch: Arch::Sm80,
+            intra: IntraLink::Pcie,
+            intra_bytes_per_s: intra,
+            nvls: false,
+            collnet: false,
+            nics_per_node: 1,
+            nic_bytes_per_s: host_bytes_per_s,
+            transport,
+            calibration: Calibration::default(),
+        };
+        if let Some(p) = spec.rail_params(host_bytes_per_s) {
+            let g = p.gpus_per_node.max(1);
+            return Ok(NcclFabric {
+                nodes: ranks.div_ceil(g).max(1),
+                gpus_per_node: g.min(ranks.max(1)),
+                intra: IntraLink::NvSwitch,
+                intra_bytes_per_s: p.nvlink_bytes_per_ns * 1e9,
+                nics_per_node: g,
+                nic_bytes_per_s: p.nic_bytes_per_ns * 1e9,
+                ..one_per_host(0.0)
+            });
+        }
+        if let Some(m) = spec.machine() {
+            let g = m.gpus().max(1);
+            return Ok(NcclFabric {
+                nodes: ranks.div_ceil(g).max(1),
+                gpus_per_node: g.min(ranks.max(1)),
+                intra: IntraLink::NvLink,
+                intra_bytes_per_s: 150e9,
+                ..one_per_host(0.0)
+            });
+        }
+        Ok(one_per_host(host_bytes_per_s))
+    }
+}

@@ -1,0 +1,169 @@
+"""Published data-parallel training results against tensorwire's predictions
+(docs/reproductions.md, section "Data-parallel training against published results").
+
+Every published figure, with its source URL, is in ``data/training.json``: PyTorch DDP's
+benchmark README (DGX-1 V100, 1-16 GPUs, p50 seconds per iteration) and Horovod's
+published scaling efficiencies (128 and 512 Pascal GPUs on 25 Gbit/s RoCE).
+
+Each result runs as a tensorwire simulation: the zoo model (parameter sizes from the model
+definitions), its compute scaled so that one iteration's forward + backward on one GPU is
+the source's own single-GPU time (``compute_s``; never fitted to the result), on the cluster
+the source describes, with the strategy the source ran (``ddp`` for PyTorch DDP; Horovod's
+Tensor Fusion, ``ring:fusion=64MiB,cycle=5ms``, for Horovod). Until a strategy exists the
+script falls back to ``fallback_strategy`` and says so in the notes.
+
+Reported: predicted against published seconds per iteration or scaling efficiency
+(= single-GPU compute time / iteration time = per-GPU throughput over single-GPU
+throughput); target within 10%. ``--only ID`` and ``--max-rows N`` run a subset;
+``--markdown PATH`` writes the tables for docs/reproductions.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import tensorwire as tw
+from tensorwire import _core
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "training.json"
+TARGET = 0.10
+
+
+def load(path: Path = DATA) -> list[dict[str, Any]]:
+    studies: list[dict[str, Any]] = json.loads(path.read_text())["studies"]
+    return studies
+
+
+@dataclass
+class Row:
+    study: str
+    model: str
+    gpus: int
+    metric: str
+    published: float
+    predicted: Optional[float]
+    strategy: str
+    note: str
+
+    @property
+    def error(self) -> Optional[float]:
+        return None if self.predicted is None else self.predicted / self.published - 1
+
+
+def workload(name: str, compute_s: float, batch: int) -> tw.Workload:
+    """The zoo model ``name`` at ``batch`` per GPU with its compute scaled to ``compute_s``
+    per iteration (the source's single-GPU time); gradient sizes unchanged."""
+    w = tw.load_model(name, batch_size=batch)
+    return w.with_compute_speedup(w.compute_time_s / compute_s)
+
+
+def strategy(study: dict[str, Any], c: tw.Cluster, w: tw.Workload) -> tuple[str, str]:
+    """The study's strategy, or its fallback (with a note) when it does not exist yet."""
+    try:
+        tw.simulate(w, c, study["strategy"], iterations=1)
+        return study["strategy"], ""
+    except _core.InputError as e:
+        fb = study["fallback_strategy"]
+        return fb, f"`{study['strategy']}` refused ({e.args[-1] if e.args else e}); ran `{fb}`"
+
+
+def cluster(study: dict[str, Any], gpus: int) -> tw.Cluster:
+    return tw.Cluster(gpus, study["bandwidth"], topology=study["topology"])
+
+
+def run_study(study: dict[str, Any], max_rows: Optional[int]) -> list[Row]:
+    rows: list[Row] = []
+    for m in study["models"]:
+        results = m["results"][:max_rows] if max_rows else m["results"]
+        if m.get("zoo", True) is False or m["compute_s"] is None:
+            why = "not in tensorwire's model zoo" if m.get("zoo", True) is False else m["compute_source"]
+            for gpus, pub in results:
+                rows.append(Row(study["id"], m["model"], gpus, study["metric"], pub, None, "", f"skipped: {why}"))
+            continue
+        w = workload(m["model"], m["compute_s"], study["batch_per_gpu"])
+        spec, note = "", ""
+        for gpus, pub in results:
+            c = cluster(study, gpus)
+            if not spec:
+                spec, note = strategy(study, c, w)
+            r = tw.simulate(w, c, spec, iterations=3, max_flows=None)
+            t = r.iteration_time_s
+            pred = t if study["metric"] == "s_per_iter" else m["compute_s"] / t
+            rows.append(Row(study["id"], m["model"], gpus, study["metric"], pub, pred, spec, note))
+    return rows
+
+
+def summary(rows: Sequence[Row]) -> dict[str, Any]:
+    errs = [abs(r.error) for r in rows if r.error is not None]
+    return {
+        "rows": len(errs),
+        "median_abs_error": statistics.median(errs) if errs else None,
+        "max_abs_error": max(errs) if errs else None,
+        "within_target": sum(1 for e in errs if e <= TARGET),
+    }
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    if not s["rows"]:
+        return "no rows ran"
+    return (
+        f"{s['rows']} rows; median |error| {s['median_abs_error']:.1%}, max {s['max_abs_error']:.1%};"
+        f" {s['within_target']} of {s['rows']} within 10%"
+    )
+
+
+def fmt(metric: str, v: Optional[float]) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3f} s" if metric == "s_per_iter" else f"{v:.0%}"
+
+
+def markdown(rows: Sequence[Row]) -> str:
+    lines = [
+        "Error = predicted / published - 1; target within 10%. s/iter = p50 seconds per iteration;"
+        " efficiency = per-GPU throughput / single-GPU throughput.",
+        "",
+        "| study | model | GPUs | metric | published | predicted | error | strategy |",
+        "|---|---|---:|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        err = "" if r.error is None else f"{r.error:+.1%}"
+        lines.append(
+            f"| {r.study} | {r.model} | {r.gpus} | {r.metric} | {fmt(r.metric, r.published)}"
+            f" | {fmt(r.metric, r.predicted)} | {err} | `{r.strategy}` |"
+            if r.predicted is not None
+            else f"| {r.study} | {r.model} | {r.gpus} | {r.metric} | {fmt(r.metric, r.published)} | - | | {r.note} |"
+        )
+    lines += ["", "Summary: " + summary_line(summary(rows))]
+    notes = sorted({f"{r.study}: {r.note}" for r in rows if r.note and r.predicted is not None})
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", action="append", default=[], help="run only the study with this id (repeatable)")
+    ap.add_argument("--max-rows", type=int, default=None, help="run only the first N GPU counts of each model")
+    ap.add_argument("--markdown", metavar="PATH", help="also write the Markdown tables to PATH")
+    ap.add_argument("--data", type=Path, default=DATA, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    rows: list[Row] = []
+    for s in load(a.data):
+        if not a.only or s["id"] in a.only:
+            rows += run_study(s, a.max_rows)
+    text = markdown(rows)
+    print(text)
+    if a.markdown:
+        Path(a.markdown).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""The published figures behind benchmarks/reproductions/nccl_tests.py and training.py:
+the data files parse, every series names its source, the bandwidths obey nccl-tests'
+definitions (doc/PERFORMANCE.md: busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for
+all-gather, reduce-scatter and all-to-all), and both scripts run on a tiny subset."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REPRO = ROOT / "benchmarks" / "reproductions"
+NCCL = json.loads((REPRO / "data" / "nccl_tests.json").read_text())
+TRAINING = json.loads((REPRO / "data" / "training.json").read_text())
+FACTOR = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+}
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"repro_{name}", REPRO / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_nccl_series_name_a_source_and_a_cluster() -> None:
+    ids = [s["id"] for s in NCCL["series"]]
+    assert len(ids) == len(set(ids))
+    for s in NCCL["series"]:
+        assert s["source"].startswith("https://"), s["id"]
+        assert s["publisher"] and s["system"] and s["topology"].startswith("rail:"), s["id"]
+        assert s["collective"] in FACTOR and s["nodes"] >= 1 and s["gpus_per_node"] >= 1
+        assert s["rows"], s["id"]
+        for row in s["rows"]:
+            size, busbw = row[0], row[1]
+            assert isinstance(size, int) and 2**20 <= size <= 16 * 2**30, (s["id"], size)
+            assert 0 < busbw < 1000, (s["id"], row)
+
+
+def test_at_least_three_independent_publishers_and_every_collective() -> None:
+    hosts = {s["source"].split("/")[3] for s in NCCL["series"] if "github.com" in s["source"]}
+    assert len(hosts) >= 3, hosts
+    assert {s["collective"] for s in NCCL["series"]} == set(FACTOR)
+    assert {s["nodes"] for s in NCCL["series"]} >= {1, 2, 4}
+
+
+def test_busbw_is_algbw_times_the_nccl_tests_factor() -> None:
+    checked = 0
+    for s in NCCL["series"]:
+        n = s["nodes"] * s["gpus_per_node"]
+        for row in s["rows"]:
+            if len(row) == 3:
+                _, busbw, algbw = row
+                # Both are printed with two decimals: allow the rounding of each.
+                assert busbw == pytest.approx(algbw * FACTOR[s["collective"]](n), abs=0.01 + 0.005 * 2), (s["id"], row)
+                checked += 1
+    assert checked >= 40
+
+
+def test_sizes_are_powers_of_two_and_rise_within_a_series() -> None:
+    for s in NCCL["series"]:
+        sizes = [r[0] for r in s["rows"]]
+        assert sizes == sorted(set(sizes))
+        assert all(x & (x - 1) == 0 for x in sizes), s["id"]
+
+
+def test_training_results_have_sources_and_sourced_compute() -> None:
+    for st in TRAINING["studies"]:
+        assert st["source"].startswith("https://"), st["id"]
+        assert st["metric"] in ("s_per_iter", "efficiency")
+        for m in st["models"]:
+            assert m["compute_source"], (st["id"], m["model"])
+            for gpus, value in m["results"]:
+                assert gpus >= 1 and value > 0
+                if st["metric"] == "efficiency":
+                    assert value <= 1
+                elif m["compute_s"] is not None:
+                    # A data-parallel iteration is never faster than its compute alone.
+                    assert value >= m["compute_s"]
+
+
+def test_nccl_tests_script_runs_a_subset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mod = _script("nccl_tests")
+    out = tmp_path / "nccl.md"
+    argv = ["--strategy", "ring", "--only", "azure-nda100v4-allreduce", "--only", "mle-h200-16GiB-allgather"]
+    assert mod.main(argv + ["--max-rows", "1", "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "| azure-nda100v4-allreduce | allreduce | 8 | 1 MiB | 36.2 |" in text
+    assert "Summary: 2 measured rows" in text
+    assert mod.target(64 * 2**20) == 0.10 and mod.target(32 * 2**20) == 0.25
+
+
+def test_nccl_tests_nvls_off_and_forced_algorithms_become_options() -> None:
+    mod = _script("nccl_tests")
+    by_id = {s["id"]: s for s in NCCL["series"]}
+    assert mod.strategy_for(by_id["mle-h200-16GiB-ring"], "nccl") == "nccl:algo=^nvls"
+    assert mod.strategy_for(by_id["aws-p5en-4x8-nvlstree"], "nccl") == "nccl:algo=nvlstree"
+    assert mod.strategy_for(by_id["nvidia-h100-multinode-ring"], "nccl") == "nccl:algo=ring"
+    assert mod.strategy_for(by_id["azure-nda100v4-allreduce"], "nccl") == "nccl"
+
+
+def test_training_script_runs_a_subset(tmp_path: Path) -> None:
+    mod = _script("training")
+    out = tmp_path / "training.md"
+    assert mod.main(["--only", "horovod-128", "--max-rows", "1", "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "| horovod-128 | vgg16 | 128 | efficiency | 79% |" in text
+    assert "skipped" in text  # ResNet-101: no sourced single-GPU time

@@ -127,7 +127,7 @@ def cluster(series: dict[str, Any], gpus: int) -> tuple[tw.Cluster, str]:
     raise SystemExit(f"nccl_tests.py: no topology for {series['id']}: {'; '.join(notes)}")
 
 
-def predict_algo(series: dict[str, Any], gpus: int, size: int, spec: str) -> str:
+def predict_algo(series: dict[str, Any], topology: str, gpus: int, size: int, spec: str) -> str:
     """The algorithm/protocol tensorwire's NCCL model chooses, from the binding
     ``_core.nccl_predict`` when it exists (empty otherwise)."""
     fn = getattr(_core, "nccl_predict", None)
@@ -138,7 +138,7 @@ def predict_algo(series: dict[str, Any], gpus: int, size: int, spec: str) -> str
         algo = spec.split("algo=", 1)[1]
     try:
         out = fn(
-            series["topology"],
+            topology,
             gpus,
             series["collective"],
             size,
@@ -177,7 +177,7 @@ def run_series(series: dict[str, Any], base: str, max_rows: Optional[int]) -> li
                 predicted,
                 row_note,
                 published_algo(series, int(size)),
-                predict_algo(series, gpus, int(size), spec),
+                predict_algo(series, c.topology, gpus, int(size), spec),
                 series.get("kind", "measurement") == "measurement",
             )
         )

@@ -2,19 +2,27 @@
 (docs/reproductions.md, section "Data-parallel training against published results").
 
 Every published figure, with its source URL, is in ``data/training.json``: PyTorch DDP's
-benchmark README (DGX-1 V100, 1-16 GPUs, p50 seconds per iteration) and Horovod's
-published scaling efficiencies (128 and 512 Pascal GPUs on 25 Gbit/s RoCE).
+benchmark README (DGX-1 V100, 1-16 GPUs, p50 seconds per iteration), Horovod's
+published scaling efficiencies (128 and 512 Pascal GPUs on 25 Gbit/s RoCE) and MosaicML's
+llm-foundry FSDP benchmarks (MPT models, FULL_SHARD, tokens/s per GPU at 8 to 512 H100s and
+16 to 128 A100s).
 
 Each result runs as a tensorwire simulation: the zoo model (parameter sizes from the model
 definitions), its compute scaled so that one iteration's forward + backward on one GPU is
 the source's own single-GPU time (``compute_s``; never fitted to the result), on the cluster
 the source describes, with the strategy the source ran (``ddp`` for PyTorch DDP; Horovod's
-Tensor Fusion, ``ring:fusion=64MiB,cycle=5ms``, for Horovod). Until a strategy exists the
-script falls back to ``fallback_strategy`` and says so in the notes.
+Tensor Fusion, ``ring:fusion=64MiB,cycle=5ms``, for Horovod; ``fsdp`` with the source's
+mixed precision for MosaicML). An LLM not in the zoo is built from the architecture the
+source publishes (``llm``: GPT-2 layout as in ``tensorwire.workloads.llm``; its parameter
+count is checked against the source's), its compute per iteration taken from the source's
+smallest GPU count (tokens per GPU per iteration / published tokens/s per GPU) and spread
+over the layers by their FLOPs. Until a strategy exists the script falls back to
+``fallback_strategy`` and says so in the notes.
 
-Reported: predicted against published seconds per iteration or scaling efficiency
+Reported: predicted against published seconds per iteration, scaling efficiency
 (= single-GPU compute time / iteration time = per-GPU throughput over single-GPU
-throughput); target within 10%. ``--only ID`` and ``--max-rows N`` run a subset;
+throughput) or tokens/s per GPU (= tokens per GPU per iteration / iteration time); target
+within 10%. ``--only ID`` and ``--max-rows N`` run a subset;
 ``--markdown PATH`` writes the tables for docs/reproductions.md.
 """
 
@@ -29,6 +37,8 @@ from typing import Any, Optional, Sequence
 
 import tensorwire as tw
 from tensorwire import _core
+from tensorwire.workload import Layer, Tensor
+from tensorwire.workloads import llm
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "training.json"
@@ -63,6 +73,59 @@ def workload(name: str, compute_s: float, batch: int) -> tw.Workload:
     return w.with_compute_speedup(w.compute_time_s / compute_s)
 
 
+def architecture(m: dict[str, Any]) -> llm.Architecture:
+    """The published architecture of an LLM entry (``m["llm"]``) in ``tensorwire.workloads.llm``'s
+    GPT-2 layout (LayerNorm and biases, GELU MLP of 4 x d_model, learned positions for
+    ``seq_len`` tokens, head tied to the token embedding): MPT with llm-foundry's defaults
+    (``no_bias`` false, ``learned_pos_emb`` true)."""
+    a = m["llm"]
+    d, h = a["d_model"], a["heads"]
+    return llm.Architecture(
+        name=m["model"],
+        display_name=m["model"],
+        style="gpt",
+        layers=a["layers"],
+        d_model=d,
+        heads=h,
+        kv_heads=h,
+        head_dim=d // h,
+        ffn=4 * d,
+        vocab=a["vocab"],
+        context=a["seq_len"],
+        tied=True,
+        published_parameters=a["parameters"],
+    )
+
+
+def parameters(a: llm.Architecture) -> int:
+    """Trainable parameters of ``a`` (the tied head counted once)."""
+    return sum(n for spec in llm.layers(a, 1) for _, n in spec.tensors)
+
+
+def tokens_per_gpu(m: dict[str, Any]) -> int:
+    """Tokens one GPU processes per iteration: micro-batch x sequence length (no gradient
+    accumulation in the encoded rows)."""
+    return int(m["micro_batch"] * m["llm"]["seq_len"])
+
+
+def llm_workload(m: dict[str, Any]) -> tw.Workload:
+    """An LLM entry as a workload: the architecture's layers and bf16 tensors, the forward
+    time of each layer proportional to its FLOPs, backward 2 x forward (3 x for blocks with
+    ``recompute``), all scaled so that forward + backward is ``compute_s``."""
+    a = architecture(m)
+    s, recompute = m["llm"]["seq_len"], bool(m.get("recompute", False))
+    specs = llm.layers(a, s)
+    weights = [spec.forward_flops * (1 + (3 if recompute and spec.block else 2)) for spec in specs]
+    per_weight = m["compute_s"] / sum(weights)
+    layers = []
+    for spec in specs:
+        fwd = spec.forward_flops * per_weight
+        bwd = (3 if recompute and spec.block else 2) * fwd
+        layers.append(Layer(spec.name, fwd, bwd, tuple(Tensor(t, n * 2) for t, n in spec.tensors)))
+    description = f"{m['model']} ({a.layers} x d_model {a.d_model}), micro-batch {m['micro_batch']} x {s} tokens"
+    return tw.Workload(m["model"], m["micro_batch"], tuple(layers), description, (m["compute_source"],), 2)
+
+
 def strategy(study: dict[str, Any], c: tw.Cluster, w: tw.Workload) -> tuple[str, str]:
     """The study's strategy, or its fallback (with a note) when it does not exist yet."""
     try:
@@ -74,7 +137,17 @@ def strategy(study: dict[str, Any], c: tw.Cluster, w: tw.Workload) -> tuple[str,
 
 
 def cluster(study: dict[str, Any], gpus: int) -> tw.Cluster:
+    """``bandwidth`` null: the topology's own link rates (a ``rail`` node preset's NICs)."""
     return tw.Cluster(gpus, study["bandwidth"], topology=study["topology"])
+
+
+def predicted(study: dict[str, Any], m: dict[str, Any], t: float) -> float:
+    """The study's metric from an iteration time of ``t`` seconds."""
+    if study["metric"] == "s_per_iter":
+        return t
+    if study["metric"] == "tokens_per_s_per_gpu":
+        return tokens_per_gpu(m) / t
+    return float(m["compute_s"]) / t
 
 
 def run_study(study: dict[str, Any], max_rows: Optional[int]) -> list[Row]:
@@ -86,15 +159,14 @@ def run_study(study: dict[str, Any], max_rows: Optional[int]) -> list[Row]:
             for gpus, pub in results:
                 rows.append(Row(study["id"], m["model"], gpus, study["metric"], pub, None, "", f"skipped: {why}"))
             continue
-        w = workload(m["model"], m["compute_s"], study["batch_per_gpu"])
+        w = llm_workload(m) if "llm" in m else workload(m["model"], m["compute_s"], study["batch_per_gpu"])
         spec, note = "", ""
         for gpus, pub in results:
             c = cluster(study, gpus)
             if not spec:
                 spec, note = strategy(study, c, w)
             r = tw.simulate(w, c, spec, iterations=3, max_flows=None)
-            t = r.iteration_time_s
-            pred = t if study["metric"] == "s_per_iter" else m["compute_s"] / t
+            pred = predicted(study, m, r.iteration_time_s)
             rows.append(Row(study["id"], m["model"], gpus, study["metric"], pub, pred, spec, note))
     return rows
 
@@ -121,13 +193,15 @@ def summary_line(s: dict[str, Any]) -> str:
 def fmt(metric: str, v: Optional[float]) -> str:
     if v is None:
         return "-"
+    if metric == "tokens_per_s_per_gpu":
+        return f"{v:,.0f} tok/s"
     return f"{v:.3f} s" if metric == "s_per_iter" else f"{v:.0%}"
 
 
 def markdown(rows: Sequence[Row]) -> str:
     lines = [
         "Error = predicted / published - 1; target within 10%. s/iter = p50 seconds per iteration;"
-        " efficiency = per-GPU throughput / single-GPU throughput.",
+        " efficiency = per-GPU throughput / single-GPU throughput; tok/s = tokens per second per GPU.",
         "",
         "| study | model | GPUs | metric | published | predicted | error | strategy |",
         "|---|---|---:|---|---:|---:|---:|---|",

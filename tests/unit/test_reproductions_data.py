@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_sizes_are_powers_of_two_and_rise_within_a_series() -> None:
 def test_training_results_have_sources_and_sourced_compute() -> None:
     for st in TRAINING["studies"]:
         assert st["source"].startswith("https://"), st["id"]
-        assert st["metric"] in ("s_per_iter", "efficiency")
+        assert st["metric"] in ("s_per_iter", "efficiency", "tokens_per_s_per_gpu")
         for m in st["models"]:
             assert m["compute_source"], (st["id"], m["model"])
             for gpus, value in m["results"]:
@@ -117,3 +118,52 @@ def test_training_script_runs_a_subset(tmp_path: Path) -> None:
     text = out.read_text()
     assert "| horovod-128 | vgg16 | 128 | efficiency | 79% |" in text
     assert "skipped" in text  # ResNet-101: no sourced single-GPU time
+
+
+def _llm_entries() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(st, m) for st in TRAINING["studies"] for m in st["models"] if "llm" in m]
+
+
+def test_at_least_three_independent_training_publishers_one_sharded() -> None:
+    hosts = {st["source"].split("/")[3] for st in TRAINING["studies"] if "github.com" in st["source"]}
+    assert len(hosts) >= 3, hosts
+    assert any(st["strategy"].startswith(("fsdp", "zero3")) for st in TRAINING["studies"])
+    # Several GPU counts per sharded series.
+    for _, m in _llm_entries():
+        assert len({g for g, _ in m["results"]}) >= 3, m["model"]
+
+
+def test_llm_architectures_reproduce_the_published_parameter_counts() -> None:
+    mod = _script("training")
+    entries = _llm_entries()
+    assert entries
+    for _, m in entries:
+        # MPT in GPT-2 layout: 12 d^2 + 13 d per block (weights, biases, two LayerNorms),
+        # vocab x d tied embedding, seq x d learned positions, final LayerNorm 2 d.
+        a = m["llm"]
+        d, n = a["d_model"], a["layers"]
+        closed = n * (12 * d * d + 13 * d) + a["vocab"] * d + a["seq_len"] * d + 2 * d
+        assert mod.parameters(mod.architecture(m)) == closed == a["parameters"], m["model"]
+
+
+def test_llm_compute_is_the_smallest_count_s_own_throughput() -> None:
+    mod = _script("training")
+    assert _llm_entries()
+    for st, m in _llm_entries():
+        assert st["metric"] == "tokens_per_s_per_gpu"
+        counts = [g for g, _ in m["results"]]
+        assert counts == sorted(counts)
+        base = m["results"][0][1]
+        assert m["compute_s"] == pytest.approx(mod.tokens_per_gpu(m) / base, rel=1e-12)
+        w = mod.llm_workload(m)
+        assert w.compute_time_s == pytest.approx(m["compute_s"], rel=1e-9)
+        assert sum(t.bytes for t in w.tensors) == 2 * m["llm"]["parameters"]  # bf16
+
+
+def test_training_script_runs_an_fsdp_subset(tmp_path: Path) -> None:
+    mod = _script("training")
+    out = tmp_path / "training.md"
+    assert mod.main(["--only", "mosaicml-mpt-a100", "--max-rows", "1", "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "| mosaicml-mpt-a100 | mpt-7b | 32 | tokens_per_s_per_gpu | 3,725 tok/s |" in text
+    assert "| mosaicml-mpt-a100 | mpt-760m | 16 | tokens_per_s_per_gpu | 29,607 tok/s |" in text

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tensorwire.calibrate.predict import calibration_supported
 from tensorwire.cli import main
 
@@ -119,9 +118,7 @@ def test_calibrate_writes_a_cluster_file(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_calibrate_json_rows(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, text, _ = _run(
-        capsys, "calibrate", "nccl-tests", str(FIXTURES / "azure-nd-h100-v5-allreduce.log"), "--json"
-    )
+    rc, text, _ = _run(capsys, "calibrate", "nccl-tests", str(FIXTURES / "azure-nd-h100-v5-allreduce.log"), "--json")
     data = json.loads(text)
     assert rc == 0 and len(data["rows"]) == 14 and data["calibration"]["inter_efficiency"] == 1.0
     assert all(r["after_busbw"] > 0 and r["algo"] for r in data["rows"])

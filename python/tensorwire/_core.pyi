@@ -195,6 +195,22 @@ HORIZON_S: float
 
 def check_topology(spec: str) -> str: ...
 def host_rate(topology: str, bandwidth: Optional[float] = None) -> float: ...
+
+# The NCCL release whose behaviour the core's `nccl` model follows.
+NCCL_VERSION: str
+
+def nccl_predict(
+    topology: str,
+    gpus: int,
+    collective: str,
+    bytes: float,
+    *,
+    bandwidth: Optional[float] = None,
+    transport: str = "rdma",
+    algo: Optional[str] = None,
+    proto: Optional[str] = None,
+    channels: Optional[int] = None,
+) -> dict[str, Any]: ...
 def placement(topology: str, workers: int, kind: str, seed: int = 0) -> list[int]: ...
 def place_jobs(
     topology: str,

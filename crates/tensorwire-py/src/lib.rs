@@ -8,13 +8,15 @@
 //! - `simulate`: `simulate`, `simulate_jobs`, `check` and placements;
 //! - `catalog`: name lists, defaults, option tables and unit parsers;
 //! - `runtime`: the scheduler and plans the torch runtime and testbed run;
-//! - `gputopo`: GPU trees.
+//! - `gputopo`: GPU trees;
+//! - `nccl`: NCCL's choice and time for one collective (`nccl_predict`).
 
 mod catalog;
 mod cluster;
 mod conversion;
 mod error;
 mod gputopo;
+mod nccl;
 mod report;
 mod runtime;
 mod simulate;
@@ -50,6 +52,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gputopo::gpu_topology, m)?)?;
     m.add_function(wrap_pyfunction!(gputopo::gpu_trees, m)?)?;
     m.add_function(wrap_pyfunction!(gputopo::tree_allreduce_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(nccl::nccl_predict, m)?)?;
+    m.add("NCCL_VERSION", tensorwire_core::nccl::NCCL_VERSION)?;
     catalog::register(m)?;
     Ok(())
 }

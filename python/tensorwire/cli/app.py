@@ -12,6 +12,7 @@ import click
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import simulate
+from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
@@ -88,6 +89,7 @@ def _emit_json(data: Any) -> None:
 
 
 @cli.command("simulate")
+@cluster_option()
 @click.option("--model", "-m", help=options.model_help)
 @options.workload_file
 @click.option(
@@ -301,6 +303,7 @@ def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[
 
 
 @cli.command("compare")
+@cluster_option()
 @click.option("--model", "-m", "model_names", multiple=True, help=options.model_help + " Repeat for several.")
 @options.workload_file
 @options.workers
@@ -461,6 +464,7 @@ def strategies_cmd(as_json: bool) -> None:
 
 def _register() -> None:
     """Commands that live beside the parts they drive."""
+    from tensorwire.calibrate.cli import calibrate
     from tensorwire.cli.jobs import jobs
     from tensorwire.gputopo.cli import topology
     from tensorwire.report.cli import report
@@ -470,7 +474,7 @@ def _register() -> None:
     from tensorwire.torch.partial.cli import bench
     from tensorwire.workloads.cli import import_trace
 
-    for command in (topology, sweep, report, validate, profile, measure, bench, import_trace, jobs):
+    for command in (topology, sweep, report, validate, profile, measure, bench, import_trace, jobs, calibrate):
         cli.add_command(command)
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import Job, _run_jobs, simulate_jobs
+from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
@@ -99,6 +100,7 @@ def seat_jobs(
 
 
 @click.command("jobs")
+@cluster_option()
 @click.option(
     "--job",
     "job_specs",

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import click
 from click.core import ParameterSource
 
+from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import render
 from tensorwire.io import check_output
 from tensorwire.sweep import options
@@ -17,6 +18,7 @@ from tensorwire.sweep.table import check_path, write_rows
 
 
 @click.command("sweep")
+@cluster_option(topology="topologies", bandwidth="bandwidths", latency="latencies", lists=True)
 @options.grid_options(models="resnet50", workers="32", bandwidths="25Gbps", strategies=None)
 @click.option(
     "--out",
@@ -42,6 +44,7 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
     """
     path = check_output(check_path(out), "out")
     own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
+    own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
     configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
     started = time.perf_counter()
     with render.progress(len(configs), "simulating") as advance:

@@ -1,0 +1,227 @@
+"""``tensorwire calibrate nccl-tests LOG...``: fit the fabric to your own cluster's nccl-tests."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from typing import Any, Optional
+
+import click
+from rich.table import Table
+
+from tensorwire import _core
+from tensorwire.calibrate import cluster_file
+from tensorwire.calibrate.fit import Fit, check_runs, default_topology, fit
+from tensorwire.calibrate.logs import COLLECTIVES, Run, parse_log
+from tensorwire.cli import options, render
+from tensorwire.io import check_output
+from tensorwire.units import format_bytes, format_seconds
+
+
+@click.group("calibrate")
+def calibrate() -> None:
+    """Fit the fabric's efficiencies and latencies to measurements of your own cluster."""
+
+
+def _base_topology(given: Optional[str], runs: list[Run]) -> str:
+    if given is not None:
+        _core.check_topology(given)
+        return given
+    names = [p["name"] for p in _core.NODE_PRESETS]
+    return default_topology(runs, names)
+
+
+def _preset_gpus(topology: str) -> Optional[int]:
+    """GPUs per node of a ``rail`` topology's node preset (None for other fabrics)."""
+    if _core.check_topology(topology) != "rail":
+        return None
+    node = "dgx-h100"
+    for part in topology.split(":", 1)[1].split(",") if ":" in topology else []:
+        key, _, value = part.partition("=")
+        if key.strip() == "node":
+            node = value.strip()
+    return next((int(p["gpus"]) for p in _core.NODE_PRESETS if p["name"] == node), None)
+
+
+def _gbs(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / 1e9:,.2f}"
+
+
+def _show(result: Fit) -> None:
+    for run in dict.fromkeys(r.run for r in result.rows):
+        t = Table(
+            title=f"{run.path}: {run.collective} on {run.nodes} node{'s' * (run.nodes > 1)} x {run.gpus_per_node} "
+            f"{run.gpu}, busbw GB/s",
+        )
+        for column in ("size", "measured", "before", "after", "error", "algo/proto"):
+            t.add_column(column, justify="left" if column == "algo/proto" else "right")
+        for r in (x for x in result.rows if x.run is run):
+            miss = abs(r.error) > 0.05
+            t.add_row(
+                format_bytes(r.size),
+                _gbs(r.measured_busbw),
+                _gbs(r.before.busbw),
+                _gbs(r.after.busbw),
+                f"[red]{r.error:+.1%}[/red]" if miss else f"{r.error:+.1%}",
+                f"{r.after.algo}/{r.after.proto}",
+            )
+        render.console.print(t)
+    c = result.calibration
+    p = Table(
+        title="fitted calibration"
+        + ("" if result.model.native else " (applied outside the core: see docs/calibration.md)")
+    )
+    for column in ("parameter", "value", "from"):
+        p.add_column(column)
+    for name, value, regime in (
+        ("intra_efficiency", f"{c.intra_efficiency:.4g}", "intra"),
+        ("intra_latency", format_seconds(c.intra_latency_s), "intra"),
+        ("inter_efficiency", f"{c.inter_efficiency:.4g}", "inter"),
+        ("inter_latency", format_seconds(c.inter_latency_s), "inter"),
+    ):
+        measured = regime in result.fitted
+        p.add_row(
+            name,
+            value,
+            "single-node rows"
+            if regime == "intra" and measured
+            else "multi-node rows"
+            if measured
+            else "not measured (default)",
+        )
+    render.console.print(p)
+    within = sum(abs(r.error) <= 0.05 for r in result.rows)
+    worst = max(result.rows, key=lambda r: abs(r.error))
+    click.echo(
+        f"{within} of {len(result.rows)} rows within 5%; largest error {worst.error:+.1%} at {format_bytes(worst.size)} "
+        f"({worst.run.path}). Topology: {result.topology}"
+    )
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.ClusterFile:
+    versions = sorted({r.nccl_version for r in runs if r.nccl_version})
+    extra: dict[str, Any] = {
+        "calibration": result.calibration.as_dict(),
+        "nccl_version_modelled": _core.NCCL_VERSION,
+        "nccl_version_measured": versions[0] if len(versions) == 1 else (versions or None),
+        "sources": [
+            {
+                "path": r.path,
+                "sha256": _sha256(r.path),
+                "collective": r.collective,
+                "nodes": r.nodes,
+                "gpus_per_node": r.gpus_per_node,
+                "gpu": r.gpu,
+                "rows": len(r.rows),
+            }
+            for r in runs
+        ],
+        "max_abs_error": max(abs(r.error) for r in result.rows),
+        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    return cluster_file.ClusterFile(
+        topology=result.topology,
+        bandwidth=result.model.bandwidth,
+        latency=latency,
+        transport=result.model.transport,
+        gpus_per_node=runs[0].gpus_per_node if runs[0].nodes > 1 else max(r.gpus_per_node for r in runs),
+        extra=extra,
+    )
+
+
+@calibrate.command("nccl-tests")
+@click.argument("logs", nargs=-1, required=True, metavar="LOG...")
+@click.option(
+    "--topology",
+    default=None,
+    help="The uncalibrated fabric, e.g. rail:node=dgx-h100 [default: from the GPU in the logs: "
+    "A100 dgx-a100, H100 dgx-h100, H200 hgx-h200 (or dgx-h100)].",
+)
+@options.bandwidth
+@click.option(
+    "--latency",
+    default=f"{_core.DEFAULT_LATENCY_S * 1e6:g}us",
+    show_default=True,
+    callback=options._duration,
+    help="Latency per hop, written to the cluster file for the flow-level strategies.",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(("rdma", "tcp")),
+    default="rdma",
+    show_default=True,
+    help="NCCL's network transport.",
+)
+@click.option(
+    "--collective",
+    type=click.Choice(COLLECTIVES),
+    default=None,
+    help="The collective of a log that names no *_perf binary and whose table cannot tell (all-gather or all-to-all).",
+)
+@click.option("--out", "-o", default=None, metavar="FILE", help="Write the cluster file (JSON) for --cluster FILE.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def nccl_tests(
+    logs: tuple[str, ...],
+    topology: Optional[str],
+    bandwidth: Optional[float],
+    latency: float,
+    transport: str,
+    collective: Optional[str],
+    out: Optional[str],
+    as_json: bool,
+) -> None:
+    """Read nccl-tests' standard output (all_reduce_perf, all_gather_perf, reduce_scatter_perf,
+    alltoall_perf; single- and multi-node), fit the fabric's efficiencies and latencies
+    (single-node runs: inside a node; multi-node runs: across nodes), show how well the fit
+    reproduces every row, and with --out write a cluster file for --cluster FILE.
+
+    \b
+      all_reduce_perf -b 1M -e 8G -f 2 -g 8 > ar.log
+      tensorwire calibrate nccl-tests ar.log --out mycluster.json
+      tensorwire simulate --cluster mycluster.json -n 8 -s nccl --collective allreduce:1GiB
+    """
+    if out is not None:
+        check_output(out, "out")
+    runs = [parse_log(path, collective) for path in logs]
+    base = _base_topology(topology, runs)
+    check_runs(runs, base, _preset_gpus(base))
+    result = fit(runs, base, bandwidth, transport)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "topology": result.topology,
+                    "native": result.model.native,
+                    "calibration": result.calibration.as_dict(),
+                    "rows": [
+                        {
+                            "log": r.run.path,
+                            "collective": r.run.collective,
+                            "nodes": r.run.nodes,
+                            "gpus_per_node": r.run.gpus_per_node,
+                            "size": r.size,
+                            "measured_busbw": r.measured_busbw,
+                            "before_busbw": r.before.busbw,
+                            "after_busbw": r.after.busbw,
+                            "error": r.error,
+                            "algo": r.after.algo,
+                            "proto": r.after.proto,
+                            "channels": r.after.channels,
+                        }
+                        for r in result.rows
+                    ],
+                },
+                indent=1,
+            )
+        )
+    else:
+        _show(result)
+    if out is not None:
+        cluster_file.write(out, _cluster(result, runs, latency))
+        click.echo(f"tensorwire: wrote {out}", err=True)

@@ -1,0 +1,188 @@
+"""Cluster files: what ``tensorwire calibrate`` measured, for ``--cluster FILE``.
+
+A cluster file is JSON (the standard library reads and writes it on every Python tensorwire
+supports, where TOML's ``tomllib`` needs 3.11 and writing TOML a dependency):
+
+.. code-block:: json
+
+    {"tensorwire_cluster": 1,
+     "topology": "rail:node=dgx-h100,intra_efficiency=0.93,inter_efficiency=0.9,intra_latency=12000ns,inter_latency=30000ns",
+     "bandwidth_bytes_per_s": null, "latency_s": 5e-06, "transport": "rdma",
+     "gpus_per_node": 8, "calibration": {...}, "nccl_version_modelled": "2.30.7",
+     "nccl_version_measured": "2.18.5", "sources": [{"path": ..., "collective": ..., ...}],
+     "created": "2026-01-01T00:00:00Z"}
+
+``--cluster FILE`` on ``simulate``, ``compare``, ``sweep`` and ``jobs`` fills ``--topology``,
+``--bandwidth`` and ``--latency`` from it; the same option given on the command line with
+another value is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from tensorwire import _core
+from tensorwire._core import InputError
+from tensorwire.io import loads_json, read_input, write_atomic
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The format's version (the ``tensorwire_cluster`` key).
+FORMAT = 1
+#: A cluster file is a few hundred bytes; anything past this is not one.
+MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class ClusterFile:
+    """The cluster options a cluster file fills, and what it records beside them."""
+
+    topology: str
+    bandwidth: Optional[float]
+    latency: float
+    transport: str
+    gpus_per_node: int
+    extra: dict[str, Any]
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {
+            "tensorwire_cluster": FORMAT,
+            "topology": self.topology,
+            "bandwidth_bytes_per_s": self.bandwidth,
+            "latency_s": self.latency,
+            "transport": self.transport,
+            "gpus_per_node": self.gpus_per_node,
+        }
+        data.update(self.extra)
+        return json.dumps(data, indent=1) + "\n"
+
+
+def write(path: str, cluster: ClusterFile) -> None:
+    """Writes ``cluster`` to ``path`` atomically (a temporary file, then a rename)."""
+    write_atomic(path, cluster.to_json(), "out")
+
+
+def _bad(path: str, message: str) -> InputError:
+    return InputError("cluster", f"{path}: {message}")
+
+
+def read(path: str) -> ClusterFile:
+    """Reads and checks a cluster file; anything wrong is ``InputError("cluster", ...)``."""
+    try:
+        data = loads_json(read_input(path, "cluster", MAX_BYTES), path, "cluster")
+    except InputError as e:
+        raise InputError("cluster", str(e.args[1]) if len(e.args) > 1 else str(e)) from None
+    if not isinstance(data, dict) or data.get("tensorwire_cluster") != FORMAT:
+        raise _bad(path, f'not a tensorwire cluster file (a JSON object with "tensorwire_cluster": {FORMAT})')
+    topology = data.get("topology")
+    if not isinstance(topology, str):
+        raise _bad(path, '"topology" must be a topology spec (text)')
+    try:
+        _core.check_topology(topology)
+    except InputError as e:
+        raise _bad(path, f"topology {topology!r}: {e.args[-1]}") from None
+    bandwidth = data.get("bandwidth_bytes_per_s")
+    if bandwidth is not None and not (
+        isinstance(bandwidth, (int, float))
+        and not isinstance(bandwidth, bool)
+        and math.isfinite(bandwidth)
+        and bandwidth > 0
+    ):
+        raise _bad(path, '"bandwidth_bytes_per_s" must be a number > 0 (bytes/s) or null (the fabric\'s own)')
+    latency = data.get("latency_s")
+    if not (
+        isinstance(latency, (int, float)) and not isinstance(latency, bool) and math.isfinite(latency) and latency >= 0
+    ):
+        raise _bad(path, '"latency_s" must be a number >= 0 (seconds)')
+    transport = data.get("transport", "rdma")
+    if transport not in ("rdma", "tcp"):
+        raise _bad(path, '"transport" must be rdma or tcp')
+    gpus = data.get("gpus_per_node", 1)
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise _bad(path, '"gpus_per_node" must be an integer >= 1')
+    known = {"tensorwire_cluster", "topology", "bandwidth_bytes_per_s", "latency_s", "transport", "gpus_per_node"}
+    extra = {k: v for k, v in data.items() if k not in known}
+    return ClusterFile(
+        topology, None if bandwidth is None else float(bandwidth), float(latency), transport, gpus, extra
+    )
+
+
+def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str, str], lists: bool) -> None:
+    """Puts the file's topology, bandwidth and latency into the command's ``kwargs`` (under
+    ``names``: the command's parameter names), refusing one given on the command line with
+    another value. ``lists``: the command takes them as comma-separated text (``sweep``)."""
+    c = read(path)
+    values: dict[str, Any] = {
+        "topology": c.topology,
+        "bandwidth": c.bandwidth,
+        "latency": c.latency,
+    }
+    if lists:
+        values = {
+            "topology": c.topology,
+            "bandwidth": None if c.bandwidth is None else f"{c.bandwidth * 8}bps",
+            "latency": f"{c.latency * 1e9:.0f}ns",
+        }
+    for key, param in names.items():
+        value = values[key]
+        if ctx.get_parameter_source(param) is ParameterSource.COMMANDLINE:
+            given = kwargs[param]
+            same = given == value or (lists and key != "topology" and _same_list(key, given, value))
+            if not same:
+                flag = "--" + key
+                raise InputError(
+                    "cluster", f"{flag} {given!r} and --cluster {path} (which gives {value!r}): give one of them"
+                )
+            continue
+        if value is None:
+            if not lists:
+                kwargs[param] = None
+            continue
+        kwargs[param] = value
+    if lists and c.bandwidth is None:
+        ctx.meta["tensorwire.cluster_own_rates"] = True
+    elif lists:
+        ctx.meta["tensorwire.cluster_own_rates"] = False
+
+
+def _same_list(key: str, given: Any, value: Any) -> bool:
+    parse = _core.parse_rate if key == "bandwidth" else _core.parse_duration
+    try:
+        return value is not None and parse(key, str(given)) == parse(key, str(value))
+    except InputError:
+        return False
+
+
+def cluster_option(
+    topology: str = "topology", bandwidth: str = "bandwidth", latency: str = "latency", lists: bool = False
+) -> Callable[[F], F]:
+    """``--cluster FILE`` for a command whose cluster parameters have these names: the
+    command runs with them taken from the file (see :func:`_fill`)."""
+    names = {"topology": topology, "bandwidth": bandwidth, "latency": latency}
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            path = kwargs.pop("cluster_file", None)
+            if path is not None:
+                _fill(click.get_current_context(), kwargs, path, names, lists)
+            return f(*args, **kwargs)
+
+        option = click.option(
+            "--cluster",
+            "cluster_file",
+            default=None,
+            metavar="FILE",
+            help="Cluster file written by `tensorwire calibrate` (docs/calibration.md): fills --topology, "
+            "--bandwidth and --latency.",
+        )
+        return option(wrapper)  # type: ignore[return-value]
+
+    return decorate

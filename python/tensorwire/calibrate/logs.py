@@ -1,0 +1,307 @@
+"""nccl-tests' standard output, read.
+
+The format is what NVIDIA/nccl-tests prints (``src/util.cu`` at v2.19.6, commit a0b82b22:
+``writeDeviceReport``, ``writeResultHeader``, ``writeBenchmarkLine*``, ``writeResultFooter``;
+older releases print the same table): a header of ``#`` lines (``# nThread 1 nGpus 8
+minBytes ...``, ``# Collective test starting: all_reduce_perf``), one ``#  Rank  0 Group  0
+Pid 1234 on HOST device  0 [0000:18:00] NVIDIA H100 80GB HBM3`` line per rank, the column
+header (``size count type redop root`` then ``time algbw busbw #wrong`` out of place and
+again in place, ``(us)`` and ``(GB/s)``), one row per size and ``# Avg bus bandwidth``.
+Bandwidths are nccl-tests' (doc/PERFORMANCE.md): ``algbw = size / time`` in GB/s (1e9
+bytes/s) and ``busbw = algbw x`` the collective's bus factor. Lines that are neither (NCCL's
+``NCCL INFO`` logging, mpirun's warnings) are skipped; a line that starts like a row and is
+not one is refused, naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from tensorwire._core import InputError
+from tensorwire.io import read_input
+
+#: The nccl-tests binaries calibration reads, and the collective each one measures.
+BINARIES: dict[str, str] = {
+    "all_reduce_perf": "allreduce",
+    "all_gather_perf": "allgather",
+    "reduce_scatter_perf": "reducescatter",
+    "alltoall_perf": "alltoall",
+}
+#: The collectives ``--collective`` takes (tensorwire's names, as ``nccl_predict`` takes them).
+COLLECTIVES: tuple[str, ...] = tuple(BINARIES.values())
+#: Element sizes of nccl-tests' ``type`` column (``test_typenames`` in src/common.cu).
+TYPE_BYTES: dict[str, int] = {
+    "int8": 1,
+    "uint8": 1,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "half": 2,
+    "float": 4,
+    "double": 8,
+    "bfloat16": 2,
+    "f8e4m3": 1,
+    "f8e5m2": 1,
+}
+#: A log larger than this is not nccl-tests' output of one run (a run of 8 B..16 GiB is ~5 KB).
+MAX_LOG_BYTES = 16 << 20
+
+_RANK = re.compile(
+    r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
+)
+_THREADS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\b")
+_BINARY = re.compile(r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|[a-z_]+_perf)\b")
+_STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_LIBRARY_CODE = re.compile(r"nccl-library=(\d+)")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
+_ROW_START = re.compile(r"^\s*\d+\s+\d+\s")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One size of a run: the out-of-place figures (what calibration fits), and the in-place
+    ones when printed. Times in seconds, bandwidths in bytes/s."""
+
+    line: int
+    size: int
+    count: int
+    dtype: str
+    redop: str
+    seconds: float
+    algbw: float
+    busbw: float
+    in_place_seconds: Optional[float]
+    in_place_busbw: Optional[float]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One nccl-tests run: its collective, ranks on nodes, GPU and rows."""
+
+    path: str
+    collective: str
+    binary: Optional[str]
+    ranks: int
+    nodes: int
+    gpus_per_node: int
+    hosts: tuple[str, ...]
+    gpu: str
+    nccl_version: Optional[str]
+    rows: tuple[Row, ...]
+    avg_busbw: Optional[float]
+
+
+def _error(path: str, line: Optional[int], message: str) -> InputError:
+    where = f"{path}:{line}" if line is not None else path
+    return InputError("log", f"{where}: {message}")
+
+
+def _read(path: str) -> list[str]:
+    if os.path.isdir(path):
+        raise _error(path, None, "is a directory; give nccl-tests' standard output saved to a file")
+    if not os.path.exists(path):
+        raise _error(path, None, "no such file")
+    data = read_input(path, "log", MAX_LOG_BYTES)
+    if not data.strip():
+        raise _error(path, None, "is empty; give nccl-tests' standard output (all_reduce_perf ... > FILE)")
+    if b"\0" in data:
+        raise _error(path, None, "is a binary file, not nccl-tests' standard output (text)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise _error(path, line, "is not UTF-8 text; nccl-tests prints ASCII") from None
+    return text.splitlines()
+
+
+def _number(path: str, line: int, column: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _error(path, line, f"{column} {text!r} is not a number") from None
+    if value != value or value < 0 or value == float("inf"):
+        raise _error(path, line, f"{column} {text!r} is not a number >= 0")
+    return value
+
+
+def _columns(header: str) -> list[str]:
+    """The column names of the table header ``#  size count type redop root time algbw ...``."""
+    return header.lstrip("#").split()
+
+
+def _collective_of_table(rows: list[Row], ranks: int) -> Optional[str]:
+    """The collective, from the table alone where it tells: a reduction (``redop`` sum, ...)
+    is all-reduce when size = count x element size (nccl-tests prints the per-rank count for
+    reduce-scatter: size = count x ranks x element size); ``none`` is all-gather or all-to-all,
+    which the table cannot tell apart."""
+    if not rows or rows[0].redop == "none":
+        return None
+    votes = set()
+    for r in rows:
+        elt = TYPE_BYTES.get(r.dtype)
+        if elt is None or r.count == 0:
+            continue
+        if r.size == r.count * elt:
+            votes.add("allreduce")
+        elif r.size == r.count * elt * ranks:
+            votes.add("reducescatter")
+    return votes.pop() if len(votes) == 1 else None
+
+
+def parse_log(path: str, collective: Optional[str] = None) -> Run:
+    """Reads one nccl-tests log. ``collective`` (``allreduce``, ``allgather``,
+    ``reducescatter``, ``alltoall``) is used only where the log does not name its binary and
+    the table cannot tell; a log naming another binary is refused. Bad input raises
+    ``InputError("log", "FILE:LINE: what is wrong")``."""
+    if collective is not None and collective not in COLLECTIVES:
+        raise InputError("collective", f"{collective!r} is not one of {', '.join(COLLECTIVES)}")
+    lines = _read(path)
+    threads: Optional[tuple[int, int]] = None
+    binary: Optional[str] = None
+    nccl_version: Optional[str] = None
+    ranks: dict[int, tuple[str, str, int]] = {}
+    columns: Optional[list[str]] = None
+    rows: list[Row] = []
+    avg: Optional[float] = None
+    for i, raw in enumerate(lines, start=1):
+        text = raw.rstrip()
+        m = _NCCL_VERSION.search(text)
+        if m and nccl_version is None:
+            nccl_version = m.group(1)
+        if text.startswith("#"):
+            if (m := _THREADS.match(text)) is not None:
+                if threads is not None:
+                    raise _error(path, i, "a second run starts here; give each run in a file of its own")
+                threads = (int(m.group(1)), int(m.group(2)))
+            elif (m := _STARTING.match(text)) is not None:
+                binary = os.path.basename(m.group(1))
+            elif (m := _RANK.match(text)) is not None:
+                rank = int(m.group(1))
+                if rank in ranks:
+                    raise _error(path, i, f"rank {rank} is listed twice")
+                ranks[rank] = (m.group(4), m.group(7), i)
+            elif text.lstrip("# ").startswith("size") and "busbw" in text:
+                columns = _columns(text)
+            elif (m := _AVG.match(text)) is not None:
+                avg = _number(path, i, "Avg bus bandwidth", m.group(1)) * 1e9
+            elif (m := _LIBRARY_CODE.search(text)) is not None and nccl_version is None:
+                code = int(m.group(1))
+                nccl_version = f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+            continue
+        if binary is None and (m := _BINARY.search(text)) is not None and not _ROW_START.match(text):
+            binary = m.group(1)  # the command line echoed before the output
+        if not _ROW_START.match(text):
+            continue
+        if columns is None:
+            raise _error(
+                path, i, "a table row before the column header (# size count type redop root time algbw busbw ...)"
+            )
+        rows.append(_row(path, i, text, columns))
+    if threads is None:
+        raise _error(path, None, "no '# nThread N nGpus N ...' header: not nccl-tests' standard output")
+    if not rows:
+        raise _error(path, None, "no table of results (size count type redop root time algbw busbw #wrong ...)")
+    if not ranks:
+        raise _error(
+            path, None, "no '#  Rank N Group N Pid N on HOST device N [...] GPU' lines: cannot tell ranks and nodes"
+        )
+    n = len(ranks)
+    missing = sorted(set(range(n)) - set(ranks))
+    if missing:
+        raise _error(path, ranks[max(ranks)][2], f"ranks are not 0..{n - 1}: rank {missing[0]} is missing")
+    per_process = threads[0] * threads[1]
+    if per_process < 1 or n % per_process:
+        raise _error(
+            path,
+            ranks[n - 1][2],
+            f"{n} ranks is not a multiple of nThread x nGpus = {per_process} (inconsistent ranks)",
+        )
+    hosts: dict[str, int] = {}
+    for r in range(n):
+        hosts[ranks[r][0]] = hosts.get(ranks[r][0], 0) + 1
+    if len(set(hosts.values())) != 1:
+        counts = ", ".join(f"{h} {c}" for h, c in hosts.items())
+        raise _error(
+            path, ranks[n - 1][2], f"hosts have different numbers of ranks ({counts}); calibration needs equal nodes"
+        )
+    gpus = {ranks[r][1] for r in range(n)}
+    if len(gpus) != 1:
+        raise _error(
+            path, ranks[n - 1][2], f"ranks on different GPUs ({', '.join(sorted(gpus))}); calibrate one kind at a time"
+        )
+    chosen = _which(path, binary, rows, n, collective)
+    return Run(
+        path=path,
+        collective=chosen,
+        binary=binary if binary in BINARIES else None,
+        ranks=n,
+        nodes=len(hosts),
+        gpus_per_node=n // len(hosts),
+        hosts=tuple(hosts),
+        gpu=gpus.pop(),
+        nccl_version=nccl_version,
+        rows=tuple(rows),
+        avg_busbw=avg,
+    )
+
+
+def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given: Optional[str]) -> str:
+    if binary is not None:
+        if binary not in BINARIES:
+            raise _error(path, None, f"{binary} is not a collective calibration reads; give {', '.join(BINARIES)}")
+        named = BINARIES[binary]
+        if given is not None and given != named:
+            raise InputError("collective", f"{path} is {binary} ({named}), not {given}")
+        return named
+    from_table = _collective_of_table(rows, ranks)
+    if from_table is not None:
+        if given is not None and given != from_table:
+            raise InputError("collective", f"{path}: its table is {from_table}, not {given}")
+        return from_table
+    if given is not None:
+        return given
+    raise _error(
+        path,
+        rows[0].line,
+        "cannot tell the collective (no *_perf binary name in the log; redop "
+        f"{rows[0].redop!r}); give --collective {' | '.join(COLLECTIVES)}",
+    )
+
+
+def _row(path: str, line: int, text: str, columns: list[str]) -> Row:
+    fields = text.split()
+    if len(fields) < len(columns) - 1 or len(fields) < 9:
+        raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}")
+    size = int(fields[0])
+    count = int(fields[1])
+    dtype, redop = fields[2], fields[3]
+    times = [j for j, c in enumerate(columns) if c in ("time", "cputime")]
+    if not times or times[0] + 2 >= len(fields):
+        raise _error(path, line, "no time, algbw and busbw columns")
+
+    def triple(j: int) -> tuple[float, float, float]:
+        names = ("time", "algbw", "busbw")
+        t, a, b = (_number(path, line, names[k], fields[j + k]) for k in range(3))
+        return t * 1e-6, a * 1e9, b * 1e9
+
+    seconds, algbw, busbw = triple(times[0])
+    in_place = triple(times[1]) if len(times) > 1 and times[1] + 2 < len(fields) else None
+    if seconds <= 0:
+        raise _error(path, line, "time 0: a row needs a positive time")
+    return Row(
+        line=line,
+        size=size,
+        count=count,
+        dtype=dtype,
+        redop=redop,
+        seconds=seconds,
+        algbw=algbw,
+        busbw=busbw,
+        in_place_seconds=in_place[0] if in_place else None,
+        in_place_busbw=in_place[2] if in_place else None,
+    )

@@ -1,0 +1,86 @@
+"""NCCL's choice and time for one collective, as the core's ``nccl`` model gives them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from tensorwire import _core
+from tensorwire._core import InputError
+
+#: The topology options that carry a calibration (``rail`` and ``nodes`` specs): factors on
+#: NCCL's intra-node and inter-node bandwidths, and latencies added to each single-node and
+#: multi-node collective.
+CALIBRATION_OPTIONS: tuple[str, ...] = ("intra_efficiency", "inter_efficiency", "intra_latency", "inter_latency")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What NCCL runs for one collective and what nccl-tests would print for it: ``seconds``
+    for one collective, ``algbw`` = size / seconds and ``busbw`` = algbw x the collective's
+    bus factor (bytes/s; NVIDIA/nccl-tests doc/PERFORMANCE.md)."""
+
+    algo: str
+    proto: str
+    channels: int
+    seconds: float
+    algbw: float
+    busbw: float
+
+
+def nccl_predict(
+    topology: str,
+    gpus: int,
+    collective: str,
+    size: float,
+    *,
+    bandwidth: Optional[float] = None,
+    transport: str = "rdma",
+    algo: Optional[str] = None,
+    proto: Optional[str] = None,
+    channels: Optional[int] = None,
+) -> Prediction:
+    """NCCL's algorithm, protocol, channels and time for ``collective`` (``allreduce``,
+    ``allgather``, ``reducescatter``, ``alltoall``, ``broadcast``) over a buffer of ``size``
+    bytes (nccl-tests' "size": the whole buffer, also for all-gather and reduce-scatter) on
+    ``gpus`` GPUs of ``topology`` (host links at ``bandwidth`` bytes/s, or the fabric's own
+    NICs), over ``transport`` (``rdma`` or ``tcp``). ``algo``, ``proto`` and ``channels``
+    restrict the choice as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS do. Bad input raises
+    ``InputError(field, message)``.
+
+    >>> p = nccl_predict("rail:node=dgx-h100", 8, "allreduce", 1 << 30)
+    >>> p.algbw == (1 << 30) / p.seconds and abs(p.busbw / p.algbw - 2 * 7 / 8) < 1e-12
+    True
+    >>> nccl_predict("rail", 8, "allreduce", 1e6, proto="fast")
+    Traceback (most recent call last):
+    tensorwire.InputError: ('strategy.proto', 'unknown "fast"; choose from ll, ll128, simple')
+    """
+    d = _core.nccl_predict(
+        topology,
+        gpus,
+        collective,
+        float(size),
+        bandwidth=bandwidth,
+        transport=transport,
+        algo=algo,
+        proto=proto,
+        channels=channels,
+    )
+    return Prediction(
+        algo=str(d["algo"]),
+        proto=str(d["proto"]),
+        channels=int(d["channels"]),
+        seconds=float(d["seconds"]),
+        algbw=float(d["algbw"]),
+        busbw=float(d["busbw"]),
+    )
+
+
+def calibration_supported(topology: str = "rail:node=dgx-h100") -> bool:
+    """Whether the core's topology specs take the calibration options
+    (:data:`CALIBRATION_OPTIONS`) on ``topology``'s builder."""
+    try:
+        _core.check_topology(f"{topology}{',' if ':' in topology else ':'}intra_efficiency=1,inter_latency=0us")
+    except InputError:
+        return False
+    return True

@@ -322,3 +322,38 @@ fn symmetric_collectives_fold_to_the_same_answer() {
         }
     }
 }
+
+#[test]
+fn transport_presets_run_the_links_at_their_measured_goodput() {
+    // Ring: 2(N-1) steps of latency + the preset's per-message overhead + S/N at the
+    // links' goodput. tcp: 20 us, goodput 0.544 of the line rate (nccl-tests#83); its
+    // one-core copy rate (5 B/ns) is above the 1 B/ns links. rdma-optimized: 2 us, zero
+    // copy, 0.96 (nccl-tests#119).
+    let (n, s, hop) = (4usize, 400_000u64, 100u64);
+    let step = |overhead: f64, efficiency: f64| 2.0 * hop as f64 + overhead + s as f64 / n as f64 / efficiency;
+    for (preset, overhead, efficiency) in [("tcp", 20_000.0, 1.7 / 3.125), ("rdma-optimized", 2_000.0, 0.96)] {
+        let t = time(&format!("ring:transport={preset}"), n, s, hop);
+        let expected = 2.0 * (n - 1) as f64 * step(overhead, efficiency);
+        assert!(close(t, expected), "{preset}: {t} vs {expected}");
+    }
+    // Overriding the overhead keeps the preset's goodput; an override alone, line rate.
+    let t = time("ring:transport=tcp,overhead=0s", n, s, hop);
+    assert!(close(t, 2.0 * (n - 1) as f64 * step(0.0, 1.7 / 3.125)), "{t}");
+    let t = time("ring:overhead=0s", n, s, hop);
+    assert!(close(t, 2.0 * (n - 1) as f64 * step(0.0, 1.0)), "{t}");
+}
+
+#[test]
+fn colocated_servers_halve_the_first_iteration_of_two_workers() {
+    // 2 workers, 2 sharded servers, one tensor: apart, S + L to push and S + L to pull;
+    // co-located, half of each stays on the host: S/2 + L each way.
+    let (s, hop) = (20_000u64, 100u64);
+    let first = |spec: &str| {
+        let mut sc = scenario(workload(&[s], 0), 2, spec, hop);
+        sc.iterations = 1;
+        run(&sc).completions_s[0] * 1e9
+    };
+    let l = 2.0 * hop as f64;
+    assert!(close(first("ps:num_ps=2,placement=sharded"), 2.0 * s as f64 + 2.0 * l));
+    assert!(close(first("ps:num_ps=2,placement=sharded,colocated=true"), s as f64 + 2.0 * l));
+}

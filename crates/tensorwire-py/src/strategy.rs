@@ -123,6 +123,7 @@ impl PyStrategy {
                 match c.distribution {
                     Distribution::RoundRobin => "round-robin",
                     Distribution::Block => "block",
+                    Distribution::Concurrent => "concurrent",
                 },
                 c.barrier,
             )),

@@ -39,6 +39,7 @@ pub fn check(strategy: &Strategy, topology: &TopologySpec, workers: usize) -> Re
         None => ("per_message_overhead", 0.0),
     };
     check_step_durations(strategy, workers, ("latency", 0.0), overhead)?;
+    strategy.check_workers(workers)?;
     topology.check_size(workers, strategy.servers())?;
     if let Family::Sharded(cfg) = &strategy.family {
         let topo = topology.build(workers, 0, NOMINAL_BYTES_PER_S, 0)?;

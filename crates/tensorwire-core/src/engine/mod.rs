@@ -205,7 +205,9 @@ struct Engine<'a> {
 /// The engine state shared with protocols, for `topo` (folded or not).
 fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> Result<SimState> {
     let strategy = &sc.strategy;
-    let caps = topo.links().iter().map(|l| l.bytes_per_ns).collect();
+    // The transport's goodput share of every link's line rate (1 without a preset).
+    let efficiency = strategy.transport.map_or(1.0, |t| t.efficiency);
+    let caps = topo.links().iter().map(|l| l.bytes_per_ns * efficiency).collect();
     let net = sc.network.build(caps);
     let (overhead_s, copy) = match strategy.transport {
         Some(t) => (t.overhead_s, t.copy_bytes_per_s),
@@ -217,6 +219,7 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
     let failures = failures::Pending::resolve(&sc.failures, &topo)?;
     let mut core = SimState::new(net, topo, host_of_rank, folded, overhead, copy_cap);
     core.failures = failures;
+    core.efficiency = efficiency;
     core.ordered_pairs = strategy.ordered_streams;
     core.pipelined_segments = strategy.pipelined_segments;
     if sc.record_timeline {

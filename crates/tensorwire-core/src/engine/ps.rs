@@ -5,7 +5,16 @@
 //! aggregated on every server; without it, each piece goes back as soon as it is ready.
 //! Each server sends one message at a time in the distribution order (round-robin:
 //! tensor-major; block: worker-major), which is what seed 000's validation found real
-//! TensorFlow does.
+//! TensorFlow does; or (`distribution=concurrent`) every pull as soon as its piece is
+//! ready, all of them sharing the server's uplink max-min, as a server with one TCP
+//! connection per worker sends: N pulls of S bytes started together all end N S / B later.
+//!
+//! **Co-located servers** (`colocated=true`, BytePS and TensorFlow): server k runs on
+//! worker k's host. A worker's push to its own server and its server's pull to it are
+//! host-local messages: no link, only the transport's copy rate and per-message overhead
+//! (instant without either). Everything else shares the host's uplink and downlink with
+//! the worker's own traffic. Co-located runs are not folded by server class (server k and
+//! worker k share links, which the classes' symmetry does not map); they run in full.
 //!
 //! - **Multicast**: a server sends each piece once; the switch replicates it to every
 //!   worker, so the server's uplink carries the model once instead of N times.
@@ -72,6 +81,7 @@ impl ServerClasses {
     pub fn new(config: &PsConfig, workload: &Workload, workers: usize, allowed: bool) -> Option<Self> {
         let p = config.num_ps;
         let alike = config.placement == Placement::Sharded
+            && !config.colocated
             && !config.multicast
             && !config.in_network_aggregation
             && config.switch_memory.is_none()
@@ -189,6 +199,10 @@ impl ParameterServer {
     }
 
     fn server_host(&self, core: &SimState, server: usize) -> usize {
+        if self.config.colocated {
+            // Server k on worker k's host (num_ps <= workers, checked by the strategy).
+            return self.worker_host(core, server);
+        }
         self.hosts.as_ref().map_or(core.ranks + server, |h| h.servers[server])
     }
 
@@ -208,6 +222,12 @@ impl ParameterServer {
             return;
         };
         self.busy[server] = true;
+        self.send_pull(core, server, task, rank, true);
+    }
+
+    /// Starts server `server`'s pull of `task` to worker `rank` (all workers by multicast:
+    /// `None`); `sent`: the server waits for it to leave before its next message.
+    fn send_pull(&mut self, core: &mut SimState, server: usize, task: TaskRef, rank: Option<usize>, sent: bool) {
         let bytes = self.task_bytes(task) as f64;
         let user = self.msgs.insert(Msg::Pull { rank, task, server }) as u64;
         let src = self.server_host(core, server);
@@ -217,7 +237,7 @@ impl ParameterServer {
             (Some(r), None) => vec![self.worker_host(core, r)],
             (None, _) => (0..self.workers).map(|r| self.worker_host(core, r)).collect(),
         };
-        core.send(src, &dsts, bytes, 0, user, true);
+        core.send(src, &dsts, bytes, 0, user, sent);
     }
 
     fn distribute(&mut self, core: &mut SimState, pieces: &[TaskRef]) {
@@ -230,10 +250,22 @@ impl ParameterServer {
             // downlink message after message.
             let first = server * workers / self.config.num_ps;
             let order = (0..workers).map(move |i| (first + i) % workers);
-            if self.config.multicast {
+            if self.config.multicast && self.config.distribution == Distribution::Concurrent {
+                for &t in &mine {
+                    self.send_pull(core, server, t, None, false);
+                }
+            } else if self.config.multicast {
                 self.queues[server].extend(mine.iter().map(|&t| (t, None)));
             } else {
                 match self.config.distribution {
+                    Distribution::Concurrent => {
+                        // Every pull now, in the round's order; they share the links.
+                        for &t in &mine {
+                            for w in order.clone() {
+                                self.send_pull(core, server, t, Some(w), false);
+                            }
+                        }
+                    }
                     Distribution::RoundRobin => {
                         for &t in &mine {
                             self.queues[server].extend(order.clone().map(|w| (t, Some(w))));
@@ -424,6 +456,108 @@ mod tests {
         }
     }
 
+    /// The first iteration of `strategy` on `n` workers, one tensor of `s` bytes, zero
+    /// compute, 1 B/ns links, `hop` ns per hop, recorded: its completion (ns) and, over its
+    /// messages, the bytes times the links each crossed.
+    fn first_iteration(strategy: &str, n: usize, s: u64, hop: u64) -> (f64, f64, Report) {
+        let mut sc = scenario(workload(&[s], 0), n, strategy, hop);
+        sc.iterations = 1;
+        sc.record_timeline = true;
+        sc.allow_folding = false; // every message on the timeline
+        let r = simulate(&sc).unwrap();
+        let link_bytes = r.timeline.iter().map(|f| f.bytes * f.links.len() as f64).sum();
+        (r.completions_s[0] * 1e9, link_bytes, r)
+    }
+
+    #[test]
+    fn colocated_servers_keep_their_own_workers_traffic_off_the_network() {
+        // 2 workers, 2 servers each holding half of one tensor of S bytes; path latency L.
+        let (s, hop) = (20_000u64, 50u64);
+        let (sf, l) = (s as f64, 2.0 * hop as f64);
+        let (apart, apart_bytes, _) = first_iteration("ps:num_ps=2,placement=sharded", 2, s, hop);
+        let (together, together_bytes, r) = first_iteration("ps:num_ps=2,placement=sharded,colocated=true", 2, s, hop);
+        // Servers apart: each worker pushes S/2 to each server over its uplink (S + L), then
+        // each server sends S/2 to each worker, one after the other (S + L).
+        assert!((apart - (2.0 * sf + 2.0 * l)).abs() < 1.0, "{apart}");
+        // Co-located: the half for the worker's own server never leaves the host; the
+        // other half crosses once each way (S/2 + L), the server's local pull is instant,
+        // then its remote pull (S/2 + L).
+        assert!((together - (sf + 2.0 * l)).abs() < 1.0, "{together}");
+        // Per iteration, 2 workers x (S pushed + S pulled) cross 2 links each apart (8 S);
+        // co-located, half of it stays on the hosts: 4 S on the links.
+        assert!((apart_bytes - 8.0 * sf).abs() < 1e-6, "{apart_bytes}");
+        assert!((together_bytes - 4.0 * sf).abs() < 1e-6, "{together_bytes}");
+        // Host-local messages, on no link: each server's pull to its own worker (the local
+        // pushes, instant at time 0, end before the recorded window opens).
+        let local: Vec<_> = r.timeline.iter().filter(|f| f.links.is_empty()).collect();
+        assert_eq!(local.len(), 2);
+        assert!(local.iter().all(|f| f.to == vec![f.host] && f.bytes == sf / 2.0), "{local:?}");
+        assert!(!r.folded);
+    }
+
+    #[test]
+    fn colocated_local_messages_cost_a_host_copy() {
+        // A copy rate of 2 B/ns (16 Gbps, above the 1 B/ns links): the local push (S/4)
+        // hides behind the remote one (S/2 + L); the server's local pull, S/4, delays its
+        // remote pull: 5S/4 + 2L.
+        let (s, hop) = (20_000u64, 50u64);
+        let (t, _, _) = first_iteration("ps:num_ps=2,placement=sharded,colocated=true,copy=16Gbps", 2, s, hop);
+        assert!((t - (1.25 * s as f64 + 4.0 * hop as f64)).abs() < 1.0, "{t}");
+    }
+
+    #[test]
+    fn concurrent_pulls_share_the_servers_link_and_end_together() {
+        // One server, N workers, one tensor of S bytes, zero compute, path latency L: the N
+        // pulls start together and share the server's uplink, each at B / N: all end
+        // N S / B + L after they start. Every iteration is then the incast and the shared
+        // distribution back to back: 2 (N S + L).
+        let (n, s, hop) = (4usize, 10_000u64, 100u64);
+        let (nf, sf, l) = (n as f64, s as f64, 2.0 * hop as f64);
+        let mut sc = scenario(workload(&[s], 0), n, "ps:distribution=concurrent", hop);
+        sc.iterations = 4;
+        sc.record_timeline = true;
+        let r = simulate(&sc).unwrap();
+        let pulls: Vec<_> = r.timeline.iter().filter(|f| f.host == n).collect();
+        assert_eq!(pulls.len(), n);
+        for p in &pulls {
+            assert!(((p.end_s - p.start_s) * 1e9 - (nf * sf + l)).abs() < 1.0, "{p:?}");
+            assert_eq!((p.start_s, p.end_s), (pulls[0].start_s, pulls[0].end_s));
+        }
+        assert!((r.iteration_time_s * 1e9 - 2.0 * (nf * sf + l)).abs() < 1.0, "{}", r.iteration_time_s);
+        // One message at a time (round-robin): the pulls end S / B apart.
+        sc.strategy = crate::strategy::Strategy::parse("ps").unwrap();
+        let serial = simulate(&sc).unwrap();
+        let mut ends: Vec<f64> = serial.timeline.iter().filter(|f| f.host == n).map(|f| f.end_s).collect();
+        ends.sort_by(f64::total_cmp);
+        for w in ends.windows(2) {
+            assert!(((w[1] - w[0]) * 1e9 - sf).abs() < 1.0, "{ends:?}");
+        }
+    }
+
+    #[test]
+    fn colocated_servers_beyond_the_workers_are_refused() {
+        let sc = scenario(workload(&[4_000], 0), 2, "ps:num_ps=3,colocated=true", 0);
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "strategy.num_ps");
+        let e =
+            crate::engine::check(&sc.strategy, &crate::topology::TopologySpec::parse("star").unwrap(), 2).unwrap_err();
+        assert_eq!(e.field(), "strategy.num_ps");
+    }
+
+    #[test]
+    fn colocated_servers_run_with_multicast_in_network_aggregation_and_jobs_of_hosts() {
+        for strategy in [
+            "ps+multicast:num_ps=2,colocated=true",
+            "ps+ina:num_ps=2,colocated=true",
+            "ps:num_ps=4,placement=balanced,colocated=true,distribution=concurrent",
+        ] {
+            let (folded, full) = both(strategy, 4, &[4_000, 8_000, 12_000], 1_000);
+            assert!(!folded.folded, "{strategy}");
+            assert_eq!(folded.completions_s, full.completions_s, "{strategy}");
+            assert!(full.iteration_time_s > 0.0);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
 
@@ -438,6 +572,7 @@ mod tests {
             compute_ns in 0u64..30_000,
             options in prop::sample::select(vec![
                 "", ",barrier=false", ",distribution=block", ",reduce=6Gbps", ",compression=2", ",schedule=priority",
+                ",distribution=concurrent", ",distribution=concurrent,barrier=false",
             ]),
         ) {
             let sizes: Vec<u64> = pieces.iter().map(|b| b * p as u64).collect();

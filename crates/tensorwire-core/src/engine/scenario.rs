@@ -277,6 +277,7 @@ impl Scenario {
                 return Err(too_many("strategy.bucket", cfg.bucket_bytes, n));
             }
         }
+        strategy.check_workers(self.workers)?;
         self.topology.check_size(self.workers, strategy.servers())
     }
 }

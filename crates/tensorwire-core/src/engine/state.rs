@@ -62,6 +62,9 @@ pub(crate) struct SimState {
     pub pipelined_segments: bool,
     /// Host copy bandwidth cap per flow, bytes/ns (`INFINITY` for none).
     pub copy_cap: f64,
+    /// The transport's goodput share of every link's line rate (1: line rate): the
+    /// network runs at it, failures scale it, utilisation is measured against it.
+    pub efficiency: f64,
     pub notes: Vec<Note>,
     flows: Slab<FlowMeta>,
     links: Vec<(LinkId, u32)>,
@@ -142,6 +145,7 @@ impl SimState {
             overhead,
             pipelined_segments: false,
             copy_cap,
+            efficiency: 1.0,
             notes: Vec::new(),
             flows: Slab::default(),
             links: Vec::new(),
@@ -513,7 +517,7 @@ impl SimState {
         if let Some((at, links, rate)) = self.failures.take() {
             self.now = self.now.max(at);
             for l in links {
-                let nominal = self.topo.links()[l].bytes_per_ns;
+                let nominal = self.topo.links()[l].bytes_per_ns * self.efficiency;
                 self.net.set_capacity(self.now, l, nominal * rate);
                 self.capacity_changes.push((self.now, l, nominal * rate));
             }
@@ -523,7 +527,7 @@ impl SimState {
     /// Bytes link `l` could have carried from `start` to `end` (ns): its nominal rate, and
     /// the rates failures gave it from when they did.
     pub fn capacity_over(&self, l: LinkId, start: Nanos, end: Nanos) -> f64 {
-        let mut rate = self.topo.links()[l].bytes_per_ns;
+        let mut rate = self.topo.links()[l].bytes_per_ns * self.efficiency;
         let mut from = start;
         let mut total = 0.0;
         for &(at, _, new) in self.capacity_changes.iter().filter(|c| c.1 == l) {

@@ -9,7 +9,7 @@ mod ps_placement;
 mod sharded;
 
 pub use algorithm::{Algorithm, Kind};
-pub use options::{HOST_OPTIONS, PS_OPTIONS};
+pub use options::{HOST_OPTIONS, PS_OPTIONS, RDMA_GOODPUT_EFFICIENCY, TCP_GOODPUT_EFFICIENCY};
 pub use sharded::{ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS};
 
 use crate::dtype::Dtype;
@@ -110,6 +110,10 @@ pub enum Distribution {
     RoundRobin,
     /// Worker-major: everything to worker 0, then worker 1, ... (seed 000 section 9.4)
     Block,
+    /// Every pull at once: a server sends each piece to every worker concurrently and the
+    /// pulls share its uplink max-min, as a TCP server with one connection per worker
+    /// does (gRPC in TensorFlow, ps-lite in BytePS).
+    Concurrent,
 }
 
 /// Parameter-server settings.
@@ -129,6 +133,9 @@ pub struct PsConfig {
     pub in_network_aggregation: bool,
     /// Switch memory for partial aggregates, bytes (`None`: unlimited).
     pub switch_memory: Option<u64>,
+    /// Server `k` runs on worker `k`'s host (BytePS, TensorFlow), not on a host of its
+    /// own: traffic between a worker and its own server stays on the host.
+    pub colocated: bool,
 }
 
 /// The collective family.
@@ -149,6 +156,9 @@ pub struct Transport {
     pub overhead_s: f64,
     /// Host copy bandwidth limiting each flow, bytes/s (`None`: zero-copy).
     pub copy_bytes_per_s: Option<f64>,
+    /// Goodput as a fraction of the links' line rate, in (0, 1]: every link carries at
+    /// most this share of its rate in payload (see the presets in `options.rs`).
+    pub efficiency: f64,
 }
 
 /// Partial collectives (seed 002).
@@ -210,9 +220,11 @@ pub struct Strategy {
 }
 
 impl Strategy {
-    /// Parameter servers it runs on hosts of their own (0 for the other families).
+    /// Parameter servers it runs on hosts of their own (0 for the other families and for
+    /// servers co-located with the workers).
     pub fn servers(&self) -> usize {
         match &self.family {
+            Family::ParameterServer(c) if c.colocated => 0,
             Family::ParameterServer(c) => c.num_ps,
             _ => 0,
         }
@@ -405,12 +417,14 @@ fn family(kind: Kind, spec: &Spec) -> Result<Family> {
                 },
                 distribution: match spec.choice("distribution") {
                     Some("block") => Distribution::Block,
+                    Some("concurrent") => Distribution::Concurrent,
                     _ => Distribution::RoundRobin,
                 },
                 barrier: spec.flag("barrier").unwrap_or(options::default_flag(PS_OPTIONS, "barrier")),
                 multicast,
                 in_network_aggregation: ina,
                 switch_memory: spec.bytes("switch_memory").map(|b| b.round() as u64),
+                colocated: spec.flag("colocated").unwrap_or(options::default_flag(PS_OPTIONS, "colocated")),
             }))
         }
         Kind::Sharded(stage) => Ok(Family::Sharded(sharded::config(stage, spec)?)),

@@ -40,6 +40,14 @@ class StrategyOptions:
         """
         s = Strategy(spec).core
         placement, distribution, barrier = s.ps_settings or ("round-robin", "round-robin", True)
+        colocated = s.family == "parameter-server" and s.servers == 0
+        if distribution == "concurrent" or colocated:
+            # The testbed's servers run on hosts of their own and send one message at a time.
+            raise InputError(
+                "strategy",
+                "the testbed runs parameter servers on hosts of their own, one message at a time:"
+                " colocated=true and distribution=concurrent are simulator-only",
+            )
         named = {"num_ps", "placement", "distribution", "barrier", "partition", "pipeline"}
         return cls(
             name=s.name,

@@ -5,8 +5,18 @@
 //! link efficiencies of `docs/collectives.md`), so a collective costs no flow: the engine
 //! times it with `engine/timed.rs`.
 //!
-//! API skeleton: the model itself is filled in by the NCCL model work; the signatures here
-//! are what the engine, the bindings and calibration build on.
+//! Modules: [`tables`] (NCCL's constants), [`graph`] (the topology search's channels),
+//! [`tuning`] (bandwidth, latency, enablement), [`alltoall`], [`checks`] (refusals),
+//! `fabric` (from topology specs). See `docs/collectives.md`, "NCCL's collectives".
+
+pub mod alltoall;
+mod checks;
+mod fabric;
+pub mod graph;
+pub mod tables;
+#[cfg(test)]
+mod tests;
+pub mod tuning;
 
 use crate::collectives::Collective;
 use crate::error::{Error, Result};
@@ -215,75 +225,133 @@ pub fn bus_factor(collective: Collective, ranks: usize) -> f64 {
     }
 }
 
-/// Refuses options the fabric cannot run (`nvls` without NVLink SHARP, more channels than
-/// the node has, ...), naming the field.
-pub fn check(_fabric: &NcclFabric, _options: &NcclOptions) -> Result<()> {
-    Ok(())
+/// Refuses options the fabric cannot run, naming the field (`strategy.algo`,
+/// `strategy.proto`, `strategy.channels`) and what is allowed: an algorithm the fabric
+/// lacks (`nvls` without NVLink SHARP, `pat` with more than one GPU per node, CollNet
+/// without `sharp=true`), protocols no allowed algorithm runs, channels outside 1..=64
+/// (NCCL's MAXCHANNELS).
+pub fn check(fabric: &NcclFabric, options: &NcclOptions) -> Result<()> {
+    checks::check(fabric, options)
 }
 
 /// What NCCL runs for `collective` over a buffer of `bytes` (nccl-tests' "size": the whole
-/// buffer for all-gather and reduce-scatter) on `fabric` under `options`.
+/// buffer for all-gather and reduce-scatter; all-to-all: each rank's send buffer) on
+/// `fabric` under `options`.
 ///
-/// Skeleton: a ring over the slowest of the intra-node and inter-node bandwidths.
+/// NCCL's tuning model (`tuning.rs`): every enabled (algorithm, protocol) gets NCCL's
+/// latency and bandwidth from the search's graphs (`graph.rs`), time = latency + bytes /
+/// bandwidth, the minimum wins (ties to NCCL's index order). `options.channels` caps the
+/// bandwidth at `channels / graph channels` of it and sets the channels run. The seconds
+/// returned are that time with the fabric's efficiencies applied: the calibration factors
+/// and added latencies (intra for single-node, inter for multi-node collectives) and, over
+/// NCCL's socket transport, [`tables::TCP_EFFICIENCY`] and [`tables::TCP_EXTRA_LATENCY_S`];
+/// the choice itself is NCCL's, which knows none of them. Across nodes without in-network
+/// reduction the time is at least the network's min cut at line rate (NCCL's model for NVLS
+/// tree on two nodes claims more than the NICs carry). All-to-all has no tuning in
+/// NCCL: `alltoall.rs`, reported as ring/simple. No allocation.
 pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: &NcclOptions) -> Result<NcclChoice> {
     check(fabric, options)?;
     let ranks = fabric.nodes * fabric.gpus_per_node;
-    let intra = fabric.intra_bytes_per_s;
-    let inter = fabric.nic_bytes_per_s * fabric.nics_per_node as f64;
-    let bus = if fabric.nodes > 1 { intra.min(inter) } else { intra };
-    let seconds = if ranks <= 1 { 0.0 } else { 10e-6 + bytes * bus_factor(collective, ranks) / bus };
-    Ok(NcclChoice { algo: Algo::Ring, proto: Proto::Simple, channels: 1, seconds })
+    let graphs = graph::search(fabric);
+    let runtime = options.channels.unwrap_or(graphs.runtime_channels);
+    if ranks <= 1 || bytes <= 0.0 {
+        return Ok(NcclChoice { algo: Algo::Ring, proto: Proto::Simple, channels: 1, seconds: 0.0 });
+    }
+    let multi = fabric.nodes > 1;
+    let c = &fabric.calibration;
+    let (factor, added) = if multi {
+        let tcp = fabric.transport == Transport::Tcp;
+        (
+            c.inter_bandwidth * if tcp { tables::TCP_EFFICIENCY } else { 1.0 },
+            c.inter_latency_s + if tcp { tables::TCP_EXTRA_LATENCY_S } else { 0.0 },
+        )
+    } else {
+        (c.intra_bandwidth, c.intra_latency_s)
+    };
+    if collective == Collective::AllToAll {
+        let (lat_us, mut secs) = alltoall::time(fabric, &graphs, bytes, options.pxn);
+        if let Some(ch) = options.channels {
+            secs /= (ch as f64 / graphs.runtime_channels as f64).min(1.0);
+        }
+        return Ok(NcclChoice {
+            algo: Algo::Ring,
+            proto: Proto::Simple,
+            channels: runtime,
+            seconds: lat_us * 1e-6 + added + secs / factor,
+        });
+    }
+    let mut best: Option<(Algo, Proto, f64, f64, f64)> = None;
+    for a in Algo::ALL {
+        if options.algos.as_ref().is_some_and(|l| !l.contains(&a)) || !tuning::algo_enabled(fabric, collective, a) {
+            continue;
+        }
+        for p in Proto::ALL {
+            if options.protos.as_ref().is_some_and(|l| !l.contains(&p)) || !tuning::proto_enabled(fabric, a, p) {
+                continue;
+            }
+            let (lat, bw) = tuning::entry(fabric, &graphs, collective, a, p);
+            if bw <= 0.0 {
+                continue;
+            }
+            let bw = bw * channel_cap(&graphs, a, options.channels);
+            let (lat, bw) = tuning::parts(fabric, &graphs, collective, a, p, bytes, lat, bw);
+            let time = lat + bytes / (1000.0 * bw);
+            if best.is_none_or(|b| time < b.2) {
+                best = Some((a, p, time, lat, bw));
+            }
+        }
+    }
+    let Some((algo, proto, _, lat, bw)) = best else {
+        return Err(checks::nothing_for(fabric, collective, options));
+    };
+    let mut wire = bytes / (bw * 1e9);
+    if multi && !matches!(algo, Algo::CollNetDirect | Algo::CollNetChain | Algo::Nvls) {
+        // NCCL's model may exceed the network's min cut (NVLS tree on two nodes doubles
+        // bwInter): without in-network reduction each node sends at least (N-1)/N of the
+        // buffer through its NICs for all-gather/reduce-scatter, twice that for all-reduce.
+        let nodes = fabric.nodes as f64;
+        let share = match collective {
+            Collective::AllReduce => 2.0 * (nodes - 1.0) / nodes,
+            Collective::AllGather | Collective::ReduceScatter => (nodes - 1.0) / nodes,
+            _ => 0.0,
+        };
+        wire = wire.max(bytes * share / (fabric.nics_per_node.max(1) as f64 * fabric.nic_bytes_per_s));
+    }
+    Ok(NcclChoice {
+        algo,
+        proto,
+        channels: tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime),
+        seconds: lat * 1e-6 + added + wire / factor,
+    })
+}
+
+/// `channels=` caps bandwidth: `channels x` the graph's per-channel bandwidth (NCCL's model
+/// counts the search graph's channels, so more runtime channels add nothing; research §1.6).
+fn channel_cap(graphs: &graph::Graphs, a: Algo, channels: Option<usize>) -> f64 {
+    let Some(c) = channels else { return 1.0 };
+    let of = match a {
+        Algo::Nvls | Algo::NvlsTree => graphs.nvls.channels,
+        Algo::Tree => graphs.tree.channels,
+        Algo::CollNetDirect | Algo::CollNetChain => graphs.collnet.channels,
+        Algo::Ring | Algo::Pat => graphs.ring.channels,
+    };
+    (c as f64 / of.max(1) as f64).min(1.0)
 }
 
 impl NcclFabric {
     /// The fabric NCCL sees for `ranks` GPUs on `spec` with host links at
     /// `host_bytes_per_s` (as `TopologySpec::host_rate` resolves it) over `transport`:
-    /// `rail` nodes from their preset (NVSwitch, one NIC per GPU), `nodes` machines with one
-    /// NIC each, other fabrics one GPU per host.
-    ///
-    /// Skeleton: presets' rates with default architecture and capabilities.
+    /// `rail` nodes from their preset (arch, NVLink lanes, NVLS, one NIC per GPU),
+    /// `nodes` machines with one NIC each (p3.16xlarge: V100 NVLink without switch;
+    /// dgx-a100: A100 NVSwitch; pcie-8: PCIe Gen4), other fabrics one GPU per host at the
+    /// host rate (sm80). `sharp=`, `nvls=` and the calibration options of the spec apply.
     pub fn from_topology(
         spec: &crate::topology::TopologySpec,
         ranks: usize,
         host_bytes_per_s: f64,
         transport: Transport,
     ) -> Result<NcclFabric> {
-        let one_per_host = |intra: f64| NcclFabric {
-            nodes: ranks.max(1),
-            gpus_per_node: 1,
-            arch: Arch::Sm80,
-            intra: IntraLink::Pcie,
-            intra_bytes_per_s: intra,
-            nvls: false,
-            collnet: false,
-            nics_per_node: 1,
-            nic_bytes_per_s: host_bytes_per_s,
-            transport,
-            calibration: Calibration::default(),
-        };
-        if let Some(p) = spec.rail_params(host_bytes_per_s) {
-            let g = p.gpus_per_node.max(1);
-            return Ok(NcclFabric {
-                nodes: ranks.div_ceil(g).max(1),
-                gpus_per_node: g.min(ranks.max(1)),
-                intra: IntraLink::NvSwitch,
-                intra_bytes_per_s: p.nvlink_bytes_per_ns * 1e9,
-                nics_per_node: g,
-                nic_bytes_per_s: p.nic_bytes_per_ns * 1e9,
-                ..one_per_host(0.0)
-            });
-        }
-        if let Some(m) = spec.machine() {
-            let g = m.gpus().max(1);
-            return Ok(NcclFabric {
-                nodes: ranks.div_ceil(g).max(1),
-                gpus_per_node: g.min(ranks.max(1)),
-                intra: IntraLink::NvLink,
-                intra_bytes_per_s: 150e9,
-                ..one_per_host(0.0)
-            });
-        }
-        Ok(one_per_host(host_bytes_per_s))
+        fabric::from_topology(spec, ranks, host_bytes_per_s, transport)
     }
 }
 

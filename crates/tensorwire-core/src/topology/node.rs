@@ -20,6 +20,12 @@ pub struct NodePreset {
     pub nvlink_bytes_per_s: f64,
     /// Each GPU's NIC (one per GPU, on its rail), per direction, bytes/s.
     pub nic_bytes_per_s: f64,
+    /// GPU architecture (selects NCCL's per-architecture tables).
+    pub arch: crate::nccl::Arch,
+    /// NVLink lanes per GPU (25 GB/s per direction each: `nvlink_bytes_per_s` / 25 GB/s).
+    pub nvlink_lanes: usize,
+    /// The NVSwitches do NVLink SHARP (NVLS): third-generation NVSwitch (sm90 HGX/DGX).
+    pub nvls: bool,
     /// One line saying what it models and where the figures come from.
     pub summary: &'static str,
 }
@@ -36,6 +42,9 @@ pub const DGX_A100: NodePreset = NodePreset {
     gpus: 8,
     nvlink_bytes_per_s: 300e9,
     nic_bytes_per_s: 25e9,
+    arch: crate::nccl::Arch::Sm80,
+    nvlink_lanes: 12,
+    nvls: false,
     summary: "8 x A100 SXM4: NVSwitch 300 GB/s per GPU per direction, 8 x 200 Gbit/s HDR NICs (DGX A100 datasheet)",
 };
 
@@ -52,15 +61,52 @@ pub const DGX_H100: NodePreset = NodePreset {
     gpus: 8,
     nvlink_bytes_per_s: 450e9,
     nic_bytes_per_s: 50e9,
+    arch: crate::nccl::Arch::Sm90,
+    nvlink_lanes: 18,
+    nvls: true,
     summary:
         "8 x H100 SXM5: NVSwitch 450 GB/s per GPU per direction, 8 x 400 Gbit/s ConnectX-7 NICs (DGX H100 datasheet)",
 };
 
+/// HGX H200 (e.g. Azure ND H200 v5): 8 x H200 SXM on the same fourth-generation NVLink
+/// and NVSwitch as the H100 (18 links, 900 GB/s bidirectional per GPU = 450 GB/s per
+/// direction, NVLink SHARP) and eight 400 Gbit/s NICs, one per GPU. Sources: NVIDIA H200
+/// datasheet ("NVIDIA NVLink: 900GB/s"), Microsoft's ND H200 v5 page ("8 NVIDIA H200 ...
+/// interconnected by NVLink 4.0", "400 Gb/s NVIDIA Quantum-2 CX7 InfiniBand per GPU"),
+/// stas00/ml-engineering `network/README.md` (8 x H200 nccl-tests with NVLS).
+pub const HGX_H200: NodePreset = NodePreset {
+    name: "hgx-h200",
+    gpus: 8,
+    nvlink_bytes_per_s: 450e9,
+    nic_bytes_per_s: 50e9,
+    arch: crate::nccl::Arch::Sm90,
+    nvlink_lanes: 18,
+    nvls: true,
+    summary: "8 x H200 SXM: NVSwitch 450 GB/s per GPU per direction, 8 x 400 Gbit/s NICs (Azure ND H200 v5)",
+};
+
+/// Google Cloud A3 Mega (a3-megagpu-8g): 8 x H100 SXM on NVSwitch (NVLink4, 450 GB/s per
+/// direction per GPU) and eight 200 Gbit/s NICs for GPUDirect-TCPXO (1,800 Gbit/s of GPU
+/// networking with the host NIC). Sources: Google Cloud "GPU machine types" (A3 Mega:
+/// "8 NVIDIA H100 80GB", "1,800 Gbps" network bandwidth) — UNVERIFIED here: the page was not
+/// read in this work; the 8 x 200 Gbit/s is as the research note quotes it (§3.2).
+pub const A3_MEGA: NodePreset = NodePreset {
+    name: "a3-mega",
+    gpus: 8,
+    nvlink_bytes_per_s: 450e9,
+    nic_bytes_per_s: 25e9,
+    arch: crate::nccl::Arch::Sm90,
+    nvlink_lanes: 18,
+    nvls: true,
+    summary:
+        "GCP A3 Mega, 8 x H100 SXM: NVSwitch 450 GB/s per GPU per direction, 8 x 200 Gbit/s NICs (GPUDirect-TCPXO)",
+};
+
 /// Every node preset.
-pub static NODE_PRESETS: &[NodePreset] = &[DGX_A100, DGX_H100];
+pub static NODE_PRESETS: &[NodePreset] = &[DGX_A100, DGX_H100, HGX_H200, A3_MEGA];
 
 /// Names of the node presets, for option tables.
-pub static NODE_NAMES: &[&str] = &["dgx-h100", "dgx-a100"];
+pub static NODE_NAMES: &[&str] = &["dgx-h100", "dgx-a100", "hgx-h200", "a3-mega"];
 
 impl NodePreset {
     /// The preset called `name`.
@@ -85,5 +131,10 @@ mod tests {
         assert_eq!(DGX_H100.nic_bytes_per_s * 8.0, 400e9);
         assert_eq!(DGX_A100.nic_bytes_per_s * 8.0, 200e9);
         assert!(NodePreset::by_name("dgx-2").is_err());
+        for p in NODE_PRESETS {
+            // Lanes x 25 GB/s per direction is the NVLink rate.
+            assert_eq!(p.nvlink_lanes as f64 * 25e9, p.nvlink_bytes_per_s, "{}", p.name);
+            assert_eq!(p.nvls, p.arch == crate::nccl::Arch::Sm90, "{}", p.name);
+        }
     }
 }

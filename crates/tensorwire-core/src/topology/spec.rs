@@ -1,5 +1,7 @@
 //! `--topology` specs: `star`, `ring`, `leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]`,
-//! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`.
+//! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`;
+//! `nodes` and `rail` also take NCCL's fabric options (`sharp=`, `nvls=`) and calibration
+//! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`).
 
 use super::Topology;
 use crate::error::{Error, Result};
@@ -7,6 +9,8 @@ use crate::limits::{self, MAX_LINKS, MAX_SERVERS, MAX_SWITCHES, MAX_WORKERS};
 use crate::spec::{self, OptionInfo, OptionKind, Spec};
 use crate::units::Nanos;
 
+// The options of GPU fabrics (`nodes`, `rail`) that NCCL's model reads
+// (`crate::nccl::NcclFabric::from_topology`), in both tables.
 static STAR: &[OptionInfo] = &[];
 static LEAF_SPINE: &[OptionInfo] = &[
     OptionInfo {
@@ -33,13 +37,57 @@ static LEAF_SPINE: &[OptionInfo] = &[
     },
 ];
 
-static NODES: &[OptionInfo] = &[OptionInfo {
-    name: "machine",
-    kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
-    default: "p3.16xlarge",
-    help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
-    aliases: &[],
-}];
+static NODES: &[OptionInfo] = &[
+    OptionInfo {
+        name: "machine",
+        kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
+        default: "p3.16xlarge",
+        help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "sharp",
+        kind: OptionKind::Flag,
+        default: "false",
+        help: "SHARP in-network reduction in the network switches (NCCL's CollNet algorithms)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "nvls",
+        kind: OptionKind::Flag,
+        default: "",
+        help: "NVLink SHARP in the NVSwitches (NCCL's NVLS); default the node's capability (sm90 NVSwitch nodes)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "intra_efficiency",
+        kind: OptionKind::Real,
+        default: "1",
+        help: "calibration: factor in (0, 2] on NCCL's intra-node bandwidth (single-node collectives)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "inter_efficiency",
+        kind: OptionKind::Real,
+        default: "1",
+        help: "calibration: factor in (0, 2] on NCCL's bandwidth of multi-node collectives",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "intra_latency",
+        kind: OptionKind::Duration,
+        default: "0s",
+        help: "calibration: latency added to each single-node collective",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "inter_latency",
+        kind: OptionKind::Duration,
+        default: "0s",
+        help: "calibration: latency added to each multi-node collective",
+        aliases: &[],
+    },
+];
 
 static RAIL: &[OptionInfo] = &[
     OptionInfo {
@@ -84,6 +132,48 @@ static RAIL: &[OptionInfo] = &[
         help: "each GPU's NVSwitch rate per direction; default the preset's",
         aliases: &[],
     },
+    OptionInfo {
+        name: "sharp",
+        kind: OptionKind::Flag,
+        default: "false",
+        help: "SHARP in-network reduction in the network switches (NCCL's CollNet algorithms)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "nvls",
+        kind: OptionKind::Flag,
+        default: "",
+        help: "NVLink SHARP in the NVSwitches (NCCL's NVLS); default the node's capability (sm90 NVSwitch nodes)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "intra_efficiency",
+        kind: OptionKind::Real,
+        default: "1",
+        help: "calibration: factor in (0, 2] on NCCL's intra-node bandwidth (single-node collectives)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "inter_efficiency",
+        kind: OptionKind::Real,
+        default: "1",
+        help: "calibration: factor in (0, 2] on NCCL's bandwidth of multi-node collectives",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "intra_latency",
+        kind: OptionKind::Duration,
+        default: "0s",
+        help: "calibration: latency added to each single-node collective",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "inter_latency",
+        kind: OptionKind::Duration,
+        default: "0s",
+        help: "calibration: latency added to each multi-node collective",
+        aliases: &[],
+    },
 ];
 
 /// The topology builders and their options, for listings.
@@ -125,7 +215,66 @@ impl TopologySpec {
                 limits::at_most(&format!("topology.{option}"), n, max as u64, what)?;
             }
         }
-        Ok(TopologySpec(spec))
+        let spec = TopologySpec(spec);
+        spec.check_nccl_options()?;
+        Ok(spec)
+    }
+
+    /// Refuses NCCL options the fabric cannot have: `nvls=true` where the node has no NVLink
+    /// SHARP, calibration factors outside (0, 2].
+    fn check_nccl_options(&self) -> Result<()> {
+        for option in ["intra_efficiency", "inter_efficiency"] {
+            if let Some(x) = self.0.real(option) {
+                if x > 2.0 {
+                    return Err(Error::invalid(
+                        format!("topology.{option}"),
+                        format!("{x} is outside (0, 2]; a factor on NCCL's bandwidth (1 = NCCL's own figure)"),
+                    ));
+                }
+            }
+        }
+        if self.0.flag("nvls") == Some(true) && !self.node_preset().is_some_and(|p| p.nvls) {
+            let with: Vec<&str> = super::node::NODE_PRESETS.iter().filter(|p| p.nvls).map(|p| p.name).collect();
+            return Err(Error::invalid(
+                "topology.nvls",
+                format!(
+                    "{} has no NVLink SHARP (it needs sm90 NVSwitch nodes: rail:node={}); use nvls=false",
+                    match self.node_preset() {
+                        Some(p) => format!("node {}", p.name),
+                        None => format!("{} machine {}", self.0.name, self.machine_name().unwrap_or("")),
+                    },
+                    with.join(", rail:node=")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The node preset of a `rail` fabric.
+    pub fn node_preset(&self) -> Option<super::NodePreset> {
+        (self.0.name == "rail").then(|| {
+            super::NodePreset::by_name(self.0.choice("node").unwrap_or("dgx-h100")).expect("listed presets exist")
+        })
+    }
+
+    /// `sharp=` (SHARP / CollNet in the network switches); false unless given.
+    pub fn sharp(&self) -> bool {
+        self.0.flag("sharp").unwrap_or(false)
+    }
+
+    /// `nvls=` as given, if given.
+    pub fn nvls_option(&self) -> Option<bool> {
+        self.0.flag("nvls")
+    }
+
+    /// The calibration options (`intra_efficiency=` ...), defaults changing nothing.
+    pub fn calibration(&self) -> crate::nccl::Calibration {
+        crate::nccl::Calibration {
+            intra_bandwidth: self.0.real("intra_efficiency").unwrap_or(1.0),
+            inter_bandwidth: self.0.real("inter_efficiency").unwrap_or(1.0),
+            intra_latency_s: self.0.duration("intra_latency").unwrap_or(0.0),
+            inter_latency_s: self.0.duration("inter_latency").unwrap_or(0.0),
+        }
     }
 
     /// Refuses a fabric for `workers` workers plus `extra` other hosts (servers) that

@@ -209,7 +209,8 @@ pub const PAT_FACTOR: f64 = 0.75;
 pub const TCP_EFFICIENCY: f64 = 0.68;
 
 /// Latency the socket transport adds per collective across nodes, seconds. NCCL models
-/// none; a TCP message through the kernel stack costs tens of microseconds more than
-/// GPUDirect RDMA. The figure is an estimate (research note §6, "tens of µs"), not a
-/// measurement: calibrate `inter_latency=` from the cluster's own nccl-tests log.
+/// none; a message through the kernel TCP stack costs the `tcp` transport preset's 20 us
+/// per message (Guo 2019, seed 004's kernel-stack figure, the same one the flow model
+/// uses), which is an illustrative value rather than a measurement of NCCL's sockets:
+/// calibrate `inter_latency=` from the cluster's own nccl-tests log.
 pub const TCP_EXTRA_LATENCY_S: f64 = 20e-6;

@@ -93,8 +93,8 @@ pub fn applies(name: &str, option: &str) -> bool {
             !ALL_REDUCE_ONLY.contains(&option) && (option != "switch_memory" || ina)
         }
         Some(Kind::Nccl { ddp }) => {
-            !nccl::NOT_FOR_NCCL.iter().any(|(o, _)| *o == option)
-                && !(ddp && nccl::NOT_FOR_DDP.iter().any(|(o, _)| *o == option))
+            let refused = |list: &[(&str, &str)]| list.iter().any(|(o, _)| *o == option);
+            !(refused(&nccl::NOT_FOR_NCCL) || ddp && refused(&nccl::NOT_FOR_DDP))
         }
         Some(Kind::AllReduce(_)) | None => true,
     }

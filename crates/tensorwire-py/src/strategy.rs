@@ -48,12 +48,13 @@ impl PyStrategy {
         self.options.clone()
     }
 
-    /// `parameter-server`, `all-reduce` or `sharded`.
+    /// `parameter-server`, `all-reduce` (also `nccl` and `ddp`, whose all-reduces NCCL
+    /// runs) or `sharded`.
     #[getter]
     fn family(&self) -> &'static str {
         match self.inner.family {
             Family::ParameterServer(_) => "parameter-server",
-            Family::AllReduce(_) => "all-reduce",
+            Family::AllReduce(_) | Family::Nccl(_) => "all-reduce",
             Family::Sharded(_) => "sharded",
         }
     }

@@ -30,11 +30,18 @@ from tensorwire.workloads.synthetic import add_modules
 DEFAULT_MODELS = ("resnet50", "vgg16", "bert_base")
 DEFAULT_WORKERS = 32
 DEFAULT_BANDWIDTH = "25Gbps"
-#: What `compare` ranks for LLMs by default: DDP-style all-reduce against sharded data
-#: parallelism, with the ring as the baseline (a parameter server is not how LLMs train).
-#: ``ring`` is one unfused all-reduce per gradient tensor, one at a time;
-#: ``ring:fusion=25MiB`` is closer to DDP's 25 MiB buckets.
-LLM_STRATEGIES = ("ring", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "hsdp")
+#: What `compare` ranks for LLMs by default: PyTorch DDP against sharded data parallelism,
+#: with ``ddp`` (buckets of 25 MiB, the first 1 MiB, all-reduced by NCCL on one
+#: communicator) as the baseline (a parameter server is not how LLMs train).
+LLM_STRATEGIES = ("ddp", "nccl", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "hsdp")
+#: Strategies that time collectives with NCCL's model: the defaults on GPU fabrics.
+GPU_STRATEGIES = ("nccl", "ddp")
+
+
+def _gpu_fabric(topology: str) -> bool:
+    """Whether ``topology`` is a GPU fabric (``rail`` or ``nodes`` machines), where NCCL runs
+    the collectives and ``nccl``/``ddp`` are the defaults."""
+    return topology.split(":", 1)[0].strip() in ("rail", "nodes")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -313,7 +320,8 @@ def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[
     "strategy_list",
     default=None,
     help="Comma-separated specs (default: every built-in strategy, aliases such as zero3 once; for LLMs "
-    "all-reduce and sharded ones). The speedup column is over ps (for LLMs ring), or the first listed.",
+    "all-reduce and sharded ones; nccl and ddp on GPU fabrics). The speedup column is over ps (for LLMs "
+    "and on rail/nodes fabrics ddp, PyTorch DDP), or the first listed.",
 )
 @options.network_options
 @options.compute_options
@@ -346,7 +354,8 @@ def compare_cmd(
     as_json: bool,
 ) -> None:
     """Rank strategies by iteration time, with the speedup of each over a baseline: `ps`, or
-    for LLMs DDP's `ring`; when that is not in --strategies, the first one listed.
+    for LLMs and on GPU fabrics (rail, nodes) `ddp` (PyTorch DDP's buckets on NCCL); when that
+    is not in --strategies, the first one listed.
 
     With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps. LLMs
     (`--model llama3_8b`) are compared by default under all-reduce strategies and sharded
@@ -359,7 +368,12 @@ def compare_cmd(
     only_llms = bool(names) and workload_file is None and all(name in llm.names() for name in names)
     # By default every built-in strategy that runs on this cluster (multitree needs one
     # machine), each once: an alias (zero3 = fsdp) would be a second row with the same numbers.
-    candidates = LLM_STRATEGIES if only_llms else tuple(s.name for s in strategies() if s.alias_of is None)
+    on_gpus = _gpu_fabric(topology)
+    candidates = (
+        LLM_STRATEGIES
+        if only_llms
+        else tuple(s.name for s in strategies() if s.alias_of is None and (on_gpus or s.name not in GPU_STRATEGIES))
+    )
     specs = (
         split_specs(strategy_list)
         if strategy_list is not None
@@ -368,7 +382,9 @@ def compare_cmd(
     checked = [Strategy(s) for s in specs]
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
-    preferred = "ring" if only_llms else "ps"
+    # The data-parallel baseline: PyTorch DDP for LLMs and on GPU fabrics, else (the
+    # seeds' question) the parameter server.
+    preferred = "ddp" if only_llms or on_gpus else "ps"
     if all(s.name != preferred for s in checked):
         preferred = checked[0].name
     cluster = _cluster(

@@ -176,8 +176,13 @@ def result(
     t.add_row("bytes sent per worker", format_bytes(round(r.sent_bytes_per_worker)))
     if r.active_processes is not None:
         t.add_row("active processes per round (NAP)", f"{r.active_processes:.2f} of {r.workers}")
-    for name, u in r.busiest_links(3):
-        t.add_row(f"link {name}", f"{u:.1%}")
+    if r.max_link_utilization == 0 and r.strategy.split(":", 1)[0] in ("nccl", "ddp"):
+        # Their collectives are timed by NCCL's model, without flows on the links (and
+        # sorting tens of thousands of idle links would cost more than the run).
+        t.add_row("links", "no flows (collectives timed by NCCL's model)")
+    else:
+        for name, u in r.busiest_links(3):
+            t.add_row(f"link {name}", f"{u:.1%}")
     console.print(t)
 
 
@@ -207,7 +212,7 @@ def comparison(
         ("scaling", "right"),
         ("exposed", "right"),
         ("max link", "right"),
-        (f"vs {base.strategy}" if base is not None else "speedup", "right"),
+        (f"vs {_label(base.strategy)}" if base is not None else "speedup", "right"),
     ]
     for col, just in columns:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
@@ -232,6 +237,11 @@ def comparison(
     console.print(t)
     for i, x in enumerate(refused, 1):  # the reasons below the table, so its columns stay narrow
         console.print(Text(f"[{i}] {x.strategy}: {x.reason}"))
+
+
+def _label(spec: str) -> str:
+    """How a baseline is named in a column header: ``ddp`` as DDP (PyTorch's)."""
+    return "DDP" if spec.split(":", 1)[0] == "ddp" else spec
 
 
 def format_count(x: float) -> str:

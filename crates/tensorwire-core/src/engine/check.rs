@@ -65,7 +65,27 @@ pub(super) fn fabric(
     let topo = topology.build(n, strategy.servers(), bytes_per_s, latency)?;
     let schedule = strategy.schedule(collective, topology, n, &topo)?;
     strategy.check_on_fabric(&topo)?;
+    if let Family::Nccl(cfg) = &strategy.family {
+        if cfg.buckets.is_some() && collective != Collective::AllReduce {
+            return Err(Error::invalid(
+                "strategy",
+                format!("ddp all-reduces gradient buckets; run a {} microbenchmark under nccl", collective.name()),
+            ));
+        }
+        crate::nccl::check(&nccl_fabric(cfg, topology, n, bytes_per_s)?, &cfg.options)?;
+    }
     Ok((topo, schedule))
+}
+
+/// The fabric NCCL sees for `n` ranks of `topology` at `bytes_per_s` per host link, over
+/// the strategy's transport (`transport=tcp`: NCCL's sockets; otherwise IB/RoCE verbs).
+pub(super) fn nccl_fabric(
+    cfg: &crate::strategy::NcclConfig,
+    topology: &TopologySpec,
+    n: usize,
+    bytes_per_s: f64,
+) -> Result<crate::nccl::NcclFabric> {
+    crate::nccl::NcclFabric::from_topology(topology, n, bytes_per_s, cfg.transport)
 }
 
 #[cfg(test)]

@@ -232,6 +232,17 @@ fn job_scenario(fabric: &Scenario, job: &Job, i: usize) -> Result<Scenario> {
         ..fabric.clone()
     };
     sc.validate().map_err(|e| e.within(&format!("jobs[{i}]")))?;
+    if let Family::Nccl(_) = &sc.strategy.family {
+        // NCCL's collectives are timed in closed form, with no flow on the links: beside
+        // other jobs they would neither slow them nor be slowed by them.
+        return Err(Error::invalid(
+            format!("jobs[{i}].strategy"),
+            format!(
+                "{} times collectives with NCCL's model, which shares no links with other jobs; in multi-job runs use ring, hierarchical or fsdp (flow-level, sharing the fabric)",
+                sc.strategy.spec
+            ),
+        ));
+    }
     Ok(sc)
 }
 

@@ -39,7 +39,6 @@ mod sharded;
 mod slab;
 mod state;
 mod step;
-#[allow(dead_code)] // used by the NCCL strategies (being wired)
 mod timed;
 mod variability;
 
@@ -94,6 +93,23 @@ struct Worker {
     slowdown: f64,
     /// Total compute time so far, ns.
     busy: Nanos,
+    /// The compute running now, when compute interference is modelled.
+    running: Option<Running>,
+    /// Stamp of the latest compute event scheduled (older ones are stale).
+    generation: u32,
+}
+
+/// A compute piece under interference (`compute_slowdown`): it has `left` ns of work at
+/// full speed as of `since`, progresses at 1/`factor` (1 + slowdown while a collective is
+/// in flight, else 1) and ends at `due`.
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    since: Nanos,
+    left: f64,
+    factor: f64,
+    due: Nanos,
+    /// Its entry in the recorded compute spans, if recording.
+    span: Option<usize>,
 }
 
 /// A scheduler and the fusion timer it has pending.
@@ -117,8 +133,9 @@ pub(crate) type ComputeSpan = (usize, usize, bool, Nanos, Nanos);
 /// Queue entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
-    /// The worker's current compute finished.
-    Compute(usize),
+    /// The worker's current compute finished (the worker, the stamp it was scheduled
+    /// with: a piece rescheduled by interference leaves a stale event behind).
+    Compute(usize, u32),
     /// A scheduler's fusion deadline.
     Timer(usize),
     /// A partial collective's activation reaches a rank: it starts the op.
@@ -200,6 +217,12 @@ struct Engine<'a> {
     compute_spans: Option<Vec<ComputeSpan>>,
     /// Digit folding: which rank each simulated worker is.
     rank_fold: Option<fold::RankFold>,
+    /// Compute slowdown while a collective is in flight (a fraction; 0: none).
+    interference: f64,
+    /// Collectives in flight (interference: compute is slow while this is above 0), and
+    /// per op the simulated ranks that have started it.
+    comm_active: u32,
+    started: HashMap<u64, usize>,
 }
 
 /// The engine state shared with protocols, for `topo` (folded or not).
@@ -255,6 +278,15 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     if let Family::Sharded(cfg) = &strategy.family {
         return sharded::simulate(sc, cfg);
     }
+    if matches!(strategy.family, Family::Nccl(_)) && !sc.failures.is_empty() {
+        return Err(crate::error::Error::invalid(
+            "failures",
+            format!(
+                "{} times its collectives with NCCL's model, without links to fail; simulate failures under ring, hierarchical or fsdp",
+                strategy.spec
+            ),
+        ));
+    }
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let (topo, schedule) = check::fabric(strategy, &sc.topology, sc.workload.collective, n, sc.bandwidth, latency)?;
     // What every folding needs: allowed, ranks to merge, nothing that changes over time
@@ -263,17 +295,21 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     // Stragglers do not prevent folding the network of a coordinated all-reduce: every
     // rank starts each collective at the same instant (when the last is ready), so the
     // collective itself stays symmetric; compute is then simulated per worker.
+    // NCCL's timed collectives end on every rank at once, without flows: one rank stands
+    // for all (compute per worker with stragglers).
+    let timed = matches!(strategy.family, Family::Nccl(_));
     let folded = may_fold
         && strategy.partial.is_none()
-        && (sc.variability.is_uniform() || matches!(strategy.family, Family::AllReduce(_)))
-        && match &schedule {
-            Some(s) => {
-                s.rank_symmetric(n)
-                    && topo.rotation_symmetric(n)
-                    && (matches!(topo.shape(), Shape::Star) || s.neighbours_only())
-            }
-            None => false,
-        };
+        && (timed
+            || (sc.variability.is_uniform() || matches!(strategy.family, Family::AllReduce(_)))
+                && match &schedule {
+                    Some(s) => {
+                        s.rank_symmetric(n)
+                            && topo.rotation_symmetric(n)
+                            && (matches!(topo.shape(), Shape::Star) || s.neighbours_only())
+                    }
+                    None => false,
+                });
     // Digit folding where the star/ring folding does not apply (same conditions otherwise).
     let digit_fold = match &schedule {
         Some(s) if !folded && may_fold && strategy.partial.is_none() && sc.variability.is_uniform() => {
@@ -350,6 +386,9 @@ impl<'a> Engine<'a> {
         let Folding { folded, rank_fold, server_classes, lanes } = folding;
         let tasks = match &strategy.family {
             Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
+            Family::Nccl(crate::strategy::NcclConfig { buckets: Some(b), .. }) => {
+                crate::strategy::nccl::ddp_buckets(&sc.workload, *b)
+            }
             _ => partition(&sc.workload, strategy.partition)?,
         };
         let layers = sc.workload.layers.len();
@@ -393,6 +432,16 @@ impl<'a> Engine<'a> {
                     ),
                     Gate::PerLayer,
                 )
+            }
+            // NCCL: each collective timed by NCCL's tuning model, no flow; one communicator
+            // (the strategy's stream) runs them in release order.
+            (Family::Nccl(cfg), _) => {
+                let ranks = if folded { 1 } else { n };
+                let ops = (tasks.len() as u64).saturating_mul(ranks as u64).saturating_mul(u64::from(sc.iterations));
+                work = estimate::Work { flows: 0, lane_messages: ops, weight: 1 };
+                let sizes: Vec<u64> = tasks.iter().map(|t| t.bytes).collect();
+                let durations = nccl_durations(sc, cfg, wire_factor, &sizes)?;
+                (Box::new(timed::TimedCollective::new(durations, ranks)), Gate::Global)
             }
             // Crossing the global barrier comes with priority scheduling (ByteScheduler, seed 004).
             (_, Some(schedule)) => {
@@ -471,12 +520,14 @@ impl<'a> Engine<'a> {
                 completed_at: Vec::new(),
                 slowdown: 1.0,
                 busy: 0,
+                running: None,
+                generation: 0,
             })
             .collect();
         // All-reduce ranks must issue collectives in one order (or deadlock, as NCCL would):
         // one coordinator releases a task once every rank has it ready. Parameter-server
         // workers push independently, each with its own scheduler.
-        let coordinated = matches!(sc.strategy.family, Family::AllReduce(_));
+        let coordinated = matches!(sc.strategy.family, Family::AllReduce(_) | Family::Nccl(_));
         let scheds = (0..if coordinated { 1 } else { simulated })
             .map(|_| SchedSlot {
                 sched: Scheduler::with_fusion(sc.strategy.policy, sc.strategy.limits, sc.strategy.fusion),
@@ -524,8 +575,49 @@ impl<'a> Engine<'a> {
             designated: HashMap::new(),
             round_of: HashMap::new(),
             active: Vec::new(),
+            interference: match &sc.strategy.family {
+                Family::Nccl(c) => c.compute_slowdown,
+                _ => 0.0,
+            },
+            comm_active: 0,
+            started: HashMap::new(),
         })
     }
+}
+
+/// NCCL's time for each collective of `sc` under `cfg` (by payload bytes, as listed, times
+/// `wire_factor` on the wire): `crate::nccl::choose` on the fabric NCCL sees, once per
+/// size (the task sizes up front, with their errors; a fused size on first use).
+fn nccl_durations(
+    sc: &Scenario,
+    cfg: &crate::strategy::NcclConfig,
+    wire_factor: f64,
+    sizes: &[u64],
+) -> Result<timed::Durations> {
+    let fabric = check::nccl_fabric(cfg, &sc.topology, sc.workers, sc.bandwidth)?;
+    let collective = sc.workload.collective;
+    let time = move |bytes: u64, options: &crate::nccl::NcclOptions| -> Result<Nanos> {
+        let c = crate::nccl::choose(&fabric, collective, bytes as f64 * wire_factor, options)?;
+        Ok(crate::limits::nanos_clamped((c.seconds * 1e9).round()))
+    };
+    let mut known: HashMap<u64, Nanos> = HashMap::new();
+    for &b in sizes {
+        if let std::collections::hash_map::Entry::Vacant(e) = known.entry(b) {
+            e.insert(time(b, &cfg.options)?);
+        }
+    }
+    let options = cfg.options.clone();
+    let cache = std::cell::RefCell::new(known);
+    Ok(Box::new(move |_schedule, bytes| {
+        if let Some(&d) = cache.borrow().get(&bytes) {
+            return d;
+        }
+        // The options were checked on this fabric above, so choose does not refuse them;
+        // if it did, the collective would never end and the run stops at the horizon.
+        let d = time(bytes, &options).unwrap_or(Nanos::MAX);
+        cache.borrow_mut().insert(bytes, d);
+        d
+    }))
 }
 
 impl Engine<'_> {
@@ -537,6 +629,9 @@ impl Engine<'_> {
     }
 
     fn schedule_compute(&mut self, core: &mut SimState, w: usize, duration: Nanos) {
+        if self.interference > 0.0 {
+            return self.schedule_compute_slowed(core, w, duration);
+        }
         let worker = &mut self.workers[w];
         // Clamped at the horizon: the event loop stops a run that reaches it.
         let d = crate::limits::nanos_clamped((duration as f64 * worker.slowdown).round());
@@ -550,7 +645,62 @@ impl Engine<'_> {
             spans.push((w, layer, backward, core.now, core.now + d));
         }
         self.seq += 1;
-        self.queue.push(Reverse((core.now + d, self.seq, Event::Compute(w))));
+        self.queue.push(Reverse((core.now + d, self.seq, Event::Compute(w, 0))));
+    }
+
+    /// [`Engine::schedule_compute`] under compute interference (`compute_slowdown`): a
+    /// compute piece progresses at full speed while no collective of its job is in flight
+    /// and at 1/(1 + slowdown) while one is (arXiv 2507.03114: compute kernels 18.9%
+    /// slower on average while communication kernels hold SMs), so a piece of `d` ns that
+    /// overlaps collectives for `o` ns of its work ends `o x slowdown` later.
+    fn schedule_compute_slowed(&mut self, core: &mut SimState, w: usize, duration: Nanos) {
+        let worker = &mut self.workers[w];
+        let left = (duration as f64 * worker.slowdown).round();
+        let factor = if self.comm_active > 0 { 1.0 + self.interference } else { 1.0 };
+        let due = core.now.saturating_add(crate::limits::nanos_clamped((left * factor).round()));
+        worker.busy = worker.busy.saturating_add(due - core.now);
+        let span = self.compute_spans.as_mut().map(|spans| {
+            let (layer, backward) = match worker.op {
+                Op::Forward(l) => (l, false),
+                Op::Backward(l) => (l, true),
+                _ => unreachable!("compute is scheduled for a forward or backward op"),
+            };
+            spans.push((w, layer, backward, core.now, due));
+            spans.len() - 1
+        });
+        worker.running = Some(Running { since: core.now, left, factor, due, span });
+        worker.generation = worker.generation.wrapping_add(1);
+        self.seq += 1;
+        self.queue.push(Reverse((due, self.seq, Event::Compute(w, worker.generation))));
+    }
+
+    /// Collectives in flight changed to `active` at `core.now`: every running compute piece
+    /// goes on at its new speed (interference).
+    fn set_comm_active(&mut self, core: &mut SimState, active: u32) {
+        let was = self.comm_active > 0;
+        self.comm_active = active;
+        if self.interference <= 0.0 || was == (active > 0) {
+            return;
+        }
+        let factor = if active > 0 { 1.0 + self.interference } else { 1.0 };
+        let now = core.now;
+        for w in 0..self.workers.len() {
+            let worker = &mut self.workers[w];
+            let Some(r) = worker.running.as_mut() else { continue };
+            let done = (now - r.since) as f64 / r.factor;
+            r.left = (r.left - done).max(0.0);
+            r.since = now;
+            r.factor = factor;
+            let due = now.saturating_add(crate::limits::nanos_clamped((r.left * factor).round()));
+            worker.busy = worker.busy.saturating_sub(r.due - now).saturating_add(due - now);
+            r.due = due;
+            if let (Some(i), Some(spans)) = (r.span, self.compute_spans.as_mut()) {
+                spans[i].4 = due;
+            }
+            worker.generation = worker.generation.wrapping_add(1);
+            self.seq += 1;
+            self.queue.push(Reverse((due, self.seq, Event::Compute(w, worker.generation))));
+        }
     }
 
     fn start_iteration(&mut self, core: &mut SimState, w: usize) {
@@ -625,6 +775,13 @@ impl Engine<'_> {
                                     self.piece_synced(core, w, task);
                                 }
                             }
+                        }
+                        // The collective ends on every rank at once (interference: compute
+                        // speeds up again as its last simulated rank ends it).
+                        let ending = self.interference > 0.0
+                            && self.ops.get(op as usize).done + 1 == if self.coordinated { self.net_ranks } else { 1 };
+                        if ending {
+                            self.set_comm_active(core, self.comm_active.saturating_sub(1));
                         }
                         self.op_done_on_rank(core, op);
                     }
@@ -722,9 +879,28 @@ impl SimulatedJob for Engine<'_> {
         core.now = t;
         core.job = self.job;
         match event {
-            Event::Compute(w) => self.compute_done(core, w),
+            Event::Compute(w, stamp) => {
+                if self.interference > 0.0 {
+                    if self.workers[w].generation != stamp || self.workers[w].running.is_none() {
+                        return; // rescheduled by interference
+                    }
+                    self.workers[w].running = None;
+                }
+                self.compute_done(core, w)
+            }
             Event::Timer(scope) => self.fusion_timer(core, scope, t),
-            Event::Activate { rank, op } => self.activate(core, rank, op),
+            Event::Activate { rank, op } => {
+                if self.interference > 0.0 {
+                    // The last simulated rank to start it starts the collective.
+                    let started = self.started.entry(op).or_insert(0);
+                    *started += 1;
+                    if *started == self.net_ranks {
+                        self.started.remove(&op);
+                        self.set_comm_active(core, self.comm_active + 1);
+                    }
+                }
+                self.activate(core, rank, op)
+            }
         }
         self.drain_notes(core);
     }
@@ -796,5 +972,7 @@ impl SimulatedJob for Engine<'_> {
 
 #[cfg(test)]
 mod bounds_tests;
+#[cfg(test)]
+mod nccl_tests;
 #[cfg(test)]
 mod tests;

@@ -131,7 +131,9 @@ impl Scenario {
 
     pub(crate) fn validate(&self) -> Result<()> {
         self.workload.validate()?;
-        if self.workload.collective != Collective::AllReduce && !matches!(self.strategy.family, Family::AllReduce(_)) {
+        if self.workload.collective != Collective::AllReduce
+            && !matches!(self.strategy.family, Family::AllReduce(_) | Family::Nccl(_))
+        {
             return Err(Error::invalid(
                 "strategy",
                 format!(

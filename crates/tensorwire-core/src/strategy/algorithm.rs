@@ -75,6 +75,11 @@ pub enum Kind {
     AllReduce(Algorithm),
     /// Sharded data parallelism under these rules.
     Sharded(Stage),
+    /// Collectives as NCCL runs them (`crate::nccl`): `nccl`, or PyTorch DDP's buckets.
+    Nccl {
+        /// DDP's buckets rather than one collective per tensor.
+        ddp: bool,
+    },
 }
 
 impl Algorithm {

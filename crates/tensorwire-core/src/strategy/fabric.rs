@@ -33,7 +33,7 @@ impl Strategy {
         let multicast = match &self.family {
             Family::AllReduce(a) => a.multicast(),
             Family::ParameterServer(c) => c.multicast,
-            Family::Sharded(_) => false,
+            Family::Sharded(_) | Family::Nccl(_) => false,
         };
         if multicast && !matches!(topo.shape(), Shape::Star | Shape::LeafSpine { .. }) {
             return Err(Error::invalid(

@@ -4,12 +4,16 @@
 
 pub mod algorithm;
 mod fabric;
+pub mod nccl;
 mod options;
 mod ps_placement;
 mod sharded;
 
 pub use algorithm::{Algorithm, Kind};
-pub use options::{HOST_OPTIONS, PS_OPTIONS, RDMA_GOODPUT_EFFICIENCY, TCP_GOODPUT_EFFICIENCY};
+pub use nccl::{Buckets, NcclConfig};
+pub use options::{
+    DDP_OPTIONS, HOST_OPTIONS, NCCL_OPTIONS, PS_OPTIONS, RDMA_GOODPUT_EFFICIENCY, TCP_GOODPUT_EFFICIENCY,
+};
 pub use sharded::{ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS};
 
 use crate::dtype::Dtype;
@@ -42,6 +46,8 @@ pub static STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo { name: "ps+multicast", summary: "parameter servers that send each parameter once, replicated by the switch (IP multicast)", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: true, ina: false } },
     StrategyInfo { name: "ps+ina", summary: "parameter servers with in-network aggregation: the switch forwards a chunk once every worker's copy arrived", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: false, ina: true } },
     StrategyInfo { name: "ps+multicast+ina", summary: "in-network aggregation and multicast distribution together", options: PS_OPTIONS, kind: Kind::ParameterServer { multicast: true, ina: true } },
+    StrategyInfo { name: "nccl", summary: "NCCL 2.30.7 as it runs: each gradient tensor (or a microbenchmark's collective) one NCCL call, algorithm x protocol x channels from NCCL's tuning model, one communicator (calls in issue order); fusion=SIZE for Horovod over NCCL", options: NCCL_OPTIONS, kind: Kind::Nccl { ddp: false } },
+    StrategyInfo { name: "ddp", summary: "PyTorch DDP: gradients in buckets (1 MiB first, then 25 MiB) in reverse parameter order, each bucket's all-reduce launched when all its gradients are ready, one NCCL communicator, timed as nccl", options: DDP_OPTIONS, kind: Kind::Nccl { ddp: true } },
     StrategyInfo { name: "ring", summary: "ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of S/N bytes; one unfused all-reduce per gradient tensor, one at a time (ring:fusion=25MiB for DDP-like buckets)", options: NONE, kind: Kind::AllReduce(Algorithm::Ring) },
     StrategyInfo { name: "ring+multicast", summary: "ring reduce-scatter, then every rank multicasts its reduced chunk (Chang et al. 2020, seed 000 section 8.4)", options: NONE, kind: Kind::AllReduce(Algorithm::RingMulticast) },
     StrategyInfo { name: "butterfly", summary: "butterfly mixing: whole tensor exchanged with rank XOR 2^k in log2 N phases, tensors pipelined (Chang et al. 2020, seed 000 section 3.3.2)", options: NONE, kind: Kind::AllReduce(Algorithm::Butterfly) },
@@ -87,6 +93,10 @@ pub fn applies(name: &str, option: &str) -> bool {
         }
         Some(Kind::ParameterServer { ina, .. }) => {
             !ALL_REDUCE_ONLY.contains(&option) && (option != "switch_memory" || ina)
+        }
+        Some(Kind::Nccl { ddp }) => {
+            let refused = |list: &[(&str, &str)]| list.iter().any(|(o, _)| *o == option);
+            !(refused(&nccl::NOT_FOR_NCCL) || ddp && refused(&nccl::NOT_FOR_DDP))
         }
         Some(Kind::AllReduce(_)) | None => true,
     }
@@ -147,6 +157,8 @@ pub enum Family {
     AllReduce(Algorithm),
     /// Sharded data parallelism (ZeRO, FSDP, HSDP).
     Sharded(ShardedConfig),
+    /// Collectives as NCCL runs them, timed by its tuning model (`nccl`, `ddp`).
+    Nccl(NcclConfig),
 }
 
 /// Host transport costs.
@@ -232,7 +244,7 @@ impl Strategy {
 
     /// Parses and validates a spec such as `ring:partition=4MiB` or `ps:num_ps=4`.
     pub fn parse(text: &str) -> Result<Strategy> {
-        let (name, pairs) = spec::split("strategy", text)?;
+        let (name, mut pairs) = spec::split("strategy", text)?;
         let Some(info) = STRATEGIES.iter().find(|s| s.name == name) else {
             let names: Vec<&str> = STRATEGIES.iter().map(|s| s.name).collect();
             return Err(Error::invalid(
@@ -240,11 +252,24 @@ impl Strategy {
                 format!("unknown strategy {name:?}; choose one of {}", names.join(", ")),
             ));
         };
+        // `nccl`/`ddp`: lists (algo=ring+tree) and a slowdown of 0, which the table's
+        // kinds cannot hold, are read first.
+        let raw = match info.kind {
+            Kind::Nccl { .. } => Some(nccl::take_raw(&mut pairs)?),
+            _ => None,
+        };
         let given = spec::parse_options("strategy", &name, &pairs, &[info.options, HOST_OPTIONS])?;
         let spec = Spec { name, given };
         check_options(&spec)?;
-        let family = family(info.kind, &spec)?;
-        let all_reduce = matches!(family, Family::AllReduce(_));
+        let family = match (info.kind, raw) {
+            (Kind::Nccl { ddp }, Some((options, slowdown))) => {
+                refuse_for_nccl(&spec, ddp)?;
+                Family::Nccl(nccl::config(ddp, &spec, options, slowdown)?)
+            }
+            (kind, _) => family(kind, &spec)?,
+        };
+        let on_nccl = matches!(family, Family::Nccl(_));
+        let all_reduce = matches!(family, Family::AllReduce(_)) || on_nccl;
         if let Family::Sharded(_) = family {
             refuse_for_sharded(&spec)?;
         }
@@ -257,7 +282,8 @@ impl Strategy {
             _ => Policy::Fifo,
         };
         let credit = spec.bytes("credit").map(|b| b.round().max(1.0) as u64);
-        let stream = spec.choice("execution") == Some("stream");
+        // NCCL runs the calls of one communicator one at a time, in issue order.
+        let stream = spec.choice("execution") == Some("stream") || on_nccl;
         if stream && !all_reduce {
             return Err(Error::invalid("strategy.execution", "stream execution applies to all-reduce strategies"));
         }
@@ -273,8 +299,8 @@ impl Strategy {
             (None, Family::AllReduce(Algorithm::Butterfly)) | (None, Family::ParameterServer(_)) => {
                 Limits { credit_bytes: None, max_tasks: None }
             }
-            (None, Family::AllReduce(_)) if stream => Limits { credit_bytes: None, max_tasks: None },
-            (None, Family::AllReduce(_)) => Limits { credit_bytes: None, max_tasks: Some(1) },
+            (None, Family::AllReduce(_) | Family::Nccl(_)) if stream => Limits { credit_bytes: None, max_tasks: None },
+            (None, Family::AllReduce(_) | Family::Nccl(_)) => Limits { credit_bytes: None, max_tasks: Some(1) },
             (None, Family::Sharded(_)) => Limits { credit_bytes: None, max_tasks: None },
         };
         if let Some(n) = spec.count("inflight") {
@@ -323,7 +349,11 @@ impl Strategy {
         if pipelined_segments && matches!(family, Family::ParameterServer(_)) {
             return Err(Error::invalid("strategy.segments", "pipelined segments apply to all-reduce strategies"));
         }
-        let dispatch_s = spec.duration("dispatch").unwrap_or_else(|| options::default_number(HOST_OPTIONS, "dispatch"));
+        let dispatch_s = match &family {
+            // NCCL's launch: the host enqueues one call at a time, overlapping the one before.
+            Family::Nccl(c) => c.launch_s,
+            _ => spec.duration("dispatch").unwrap_or_else(|| options::default_number(HOST_OPTIONS, "dispatch")),
+        };
         if dispatch_s > 0.0 && !all_reduce {
             return Err(Error::invalid(
                 "strategy.dispatch",
@@ -399,6 +429,19 @@ fn refuse_for_sharded(spec: &Spec) -> Result<()> {
     Ok(())
 }
 
+fn refuse_for_nccl(spec: &Spec, ddp: bool) -> Result<()> {
+    let refused = nccl::NOT_FOR_NCCL.iter().chain(if ddp { &nccl::NOT_FOR_DDP[..] } else { &[] });
+    for (name, reason) in refused {
+        if spec.get(name).is_some() {
+            return Err(Error::invalid(
+                format!("strategy.{name}"),
+                format!("does not apply to {}: {reason}", spec.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn family(kind: Kind, spec: &Spec) -> Result<Family> {
     match kind {
         Kind::ParameterServer { multicast, ina } => {
@@ -429,6 +472,7 @@ fn family(kind: Kind, spec: &Spec) -> Result<Family> {
         }
         Kind::Sharded(stage) => Ok(Family::Sharded(sharded::config(stage, spec)?)),
         Kind::AllReduce(algorithm) => Ok(Family::AllReduce(algorithm)),
+        Kind::Nccl { ddp } => Ok(Family::Nccl(nccl::config(ddp, spec, Default::default(), None)?)),
     }
 }
 

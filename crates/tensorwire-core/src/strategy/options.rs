@@ -238,6 +238,81 @@ pub(super) fn transport(spec: &Spec) -> Option<Transport> {
     })
 }
 
+// --- NCCL strategies (`nccl`, `ddp`; settings in `nccl.rs`) ---
+
+const NCCL_ALGO: OptionInfo = OptionInfo {
+    name: "algo",
+    kind: OptionKind::Choice(&["tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"]),
+    default: "",
+    help: "NCCL algorithms allowed, +-separated as NCCL_ALGO (e.g. ring+tree); default: NCCL 2.30.7's tuning model picks per collective and size",
+    aliases: &[],
+};
+
+const NCCL_PROTO: OptionInfo = OptionInfo {
+    name: "proto",
+    kind: OptionKind::Choice(&["ll", "ll128", "simple"]),
+    default: "",
+    help: "NCCL protocols allowed, +-separated as NCCL_PROTO; default: NCCL's tuning model picks",
+    aliases: &[],
+};
+
+const NCCL_CHANNELS: OptionInfo = OptionInfo {
+    name: "channels",
+    kind: OptionKind::Count,
+    default: "",
+    help: "channels per collective (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS); default: NCCL's choice",
+    aliases: &[],
+};
+
+const NCCL_PXN: OptionInfo = OptionInfo {
+    name: "pxn",
+    kind: OptionKind::Flag,
+    default: "false",
+    help: "PXN: cross-rail traffic first hops over NVLink to the GPU on the destination's rail",
+    aliases: &[],
+};
+
+const NCCL_LAUNCH: OptionInfo = OptionInfo {
+    name: "launch",
+    kind: OptionKind::Duration,
+    default: "0s",
+    help: "host cost of enqueuing each NCCL collective, overlapping the one before; default 0: NCCL's tuning model (tuning.cc baseLat, 6.6-14 us per ring or tree call, NCCL 2.30.7) already charges each call its launch",
+    aliases: &[],
+};
+
+const NCCL_COMPUTE_SLOWDOWN: OptionInfo = OptionInfo {
+    name: "compute_slowdown",
+    kind: OptionKind::Real,
+    default: "0.189",
+    help: "compute runs this much slower while a collective is in flight (a fraction >= 0; 0 for none); default 0.189, the average measured by arXiv 2507.03114 (GPT and LLaMA on A100, H100, MI250, MI210)",
+    aliases: &[],
+};
+
+const DDP_BUCKET: OptionInfo = OptionInfo {
+    name: "bucket",
+    kind: OptionKind::Bytes,
+    default: "25MiB",
+    help: "bucket cap (DDP's bucket_cap_mb, in MiB): gradients in reverse registration order fill a bucket until it holds at least this much",
+    aliases: &[],
+};
+
+const DDP_FIRST_BUCKET: OptionInfo = OptionInfo {
+    name: "first_bucket",
+    kind: OptionKind::Bytes,
+    default: "1MiB",
+    help:
+        "cap of the first bucket (DDP's kDefaultFirstBucketBytes): the first gradients of the backward pass start early",
+    aliases: &[],
+};
+
+/// Options of `nccl`.
+pub static NCCL_OPTIONS: &[OptionInfo] =
+    &[NCCL_ALGO, NCCL_PROTO, NCCL_CHANNELS, NCCL_PXN, NCCL_LAUNCH, NCCL_COMPUTE_SLOWDOWN];
+
+/// Options of `ddp`: its buckets and the NCCL options.
+pub static DDP_OPTIONS: &[OptionInfo] =
+    &[DDP_BUCKET, DDP_FIRST_BUCKET, NCCL_ALGO, NCCL_PROTO, NCCL_CHANNELS, NCCL_PXN, NCCL_LAUNCH, NCCL_COMPUTE_SLOWDOWN];
+
 #[cfg(test)]
 mod tests {
     use super::super::{Family, Strategy, STRATEGIES};

@@ -1,0 +1,201 @@
+//! `nccl` and `ddp` in the engine: closed forms against `crate::nccl::choose` itself (its
+//! numbers change as NCCL's model is filled in; these relations do not), DDP's buckets,
+//! one communicator, the launch cost, compute interference, folding and refusals.
+
+use super::*;
+use crate::collectives::Collective;
+use crate::nccl::{choose, NcclFabric, NcclOptions, Transport};
+use crate::strategy::Strategy;
+use crate::topology::TopologySpec;
+use crate::workload::{Layer, Tensor, Workload};
+
+const RAIL: &str = "rail:node=dgx-h100";
+
+/// A scenario of `w` on `n` ranks of `topology` under `strategy`, at the fabric's own host
+/// rate (a rail's NICs) or 100 Gbps.
+fn scenario(w: Workload, n: usize, strategy: &str, topology: &str) -> Scenario {
+    let spec = TopologySpec::parse(topology).unwrap();
+    let rate = spec.host_rate(None).unwrap_or(12.5e9);
+    let mut sc = Scenario::new(w, n, rate, Strategy::parse(strategy).unwrap());
+    sc.topology = spec;
+    sc.latency = 0.0;
+    sc.iterations = 3;
+    sc
+}
+
+/// NCCL's time for `bytes` of `collective` in `sc`, ns, as the engine rounds it.
+fn nccl_ns(sc: &Scenario, collective: Collective, bytes: u64) -> Nanos {
+    let fabric = NcclFabric::from_topology(&sc.topology, sc.workers, sc.bandwidth, Transport::Rdma).unwrap();
+    let c = choose(&fabric, collective, bytes as f64, &NcclOptions::default()).unwrap();
+    (c.seconds * 1e9).round() as Nanos
+}
+
+fn iteration_ns(sc: &Scenario) -> f64 {
+    simulate(sc).unwrap().iteration_time_s * 1e9
+}
+
+/// Layers with (forward, backward) ns and tensors (bytes, layer).
+fn workload(layers: &[(u64, u64)], tensors: &[(u64, usize)]) -> Workload {
+    Workload {
+        name: "test".into(),
+        batch_size: 32,
+        layers: layers
+            .iter()
+            .enumerate()
+            .map(|(i, &(f, b))| Layer { name: format!("l{i}"), forward: f, backward: b })
+            .collect(),
+        tensors: tensors
+            .iter()
+            .enumerate()
+            .map(|(i, &(bytes, layer))| Tensor { name: format!("t{i}"), bytes, layer })
+            .collect(),
+        dtype_bytes: 4,
+        collective: Collective::AllReduce,
+    }
+}
+
+fn close_ns(got: f64, want: f64) {
+    assert!((got - want).abs() <= 2.0, "got {got} ns, want {want} ns");
+}
+
+#[test]
+fn one_tensor_iteration_is_compute_plus_the_nccl_all_reduce() {
+    // The gradient is ready at the end of the backward pass and the next forward pass
+    // waits for it: iteration = F + B + NCCL's time (no overlap, so no interference).
+    for (topology, n) in [(RAIL, 16usize), (RAIL, 64), ("star", 8)] {
+        for bytes in [4096u64, 1 << 20, 256 << 20] {
+            let sc = scenario(workload(&[(300_000, 600_000)], &[(bytes, 0)]), n, "nccl", topology);
+            let c = nccl_ns(&sc, Collective::AllReduce, bytes);
+            close_ns(iteration_ns(&sc), (900_000 + c) as f64);
+        }
+    }
+}
+
+#[test]
+fn a_microbenchmark_runs_its_collective_through_choose() {
+    for collective in [Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast, Collective::AllToAll] {
+        let mut w = workload(&[(0, 0)], &[(64 << 20, 0)]);
+        w.collective = collective;
+        let sc = scenario(w, 32, "nccl", RAIL);
+        close_ns(iteration_ns(&sc), nccl_ns(&sc, collective, 64 << 20) as f64);
+    }
+    let mut w = workload(&[(0, 0)], &[(64 << 20, 0)]);
+    w.collective = Collective::AllGather;
+    assert_eq!(simulate(&scenario(w, 32, "ddp", RAIL)).unwrap_err().field(), "strategy");
+}
+
+#[test]
+fn ddp_buckets_serialise_on_one_communicator() {
+    // Two 30 MiB gradients of one layer: two buckets (each crosses its cap alone), both
+    // ready at the end of the backward pass, run one after the other: F + B + 2C, where
+    // concurrent collectives would take F + B + C.
+    let m = 30u64 << 20;
+    let sc = scenario(workload(&[(100_000, 200_000)], &[(m, 0), (m, 0)]), 16, "ddp", RAIL);
+    let c = nccl_ns(&sc, Collective::AllReduce, m);
+    close_ns(iteration_ns(&sc), (300_000 + 2 * c) as f64);
+    // The same under nccl (one collective per tensor, the same communicator).
+    let sc = scenario(workload(&[(100_000, 200_000)], &[(m, 0), (m, 0)]), 16, "nccl", RAIL);
+    close_ns(iteration_ns(&sc), (300_000 + 2 * c) as f64);
+}
+
+#[test]
+fn ddp_launches_a_bucket_when_its_last_gradient_is_ready() {
+    // Layers 0..3, 512 KiB each, backward 1 ms each, no interference. Backwards: layers 3
+    // and 2 fill the 1 MiB first bucket (ready after 2 ms of backward), layers 1 and 0 the
+    // next (ready at the end). The first bucket's all-reduce hides behind layers 1 and 0
+    // when it is shorter than 2 ms; the second is exposed.
+    let k = 512u64 << 10;
+    let layers = [(0, 1_000_000); 4];
+    let tensors = [(k, 0), (k, 1), (k, 2), (k, 3)];
+    let sc = scenario(workload(&layers, &tensors), 16, "ddp:compute_slowdown=0", RAIL);
+    let c = nccl_ns(&sc, Collective::AllReduce, 2 * k);
+    assert!(c < 2_000_000, "the first bucket must hide here ({c} ns)");
+    close_ns(iteration_ns(&sc), (4_000_000 + c) as f64);
+    // bucket=SIZE and first_bucket=SIZE move the boundaries: one bucket of everything.
+    let one = scenario(workload(&layers, &tensors), 16, "ddp:compute_slowdown=0,first_bucket=4MiB", RAIL);
+    close_ns(iteration_ns(&one), (4_000_000 + nccl_ns(&one, Collective::AllReduce, 4 * k)) as f64);
+}
+
+#[test]
+fn launch_cost_paces_the_communicator() {
+    // Two collectives ready together: the first starts after one launch, the second one
+    // launch after the first started or when it ends, whichever is later.
+    let m = 30u64 << 20;
+    let w = workload(&[(100_000, 200_000)], &[(m, 0), (m, 0)]);
+    let sc = scenario(w.clone(), 16, "nccl:launch=20us", RAIL);
+    let c = nccl_ns(&sc, Collective::AllReduce, m);
+    assert!(c > 20_000);
+    close_ns(iteration_ns(&sc), (300_000 + 20_000 + 2 * c) as f64);
+    // A launch longer than the collectives paces them instead.
+    let sc = scenario(w, 16, "nccl:launch=10s", RAIL);
+    close_ns(iteration_ns(&sc), 300_000.0 + 2e10 + c as f64);
+}
+
+#[test]
+fn compute_slows_while_a_collective_is_in_flight() {
+    // Layer 1's gradient is all-reduced during layer 0's backward pass (B0 > C): the work
+    // done while it runs goes at 1/(1+s), so B0 takes C s/(1+s) longer; layer 0 has no
+    // gradient. Iteration = F0 + F1 + B1 + B0 + C s/(1+s).
+    let bytes = 8u64 << 20;
+    let layers = [(100_000, 5_000_000), (100_000, 400_000)];
+    for s in [0.189, 0.5, 1.0] {
+        let sc = scenario(workload(&layers, &[(bytes, 1)]), 16, &format!("nccl:compute_slowdown={s}"), RAIL);
+        let c = nccl_ns(&sc, Collective::AllReduce, bytes) as f64;
+        assert!(c < 5_000_000.0);
+        close_ns(iteration_ns(&sc), 5_600_000.0 + c * s / (1.0 + s));
+    }
+    // Without interference (0, the seeds' strategies' meaning) the collective hides.
+    let sc = scenario(workload(&layers, &[(bytes, 1)]), 16, "nccl:compute_slowdown=0", RAIL);
+    close_ns(iteration_ns(&sc), 5_600_000.0);
+    // A collective longer than the compute it overlaps: all of B0 runs slowed.
+    let short = [(100_000, 1_000), (100_000, 400_000)];
+    let sc = scenario(workload(&short, &[(bytes, 1)]), 16, "nccl", RAIL);
+    let c = nccl_ns(&sc, Collective::AllReduce, bytes) as f64;
+    assert!(c > 1_189.0);
+    close_ns(iteration_ns(&sc), 600_000.0 + c);
+}
+
+#[test]
+fn stragglers_and_unfolded_runs_agree_with_the_folded_one() {
+    let layers = [(100_000, 2_000_000), (100_000, 400_000), (50_000, 100_000)];
+    let tensors = [(3u64 << 20, 0), (8 << 20, 1), (40 << 20, 2)];
+    let sc = scenario(workload(&layers, &tensors), 16, "ddp", RAIL);
+    let mut full = sc.clone();
+    full.allow_folding = false;
+    let (a, b) = (simulate(&sc).unwrap(), simulate(&full).unwrap());
+    assert!(
+        (a.iteration_time_s - b.iteration_time_s).abs() < 1e-12,
+        "{} vs {}",
+        a.iteration_time_s,
+        b.iteration_time_s
+    );
+}
+
+#[test]
+fn large_runs_count_as_near_zero_work() {
+    // 1 GiB on 8,192 H100: one timed collective per iteration, far inside any budget.
+    let mut sc = scenario(workload(&[(0, 0)], &[(1 << 30, 0)]), 8192, "nccl", RAIL);
+    sc.max_flows = Some(10);
+    let r = simulate(&sc).unwrap();
+    close_ns(r.iteration_time_s * 1e9, nccl_ns(&sc, Collective::AllReduce, 1 << 30) as f64);
+}
+
+#[test]
+fn refusals_name_their_field() {
+    let w = workload(&[(0, 0)], &[(1 << 20, 0)]);
+    let mut sc = scenario(w.clone(), 16, "nccl", RAIL);
+    sc.failures = vec![Failure { at_s: 0.0, target: "host0".into(), rate: 0.5 }];
+    assert_eq!(simulate(&sc).unwrap_err().field(), "failures");
+    let job = |s: &str| Job {
+        name: s.into(),
+        workload: w.clone(),
+        workers: 8,
+        strategy: Strategy::parse(s).unwrap(),
+        hosts: None,
+    };
+    let fabric = scenario(w.clone(), 16, "ring", RAIL);
+    let e = simulate_jobs(&fabric, &[job("ddp"), job("ring")], "packed").unwrap_err();
+    assert_eq!(e.field(), "jobs[0].strategy");
+    assert!(e.to_string().contains("shares no links"), "{e}");
+    assert!(simulate_jobs(&fabric, &[job("ring"), job("hierarchical")], "packed").is_ok());
+}

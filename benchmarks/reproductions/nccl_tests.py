@@ -58,16 +58,19 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 def strategy_for(series: dict[str, Any], base: str) -> str:
     """The strategy spec that runs what the source ran: NCCL_NVLS_ENABLE=0 -> every
-    algorithm but NVLS; NCCL_ALGO=X -> algo=X."""
+    algorithm but NVLS and NVLS-tree; NCCL_ALGO=X -> algo=X; a TCP transport ->
+    transport=tcp (NCCL's socket transport)."""
     if base != "nccl":
         return base
     env = series.get("env", "")
+    options = []
     if "NCCL_NVLS_ENABLE=0" in env:
-        return "nccl:algo=^nvls"
-    if "NCCL_ALGO=" in env:
-        algo = env.split("NCCL_ALGO=", 1)[1].split()[0].split(":")[-1].lower()
-        return f"nccl:algo={algo}"
-    return "nccl"
+        options.append("algo=^nvls+nvlstree")
+    elif "NCCL_ALGO=" in env:
+        options.append("algo=" + env.split("NCCL_ALGO=", 1)[1].split()[0].split(":")[-1].lower())
+    if series.get("transport", "rdma") != "rdma":
+        options.append(f"transport={series['transport']}")
+    return "nccl" + (":" + ",".join(options) if options else "")
 
 
 @dataclass
@@ -112,12 +115,10 @@ def cluster(series: dict[str, Any], gpus: int) -> tuple[tw.Cluster, str]:
     """The cluster for a series, falling back to ``fallback_topology`` (with a note) when a
     preset does not exist yet."""
     notes = []
-    transport = series.get("transport", "rdma")
     for topo in [series["topology"], series.get("fallback_topology")]:
         if topo is None:
             continue
-        # The transport as a topology option where the fabric takes one; else the default.
-        for spec in ([f"{topo},transport={transport}"] if transport != "rdma" else []) + [topo]:
+        for spec in [topo]:
             try:
                 c = tw.Cluster(gpus, None, topology=spec)
             except _core.InputError as e:
@@ -135,7 +136,7 @@ def predict_algo(series: dict[str, Any], topology: str, gpus: int, size: int, sp
         return ""
     algo = None
     if "algo=" in spec:
-        algo = spec.split("algo=", 1)[1]
+        algo = spec.split("algo=", 1)[1].split(",")[0]
     try:
         out = fn(
             topology,

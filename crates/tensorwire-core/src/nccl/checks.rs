@@ -64,7 +64,10 @@ pub(super) fn check(f: &NcclFabric, o: &NcclOptions) -> Result<()> {
         }
     }
     if let Some(algos) = &o.algos {
-        if let Some(&a) = algos.iter().find(|&&a| !runs(f, a)) {
+        // As NCCL_ALGO: the listed algorithms are the candidates, and those the fabric
+        // cannot run are not chosen; refused only when none of them runs.
+        if !algos.iter().any(|&a| runs(f, a)) {
+            let a = algos[0];
             return Err(Error::invalid("strategy.algo", format!("{}; allowed here: {}", reason(f, a), allowed(f))));
         }
     }

@@ -183,16 +183,48 @@ impl NcclOptions {
     }
 }
 
-fn parse_list<T: Copy>(text: &str, field: &str, all: &[T], name: fn(T) -> &'static str) -> Result<Vec<T>> {
-    text.split(['+', '|'])
+fn parse_list<T: Copy + PartialEq>(text: &str, field: &str, all: &[T], name: fn(T) -> &'static str) -> Result<Vec<T>> {
+    // NCCL_ALGO / NCCL_PROTO: a leading `^` excludes the listed names instead.
+    let (exclude, text) = match text.trim().strip_prefix('^') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let listed = text
+        .split(['+', '|'])
         .map(|part| {
             let part = part.trim().to_ascii_lowercase();
             all.iter().copied().find(|a| name(*a) == part).ok_or_else(|| {
                 let names: Vec<&str> = all.iter().map(|a| name(*a)).collect();
-                Error::invalid(field, format!("unknown {part:?}; choose from {}", names.join(", ")))
+                Error::invalid(
+                    field,
+                    format!("unknown {part:?}; choose from {} (a leading ^ excludes them instead)", names.join(", ")),
+                )
             })
         })
-        .collect()
+        .collect::<Result<Vec<T>>>()?;
+    if !exclude {
+        return Ok(listed);
+    }
+    let kept: Vec<T> = all.iter().copied().filter(|a| !listed.contains(a)).collect();
+    if kept.is_empty() {
+        return Err(Error::invalid(field, format!("^{text} excludes every choice; leave at least one")));
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn a_leading_caret_excludes_as_nccl_algo_does() {
+        let kept = NcclOptions::parse_algos("^nvls+nvlstree").unwrap();
+        assert!(!kept.contains(&Algo::Nvls) && !kept.contains(&Algo::NvlsTree));
+        assert_eq!(kept.len(), Algo::ALL.len() - 2);
+        assert_eq!(NcclOptions::parse_protos("^ll").unwrap(), vec![Proto::Ll128, Proto::Simple]);
+        assert_eq!(NcclOptions::parse_protos("^ll+ll128+simple").unwrap_err().field(), "strategy.proto");
+        assert_eq!(NcclOptions::parse_algos("^bogus").unwrap_err().field(), "strategy.algo");
+    }
 }
 
 /// What NCCL runs for one collective, and how long it takes.

@@ -10,7 +10,7 @@ mod sharded;
 
 pub use algorithm::{Algorithm, Kind};
 pub use options::{HOST_OPTIONS, PS_OPTIONS};
-pub use sharded::{ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS};
+pub use sharded::{Comm, ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS, ZERO_BUCKET_ELEMENTS};
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};

@@ -15,7 +15,7 @@ JOBS = [
     "--job",
     "a:resnet50:16:ring",
     "--job",
-    "b:vgg16:16:zero2",
+    "b:vgg16:16:zero2:bucket=500MB,overlap_comm=true",  # zero2 as it ran before DeepSpeed's defaults
     "-n",
     "32",
     "-b",

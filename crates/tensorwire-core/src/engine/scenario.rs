@@ -274,9 +274,11 @@ impl Scenario {
             }
         }
         if let Family::Sharded(cfg) = &strategy.family {
-            let n = self.workload.total_bytes().div_ceil(cfg.bucket_bytes.max(1));
+            let (reduce, gather) = cfg.bucket_bytes(self.workload.dtype_bytes);
+            let bucket = reduce.min(gather);
+            let n = self.workload.total_bytes().div_ceil(bucket.max(1));
             if n > MAX_PIECES {
-                return Err(too_many("strategy.bucket", cfg.bucket_bytes, n));
+                return Err(too_many("strategy.bucket", bucket, n));
             }
         }
         strategy.check_workers(self.workers)?;

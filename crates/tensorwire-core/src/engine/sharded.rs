@@ -3,37 +3,76 @@
 //! Rules, each from the system it models (docs/simulator.md gives the sources):
 //!
 //! - **zero1** (DeepSpeed ZeRO stage 1): the backward pass runs without communication;
-//!   then the gradients are reduce-scattered in buckets of `bucket` bytes, each rank
-//!   steps its optimizer shard, and the updated parameters are all-gathered in buckets
-//!   before the next forward pass. Bytes per rank: Psi (gradients) + Psi (parameters),
-//!   the same as an all-reduce (ZeRO paper, section 7).
-//! - **zero2** (stage 2): the same, but each bucket is reduce-scattered as soon as the
-//!   backward pass has filled it (DeepSpeed's `overlap_comm`, `reduce_bucket_size`).
+//!   then the gradients are reduce-scattered in buckets of `reduce_bucket` elements, each
+//!   rank steps its optimizer shard, and the updated parameters are all-gathered in
+//!   `max(1, elements / allgather_bucket)` equal pieces before the next forward pass.
+//!   Bytes per rank: Psi (gradients) + Psi (parameters), the same as an all-reduce (ZeRO
+//!   paper, section 7).
+//! - **zero2** (stage 2): the same, but each bucket is reduced as soon as the backward pass
+//!   has filled it: the backward pass waits for it (DeepSpeed's default `overlap_comm`
+//!   false below stage 3), or goes on while it runs on its own stream (`overlap_comm=true`,
+//!   which also gives zero1 these hooks). A bucket is reduced before the gradient that
+//!   would overflow it is added (`stage_1_and_2.py`, `reduce_independent_p_g_buckets_and_remove_grads`).
+//!   Sizes in elements: `deepspeed/runtime/zero/config.py` (`reduce_bucket_size`,
+//!   `allgather_bucket_size` = 5e8; `overlap_comm` None, resolved to `stage == 3`).
 //! - **fsdp** (ZeRO-3, PyTorch FSDP FULL_SHARD): per unit, an all-gather of its
-//!   parameters before its forward (issued `prefetch` units ahead on the all-gather
-//!   stream), again before its backward (`backward_prefetch` ahead; not with
-//!   `reshard_after_forward=false`), and a reduce-scatter of its gradients after its
-//!   backward on the reduce-scatter stream. Bytes per rank: 3 Psi (ZeRO paper: 1.5x DDP).
+//!   parameters before its forward (issued `prefetch` units ahead), again before its
+//!   backward (`backward_prefetch` ahead; not with `reshard_after_forward=false`), and a
+//!   reduce-scatter of its gradients after its backward. All-gathers and reduce-scatters
+//!   share one NCCL communicator (`communicators=1`, PyTorch FSDP2's default: both use
+//!   the shard process group, `torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py`,
+//!   `FSDPCommContext`), so they run one at a time in issue order; `communicators=2` puts
+//!   them on two, overlapping each other. Bytes per rank: 3 Psi (ZeRO paper: 1.5x DDP).
 //! - **hsdp** (FSDP HYBRID_SHARD): fsdp inside each shard group of `shard_group` ranks,
 //!   and after each unit's reduce-scatter an all-reduce of its 1/G gradient shard among
-//!   the ranks holding the same shard in every group, on the reduce-scatter stream.
+//!   the ranks holding the same shard in every group, on the replicate process group's
+//!   communicator (FSDP2's `all_reduce_stream`: concurrent with all-gathers and
+//!   reduce-scatters), once that reduce-scatter has finished.
+//!
+//! **Timing** (`comm=`): with `nccl` (the default on GPU fabrics: `rail`, `nodes`) each
+//! collective is timed by NCCL's model ([`crate::nccl::choose`]) over its group's fabric
+//! ([`nccl_fabrics`]) in closed form, no flow (`timed.rs`), and compute slows while a
+//! collective runs (`program::Interference`, default [`crate::nccl::DEFAULT_COMPUTE_SLOWDOWN`]);
+//! with `flows` every message is a flow of the network model (the seeds' behaviour).
 //!
 //! Parameters travel at `param_dtype`, gradients at `reduce_dtype` (default: as the
 //! workload lists them), gradients divided by `compression`.
 
-use super::program::{Instr, Program, Runner};
+use std::collections::HashMap;
+
+use super::program::{Instr, Interference, Program, Runner};
 use super::step::{StepCollective, StepSettings};
+use super::timed::TimedCollective;
 use super::{build_core, build_report, estimate, variability, Scenario};
 use crate::collectives::{
-    split_layout, AcrossGroups, AllGather, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter, Ring,
-    StepSchedule,
+    split_layout, AcrossGroups, AllGather, Collective, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter,
+    Ring, StepSchedule,
 };
 use crate::error::{Error, Result};
 use crate::metrics::Report;
-use crate::strategy::{ShardAlgorithm, ShardedConfig, Stage, Strategy};
+use crate::nccl::{self, NcclFabric, NcclOptions};
+use crate::strategy::{Comm, ShardAlgorithm, ShardedConfig, Stage, Strategy};
+use crate::topology::TopologySpec;
 use crate::topology::{Shape, Topology};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
+
+/// How `cfg`'s collectives are timed on `topology`: `comm=`, else NCCL's model on GPU
+/// fabrics (`rail` nodes, `nodes` machines) and flows elsewhere (the seeds' fabrics).
+pub(super) fn comm(cfg: &ShardedConfig, topology: &TopologySpec) -> Comm {
+    cfg.comm.unwrap_or(if topology.rail_params(1.0).is_some() || topology.machine_name().is_some() {
+        Comm::Nccl
+    } else {
+        Comm::Flows
+    })
+}
+
+/// The compute slowdown while collectives run: `compute_slowdown=`, else
+/// [`nccl::DEFAULT_COMPUTE_SLOWDOWN`] with NCCL and none with flows.
+pub(super) fn interference(cfg: &ShardedConfig, comm: Comm) -> Interference {
+    let default = if comm == Comm::Nccl { nccl::DEFAULT_COMPUTE_SLOWDOWN } else { 0.0 };
+    Interference { slowdown: cfg.compute_slowdown.unwrap_or(default) }
+}
 
 /// Simulates a sharded strategy (see the module documentation).
 pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
@@ -41,6 +80,10 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n, 0, sc.bandwidth, latency)?;
     let group = shard_group(cfg, &topo, n)?;
+    let comm = comm(cfg, &sc.topology);
+    if comm == Comm::Nccl {
+        return simulate_nccl(sc, cfg, topo, group);
+    }
     let schedules = schedules(cfg, &topo, n, group);
     let star = matches!(topo.shape(), Shape::Star);
     let folded = sc.allow_folding
@@ -88,16 +131,114 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     estimate::check(sc, estimate::Work { flows, lane_messages: 0, weight: 1 }, star)?;
     let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
-    let mut measured = Runner::new(sc, program, ranks, 0, exec, sampler).run(&mut core)?;
+    let mut measured =
+        Runner::new(sc, program, ranks, 0, exec, sampler).with_interference(interference(cfg, comm)).run(&mut core)?;
     if let Some(fold) = relabel {
         fold.relabel(&mut measured.compute_spans);
     }
     Ok(build_report(sc, &mut core, measured))
 }
 
-/// All-gathers of parameters run on this stream, reduce-scatters (and HSDP's all-reduces) on the next.
-const GATHER: usize = 0;
-const REDUCE: usize = 1;
+/// The NCCL collective of each schedule index.
+fn collective_of(schedule: usize) -> Collective {
+    match schedule {
+        AG => Collective::AllGather,
+        RS => Collective::ReduceScatter,
+        _ => Collective::AllReduce,
+    }
+}
+
+/// The fabric NCCL sees for each schedule index ([`AG`], [`RS`], [`AR_ACROSS`] with
+/// replicas) of `n` ranks in shard groups of `group`:
+///
+/// - all-gathers and reduce-scatters: the shard group, one node's `group` GPUs when it
+///   fits in a node, else `group / gpus_per_node` whole nodes (`NcclFabric::from_topology`
+///   for `group` ranks);
+/// - hsdp's all-reduce across replicas: the ranks holding the same shard, one GPU per node
+///   when a shard group fills whole nodes (`gpus_per_node / group` per node when it does
+///   not), each node's NICs shared by the replica groups on it: each on its own NIC on
+///   `rail` (one NIC per GPU), an eighth of the machine's one NIC on an 8-GPU `nodes` machine.
+pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: usize) -> Result<Vec<NcclFabric>> {
+    let from = |ranks: usize| NcclFabric::from_topology(&sc.topology, ranks, sc.bandwidth, cfg.nccl_transport);
+    let shard = from(group)?;
+    let mut list = vec![shard.clone(), shard];
+    if group < n {
+        let full = from(n)?;
+        let gpn = full.gpus_per_node.max(1);
+        let replicas = n / group;
+        let per_node = if group < gpn { (gpn / group).max(1) } else { 1 };
+        let groups_on_node = (gpn / per_node).max(1);
+        let nics = (full.nics_per_node * per_node / gpn).max(1);
+        let nic_total = full.nics_per_node as f64 * full.nic_bytes_per_s;
+        list.push(NcclFabric {
+            nodes: (replicas / per_node).max(1),
+            gpus_per_node: per_node.min(replicas),
+            nics_per_node: nics,
+            nic_bytes_per_s: nic_total / groups_on_node as f64 / nics as f64,
+            ..full
+        });
+    }
+    Ok(list)
+}
+
+/// Per (schedule, bytes) of `program`: NCCL's time (ns) and the bytes a rank sends
+/// (nccl-tests' bus bytes: `bus_factor x size`), from [`nccl::choose`] with the whole
+/// buffer as its size.
+fn nccl_times(fabrics: &[NcclFabric], program: &Program) -> Result<HashMap<(usize, u64), (u64, f64)>> {
+    let mut times = HashMap::new();
+    for c in &program.collectives {
+        if times.contains_key(&(c.schedule, c.bytes)) {
+            continue;
+        }
+        let fabric = &fabrics[c.schedule];
+        let collective = collective_of(c.schedule);
+        let choice = nccl::choose(fabric, collective, c.bytes as f64, &NcclOptions::default())?;
+        let ns = crate::limits::nanos_clamped((choice.seconds * 1e9).round());
+        let sent = nccl::bus_factor(collective, fabric.nodes * fabric.gpus_per_node) * c.bytes as f64;
+        times.insert((c.schedule, c.bytes), (ns, sent));
+    }
+    Ok(times)
+}
+
+/// [`simulate`] with every collective timed by NCCL's model (no flow).
+fn simulate_nccl(sc: &Scenario, cfg: &ShardedConfig, topo: crate::topology::Topology, group: usize) -> Result<Report> {
+    let n = sc.workers;
+    if !sc.failures.is_empty() {
+        return Err(Error::invalid(
+            "strategy.comm",
+            "comm=nccl times collectives in closed form and cannot see link failures; give comm=flows to simulate failures",
+        ));
+    }
+    let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
+    let fabrics = nccl_fabrics(sc, cfg, n, group)?;
+    let times = nccl_times(&fabrics, &program)?;
+    // Every rank ends each collective at the same instant: one stands for all when they
+    // compute alike.
+    let folded = sc.allow_folding && n > 1 && sc.variability.is_uniform();
+    let ranks = if folded { 1 } else { n };
+    estimate::check(sc, estimate::Work { flows: 0, lane_messages: 0, weight: 1 }, false)?;
+    let mut core = build_core(sc, topo, folded)?;
+    let (durations, sent) = (times.clone(), times);
+    let exec = TimedCollective::new(Box::new(move |s, b| durations.get(&(s, b)).map_or(0, |t| t.0)), ranks);
+    let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
+    let measured = Runner::new(sc, program, ranks, 0, exec, sampler)
+        .with_interference(interference(cfg, Comm::Nccl))
+        .flowless(Box::new(move |s, b| sent.get(&(s, b)).map_or(0.0, |t| t.1)))
+        .run(&mut core)?;
+    Ok(build_report(sc, &mut core, measured))
+}
+
+/// Streams (NCCL communicators) of the all-gathers, reduce-scatters and hsdp's
+/// all-reduces for `communicators` (1: FSDP2's shard process group carries both
+/// all-gathers and reduce-scatters; 2: each its own); the all-reduce has its own (the
+/// replicate process group).
+fn streams(communicators: usize) -> (usize, usize, usize) {
+    if communicators >= 2 {
+        (0, 1, 2)
+    } else {
+        (0, 0, 1)
+    }
+}
 
 /// Schedule indices in the executor's list.
 pub(super) const AG: usize = 0;
@@ -225,54 +366,75 @@ pub(super) fn program(
 }
 
 fn zero_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Program {
-    let mut p = Program::default();
-    let bytes = layer_bytes(workload);
+    // One data-parallel process group: one communicator for every collective.
+    const STREAM: usize = 0;
+    let mut p = Program { streams: 1, ..Program::default() };
+    let (reduce_bucket, gather_bucket) = cfg.bucket_bytes(workload.dtype_bytes);
     let layers = workload.layers.len();
     p.instrs.extend((0..layers).map(|layer| Instr::Compute { layer, backward: false }));
-    // Gradient buckets in the order the backward pass fills them.
+    let mut grads: Vec<Vec<u64>> = vec![Vec::new(); layers];
+    for t in &workload.tensors {
+        grads[t.layer].push(t.bytes);
+    }
+    // Gradient buckets in the order the backward pass fills them (DeepSpeed: a bucket is
+    // reduced before the gradient that would overflow it joins; one gradient larger than a
+    // bucket is a bucket of its own).
+    let hooks = cfg.stage == Stage::Zero2 || cfg.overlap_comm;
     let mut buckets = Vec::new();
-    let mut filling = 0u64;
     let mut reduces = Vec::new();
+    let mut filling = 0u64;
+    let reduce = |p: &mut Program, reduces: &mut Vec<usize>, bytes: u64| {
+        let c = p.issue(RS, wire(bytes, f.grads), STREAM);
+        if cfg.overlap_comm {
+            reduces.push(c);
+        } else {
+            p.instrs.push(Instr::Wait(c)); // the backward pass waits for it
+        }
+    };
     for layer in (0..layers).rev() {
         p.instrs.push(Instr::Compute { layer, backward: true });
-        filling += bytes[layer];
-        if filling >= cfg.bucket_bytes {
-            buckets.push(filling);
-            if cfg.stage == Stage::Zero2 {
-                reduces.push(p.issue(RS, wire(filling, f.grads), REDUCE));
+        for &g in grads[layer].iter().rev() {
+            if filling > 0 && filling.saturating_add(g) > reduce_bucket {
+                buckets.push(filling);
+                if hooks {
+                    reduce(&mut p, &mut reduces, filling);
+                }
+                filling = 0;
             }
-            filling = 0;
+            filling += g;
         }
     }
     if filling > 0 {
         buckets.push(filling);
-        if cfg.stage == Stage::Zero2 {
-            reduces.push(p.issue(RS, wire(filling, f.grads), REDUCE));
+        if hooks {
+            reduce(&mut p, &mut reduces, filling);
         }
     }
-    if cfg.stage == Stage::Zero1 {
+    if !hooks {
         for &b in &buckets {
-            reduces.push(p.issue(RS, wire(b, f.grads), REDUCE));
+            reduces.push(p.issue(RS, wire(b, f.grads), STREAM));
         }
     }
     p.instrs.extend(reduces.iter().map(|&c| Instr::Wait(c)));
     // The optimizer steps on its shard; the updated parameters are all-gathered in
-    // buckets (DeepSpeed's allgather_bucket_size) before the next forward pass.
-    let total: u64 = bytes.iter().sum();
+    // max(1, total / allgather_bucket) equal pieces before the next forward pass
+    // (DeepSpeed `all_gather_dp_groups`, deepspeed/runtime/utils.py).
+    let total: u64 = grads.iter().flatten().sum();
+    let pieces = (total / gather_bucket.max(1)).max(1);
     let mut gathers = Vec::new();
-    let mut left = total;
-    while left > 0 {
-        let b = left.min(cfg.bucket_bytes);
-        gathers.push(p.issue(AG, wire(b, f.params), GATHER));
-        left -= b;
+    for i in 0..pieces {
+        let b = total / pieces + u64::from(i < total % pieces);
+        if b > 0 {
+            gathers.push(p.issue(AG, wire(b, f.params), STREAM));
+        }
     }
     p.instrs.extend(gathers.iter().map(|&c| Instr::Wait(c)));
-    p.streams = 2;
     p
 }
 
 fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group: usize, ranks: usize) -> Program {
-    let mut p = Program { streams: 2, ..Program::default() };
+    let (gather_stream, reduce_stream, across_stream) = streams(cfg.communicators);
+    let mut p = Program { streams: reduce_stream + 1, ..Program::default() };
     let bytes = layer_bytes(workload);
     let units = units(workload, cfg);
     let unit_bytes: Vec<u64> = units.iter().map(|r| bytes[r.clone()].iter().sum()).collect();
@@ -281,7 +443,7 @@ fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group:
     let mut gathered: Vec<Option<usize>> = vec![None; count];
     let gather = |p: &mut Program, gathered: &mut Vec<Option<usize>>, u: usize| {
         if gathered[u].is_none() && unit_bytes[u] > 0 {
-            gathered[u] = Some(p.issue(AG, wire(unit_bytes[u], f.params), GATHER));
+            gathered[u] = Some(p.issue(AG, wire(unit_bytes[u], f.params), gather_stream));
         }
     };
     for u in 0..count {
@@ -307,11 +469,13 @@ fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group:
         }
         p.instrs.extend(units[u].clone().rev().map(|layer| Instr::Compute { layer, backward: true }));
         if unit_bytes[u] > 0 {
-            reduces.push(p.issue(RS, wire(unit_bytes[u], f.grads), REDUCE));
+            let rs = p.issue(RS, wire(unit_bytes[u], f.grads), reduce_stream);
+            reduces.push(rs);
             if cfg.stage == Stage::Hsdp && group < ranks {
-                // The 1/G shard of this unit's gradients, all-reduced across the replicas.
+                // The 1/G shard of this unit's gradients, all-reduced across the replicas
+                // once its reduce-scatter has produced it.
                 let shard = (unit_bytes[u] as f64 / group as f64 * f.grads).round() as u64;
-                reduces.push(p.issue(AR_ACROSS, shard, REDUCE));
+                reduces.push(p.issue_after(AR_ACROSS, shard, across_stream, Some(rs)));
             }
         }
     }
@@ -426,5 +590,122 @@ mod tests {
         let e = check_group(3, 16).unwrap_err();
         assert_eq!(e.field(), "strategy.shard_group");
         assert!(e.to_string().contains("1, 2, 4, 8, 16"));
+    }
+
+    fn sizes_of(p: &Program, schedule: usize) -> Vec<u64> {
+        p.collectives.iter().filter(|c| c.schedule == schedule).map(|c| c.bytes).collect()
+    }
+
+    #[test]
+    fn zero_buckets_are_counted_in_elements_and_close_before_overflowing() {
+        // bf16: 2 bytes per element; four gradients of 50 elements, filled in reverse.
+        let mut w = workload(&[100, 100, 100, 100]);
+        w.dtype_bytes = 2;
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        let rs = |spec: &str| sizes_of(&program(&w, &cfg(spec), f, 1, 1), RS);
+        // 120 elements hold two gradients (100 of them); the third would overflow.
+        assert_eq!(rs("zero2:reduce_bucket=120"), vec![200, 200]);
+        assert_eq!(rs("zero2:reduce_bucket=100"), vec![200, 200]);
+        assert_eq!(rs("zero2:reduce_bucket=99"), vec![100, 100, 100, 100]);
+        assert_eq!(rs("zero1:reduce_bucket=150"), vec![300, 100]);
+        // DeepSpeed's default, 5e8 elements: one bucket.
+        assert_eq!(rs("zero2"), vec![400]);
+        // A gradient larger than a bucket is a bucket of its own.
+        assert_eq!(rs("zero2:reduce_bucket=10"), vec![100, 100, 100, 100]);
+        // All-gathers: max(1, elements / allgather_bucket) equal pieces of the 200 elements.
+        let ag = |spec: &str| sizes_of(&program(&w, &cfg(spec), f, 1, 1), AG);
+        assert_eq!(ag("zero1:allgather_bucket=60"), vec![134, 133, 133]);
+        assert_eq!(ag("zero1:allgather_bucket=300"), vec![400]);
+        assert_eq!(ag("zero1"), vec![400]);
+        // bucket=SIZE still gives both in bytes.
+        assert_eq!(rs("zero2:bucket=200B"), vec![200, 200]);
+    }
+
+    #[test]
+    fn overlap_comm_decides_whether_the_backward_pass_waits_for_each_bucket() {
+        let w = workload(&[100, 100, 100, 100]);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        // Instruction after each reduce-scatter issue: a wait (blocking) or more backward.
+        let waits_at_once = |spec: &str| {
+            let p = program(&w, &cfg(spec), f, 1, 1);
+            let first = p.instrs.iter().position(|i| matches!(i, Instr::Issue(c) if p.collectives[*c].schedule == RS));
+            first.map(|i| {
+                p.instrs[i + 1]
+                    == Instr::Wait(match p.instrs[i] {
+                        Instr::Issue(c) => c,
+                        _ => unreachable!(),
+                    })
+            })
+        };
+        assert_eq!(waits_at_once("zero2:bucket=200B"), Some(true), "DeepSpeed's default below stage 3");
+        assert_eq!(waits_at_once("zero2:bucket=200B,overlap_comm=true"), Some(false));
+        // zero1 with overlap_comm gets the backward hooks too (reduces during backward).
+        let p = program(&w, &cfg("zero1:bucket=200B,overlap_comm=true"), f, 1, 1);
+        let first_issue = p.instrs.iter().position(|i| matches!(i, Instr::Issue(_))).unwrap();
+        let last_backward = p.instrs.iter().rposition(|i| matches!(i, Instr::Compute { backward: true, .. })).unwrap();
+        assert!(first_issue < last_backward);
+    }
+
+    #[test]
+    fn communicators_put_gathers_and_reduce_scatters_on_one_stream_or_two_and_all_reduces_on_their_own() {
+        let w = workload(&[100, 100]);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        let streams = |spec: &str| {
+            let p = program(&w, &cfg(spec), f, 4, 8);
+            let of = |s: usize| p.collectives.iter().find(|c| c.schedule == s).map(|c| c.stream).unwrap();
+            (of(AG), of(RS), of(AR_ACROSS), p.streams)
+        };
+        assert_eq!(streams("hsdp"), (0, 0, 1, 2));
+        assert_eq!(streams("hsdp:communicators=2"), (0, 1, 2, 3));
+        // Each all-reduce waits for its own reduce-scatter's output.
+        let p = program(&w, &cfg("hsdp"), f, 4, 8);
+        for (i, c) in p.collectives.iter().enumerate() {
+            if c.schedule == AR_ACROSS {
+                let rs = c.after.expect("after its reduce-scatter");
+                assert_eq!(p.collectives[rs].schedule, RS);
+                assert!(rs < i);
+            }
+        }
+    }
+
+    #[test]
+    fn hsdp_all_reduces_over_one_gpu_per_node_on_its_own_nic_share() {
+        use crate::topology::TopologySpec;
+        let sc = |topology: &str, n: usize| {
+            let mut sc = Scenario::new(workload(&[100]), n, 50e9, Strategy::parse("hsdp").unwrap());
+            sc.topology = TopologySpec::parse(topology).unwrap();
+            sc
+        };
+        let rail = sc("rail:node=dgx-h100", 64);
+        let full = NcclFabric::from_topology(&rail.topology, 64, 50e9, nccl::Transport::Rdma).unwrap();
+        let f = nccl_fabrics(&rail, &cfg("hsdp"), 64, 8).unwrap();
+        assert_eq!((f[AG].nodes, f[AG].gpus_per_node), (1, 8), "shard group: one node");
+        assert_eq!((f[AR_ACROSS].nodes, f[AR_ACROSS].gpus_per_node, f[AR_ACROSS].nics_per_node), (8, 1, 1));
+        assert_eq!(f[AR_ACROSS].nic_bytes_per_s, full.nic_bytes_per_s, "each replica group its own rail");
+        let f = nccl_fabrics(&rail, &cfg("hsdp"), 64, 16).unwrap();
+        assert_eq!((f[RS].nodes, f[RS].gpus_per_node, f[AR_ACROSS].nodes), (2, 8, 4));
+        // Shard groups of 4: two members of a replica group per node, on two NICs.
+        let f = nccl_fabrics(&rail, &cfg("hsdp"), 64, 4).unwrap();
+        assert_eq!((f[AR_ACROSS].nodes, f[AR_ACROSS].gpus_per_node, f[AR_ACROSS].nics_per_node), (8, 2, 2));
+        assert_eq!(f[AR_ACROSS].nic_bytes_per_s, full.nic_bytes_per_s);
+        // One NIC per machine: the 8 replica groups of a node share it.
+        let nodes = sc("nodes:machine=p3.16xlarge", 32);
+        let full = NcclFabric::from_topology(&nodes.topology, 32, 50e9, nccl::Transport::Rdma).unwrap();
+        let f = nccl_fabrics(&nodes, &cfg("hsdp"), 32, 8).unwrap();
+        assert_eq!((f[AR_ACROSS].nodes, f[AR_ACROSS].gpus_per_node), (4, 1));
+        let share = full.nic_bytes_per_s * full.nics_per_node as f64 / 8.0;
+        assert!((f[AR_ACROSS].nic_bytes_per_s - share).abs() < 1e-6);
+    }
+
+    #[test]
+    fn nccl_runs_count_no_flow_up_front() {
+        use crate::topology::TopologySpec;
+        let mut sc = Scenario::new(workload(&[1 << 20, 1 << 20]), 1024, 50e9, Strategy::parse("fsdp").unwrap());
+        sc.topology = TopologySpec::parse("rail:node=dgx-h100").unwrap();
+        estimate::LAST.with(|l| l.set(None));
+        let r = super::super::simulate(&sc).unwrap();
+        let work = estimate::LAST.with(|l| l.get()).unwrap();
+        assert_eq!((work.flows, work.lane_messages, r.flows), (0, 0, 0));
+        assert_eq!(r.simulated_ranks, 1);
     }
 }

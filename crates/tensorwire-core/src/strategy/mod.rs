@@ -14,7 +14,7 @@ pub use nccl::{Buckets, NcclConfig};
 pub use options::{
     DDP_OPTIONS, HOST_OPTIONS, NCCL_OPTIONS, PS_OPTIONS, RDMA_GOODPUT_EFFICIENCY, TCP_GOODPUT_EFFICIENCY,
 };
-pub use sharded::{ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS};
+pub use sharded::{Comm, ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS, ZERO_BUCKET_ELEMENTS};
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};

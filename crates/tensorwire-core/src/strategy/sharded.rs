@@ -35,6 +35,20 @@ pub enum ShardAlgorithm {
     Hierarchical,
 }
 
+/// How the collectives of a sharded strategy are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comm {
+    /// NCCL's model (`crate::nccl::choose`), in closed form per collective over its group's
+    /// fabric, no flows: what FSDP and DeepSpeed run on GPU clusters.
+    Nccl,
+    /// Every message a flow of the network model (the seeds' behaviour).
+    Flows,
+}
+
+/// DeepSpeed ZeRO's default `reduce_bucket_size` and `allgather_bucket_size`, in elements
+/// (`deepspeed/runtime/zero/config.py`, deepspeedai/DeepSpeed @1b88ac36; docs/design/nccl-research.md §5).
+pub const ZERO_BUCKET_ELEMENTS: f64 = 5e8;
+
 /// A parsed sharded strategy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShardedConfig {
@@ -54,9 +68,28 @@ pub struct ShardedConfig {
     /// FSDP: wrap consecutive layers until a unit holds at least this many bytes of
     /// parameters (PyTorch's size-based auto-wrap policy); overrides `unit_layers`.
     pub min_unit_bytes: Option<u64>,
-    /// ZeRO-1/2: gradient bytes per reduce-scatter bucket and parameter bytes per
-    /// all-gather bucket (as listed in the workload).
-    pub bucket_bytes: u64,
+    /// ZeRO-1/2: gradient elements per reduce bucket (DeepSpeed `reduce_bucket_size`).
+    pub reduce_bucket_elements: u64,
+    /// ZeRO-1/2: parameter elements per all-gather bucket (DeepSpeed `allgather_bucket_size`).
+    pub allgather_bucket_elements: u64,
+    /// ZeRO-1/2: `bucket=SIZE` in listed bytes, overriding both bucket sizes.
+    pub bucket_override: Option<u64>,
+    /// ZeRO-1/2: DeepSpeed's `overlap_comm`: gradient buckets reduced on a stream of their
+    /// own while the backward pass goes on. Off (DeepSpeed's default below stage 3): zero1
+    /// reduces after the backward pass, zero2 reduces each bucket as it fills while the
+    /// backward pass waits for it.
+    pub overlap_comm: bool,
+    /// How the collectives are timed (`None`: by fabric, see [`Comm`]).
+    pub comm: Option<Comm>,
+    /// fsdp/hsdp: NCCL communicators for all-gathers and reduce-scatters: 1 (FSDP2's
+    /// default: one shard process group, so they serialise with each other) or 2 (each on
+    /// its own, overlapping each other).
+    pub communicators: usize,
+    /// Fraction by which compute slows while a collective of its rank is in flight
+    /// (`None`: `nccl::DEFAULT_COMPUTE_SLOWDOWN` with comm=nccl, 0 with flows).
+    pub compute_slowdown: Option<f64>,
+    /// NCCL's transport (`transport=tcp`: sockets; else RDMA).
+    pub nccl_transport: crate::nccl::Transport,
     /// HSDP: ranks per shard group (`None`: the topology's machine size, else 8).
     pub shard_group: Option<usize>,
 }
@@ -108,8 +141,50 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
     OptionInfo {
         name: "bucket",
         kind: OptionKind::Bytes,
-        default: "500MB",
-        help: "zero1/zero2: bytes per reduce-scatter and all-gather bucket (DeepSpeed reduce_bucket_size / allgather_bucket_size)",
+        default: "",
+        help: "zero1/zero2: both buckets in bytes, overriding the element counts",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "reduce_bucket",
+        kind: OptionKind::Real,
+        default: "5e8",
+        help: "zero1/zero2: gradient elements per bucket (DeepSpeed reduce_bucket_size)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "allgather_bucket",
+        kind: OptionKind::Real,
+        default: "5e8",
+        help: "zero1/zero2: parameter elements per all-gather (DeepSpeed allgather_bucket_size)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "overlap_comm",
+        kind: OptionKind::Flag,
+        default: "false",
+        help: "zero1/zero2: reduce buckets on a stream of their own during backward (DeepSpeed overlap_comm; false: zero1 after backward, zero2 blocking)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "comm",
+        kind: OptionKind::Choice(&["nccl", "flows"]),
+        default: "",
+        help: "timing: NCCL's model, no flows (nccl; default on rail and nodes) or network flows (flows; default elsewhere)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "communicators",
+        kind: OptionKind::Count,
+        default: "1",
+        help: "fsdp/hsdp: 1: all-gather and reduce-scatter serialised on one communicator (FSDP2); 2: overlapping",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "compute_slowdown",
+        kind: OptionKind::Real,
+        default: "",
+        help: "compute this fraction slower while a collective runs (default 0.189 with nccl, arXiv 2507.03114; none with flows)",
         aliases: &[],
     },
     OptionInfo {
@@ -121,8 +196,25 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
     },
 ];
 
+impl ShardedConfig {
+    /// ZeRO-1/2: listed bytes per (reduce bucket, all-gather bucket) for elements of
+    /// `dtype_bytes` bytes (the workload's listed element size): DeepSpeed counts buckets
+    /// in elements; `bucket=SIZE` gives both in bytes.
+    pub fn bucket_bytes(&self, dtype_bytes: u32) -> (u64, u64) {
+        let of = |elements: u64| elements.saturating_mul(u64::from(dtype_bytes.max(1)));
+        match self.bucket_override {
+            Some(b) => (b, b),
+            None => (of(self.reduce_bucket_elements), of(self.allgather_bucket_elements)),
+        }
+    }
+}
+
 /// Options of [`SHARDED_OPTIONS`] that only fsdp and hsdp take.
-const FSDP_ONLY: [&str; 5] = ["prefetch", "backward_prefetch", "reshard_after_forward", "unit", "min_unit"];
+const FSDP_ONLY: [&str; 6] =
+    ["prefetch", "backward_prefetch", "reshard_after_forward", "unit", "min_unit", "communicators"];
+
+/// Options of [`SHARDED_OPTIONS`] that only zero1 and zero2 take.
+const ZERO_ONLY: [&str; 4] = ["bucket", "reduce_bucket", "allgather_bucket", "overlap_comm"];
 
 /// Whether `option` (one of [`SHARDED_OPTIONS`]) applies to `stage`; [`config`] refuses the
 /// others, and the strategy listing leaves them out.
@@ -130,7 +222,7 @@ pub fn applies(stage: Stage, option: &str) -> bool {
     let fsdp_like = matches!(stage, Stage::Fsdp | Stage::Hsdp);
     match option {
         o if FSDP_ONLY.contains(&o) => fsdp_like,
-        "bucket" => !fsdp_like,
+        o if ZERO_ONLY.contains(&o) => !fsdp_like,
         "shard_group" => stage == Stage::Hsdp,
         _ => true,
     }
@@ -146,18 +238,44 @@ pub fn config(stage: Stage, spec: &Spec) -> Result<ShardedConfig> {
             ));
         }
     }
-    if !applies(stage, "bucket") && spec.get("bucket").is_some() {
-        return Err(Error::invalid(
-            "strategy.bucket",
-            "applies to zero1 and zero2; fsdp and hsdp move one unit at a time",
-        ));
+    for name in ZERO_ONLY {
+        if !applies(stage, name) && spec.get(name).is_some() {
+            return Err(Error::invalid(
+                format!("strategy.{name}"),
+                format!("applies to zero1 and zero2, not {}; fsdp and hsdp move one unit at a time", spec.name),
+            ));
+        }
     }
     if !applies(stage, "shard_group") && spec.get("shard_group").is_some() {
         return Err(Error::invalid("strategy.shard_group", format!("applies to hsdp, not {}", spec.name)));
     }
-    let bucket = spec.bytes("bucket").unwrap_or(500e6);
-    if bucket < 1.0 {
+    let bucket = spec.bytes("bucket");
+    if bucket.is_some_and(|b| b < 1.0) {
         return Err(Error::invalid("strategy.bucket", "must be at least 1 byte"));
+    }
+    let elements = |name: &str| -> Result<u64> {
+        let v = spec.real(name).unwrap_or(ZERO_BUCKET_ELEMENTS);
+        if !(1.0..=1e15).contains(&v) {
+            return Err(Error::invalid(
+                format!("strategy.{name}"),
+                format!("{v} elements; allowed: 1 to 1e15 elements (DeepSpeed's default 5e8)"),
+            ));
+        }
+        Ok(v.round() as u64)
+    };
+    let communicators = spec.count("communicators").unwrap_or(1) as usize;
+    if communicators > 2 {
+        return Err(Error::invalid(
+            "strategy.communicators",
+            format!("{communicators}; allowed: 1 (all-gather and reduce-scatter serialised on one communicator, FSDP2's default) or 2 (each its own)"),
+        ));
+    }
+    let compute_slowdown = spec.real("compute_slowdown");
+    if compute_slowdown.is_some_and(|s| s > 10.0) {
+        return Err(Error::invalid(
+            "strategy.compute_slowdown",
+            "allowed: a fraction in (0, 10] (0.189: compute 18.9% slower while a collective runs)",
+        ));
     }
     Ok(ShardedConfig {
         stage,
@@ -172,7 +290,21 @@ pub fn config(stage: Stage, spec: &Spec) -> Result<ShardedConfig> {
         reshard_after_forward: spec.flag("reshard_after_forward").unwrap_or(true),
         unit_layers: spec.count("unit").unwrap_or(1) as usize,
         min_unit_bytes: spec.bytes("min_unit").map(|b| b.round().max(1.0) as u64),
-        bucket_bytes: bucket.round() as u64,
+        reduce_bucket_elements: elements("reduce_bucket")?,
+        allgather_bucket_elements: elements("allgather_bucket")?,
+        bucket_override: bucket.map(|b| b.round() as u64),
+        overlap_comm: spec.flag("overlap_comm").unwrap_or(false),
+        comm: match spec.choice("comm") {
+            Some("nccl") => Some(Comm::Nccl),
+            Some("flows") => Some(Comm::Flows),
+            _ => None,
+        },
+        communicators,
+        compute_slowdown,
+        nccl_transport: match spec.choice("transport") {
+            Some("tcp") => crate::nccl::Transport::Tcp,
+            _ => crate::nccl::Transport::Rdma,
+        },
         shard_group: spec.count("shard_group").map(|g| g as usize),
     })
 }

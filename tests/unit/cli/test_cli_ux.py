@@ -257,7 +257,7 @@ def test_strategies_lists_only_options_each_strategy_takes_and_aliases_on_their_
     assert by["zero3"].alias_of == "fsdp" and "fusion" not in by["ps"].host_options
     p = run("strategies")
     assert p.returncode == 0
-    assert len(p.stdout.splitlines()) < 200
+    assert len(p.stdout.splitlines()) < 300  # 20 strategies and their options, at 80 columns
     assert "(= zero3)" in p.stdout and "unfused" in p.stdout
     assert p.stdout.count("backward_prefetch") <= 3  # once per strategy row that takes it (fsdp, hsdp) + once described
 

@@ -31,8 +31,9 @@ system:  ## system packages for the testbed (iproute2) and the report test (chro
 	sh scripts/setup-system.sh
 	sh scripts/setup-chromium.sh
 
-demo: build  ## compare strategies on the default scenario
+demo: build  ## compare strategies on the default scenario and on a GPU cluster (64 H100, PyTorch DDP vs FSDP)
 	tensorwire compare
+	tensorwire compare --model llama3_8b --gpu h100 -n 64 --topology rail:node=dgx-h100
 
 test: test-rust test-python  ## every test: Rust (cargo) and Python (pytest)
 

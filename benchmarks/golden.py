@@ -1,8 +1,9 @@
 """Golden outputs: what a user sees, recorded once and compared byte for byte later.
 
 Runs a fixed list of user-facing commands (``CASES``): the demo (``make demo`` runs exactly
-``tensorwire compare``), ``simulate`` in table and ``--json`` form across strategies, fabrics,
-collectives, stragglers and failures, ``compare``, ``jobs``, ``sweep`` to CSV and JSON,
+``tensorwire compare`` and the GPU cluster's ``compare`` of ``demo_compare_gpu``),
+``simulate`` in table and ``--json`` form across strategies, fabrics, collectives,
+stragglers and failures, ``compare``, ``jobs``, ``sweep`` to CSV and JSON,
 ``strategies``, ``models``, ``topology``, ``import-trace``, bad inputs (their one-line
 errors and exit codes) and every reproduction script of ``benchmarks/reproductions/``.
 Each case runs as its own process (``python -m tensorwire ARGS`` or ``python SCRIPT``, this
@@ -99,8 +100,20 @@ SMALL = ("-n", "8", "-b", "25Gbps")
 LEAF_SPINE = "leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps"
 
 CLI_CASES: tuple[Case, ...] = (
-    # The demo: `make demo` runs exactly this.
+    # The demo: `make demo` runs exactly these two.
     _cli("demo_compare", "compare"),
+    _cli(
+        "demo_compare_gpu",
+        "compare",
+        "--model",
+        "llama3_8b",
+        "--gpu",
+        "h100",
+        "-n",
+        "64",
+        "--topology",
+        "rail:node=dgx-h100",
+    ),
     _cli(
         "compare_inception_netop",
         "compare",

@@ -5,8 +5,10 @@ The commands are read from the documents themselves: the ``$ `` lines of their
 lines of their ```` ```sh ```` blocks, and their ```` ```python ```` snippets. Each is one
 test, run in doc order in one working directory that holds the files the docs name
 (``rank0.json`` and ``rank1.json``: the 2-rank profiler fixture of tests/unit/workloads;
-``job.json`` is written by the tour's own ``import-trace`` step). ``tensorwire ARGS`` runs
-as ``python -m tensorwire ARGS`` with this interpreter.
+the nccl-tests logs of tests/fixtures/nccl-tests at the same relative path as in a checkout;
+``job.json`` and ``cluster.json`` are written by the docs' own ``import-trace`` and
+``calibrate`` steps). ``tensorwire ARGS`` runs as ``python -m tensorwire ARGS`` with this
+interpreter.
 
 Each must exit 0 without a traceback within ``WALL_S`` of wall-clock time. The guide's
 LLM ``compare`` on 1,024 H100s must also take at most ``LLM_COMPARE_CPU_S`` of CPU (the
@@ -46,6 +48,8 @@ LLM_COMPARE_CPU_S = 10.0
 
 FIXTURES = {"rank0.json": DATA / "ddp_tiny_rank0.json.gz", "rank1.json": DATA / "ddp_tiny_rank1.json.gz"}
 """Files the docs name that no earlier command writes: the shipped 2-rank profiler traces."""
+NCCL_TESTS_LOGS = "tests/fixtures/nccl-tests"
+"""nccl-tests logs the docs calibrate from, by their path in a checkout (copied as they are)."""
 
 OUTPUT_OPTIONS = ("--out", "-o", "--trace")
 
@@ -167,6 +171,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("docs-commands")
     for name, src in FIXTURES.items():
         (d / name).write_bytes(gzip.decompress(src.read_bytes()))
+    (d / NCCL_TESTS_LOGS).mkdir(parents=True)
+    for log in (ROOT / NCCL_TESTS_LOGS).glob("*.log"):
+        (d / NCCL_TESTS_LOGS / log.name).write_bytes(log.read_bytes())
     yield d
     for f in d.iterdir():  # the guide's FSDP trace is hundreds of MB
         if f.is_file() and f.stat().st_size > 20_000_000:
@@ -251,6 +258,7 @@ def test_the_docs_have_commands() -> None:
     assert any(c.kind == "python" for c in by_doc["README.md"])
     assert any(is_llm_compare_at_scale(c.argv) for c in by_doc["guide.md"])
     assert "job.json" in PRODUCERS
+    assert "cluster.json" in PRODUCERS
 
 
 @pytest.mark.parametrize("c", COMMANDS, ids=[c.id for c in COMMANDS])

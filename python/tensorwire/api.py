@@ -49,6 +49,11 @@ def simulate(
 ) -> Result:
     """Simulates ``iterations`` training iterations and reports the steady state.
 
+    ``strategy`` is a spec (:class:`Strategy`, ``tensorwire strategies``): on GPU clusters
+    (``rail``, ``nodes``) ``ddp`` for a PyTorch DDP job, ``nccl`` for one NCCL call per
+    tensor (``nccl:fusion=64MiB,cycle=5ms`` for Horovod), ``fsdp``/``zero1``-``zero3``/``hsdp``
+    for sharded jobs, all timed by NCCL 2.30.7's model; the seeds' ``ring``, ``ps`` and the
+    other flow-level strategies anywhere.
     The first iteration is warm-up when there are several. ``stragglers`` is ``none``,
     ``normal`` (``spread`` = coefficient of variation), ``lognormal`` (``spread`` = sigma)
     or ``fixed`` (``slowdowns`` = one compute multiplier per worker); draws are seeded.

@@ -1,7 +1,30 @@
 """Strategy: how gradients are synchronised, written ``NAME[:key=value,...]``.
 
 The strategies and their options are defined once, in the core; this module only exposes
-them. See ``tensorwire strategies`` for the list.
+them. See ``tensorwire strategies`` for the list, and docs/guide.md ("GPU clusters: which
+strategy is which framework") for which one models what you run.
+
+On GPU clusters (``rail`` and ``nodes`` fabrics) two strategies time every collective with
+NCCL 2.30.7's tuning model (docs/simulator.md, "NCCL strategies"; docs/collectives.md,
+"NCCL's collectives"):
+
+- ``nccl[:algo=,proto=,channels=,pxn=,launch=,compute_slowdown=]``: each gradient tensor (or
+  a microbenchmark's collective) is one NCCL call, calls one at a time on one communicator.
+  ``algo`` is NCCL_ALGO (``tree``, ``ring``, ``collnetdirect``, ``collnetchain``, ``nvls``,
+  ``nvlstree``, ``pat``; ``+``-separated, a leading ``^`` excludes), ``proto`` is NCCL_PROTO
+  (``ll``, ``ll128``, ``simple``), ``channels=N`` is NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS
+  = N, ``pxn=true`` is NCCL_PXN; without them NCCL's model picks per collective and size.
+  ``fusion=SIZE,cycle=DURATION`` adds Horovod's Tensor Fusion (``nccl:fusion=64MiB,cycle=5ms``).
+- ``ddp[:bucket=25MiB,first_bucket=1MiB,...]`` (and the ``nccl`` options): PyTorch
+  DistributedDataParallel: gradients in reverse parameter order fill buckets (the first
+  1 MiB, then ``bucket_cap_mb`` = 25 MiB), each bucket's all-reduce launched when its last
+  gradient is ready, on one communicator.
+
+Both slow compute by ``compute_slowdown`` (default 0.189, arXiv 2507.03114) while a
+collective is in flight. What a fabric cannot run is refused, naming the option:
+
+>>> runs_on("nccl:algo=nvls", 8, "rail:node=dgx-h100"), runs_on("nccl:algo=nvls", 8, "rail:node=dgx-a100")
+(True, False)
 """
 
 from __future__ import annotations
@@ -51,6 +74,28 @@ class Strategy:
     >>> s = Strategy("ring:partition=4MiB")
     >>> s.name, s.core.partition_bytes
     ('ring', 4194304)
+
+    NCCL as it runs, restricted as NCCL_ALGO=Ring,Tree NCCL_PROTO=LL128 NCCL_MIN_NCHANNELS=8
+    would (options are checked here, and against the fabric when a run starts):
+
+    >>> Strategy("nccl:algo=ring+tree,proto=ll128,channels=8").core.options
+    [('algo', 'ring+tree'), ('proto', 'll128'), ('channels', '8')]
+    >>> Strategy("nccl:algo=fast")
+    Traceback (most recent call last):
+    tensorwire.InputError: ('strategy.algo', 'unknown "fast"; choose from tree, ring, collnetdirect, collnetchain, nvls, nvlstree, pat (a leading ^ excludes them instead)')
+
+    PyTorch DDP (its default buckets, or ``bucket_cap_mb=100``) on two DGX A100 nodes:
+
+    >>> from tensorwire import Cluster, load_model, simulate
+    >>> rail = Cluster(16, None, topology="rail:node=dgx-a100")
+    >>> r = simulate(load_model("resnet50"), rail, "ddp")
+    >>> r.strategy, 0.9 < r.scaling_factor <= 1
+    ('ddp', True)
+    >>> Strategy("ddp:bucket=100MiB").core.options
+    [('bucket', '100MiB')]
+    >>> Strategy("ddp:fusion=64MiB")
+    Traceback (most recent call last):
+    tensorwire.InputError: ('strategy.fusion', "does not apply to ddp: ddp buckets gradients with bucket=SIZE (fusion and cycle are Horovod's; use nccl:fusion=SIZE for Horovod over NCCL)")
     """
 
     spec: str

@@ -199,3 +199,26 @@ fn refusals_name_their_field() {
     assert!(e.to_string().contains("shares no links"), "{e}");
     assert!(simulate_jobs(&fabric, &[job("ring"), job("hierarchical")], "packed").is_ok());
 }
+
+#[test]
+fn timed_collectives_report_rank_0s_communication_and_bus_bytes_but_no_links() {
+    // Two tensors, one all-reduce each per iteration, after the backward pass (layer 0's
+    // gradient is ready last): rank 0 communicates for both collectives back to back and
+    // sends nccl-tests' bus bytes, 2 (n-1)/n S, for each.
+    let n = 16usize;
+    let (a, b) = (8u64 << 20, 2u64 << 20);
+    let sc = scenario(workload(&[(100_000, 200_000), (100_000, 300_000)], &[(a, 0), (b, 1)]), n, "nccl", RAIL);
+    let r = simulate(&sc).unwrap();
+    let bus = |bytes: u64| 2.0 * (n as f64 - 1.0) / n as f64 * bytes as f64;
+    assert!((r.sent_bytes_per_worker - (bus(a) + bus(b))).abs() < 1e-6, "{}", r.sent_bytes_per_worker);
+    // Tensor 1's all-reduce overlaps layer 0's backward pass (slowed by interference);
+    // tensor 0's follows it: rank 0 communicates for the two durations, apart or not.
+    let (ca, cb) = (nccl_ns(&sc, Collective::AllReduce, a), nccl_ns(&sc, Collective::AllReduce, b));
+    close_ns(r.comm_time_s * 1e9, (ca + cb) as f64);
+    assert!(r.link_utilization.is_empty(), "no flow on any link: no figure");
+    // The unfolded run reports the same.
+    let mut full = sc.clone();
+    full.allow_folding = false;
+    let u = simulate(&full).unwrap();
+    assert_eq!((u.comm_time_s, u.sent_bytes_per_worker), (r.comm_time_s, r.sent_bytes_per_worker));
+}

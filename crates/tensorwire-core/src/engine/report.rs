@@ -30,6 +30,9 @@ pub(crate) struct Measured {
     /// moves the same bytes, so a link's share does not depend on where the window cuts
     /// the workers' skewed iterations); else from the bytes in the window.
     pub links_per_iteration: bool,
+    /// Collectives timed in closed form (`timed.rs`): no link carried a flow, so the
+    /// report gives no link utilisation (an empty list, not every link at 0).
+    pub flowless: bool,
     /// Compute spans, when recording.
     pub compute_spans: Option<Vec<ComputeSpan>>,
     /// Events processed.
@@ -118,7 +121,8 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
             }
         }
     }
-    let link_utilization = (0..topo.links().len())
+    let links = if m.flowless { 0 } else { topo.links().len() };
+    let link_utilization = (0..links)
         .map(|l| {
             let bytes = match (core.folded, topo.rank_orbit(l, n), &core.link_fold) {
                 (true, Some(o), _) => orbit_total[o],

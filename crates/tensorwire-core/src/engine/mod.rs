@@ -47,7 +47,7 @@ pub use check::check;
 pub use estimate::DEFAULT_MAX_FLOWS;
 pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
-pub(crate) use report::{build_report, EndSnapshot, Measured};
+pub(crate) use report::{build_report, Measured};
 pub use scenario::{Progress, ProgressHook, Scenario, DEFAULT_ITERATIONS, DEFAULT_LATENCY_S, PROGRESS_EVERY};
 pub use variability::Variability;
 
@@ -182,13 +182,10 @@ struct Engine<'a> {
     limit: u32,
     /// Per iteration: workers that completed it (grows with the iterations run).
     completed: Vec<u32>,
-    /// When each of the measured iterations (`sc.iterations`) completed on every worker.
-    completions: Vec<Nanos>,
-    /// What the job had done at its last measured completion, when it runs on past it.
-    at_end: Option<EndSnapshot>,
-    busy_at_first: Nanos,
-    link_bytes_at_first: Vec<f64>,
-    sent_at_first: f64,
+    /// When each of the measured iterations (`sc.iterations`) completed on every worker,
+    /// and the counters the report's window starts and ends at (the rest of it is filled
+    /// in by [`SimulatedJob::report`]).
+    out: Measured,
     /// Rank 0's (communication busy time, bytes sent) at its own first and last
     /// completions (see [`Measured::rank0`]).
     rank0: [Option<(Nanos, f64)>; 2],
@@ -554,12 +551,8 @@ impl<'a> Engine<'a> {
             events: 0,
             limit: sc.iterations,
             completed: vec![0; sc.iterations as usize],
-            completions: Vec::new(),
-            at_end: None,
-            busy_at_first: 0,
-            link_bytes_at_first: Vec::new(),
+            out: Measured { job, ..Measured::default() },
             rank0: [None, None],
-            sent_at_first: 0.0,
             released: Vec::new(),
             compute_spans: sc.record_timeline.then(Vec::new),
             rank_fold,
@@ -829,17 +822,8 @@ impl Engine<'_> {
             self.completed.resize(k as usize + 1, 0);
         }
         self.completed[k as usize] += 1;
-        let measured = self.sc.iterations as usize;
-        if self.completed[k as usize] as usize == self.workers.len() && self.completions.len() < measured {
-            self.completions.push(core.now);
-            if self.completions.len() == 1 && self.sc.iterations > 1 {
-                self.busy_at_first = core.comm_busy_of(self.job);
-                self.sent_at_first = core.watched_host(self.job).sent;
-                self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
-            }
-            if self.completions.len() == measured && self.limit > self.sc.iterations {
-                self.at_end = Some(EndSnapshot::take(core, self.job));
-            }
+        if self.completed[k as usize] as usize == self.workers.len() {
+            self.out.iteration_completed(core, self.sc.iterations, self.limit);
         }
         // Under the global gate the next forward pass may have been waiting for this.
         if self.workers[w].op == Op::Gate(0) && self.gate_open(w, 0) {
@@ -858,7 +842,7 @@ impl SimulatedJob for Engine<'_> {
     }
 
     fn completed(&self) -> usize {
-        self.completions.len()
+        self.out.completions.len()
     }
 
     fn queue_head(&self) -> Option<Nanos> {
@@ -916,21 +900,16 @@ impl SimulatedJob for Engine<'_> {
             fold.relabel(&mut self.compute_spans);
         }
         let measured = Measured {
-            completions: std::mem::take(&mut self.completions),
-            busy_at_first: self.busy_at_first,
-            link_bytes_at_first: std::mem::take(&mut self.link_bytes_at_first),
-            sent_at_first: self.sent_at_first,
             rank0: match self.rank0 {
                 [first, Some(last)] => Some((first.unwrap_or((0, 0.0)), last)),
                 _ => None,
             },
             links_per_iteration: self.hosts.is_none(),
             flowless: matches!(sc.strategy.family, Family::Nccl(_)),
-            at_end: self.at_end.take(),
             compute_spans: self.compute_spans.take(),
             events: self.events,
             simulated_ranks: self.net_ranks,
-            job: self.job,
+            ..std::mem::take(&mut self.out)
         };
         let (start, end) = measured.window();
         let mut report = build_report(sc, core, measured);

@@ -54,6 +54,17 @@ fn workload(layers: &[(u64, u64)], tensors: &[(u64, usize)]) -> Workload {
     }
 }
 
+/// Job `strategy` of `w` on 8 workers.
+fn job(w: &Workload, strategy: &str) -> Job {
+    Job {
+        name: strategy.into(),
+        workload: w.clone(),
+        workers: 8,
+        strategy: Strategy::parse(strategy).unwrap(),
+        hosts: None,
+    }
+}
+
 fn close_ns(got: f64, want: f64) {
     assert!((got - want).abs() <= 2.0, "got {got} ns, want {want} ns");
 }
@@ -186,13 +197,7 @@ fn refusals_name_their_field() {
     let mut sc = scenario(w.clone(), 16, "nccl", RAIL);
     sc.failures = vec![Failure { at_s: 0.0, target: "host0".into(), rate: 0.5 }];
     assert_eq!(simulate(&sc).unwrap_err().field(), "failures");
-    let job = |s: &str| Job {
-        name: s.into(),
-        workload: w.clone(),
-        workers: 8,
-        strategy: Strategy::parse(s).unwrap(),
-        hosts: None,
-    };
+    let job = |s: &str| job(&w, s);
     let fabric = scenario(w.clone(), 16, "ring", RAIL);
     let e = simulate_jobs(&fabric, &[job("ddp"), job("ring")], "packed").unwrap_err();
     assert_eq!(e.field(), "jobs[0].strategy");
@@ -221,4 +226,31 @@ fn timed_collectives_report_rank_0s_communication_and_bus_bytes_but_no_links() {
     full.allow_folding = false;
     let u = simulate(&full).unwrap();
     assert_eq!((u.comm_time_s, u.sent_bytes_per_worker), (r.comm_time_s, r.sent_bytes_per_worker));
+}
+
+#[test]
+fn jobs_refuse_nccl_timing_and_run_sharded_strategies_on_flows_with_their_interference() {
+    let w = workload(
+        &[(200_000, 400_000), (200_000, 400_000), (200_000, 400_000)],
+        &[(4 << 20, 0), (4 << 20, 1), (4 << 20, 2)],
+    );
+    let job = |s: &str| job(&w, s);
+    let fabric = scenario(w.clone(), 16, "ring", RAIL);
+    // comm=nccl given in a job: one line naming the job's strategy and what to use.
+    let e = simulate_jobs(&fabric, &[job("ring"), job("fsdp:comm=nccl")], "packed").unwrap_err();
+    assert_eq!(e.field(), "jobs[1].strategy");
+    assert!(e.to_string().contains("comm=flows"), "{e}");
+    // Without comm=, a sharded job runs on flows, as comm=flows does.
+    let plain = simulate_jobs(&fabric, &[job("fsdp"), job("ring")], "packed").unwrap();
+    let flows = simulate_jobs(&fabric, &[job("fsdp:comm=flows"), job("ring")], "packed").unwrap();
+    assert_eq!(plain[0].iteration_time_s, flows[0].iteration_time_s);
+    assert!(plain[0].flows > 0);
+    // An explicit slowdown slows the compute its collectives overlap.
+    let slowed = simulate_jobs(&fabric, &[job("fsdp:compute_slowdown=1"), job("ring")], "packed").unwrap();
+    assert!(
+        slowed[0].iteration_time_s > plain[0].iteration_time_s,
+        "{} vs {}",
+        slowed[0].iteration_time_s,
+        plain[0].iteration_time_s
+    );
 }

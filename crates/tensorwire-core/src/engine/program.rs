@@ -302,7 +302,6 @@ impl<'a, E: Exec> Runner<'a, E> {
     }
 
     fn end_iteration(&mut self, core: &mut SimState, r: usize) {
-        let now = core.now;
         let rank = &mut self.ranks[r];
         let k = rank.iteration as usize;
         rank.iteration += 1;
@@ -311,17 +310,8 @@ impl<'a, E: Exec> Runner<'a, E> {
             self.completed.resize(k + 1, 0);
         }
         self.completed[k] += 1;
-        let measured = self.measured as usize;
-        if self.completed[k] == self.ranks.len() && self.out.completions.len() < measured {
-            self.out.completions.push(now);
-            if self.out.completions.len() == 1 && self.measured > 1 {
-                self.out.busy_at_first = core.comm_busy_of(self.job);
-                self.out.sent_at_first = core.watched_host(self.job).sent;
-                self.out.link_bytes_at_first = core.net.link_bytes(now).to_vec();
-            }
-            if self.out.completions.len() == measured && self.limit > self.measured {
-                self.out.at_end = Some(super::EndSnapshot::take(core, self.job));
-            }
+        if self.completed[k] == self.ranks.len() {
+            self.out.iteration_completed(core, self.measured, self.limit);
         }
         if self.ranks[r].iteration < self.limit {
             self.ranks[r].slowdown = self.sampler.draw(r);

@@ -20,6 +20,8 @@ pub enum OptionKind {
     Natural,
     /// A real number > 0.
     Real,
+    /// A real number >= 0 (a fraction where 0 means "none": `compute_slowdown=0`).
+    NonNegativeReal,
     /// `true` or `false`.
     Flag,
     /// One of a fixed set of words.
@@ -36,6 +38,7 @@ impl OptionKind {
             OptionKind::Count => "an integer >= 1".into(),
             OptionKind::Natural => "an integer >= 0".into(),
             OptionKind::Real => "a number > 0".into(),
+            OptionKind::NonNegativeReal => "a number >= 0".into(),
             OptionKind::Flag => "true or false".into(),
             OptionKind::Choice(words) => format!("one of {}", words.join(", ")),
         }
@@ -162,6 +165,10 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
         },
         OptionKind::Real => match text.parse::<f64>() {
             Ok(v) if v.is_finite() && v > 0.0 => OptionValue::Real(v),
+            _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
+        },
+        OptionKind::NonNegativeReal => match text.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => OptionValue::Real(v),
             _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
         },
         OptionKind::Flag => match text {

@@ -63,7 +63,8 @@ def test_hsdp_groups_spanning_some_nodes_run_a_ring_per_level() -> None:
     t = {g: tw.simulate(llama, cluster, f"hsdp:shard_group={g}", iterations=2) for g in (8, 16, 32)}
     times = [t[g].iteration_time_s for g in (8, 32)]
     assert min(times) * 0.99 <= t[16].iteration_time_s <= max(times) * 1.01
-    assert max(t[16].link_utilization.values()) < 0.5
+    # Timed by NCCL's model (comm=nccl on rail): no flow on any link, so no link figure.
+    assert t[16].link_utilization == {}
     # Bytes per GPU: two all-gathers and a reduce-scatter of the bf16 model inside the
     # group, then an all-reduce of the 1/16 shard across the 2 groups.
     p = 2 * 8_030_261_248

@@ -3,7 +3,9 @@
 //!
 //! Every job runs on one shared core as it would alone, with one event loop handing each
 //! flow event to the job that started the flow (`driver::drive`): sharded strategies as
-//! stream programs (`program.rs`), all-reduce and parameter-server strategies in the
+//! stream programs (`program.rs`) on flows (`comm=flows`: NCCL's closed-form timing,
+//! `comm=nccl`, shares no links with other jobs and is refused, as are `nccl` and `ddp`;
+//! an explicit `compute_slowdown` applies), all-reduce and parameter-server strategies in the
 //! gradient-scheduling engine with all their options. A parameter-server job's servers
 //! take hosts of the fabric of their own, after its workers' (`JobSeat::servers`). Jobs
 //! sharing a fabric are never folded. A job's report is about its own ranks (iteration
@@ -23,7 +25,7 @@ use super::step::{StepCollective, StepSettings};
 use super::{allreduce_schedule, build_core, sharded, variability, Engine, Folding, JobHosts, Scenario};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
-use crate::strategy::{Family, Stage, Strategy};
+use crate::strategy::{Comm, Family, ShardedConfig, Stage, Strategy};
 use crate::topology::{placement, TopologySpec};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
@@ -243,6 +245,17 @@ fn job_scenario(fabric: &Scenario, job: &Job, i: usize) -> Result<Scenario> {
             ),
         ));
     }
+    if let Family::Sharded(ShardedConfig { comm: Some(Comm::Nccl), .. }) = &sc.strategy.family {
+        // The same for the sharded strategies' NCCL timing; without `comm=` they run on
+        // flows here (`job_sim`).
+        return Err(Error::invalid(
+            format!("jobs[{i}].strategy"),
+            format!(
+                "{}: comm=nccl times collectives in closed form, sharing no links with other jobs; in multi-job runs use comm=flows (the default there)",
+                sc.strategy.spec
+            ),
+        ));
+    }
     Ok(sc)
 }
 
@@ -284,7 +297,11 @@ fn job_sim<'a>(
         let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
         let exec =
             StepCollective::with_schedules(schedules, settings(sc), n, false, None).on_hosts(Some(hosts.to_vec()));
-        return Ok(Box::new(Runner::new(sc, program, n, i, exec, sampler()).run_until(limit)));
+        // On flows, as `comm=flows` alone: compute slows only by an explicit `compute_slowdown`.
+        let interference = sharded::interference(cfg, Comm::Flows);
+        return Ok(Box::new(
+            Runner::new(sc, program, n, i, exec, sampler()).with_interference(interference).run_until(limit),
+        ));
     }
     strategy.check_on_fabric(&core.topo)?;
     let schedule = allreduce_schedule(sc, n, &core.topo)?;

@@ -29,6 +29,7 @@ mod driver;
 mod estimate;
 mod failures;
 mod fold;
+mod interference;
 mod jobs;
 mod lanes;
 mod program;
@@ -46,7 +47,7 @@ pub use check::check;
 pub use estimate::DEFAULT_MAX_FLOWS;
 pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
-pub(crate) use report::{build_report, EndSnapshot, Measured};
+pub(crate) use report::{build_report, Measured};
 pub use scenario::{Progress, ProgressHook, Scenario, DEFAULT_ITERATIONS, DEFAULT_LATENCY_S, PROGRESS_EVERY};
 pub use variability::Variability;
 
@@ -54,6 +55,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use self::driver::SimulatedJob;
+use self::interference::{InFlight, Interference, Piece};
 use self::slab::Slab;
 use self::state::{Note, Protocol, SimState};
 use crate::collectives::StepSchedule;
@@ -99,15 +101,10 @@ struct Worker {
     generation: u32,
 }
 
-/// A compute piece under interference (`compute_slowdown`): it has `left` ns of work at
-/// full speed as of `since`, progresses at 1/`factor` (1 + slowdown while a collective is
-/// in flight, else 1) and ends at `due`.
+/// A compute piece under interference (`compute_slowdown`, `interference.rs`).
 #[derive(Debug, Clone, Copy)]
 struct Running {
-    since: Nanos,
-    left: f64,
-    factor: f64,
-    due: Nanos,
+    piece: Piece,
     /// Its entry in the recorded compute spans, if recording.
     span: Option<usize>,
 }
@@ -185,13 +182,10 @@ struct Engine<'a> {
     limit: u32,
     /// Per iteration: workers that completed it (grows with the iterations run).
     completed: Vec<u32>,
-    /// When each of the measured iterations (`sc.iterations`) completed on every worker.
-    completions: Vec<Nanos>,
-    /// What the job had done at its last measured completion, when it runs on past it.
-    at_end: Option<EndSnapshot>,
-    busy_at_first: Nanos,
-    link_bytes_at_first: Vec<f64>,
-    sent_at_first: f64,
+    /// When each of the measured iterations (`sc.iterations`) completed on every worker,
+    /// and the counters the report's window starts and ends at (the rest of it is filled
+    /// in by [`SimulatedJob::report`]).
+    out: Measured,
     /// Rank 0's (communication busy time, bytes sent) at its own first and last
     /// completions (see [`Measured::rank0`]).
     rank0: [Option<(Nanos, f64)>; 2],
@@ -217,11 +211,11 @@ struct Engine<'a> {
     compute_spans: Option<Vec<ComputeSpan>>,
     /// Digit folding: which rank each simulated worker is.
     rank_fold: Option<fold::RankFold>,
-    /// Compute slowdown while a collective is in flight (a fraction; 0: none).
-    interference: f64,
-    /// Collectives in flight (interference: compute is slow while this is above 0), and
-    /// per op the simulated ranks that have started it.
-    comm_active: u32,
+    /// Compute slowdown while a collective is in flight.
+    interference: Interference,
+    /// Collectives in flight (interference: compute is slow while there is one; every
+    /// rank takes part in each), and per op the simulated ranks that have started it.
+    comm_active: InFlight,
     started: HashMap<u64, usize>,
 }
 
@@ -557,12 +551,8 @@ impl<'a> Engine<'a> {
             events: 0,
             limit: sc.iterations,
             completed: vec![0; sc.iterations as usize],
-            completions: Vec::new(),
-            at_end: None,
-            busy_at_first: 0,
-            link_bytes_at_first: Vec::new(),
+            out: Measured { job, ..Measured::default() },
             rank0: [None, None],
-            sent_at_first: 0.0,
             released: Vec::new(),
             compute_spans: sc.record_timeline.then(Vec::new),
             rank_fold,
@@ -575,11 +565,13 @@ impl<'a> Engine<'a> {
             designated: HashMap::new(),
             round_of: HashMap::new(),
             active: Vec::new(),
-            interference: match &sc.strategy.family {
-                Family::Nccl(c) => c.compute_slowdown,
-                _ => 0.0,
+            interference: Interference {
+                slowdown: match &sc.strategy.family {
+                    Family::Nccl(c) => c.compute_slowdown,
+                    _ => 0.0,
+                },
             },
-            comm_active: 0,
+            comm_active: InFlight::default(),
             started: HashMap::new(),
         })
     }
@@ -596,11 +588,12 @@ fn nccl_durations(
 ) -> Result<timed::Durations> {
     let fabric = check::nccl_fabric(cfg, &sc.topology, sc.workers, sc.bandwidth)?;
     let collective = sc.workload.collective;
-    let time = move |bytes: u64, options: &crate::nccl::NcclOptions| -> Result<Nanos> {
-        let c = crate::nccl::choose(&fabric, collective, bytes as f64 * wire_factor, options)?;
-        Ok(crate::limits::nanos_clamped((c.seconds * 1e9).round()))
+    let time = move |bytes: u64, options: &crate::nccl::NcclOptions| -> Result<timed::Timed> {
+        let size = bytes as f64 * wire_factor;
+        let c = crate::nccl::choose(&fabric, collective, size, options)?;
+        Ok(timed::Timed::of(&fabric, collective, &c, size))
     };
-    let mut known: HashMap<u64, Nanos> = HashMap::new();
+    let mut known: HashMap<u64, timed::Timed> = HashMap::new();
     for &b in sizes {
         if let std::collections::hash_map::Entry::Vacant(e) = known.entry(b) {
             e.insert(time(b, &cfg.options)?);
@@ -614,7 +607,7 @@ fn nccl_durations(
         }
         // The options were checked on this fabric above, so choose does not refuse them;
         // if it did, the collective would never end and the run stops at the horizon.
-        let d = time(bytes, &options).unwrap_or(Nanos::MAX);
+        let d = time(bytes, &options).unwrap_or(timed::Timed { ns: Nanos::MAX, sent: 0.0 });
         cache.borrow_mut().insert(bytes, d);
         d
     }))
@@ -629,7 +622,7 @@ impl Engine<'_> {
     }
 
     fn schedule_compute(&mut self, core: &mut SimState, w: usize, duration: Nanos) {
-        if self.interference > 0.0 {
+        if self.interference.is_on() {
             return self.schedule_compute_slowed(core, w, duration);
         }
         let worker = &mut self.workers[w];
@@ -648,52 +641,43 @@ impl Engine<'_> {
         self.queue.push(Reverse((core.now + d, self.seq, Event::Compute(w, 0))));
     }
 
-    /// [`Engine::schedule_compute`] under compute interference (`compute_slowdown`): a
-    /// compute piece progresses at full speed while no collective of its job is in flight
-    /// and at 1/(1 + slowdown) while one is (arXiv 2507.03114: compute kernels 18.9%
-    /// slower on average while communication kernels hold SMs), so a piece of `d` ns that
-    /// overlaps collectives for `o` ns of its work ends `o x slowdown` later.
+    /// [`Engine::schedule_compute`] under compute interference (`compute_slowdown`,
+    /// `interference.rs`): the piece ends later while a collective is in flight.
     fn schedule_compute_slowed(&mut self, core: &mut SimState, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
-        let left = (duration as f64 * worker.slowdown).round();
-        let factor = if self.comm_active > 0 { 1.0 + self.interference } else { 1.0 };
-        let due = core.now.saturating_add(crate::limits::nanos_clamped((left * factor).round()));
-        worker.busy = worker.busy.saturating_add(due - core.now);
+        let work = (duration as f64 * worker.slowdown).round();
+        let piece = self.interference.start(core.now, work, self.comm_active.any());
+        worker.busy = worker.busy.saturating_add(piece.due - core.now);
         let span = self.compute_spans.as_mut().map(|spans| {
             let (layer, backward) = match worker.op {
                 Op::Forward(l) => (l, false),
                 Op::Backward(l) => (l, true),
                 _ => unreachable!("compute is scheduled for a forward or backward op"),
             };
-            spans.push((w, layer, backward, core.now, due));
+            spans.push((w, layer, backward, core.now, piece.due));
             spans.len() - 1
         });
-        worker.running = Some(Running { since: core.now, left, factor, due, span });
+        worker.running = Some(Running { piece, span });
         worker.generation = worker.generation.wrapping_add(1);
         self.seq += 1;
-        self.queue.push(Reverse((due, self.seq, Event::Compute(w, worker.generation))));
+        self.queue.push(Reverse((piece.due, self.seq, Event::Compute(w, worker.generation))));
     }
 
-    /// Collectives in flight changed to `active` at `core.now`: every running compute piece
-    /// goes on at its new speed (interference).
-    fn set_comm_active(&mut self, core: &mut SimState, active: u32) {
-        let was = self.comm_active > 0;
-        self.comm_active = active;
-        if self.interference <= 0.0 || was == (active > 0) {
+    /// A collective started (`started`) or ended on every rank at `core.now`: when that
+    /// starts or ends communication, every running compute piece goes on at its new pace
+    /// (interference).
+    fn comm_changed(&mut self, core: &mut SimState, started: bool) {
+        if !self.comm_active.change(started) || !self.interference.is_on() {
             return;
         }
-        let factor = if active > 0 { 1.0 + self.interference } else { 1.0 };
-        let now = core.now;
+        let (now, communicating) = (core.now, self.comm_active.any());
         for w in 0..self.workers.len() {
             let worker = &mut self.workers[w];
             let Some(r) = worker.running.as_mut() else { continue };
-            let done = (now - r.since) as f64 / r.factor;
-            r.left = (r.left - done).max(0.0);
-            r.since = now;
-            r.factor = factor;
-            let due = now.saturating_add(crate::limits::nanos_clamped((r.left * factor).round()));
-            worker.busy = worker.busy.saturating_sub(r.due - now).saturating_add(due - now);
-            r.due = due;
+            let before = r.piece.due;
+            self.interference.switch(&mut r.piece, now, communicating);
+            let due = r.piece.due;
+            worker.busy = worker.busy.saturating_sub(before - now).saturating_add(due - now);
             if let (Some(i), Some(spans)) = (r.span, self.compute_spans.as_mut()) {
                 spans[i].4 = due;
             }
@@ -778,10 +762,10 @@ impl Engine<'_> {
                         }
                         // The collective ends on every rank at once (interference: compute
                         // speeds up again as its last simulated rank ends it).
-                        let ending = self.interference > 0.0
+                        let ending = self.interference.is_on()
                             && self.ops.get(op as usize).done + 1 == if self.coordinated { self.net_ranks } else { 1 };
                         if ending {
-                            self.set_comm_active(core, self.comm_active.saturating_sub(1));
+                            self.comm_changed(core, false);
                         }
                         self.op_done_on_rank(core, op);
                     }
@@ -838,17 +822,8 @@ impl Engine<'_> {
             self.completed.resize(k as usize + 1, 0);
         }
         self.completed[k as usize] += 1;
-        let measured = self.sc.iterations as usize;
-        if self.completed[k as usize] as usize == self.workers.len() && self.completions.len() < measured {
-            self.completions.push(core.now);
-            if self.completions.len() == 1 && self.sc.iterations > 1 {
-                self.busy_at_first = core.comm_busy_of(self.job);
-                self.sent_at_first = core.watched_host(self.job).sent;
-                self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
-            }
-            if self.completions.len() == measured && self.limit > self.sc.iterations {
-                self.at_end = Some(EndSnapshot::take(core, self.job));
-            }
+        if self.completed[k as usize] as usize == self.workers.len() {
+            self.out.iteration_completed(core, self.sc.iterations, self.limit);
         }
         // Under the global gate the next forward pass may have been waiting for this.
         if self.workers[w].op == Op::Gate(0) && self.gate_open(w, 0) {
@@ -867,7 +842,7 @@ impl SimulatedJob for Engine<'_> {
     }
 
     fn completed(&self) -> usize {
-        self.completions.len()
+        self.out.completions.len()
     }
 
     fn queue_head(&self) -> Option<Nanos> {
@@ -880,7 +855,7 @@ impl SimulatedJob for Engine<'_> {
         core.job = self.job;
         match event {
             Event::Compute(w, stamp) => {
-                if self.interference > 0.0 {
+                if self.interference.is_on() {
                     if self.workers[w].generation != stamp || self.workers[w].running.is_none() {
                         return; // rescheduled by interference
                     }
@@ -890,13 +865,13 @@ impl SimulatedJob for Engine<'_> {
             }
             Event::Timer(scope) => self.fusion_timer(core, scope, t),
             Event::Activate { rank, op } => {
-                if self.interference > 0.0 {
+                if self.interference.is_on() {
                     // The last simulated rank to start it starts the collective.
                     let started = self.started.entry(op).or_insert(0);
                     *started += 1;
                     if *started == self.net_ranks {
                         self.started.remove(&op);
-                        self.set_comm_active(core, self.comm_active + 1);
+                        self.comm_changed(core, true);
                     }
                 }
                 self.activate(core, rank, op)
@@ -925,20 +900,16 @@ impl SimulatedJob for Engine<'_> {
             fold.relabel(&mut self.compute_spans);
         }
         let measured = Measured {
-            completions: std::mem::take(&mut self.completions),
-            busy_at_first: self.busy_at_first,
-            link_bytes_at_first: std::mem::take(&mut self.link_bytes_at_first),
-            sent_at_first: self.sent_at_first,
             rank0: match self.rank0 {
                 [first, Some(last)] => Some((first.unwrap_or((0, 0.0)), last)),
                 _ => None,
             },
             links_per_iteration: self.hosts.is_none(),
-            at_end: self.at_end.take(),
+            flowless: matches!(sc.strategy.family, Family::Nccl(_)),
             compute_spans: self.compute_spans.take(),
             events: self.events,
             simulated_ranks: self.net_ranks,
-            job: self.job,
+            ..std::mem::take(&mut self.out)
         };
         let (start, end) = measured.window();
         let mut report = build_report(sc, core, measured);

@@ -54,6 +54,17 @@ fn workload(layers: &[(u64, u64)], tensors: &[(u64, usize)]) -> Workload {
     }
 }
 
+/// Job `strategy` of `w` on 8 workers.
+fn job(w: &Workload, strategy: &str) -> Job {
+    Job {
+        name: strategy.into(),
+        workload: w.clone(),
+        workers: 8,
+        strategy: Strategy::parse(strategy).unwrap(),
+        hosts: None,
+    }
+}
+
 fn close_ns(got: f64, want: f64) {
     assert!((got - want).abs() <= 2.0, "got {got} ns, want {want} ns");
 }
@@ -186,16 +197,60 @@ fn refusals_name_their_field() {
     let mut sc = scenario(w.clone(), 16, "nccl", RAIL);
     sc.failures = vec![Failure { at_s: 0.0, target: "host0".into(), rate: 0.5 }];
     assert_eq!(simulate(&sc).unwrap_err().field(), "failures");
-    let job = |s: &str| Job {
-        name: s.into(),
-        workload: w.clone(),
-        workers: 8,
-        strategy: Strategy::parse(s).unwrap(),
-        hosts: None,
-    };
+    let job = |s: &str| job(&w, s);
     let fabric = scenario(w.clone(), 16, "ring", RAIL);
     let e = simulate_jobs(&fabric, &[job("ddp"), job("ring")], "packed").unwrap_err();
     assert_eq!(e.field(), "jobs[0].strategy");
     assert!(e.to_string().contains("shares no links"), "{e}");
     assert!(simulate_jobs(&fabric, &[job("ring"), job("hierarchical")], "packed").is_ok());
+}
+
+#[test]
+fn timed_collectives_report_rank_0s_communication_and_bus_bytes_but_no_links() {
+    // Two tensors, one all-reduce each per iteration, after the backward pass (layer 0's
+    // gradient is ready last): rank 0 communicates for both collectives back to back and
+    // sends nccl-tests' bus bytes, 2 (n-1)/n S, for each.
+    let n = 16usize;
+    let (a, b) = (8u64 << 20, 2u64 << 20);
+    let sc = scenario(workload(&[(100_000, 200_000), (100_000, 300_000)], &[(a, 0), (b, 1)]), n, "nccl", RAIL);
+    let r = simulate(&sc).unwrap();
+    let bus = |bytes: u64| 2.0 * (n as f64 - 1.0) / n as f64 * bytes as f64;
+    assert!((r.sent_bytes_per_worker - (bus(a) + bus(b))).abs() < 1e-6, "{}", r.sent_bytes_per_worker);
+    // Tensor 1's all-reduce overlaps layer 0's backward pass (slowed by interference);
+    // tensor 0's follows it: rank 0 communicates for the two durations, apart or not.
+    let (ca, cb) = (nccl_ns(&sc, Collective::AllReduce, a), nccl_ns(&sc, Collective::AllReduce, b));
+    close_ns(r.comm_time_s * 1e9, (ca + cb) as f64);
+    assert!(r.link_utilization.is_empty(), "no flow on any link: no figure");
+    // The unfolded run reports the same.
+    let mut full = sc.clone();
+    full.allow_folding = false;
+    let u = simulate(&full).unwrap();
+    assert_eq!((u.comm_time_s, u.sent_bytes_per_worker), (r.comm_time_s, r.sent_bytes_per_worker));
+}
+
+#[test]
+fn jobs_refuse_nccl_timing_and_run_sharded_strategies_on_flows_with_their_interference() {
+    let w = workload(
+        &[(200_000, 400_000), (200_000, 400_000), (200_000, 400_000)],
+        &[(4 << 20, 0), (4 << 20, 1), (4 << 20, 2)],
+    );
+    let job = |s: &str| job(&w, s);
+    let fabric = scenario(w.clone(), 16, "ring", RAIL);
+    // comm=nccl given in a job: one line naming the job's strategy and what to use.
+    let e = simulate_jobs(&fabric, &[job("ring"), job("fsdp:comm=nccl")], "packed").unwrap_err();
+    assert_eq!(e.field(), "jobs[1].strategy");
+    assert!(e.to_string().contains("comm=flows"), "{e}");
+    // Without comm=, a sharded job runs on flows, as comm=flows does.
+    let plain = simulate_jobs(&fabric, &[job("fsdp"), job("ring")], "packed").unwrap();
+    let flows = simulate_jobs(&fabric, &[job("fsdp:comm=flows"), job("ring")], "packed").unwrap();
+    assert_eq!(plain[0].iteration_time_s, flows[0].iteration_time_s);
+    assert!(plain[0].flows > 0);
+    // An explicit slowdown slows the compute its collectives overlap.
+    let slowed = simulate_jobs(&fabric, &[job("fsdp:compute_slowdown=1"), job("ring")], "packed").unwrap();
+    assert!(
+        slowed[0].iteration_time_s > plain[0].iteration_time_s,
+        "{} vs {}",
+        slowed[0].iteration_time_s,
+        plain[0].iteration_time_s
+    );
 }

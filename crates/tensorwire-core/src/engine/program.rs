@@ -13,7 +13,7 @@
 //! The collectives run on an executor ([`Exec`]): message by message on the network
 //! (`step.rs`), or in closed form (`timed.rs`, NCCL's model). **Interference**: while a
 //! collective of a rank is in flight, that rank's compute advances at `1 / (1 + s)` of its
-//! speed (see [`Interference`]).
+//! speed (`interference.rs`, shared with the engine's `nccl`/`ddp` loop).
 //! Iteration `k` completes when every rank has run its program of iteration `k` to the
 //! end; the program ends with the waits that make its parameters usable for `k + 1`.
 
@@ -21,6 +21,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use super::driver::{drive, SimulatedJob};
+use super::interference::{InFlight, Interference, Piece};
 use super::slab::Slab;
 use super::state::{Note, Protocol, SimState};
 use super::step::StepCollective;
@@ -86,6 +87,11 @@ impl Program {
 pub(crate) trait Exec: Protocol {
     /// Simulated rank `rank` starts operation `op_id` of schedule `schedule` over `bytes`.
     fn start_with(&mut self, core: &mut SimState, rank: usize, op_id: u64, schedule: usize, bytes: u64);
+
+    /// Whether it times collectives in closed form, with no flow on any link.
+    fn flowless(&self) -> bool {
+        false
+    }
 }
 
 impl Exec for StepCollective {
@@ -98,48 +104,11 @@ impl Exec for TimedCollective {
     fn start_with(&mut self, core: &mut SimState, rank: usize, op_id: u64, schedule: usize, bytes: u64) {
         TimedCollective::start_with(self, core, rank, op_id, schedule, bytes);
     }
-}
 
-/// Compute slowed while communication kernels run on the same GPU (NCCL's kernels hold
-/// one SM per channel; docs/design/nccl-research.md §6).
-///
-/// Model: a compute piece of `w` ns (its time alone) advances at rate 1 while no
-/// collective of its rank is in flight and at `1 / (1 + slowdown)` while one or more are.
-/// A piece fully overlapped thus takes `w (1 + slowdown)`, which is how the source
-/// defines its figure (arXiv 2507.03114: 18.9% on average, `nccl::DEFAULT_COMPUTE_SLOWDOWN`);
-/// a piece overlapped for `o` ns of wall-clock time is stretched by `o * slowdown / (1 + slowdown)`.
-/// Several collectives at once slow it no more than one (the source measured one).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Interference {
-    /// Fractional slowdown while communicating (0: none).
-    pub slowdown: f64,
-}
-
-impl Interference {
-    /// Wall-clock ns per ns of compute work, with or without a collective in flight.
-    pub fn stretch(self, communicating: bool) -> f64 {
-        if communicating {
-            1.0 + self.slowdown
-        } else {
-            1.0
-        }
-    }
-
-    /// Work left of a piece that had `left` ns of work `elapsed` ns ago, at the stretch
-    /// in force since then.
-    pub fn work_left(self, left: f64, elapsed: Nanos, communicating: bool) -> f64 {
-        (left - elapsed as f64 / self.stretch(communicating)).max(0.0)
-    }
-
-    /// Wall-clock ns to finish `left` ns of work at the current stretch.
-    pub fn time_to_finish(self, left: f64, communicating: bool) -> Nanos {
-        crate::limits::nanos_clamped((left * self.stretch(communicating)).round())
+    fn flowless(&self) -> bool {
+        true
     }
 }
-
-/// Bytes one rank sends for a collective of a schedule index over `bytes` (closed-form
-/// executors, which start no flow: the report's bytes sent and communication time).
-pub(crate) type SentBytes = Box<dyn Fn(usize, u64) -> f64>;
 
 struct Rank {
     pc: usize,
@@ -151,11 +120,9 @@ struct Rank {
     /// When the current compute instruction started (for recording).
     compute_start: Nanos,
     /// Collectives of this rank in flight.
-    in_flight: usize,
-    /// Interference: the current compute piece's work left (ns alone) as of `since`.
-    work_left: f64,
-    since: Nanos,
-    computing: bool,
+    in_flight: InFlight,
+    /// The compute piece running now (interference moves its end).
+    piece: Option<Piece>,
     /// Sequence number of the queue entry that ends the current compute piece (older ones
     /// were superseded when interference moved its end).
     compute_seq: u64,
@@ -171,17 +138,6 @@ struct Running {
     iteration: u32,
     collective: usize,
     done: usize,
-}
-
-/// Rank 0's communication busy time and bytes sent, kept by the runner when the executor
-/// starts no flow (the core's counters see none).
-#[derive(Default)]
-struct Rank0Comm {
-    sent_per_op: Option<SentBytes>,
-    busy: Nanos,
-    since: Nanos,
-    sent: f64,
-    first: (Nanos, f64),
 }
 
 /// One job's program running on a shared [`SimState`]: its ranks, streams and collectives.
@@ -200,7 +156,6 @@ pub(crate) struct Runner<'a, E: Exec = StepCollective> {
     exec: E,
     sampler: variability::Sampler,
     interference: Interference,
-    rank0: Rank0Comm,
     /// Per collective: iterations through which it has finished on every rank.
     all_done: Vec<u32>,
     ranks: Vec<Rank>,
@@ -230,13 +185,12 @@ impl<'a, E: Exec> Runner<'a, E> {
             waiting: None,
             slowdown: 1.0,
             compute_start: 0,
-            in_flight: 0,
-            work_left: 0.0,
-            since: 0,
-            computing: false,
+            in_flight: InFlight::default(),
+            piece: None,
             compute_seq: 0,
         };
         let (workload, iterations) = (&sc.workload, sc.iterations);
+        let flowless = exec.flowless();
         Runner {
             sc,
             workload,
@@ -245,8 +199,7 @@ impl<'a, E: Exec> Runner<'a, E> {
             job,
             exec,
             sampler,
-            interference: Interference { slowdown: 0.0 },
-            rank0: Rank0Comm::default(),
+            interference: Interference::default(),
             all_done: vec![0; program.collectives.len()],
             ranks: (0..ranks).map(|_| rank()).collect(),
             issued: HashMap::new(),
@@ -263,6 +216,7 @@ impl<'a, E: Exec> Runner<'a, E> {
                 sent_at_first: 0.0,
                 rank0: None,
                 links_per_iteration: false,
+                flowless,
                 at_end: None,
                 compute_spans: sc.record_timeline.then(Vec::new),
                 simulated_ranks: ranks,
@@ -275,13 +229,6 @@ impl<'a, E: Exec> Runner<'a, E> {
     /// Slows compute while collectives run (see [`Interference`]).
     pub fn with_interference(mut self, interference: Interference) -> Self {
         self.interference = interference;
-        self
-    }
-
-    /// For executors that start no flow: rank 0's bytes sent per collective, from which
-    /// the runner reports its communication time and bytes sent.
-    pub fn flowless(mut self, sent_per_op: SentBytes) -> Self {
-        self.rank0.sent_per_op = Some(sent_per_op);
         self
     }
 
@@ -313,18 +260,13 @@ impl<'a, E: Exec> Runner<'a, E> {
                 Instr::Compute { layer, backward } => {
                     let l = &self.workload.layers[layer];
                     let base = if backward { l.backward } else { l.forward };
-                    let work = base as f64 * rank.slowdown;
-                    let d = if self.interference.slowdown > 0.0 {
-                        self.interference.time_to_finish(work, rank.in_flight > 0)
-                    } else {
-                        crate::limits::nanos_clamped(work.round())
-                    };
+                    let piece = self.interference.start(core.now, base as f64 * rank.slowdown, rank.in_flight.any());
                     rank.pc += 1;
                     rank.compute_start = core.now;
-                    (rank.work_left, rank.since, rank.computing) = (work, core.now, true);
+                    rank.piece = Some(piece);
                     self.seq += 1;
                     rank.compute_seq = self.seq;
-                    self.queue.push(Reverse((core.now + d, self.seq, r)));
+                    self.queue.push(Reverse((piece.due, self.seq, r)));
                     return;
                 }
                 Instr::Issue(c) => {
@@ -344,52 +286,22 @@ impl<'a, E: Exec> Runner<'a, E> {
         }
     }
 
-    /// Rank `r`'s collectives in flight change by `delta` (+1 or -1) now: interference
-    /// moves the end of its compute piece, and rank 0's communication time is kept.
-    fn in_flight(&mut self, core: &mut SimState, r: usize, delta: isize) {
-        let now = core.now;
+    /// Rank `r` starts (`started`) or finishes a collective now: interference moves the
+    /// end of its compute piece when it starts or stops communicating.
+    fn in_flight(&mut self, core: &mut SimState, r: usize, started: bool) {
         let rank = &mut self.ranks[r];
-        let before = rank.in_flight > 0;
-        rank.in_flight = rank.in_flight.checked_add_signed(delta).expect("finished collectives were started");
-        let after = rank.in_flight > 0;
-        if before == after {
+        if !rank.in_flight.change(started) || !self.interference.is_on() {
             return;
         }
-        if r == 0 && self.rank0.sent_per_op.is_some() {
-            if after {
-                self.rank0.since = now;
-            } else {
-                self.rank0.busy += now - self.rank0.since;
-            }
-        }
-        if self.interference.slowdown > 0.0 && rank.computing {
-            rank.work_left = self.interference.work_left(rank.work_left, now - rank.since, before);
-            rank.since = now;
-            let d = self.interference.time_to_finish(rank.work_left, after);
+        if let Some(piece) = rank.piece.as_mut() {
+            self.interference.switch(piece, core.now, rank.in_flight.any());
             self.seq += 1;
             rank.compute_seq = self.seq;
-            self.queue.push(Reverse((now + d, self.seq, r)));
+            self.queue.push(Reverse((piece.due, self.seq, r)));
         }
-    }
-
-    /// Rank 0's communication (busy ns, bytes sent) so far, for a flowless executor.
-    fn rank0_comm(&self, now: Nanos) -> (Nanos, f64) {
-        let open = if self.ranks[0].in_flight > 0 { now - self.rank0.since } else { 0 };
-        (self.rank0.busy + open, self.rank0.sent)
     }
 
     fn end_iteration(&mut self, core: &mut SimState, r: usize) {
-        let now = core.now;
-        if r == 0 && self.rank0.sent_per_op.is_some() {
-            let done = self.ranks[0].iteration + 1;
-            if done == 1 && self.measured > 1 {
-                self.rank0.first = self.rank0_comm(now);
-            }
-            if done == self.measured {
-                let first = if self.measured > 1 { self.rank0.first } else { (0, 0.0) };
-                self.out.rank0 = Some((first, self.rank0_comm(now)));
-            }
-        }
         let rank = &mut self.ranks[r];
         let k = rank.iteration as usize;
         rank.iteration += 1;
@@ -398,17 +310,8 @@ impl<'a, E: Exec> Runner<'a, E> {
             self.completed.resize(k + 1, 0);
         }
         self.completed[k] += 1;
-        let measured = self.measured as usize;
-        if self.completed[k] == self.ranks.len() && self.out.completions.len() < measured {
-            self.out.completions.push(now);
-            if self.out.completions.len() == 1 && self.measured > 1 {
-                self.out.busy_at_first = core.comm_busy_of(self.job);
-                self.out.sent_at_first = core.watched_host(self.job).sent;
-                self.out.link_bytes_at_first = core.net.link_bytes(now).to_vec();
-            }
-            if self.out.completions.len() == measured && self.limit > self.measured {
-                self.out.at_end = Some(super::EndSnapshot::take(core, self.job));
-            }
+        if self.completed[k] == self.ranks.len() {
+            self.out.iteration_completed(core, self.measured, self.limit);
         }
         if self.ranks[r].iteration < self.limit {
             self.ranks[r].slowdown = self.sampler.draw(r);
@@ -441,11 +344,8 @@ impl<'a, E: Exec> Runner<'a, E> {
         self.streams[s].busy = true;
         let op = self.running.insert(Running { iteration: k, collective: c, done: 0 }) as u64;
         let (schedule, bytes) = (self.program.collectives[c].schedule, self.program.collectives[c].bytes);
-        if let Some(sent) = &self.rank0.sent_per_op {
-            self.rank0.sent += sent(schedule, bytes);
-        }
         for r in 0..self.ranks.len() {
-            self.in_flight(core, r, 1);
+            self.in_flight(core, r, true);
         }
         for r in 0..self.ranks.len() {
             self.exec.start_with(core, r, op, schedule, bytes);
@@ -462,7 +362,7 @@ impl<'a, E: Exec> Runner<'a, E> {
                 let (k, c) = (running.iteration, running.collective);
                 running.done += 1;
                 let all = running.done == self.ranks.len();
-                self.in_flight(core, rank, -1);
+                self.in_flight(core, rank, false);
                 let r = &mut self.ranks[rank];
                 r.done[c] = k + 1;
                 if r.waiting == Some(c) && r.iteration == k {
@@ -511,7 +411,7 @@ impl<E: Exec> SimulatedJob for Runner<'_, E> {
         if seq != self.ranks[r].compute_seq {
             return; // an end that interference moved
         }
-        self.ranks[r].computing = false;
+        self.ranks[r].piece = None;
         if let Some(spans) = self.out.compute_spans.as_mut() {
             if let Some(Instr::Compute { layer, backward }) = self.program.instrs.get(self.ranks[r].pc - 1) {
                 spans.push((r, *layer, *backward, self.ranks[r].compute_start, t));
@@ -539,24 +439,5 @@ impl<E: Exec> SimulatedJob for Runner<'_, E> {
 
     fn report(&mut self, core: &mut SimState) -> Report {
         build_report(self.sc, core, std::mem::take(&mut self.out))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Interference;
-
-    #[test]
-    fn interference_stretches_compute_by_the_overlapped_time() {
-        let i = Interference { slowdown: 0.25 };
-        // Fully overlapped: w (1 + s).
-        assert_eq!(i.time_to_finish(1000.0, true), 1250);
-        assert_eq!(i.time_to_finish(1000.0, false), 1000);
-        // 500 ns of wall-clock time overlapped do 400 ns of work; the other 600 run alone:
-        // 1000 + 500 s / (1 + s) = 1100 ns in all.
-        let left = i.work_left(1000.0, 500, true);
-        assert!((left - 600.0).abs() < 1e-9);
-        assert_eq!(500 + i.time_to_finish(left, false), 1100);
-        assert_eq!(Interference { slowdown: 0.0 }.time_to_finish(777.0, true), 777);
     }
 }

@@ -30,6 +30,9 @@ pub(crate) struct Measured {
     /// moves the same bytes, so a link's share does not depend on where the window cuts
     /// the workers' skewed iterations); else from the bytes in the window.
     pub links_per_iteration: bool,
+    /// Collectives timed in closed form (`timed.rs`): no link carried a flow, so the
+    /// report gives no link utilisation (an empty list, not every link at 0).
+    pub flowless: bool,
     /// Compute spans, when recording.
     pub compute_spans: Option<Vec<ComputeSpan>>,
     /// Events processed.
@@ -54,7 +57,7 @@ pub(crate) struct EndSnapshot {
 }
 
 impl EndSnapshot {
-    pub(super) fn take(core: &mut SimState, job: usize) -> Self {
+    fn take(core: &mut SimState, job: usize) -> Self {
         let w = core.watched_host(job);
         let (busy, sent, flows) = (core.comm_busy_of(job), w.sent, w.flows);
         EndSnapshot { busy, sent, flows, link_bytes: core.net.link_bytes(core.now).to_vec() }
@@ -62,6 +65,24 @@ impl EndSnapshot {
 }
 
 impl Measured {
+    /// Every rank has completed one more iteration now: counted while fewer than
+    /// `measured` are, with the counters the window starts from at the first and, for a
+    /// job that goes on past its `measured` iterations (`limit` more), those it ends at.
+    pub(super) fn iteration_completed(&mut self, core: &mut SimState, measured: u32, limit: u32) {
+        if self.completions.len() >= measured as usize {
+            return;
+        }
+        self.completions.push(core.now);
+        if self.completions.len() == 1 && measured > 1 {
+            self.busy_at_first = core.comm_busy_of(self.job);
+            self.sent_at_first = core.watched_host(self.job).sent;
+            self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
+        }
+        if self.completions.len() == measured as usize && limit > measured {
+            self.at_end = Some(EndSnapshot::take(core, self.job));
+        }
+    }
+
     /// The steady-state window: from the first completion to the last (from 0 with one
     /// iteration), ns.
     pub(super) fn window(&self) -> (Nanos, Nanos) {
@@ -118,7 +139,8 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
             }
         }
     }
-    let link_utilization = (0..topo.links().len())
+    let links = if m.flowless { 0 } else { topo.links().len() };
+    let link_utilization = (0..links)
         .map(|l| {
             let bytes = match (core.folded, topo.rank_orbit(l, n), &core.link_fold) {
                 (true, Some(o), _) => orbit_total[o],

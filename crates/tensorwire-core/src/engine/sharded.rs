@@ -32,7 +32,7 @@
 //! **Timing** (`comm=`): with `nccl` (the default on GPU fabrics: `rail`, `nodes`) each
 //! collective is timed by NCCL's model ([`crate::nccl::choose`]) over its group's fabric
 //! ([`nccl_fabrics`]) in closed form, no flow (`timed.rs`), and compute slows while a
-//! collective runs (`program::Interference`, default [`crate::nccl::DEFAULT_COMPUTE_SLOWDOWN`]);
+//! collective runs (`interference.rs`, default [`crate::nccl::DEFAULT_COMPUTE_SLOWDOWN`]);
 //! with `flows` every message is a flow of the network model (the seeds' behaviour).
 //!
 //! Parameters travel at `param_dtype`, gradients at `reduce_dtype` (default: as the
@@ -40,9 +40,10 @@
 
 use std::collections::HashMap;
 
-use super::program::{Instr, Interference, Program, Runner};
+use super::interference::Interference;
+use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
-use super::timed::TimedCollective;
+use super::timed::{Timed, TimedCollective};
 use super::{build_core, build_report, estimate, variability, Scenario};
 use crate::collectives::{
     split_layout, AcrossGroups, AllGather, Collective, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter,
@@ -181,10 +182,9 @@ pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: 
     Ok(list)
 }
 
-/// Per (schedule, bytes) of `program`: NCCL's time (ns) and the bytes a rank sends
-/// (nccl-tests' bus bytes: `bus_factor x size`), from [`nccl::choose`] with the whole
-/// buffer as its size.
-fn nccl_times(fabrics: &[NcclFabric], program: &Program) -> Result<HashMap<(usize, u64), (u64, f64)>> {
+/// Per (schedule, bytes) of `program`: NCCL's time and the bytes a rank sends
+/// ([`Timed::of`]), from [`nccl::choose`] with the whole buffer as its size.
+fn nccl_times(fabrics: &[NcclFabric], program: &Program) -> Result<HashMap<(usize, u64), Timed>> {
     let mut times = HashMap::new();
     for c in &program.collectives {
         if times.contains_key(&(c.schedule, c.bytes)) {
@@ -193,9 +193,7 @@ fn nccl_times(fabrics: &[NcclFabric], program: &Program) -> Result<HashMap<(usiz
         let fabric = &fabrics[c.schedule];
         let collective = collective_of(c.schedule);
         let choice = nccl::choose(fabric, collective, c.bytes as f64, &NcclOptions::default())?;
-        let ns = crate::limits::nanos_clamped((choice.seconds * 1e9).round());
-        let sent = nccl::bus_factor(collective, fabric.nodes * fabric.gpus_per_node) * c.bytes as f64;
-        times.insert((c.schedule, c.bytes), (ns, sent));
+        times.insert((c.schedule, c.bytes), Timed::of(fabric, collective, &choice, c.bytes as f64));
     }
     Ok(times)
 }
@@ -218,12 +216,10 @@ fn simulate_nccl(sc: &Scenario, cfg: &ShardedConfig, topo: crate::topology::Topo
     let ranks = if folded { 1 } else { n };
     estimate::check(sc, estimate::Work { flows: 0, lane_messages: 0, weight: 1 }, false)?;
     let mut core = build_core(sc, topo, folded)?;
-    let (durations, sent) = (times.clone(), times);
-    let exec = TimedCollective::new(Box::new(move |s, b| durations.get(&(s, b)).map_or(0, |t| t.0)), ranks);
+    let exec = TimedCollective::new(Box::new(move |s, b| times.get(&(s, b)).copied().unwrap_or_default()), ranks);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let measured = Runner::new(sc, program, ranks, 0, exec, sampler)
         .with_interference(interference(cfg, Comm::Nccl))
-        .flowless(Box::new(move |s, b| sent.get(&(s, b)).map_or(0.0, |t| t.1)))
         .run(&mut core)?;
     Ok(build_report(sc, &mut core, measured))
 }
@@ -707,5 +703,42 @@ mod tests {
         let work = estimate::LAST.with(|l| l.get()).unwrap();
         assert_eq!((work.flows, work.lane_messages, r.flows), (0, 0, 0));
         assert_eq!(r.simulated_ranks, 1);
+    }
+
+    #[test]
+    fn nccl_timed_runs_report_rank_0s_communication_and_bus_bytes_but_no_links() {
+        use crate::topology::TopologySpec;
+        // One unit: all-gather (forward), all-gather (backward), reduce-scatter, one after
+        // the other; rank 0 sends (n-1)/n of the buffer for each.
+        let (n, bytes) = (16usize, 64u64 << 20);
+        let mut sc = Scenario::new(workload(&[bytes]), n, 50e9, Strategy::parse("fsdp").unwrap());
+        sc.topology = TopologySpec::parse("rail:node=dgx-h100").unwrap();
+        sc.latency = 0.0;
+        sc.iterations = 3;
+        let r = super::super::simulate(&sc).unwrap();
+        let fabric = &nccl_fabrics(&sc, &cfg("fsdp"), n, n).unwrap()[AG];
+        let time = |c: Collective| nccl::choose(fabric, c, bytes as f64, &NcclOptions::default()).unwrap().seconds;
+        let bus = (n as f64 - 1.0) / n as f64 * bytes as f64;
+        assert!((r.sent_bytes_per_worker - 3.0 * bus).abs() < 1e-6, "{}", r.sent_bytes_per_worker);
+        let want = 2.0 * time(Collective::AllGather) + time(Collective::ReduceScatter);
+        assert!((r.comm_time_s - want).abs() < 3e-9, "{} vs {want}", r.comm_time_s);
+        assert!(r.link_utilization.is_empty());
+    }
+
+    #[test]
+    fn compute_slowdown_zero_turns_interference_off() {
+        let c = cfg("fsdp:compute_slowdown=0");
+        assert_eq!(c.compute_slowdown, Some(0.0));
+        assert_eq!(interference(&c, Comm::Nccl).slowdown, 0.0);
+        assert_eq!(interference(&cfg("hsdp"), Comm::Nccl).slowdown, nccl::DEFAULT_COMPUTE_SLOWDOWN);
+        for bad in ["-0.1", "11", "x"] {
+            let e = Strategy::parse(&format!("zero2:compute_slowdown={bad}")).unwrap_err();
+            assert_eq!(e.field(), "strategy.compute_slowdown", "{bad}");
+        }
+        // The same kind for nccl and ddp.
+        for s in ["nccl", "ddp"] {
+            assert!(Strategy::parse(&format!("{s}:compute_slowdown=0")).is_ok());
+            assert!(Strategy::parse(&format!("{s}:compute_slowdown=11")).is_err());
+        }
     }
 }

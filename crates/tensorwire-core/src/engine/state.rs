@@ -111,6 +111,10 @@ pub(crate) struct WatchedHost {
     pub sent: f64,
     /// Flows the job started.
     pub flows: u64,
+    /// Collectives timed in closed form ([`SimState::watch_timed`]): the length of the
+    /// union of their spans, counted to its end, and where that union ends, ns.
+    timed_total: Nanos,
+    timed_until: Nanos,
 }
 
 /// A unicast message waiting for its connection.
@@ -540,10 +544,28 @@ impl SimState {
         total + rate * (end - from) as f64
     }
 
-    /// Time job `job`'s rank 0 host has had at least one message in flight, up to now, ns.
+    /// Time job `job`'s rank 0 host has had at least one message or timed collective in
+    /// flight, up to now, ns.
     pub fn comm_busy_of(&self, job: usize) -> Nanos {
         let w = &self.watched[job];
-        w.total + if w.active > 0 { self.now - w.since } else { 0 }
+        let timed = w.timed_total - w.timed_until.saturating_sub(self.now);
+        w.total + timed + if w.active > 0 { self.now - w.since } else { 0 }
+    }
+
+    /// The current job's rank 0 runs a collective timed in closed form (`timed.rs`) from
+    /// `start` (now or earlier than any later call's) to `end` and sends `bytes` for it:
+    /// its communication time is the union of such spans, its bytes sent their sum.
+    pub fn watch_timed(&mut self, start: Nanos, end: Nanos, bytes: f64) {
+        let w = &mut self.watched[self.job];
+        w.sent += bytes;
+        // Spans arrive in order of their starts, all at or before now: the union grows
+        // by the part of this one past where it ended (what lies past now is taken off
+        // in `comm_busy_of`).
+        let from = start.max(w.timed_until);
+        if end > from {
+            w.timed_total += end - from;
+            w.timed_until = end;
+        }
     }
 
     /// What job `job`'s rank 0 host sent, and the flows the job started.

@@ -6,14 +6,46 @@
 //!
 //! Folding is free: one simulated rank stands for all when the caller folds, as every rank
 //! ends each operation at the same instant.
+//!
+//! **What the report sees.** No flow means no link counts a byte: the executor itself
+//! tells the core, as each operation starts, that the job's rank 0 communicates from its
+//! start to its end and sends the operation's bus bytes ([`SimState::watch_timed`]), so
+//! "rank 0 communicating" and "bytes sent" per worker come from the one mechanism every
+//! run of a timed executor uses (`nccl`/`ddp` in `mod.rs`, the sharded programs in
+//! `program.rs`). Link utilisation is not estimated: the report leaves it empty
+//! (`Measured::flowless`), rather than showing every link idle.
 
 use super::slab::IdTable;
 use super::state::{Note, Protocol, SimState};
+use crate::collectives::Collective;
+use crate::nccl::{NcclChoice, NcclFabric};
 use crate::sched::TaskRef;
 use crate::units::Nanos;
 
-/// Duration of an operation of schedule `schedule` over `bytes` payload bytes, ns.
-pub(crate) type Durations = Box<dyn Fn(usize, u64) -> Nanos>;
+/// What an operation costs: its duration and the bytes each rank sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Timed {
+    /// Its duration, ns.
+    pub ns: Nanos,
+    /// Bytes each rank sends: nccl-tests' bus bytes, `bus_factor x size`
+    /// (<https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md>: the
+    /// bytes that cross each rank's slowest link in the bandwidth-optimal algorithm,
+    /// `2 (n-1)/n S` for all-reduce, `(n-1)/n S` for all-gather and reduce-scatter).
+    pub sent: f64,
+}
+
+impl Timed {
+    /// NCCL's `choice` for `collective` over a buffer of `size` bytes on `fabric`.
+    pub fn of(fabric: &NcclFabric, collective: Collective, choice: &NcclChoice, size: f64) -> Self {
+        Timed {
+            ns: crate::limits::nanos_clamped((choice.seconds * 1e9).round()),
+            sent: crate::nccl::bus_factor(collective, fabric.nodes * fabric.gpus_per_node) * size,
+        }
+    }
+}
+
+/// What an operation of schedule `schedule` over `bytes` payload bytes costs.
+pub(crate) type Durations = Box<dyn Fn(usize, u64) -> Timed>;
 
 #[derive(Debug)]
 struct Op {
@@ -48,7 +80,9 @@ impl TimedCollective {
         op.started += 1;
         op.last_start = op.last_start.max(now);
         if op.started == self.simulated {
-            let end = op.last_start.saturating_add((self.durations)(op.schedule, op.bytes));
+            let timed = (self.durations)(op.schedule, op.bytes);
+            let end = op.last_start.saturating_add(timed.ns);
+            core.watch_timed(op.last_start, end, timed.sent);
             for r in 0..self.simulated {
                 core.wake_at(end, (op_id << 32) | r as u64);
             }

@@ -252,8 +252,8 @@ impl Strategy {
                 format!("unknown strategy {name:?}; choose one of {}", names.join(", ")),
             ));
         };
-        // `nccl`/`ddp`: lists (algo=ring+tree) and a slowdown of 0, which the table's
-        // kinds cannot hold, are read first.
+        // `nccl`/`ddp`: lists (algo=ring+tree), which the table's kinds cannot hold, are
+        // read first.
         let raw = match info.kind {
             Kind::Nccl { .. } => Some(nccl::take_raw(&mut pairs)?),
             _ => None,
@@ -262,9 +262,9 @@ impl Strategy {
         let spec = Spec { name, given };
         check_options(&spec)?;
         let family = match (info.kind, raw) {
-            (Kind::Nccl { ddp }, Some((options, slowdown))) => {
+            (Kind::Nccl { ddp }, Some(options)) => {
                 refuse_for_nccl(&spec, ddp)?;
-                Family::Nccl(nccl::config(ddp, &spec, options, slowdown)?)
+                Family::Nccl(nccl::config(ddp, &spec, options)?)
             }
             (kind, _) => family(kind, &spec)?,
         };
@@ -472,7 +472,7 @@ fn family(kind: Kind, spec: &Spec) -> Result<Family> {
         }
         Kind::Sharded(stage) => Ok(Family::Sharded(sharded::config(stage, spec)?)),
         Kind::AllReduce(algorithm) => Ok(Family::AllReduce(algorithm)),
-        Kind::Nccl { ddp } => Ok(Family::Nccl(nccl::config(ddp, spec, Default::default(), None)?)),
+        Kind::Nccl { ddp } => Ok(Family::Nccl(nccl::config(ddp, spec, Default::default())?)),
     }
 }
 
@@ -488,7 +488,7 @@ mod tests {
             OptionKind::Rate => "10Gbps".into(),
             OptionKind::Duration => "1ms".into(),
             OptionKind::Count | OptionKind::Natural => "2".into(),
-            OptionKind::Real => if o.name == "penalty" { "0.5" } else { "2" }.into(),
+            OptionKind::Real | OptionKind::NonNegativeReal => if o.name == "penalty" { "0.5" } else { "2" }.into(),
             OptionKind::Flag => if o.default == "true" { "false" } else { "true" }.into(),
             OptionKind::Choice(words) => words.iter().find(|w| **w != o.default).unwrap_or(&words[0]).to_string(),
         }

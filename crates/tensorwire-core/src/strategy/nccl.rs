@@ -42,9 +42,9 @@ pub struct NcclConfig {
     pub buckets: Option<Buckets>,
 }
 
-/// Options whose values the table's kinds cannot hold (`algo=ring+tree`: a list;
-/// `compute_slowdown=0`: zero), read from the raw pairs before the table parses the rest.
-pub(super) const RAW: [&str; 3] = ["algo", "proto", "compute_slowdown"];
+/// Options whose values the table's kinds cannot hold (`algo=ring+tree`: a list), read
+/// from the raw pairs before the table parses the rest.
+pub(super) const RAW: [&str; 2] = ["algo", "proto"];
 
 /// Host options `nccl`/`ddp` refuse, and why (the others apply: compression, reduce_dtype,
 /// transport for NCCL's sockets or verbs, fusion and cycle for `nccl` as Horovod over NCCL).
@@ -69,9 +69,8 @@ pub(super) const NOT_FOR_DDP: [(&str, &str); 2] = [
 ];
 
 /// Takes the [`RAW`] options out of `pairs`, parsed.
-pub(super) fn take_raw(pairs: &mut Vec<(String, String)>) -> Result<(NcclOptions, Option<f64>)> {
+pub(super) fn take_raw(pairs: &mut Vec<(String, String)>) -> Result<NcclOptions> {
     let mut options = NcclOptions::default();
-    let mut slowdown = None;
     let mut seen: Vec<&str> = Vec::new();
     let mut rest = Vec::new();
     for (k, v) in pairs.drain(..) {
@@ -85,24 +84,29 @@ pub(super) fn take_raw(pairs: &mut Vec<(String, String)>) -> Result<(NcclOptions
         seen.push(name);
         match name {
             "algo" => options.algos = Some(NcclOptions::parse_algos(&v)?),
-            "proto" => options.protos = Some(NcclOptions::parse_protos(&v)?),
-            _ => match v.parse::<f64>() {
-                Ok(x) if x.is_finite() && x >= 0.0 => slowdown = Some(x),
-                _ => {
-                    return Err(Error::invalid(
-                        "strategy.compute_slowdown",
-                        format!("{v:?} is not a number >= 0 (a fraction: 0.189 = compute 18.9% slower)"),
-                    ))
-                }
-            },
+            _ => options.protos = Some(NcclOptions::parse_protos(&v)?),
         }
     }
     *pairs = rest;
-    Ok((options, slowdown))
+    Ok(options)
+}
+
+/// `compute_slowdown=` of `nccl`, `ddp` and the sharded strategies: a fraction in [0, 10]
+/// (0: compute never slows; 10: eleven times slower, beyond anything measured).
+pub(super) fn compute_slowdown(spec: &Spec) -> Result<Option<f64>> {
+    let slowdown = spec.real("compute_slowdown");
+    if slowdown.is_some_and(|s| s > 10.0) {
+        return Err(Error::invalid(
+            "strategy.compute_slowdown",
+            "allowed: a fraction in [0, 10] (0.189: compute 18.9% slower while a collective runs; 0: none)",
+        ));
+    }
+    Ok(slowdown)
 }
 
 /// The settings of `nccl` (`ddp` false) or `ddp` from `spec` and the raw options.
-pub(super) fn config(ddp: bool, spec: &Spec, mut options: NcclOptions, slowdown: Option<f64>) -> Result<NcclConfig> {
+pub(super) fn config(ddp: bool, spec: &Spec, mut options: NcclOptions) -> Result<NcclConfig> {
+    let slowdown = compute_slowdown(spec)?;
     options.channels = spec.count("channels").map(|c| c as usize);
     if let Some(c) = options.channels {
         crate::limits::at_most("strategy.channels", c as u64, 64, "channels (NCCL's MAXCHANNELS)")?;

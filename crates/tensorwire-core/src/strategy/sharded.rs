@@ -182,7 +182,7 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo {
         name: "compute_slowdown",
-        kind: OptionKind::Real,
+        kind: OptionKind::NonNegativeReal,
         default: "",
         help: "compute this fraction slower while a collective runs (default 0.189 with nccl, arXiv 2507.03114; none with flows)",
         aliases: &[],
@@ -270,13 +270,7 @@ pub fn config(stage: Stage, spec: &Spec) -> Result<ShardedConfig> {
             format!("{communicators}; allowed: 1 (all-gather and reduce-scatter serialised on one communicator, FSDP2's default) or 2 (each its own)"),
         ));
     }
-    let compute_slowdown = spec.real("compute_slowdown");
-    if compute_slowdown.is_some_and(|s| s > 10.0) {
-        return Err(Error::invalid(
-            "strategy.compute_slowdown",
-            "allowed: a fraction in (0, 10] (0.189: compute 18.9% slower while a collective runs)",
-        ));
-    }
+    let compute_slowdown = super::nccl::compute_slowdown(spec)?;
     Ok(ShardedConfig {
         stage,
         algorithm: match spec.choice("algorithm") {

@@ -165,7 +165,7 @@ pub fn fill_seconds(
             (per_channel / chunk, NCCL_STEPS)
         }
     };
-    if !(units > 0.0) {
+    if units.is_nan() || units <= 0.0 {
         return 0.0;
     }
     // Each unit takes wire_s / units; a pipeline with fewer units than its depth never fills.

@@ -13,6 +13,7 @@ pub mod alltoall;
 mod checks;
 mod fabric;
 pub mod graph;
+pub mod pipeline;
 pub mod tables;
 #[cfg(test)]
 mod tests;
@@ -277,7 +278,9 @@ pub fn check(fabric: &NcclFabric, options: &NcclOptions) -> Result<()> {
 /// returned are that time with the fabric's efficiencies applied: the calibration factors
 /// and added latencies (intra for single-node, inter for multi-node collectives) and, over
 /// NCCL's socket transport, [`tables::TCP_EFFICIENCY`] and [`tables::TCP_EXTRA_LATENCY_S`];
-/// the choice itself is NCCL's, which knows none of them. Across nodes without in-network
+/// the choice itself is NCCL's, which knows none of them. The chosen pair then runs at the
+/// speed of NCCL's pipeline: its fill and drain ([`pipeline::fill_seconds`], from the chunk
+/// NCCL picks for the size) is added to the model's time, without changing the choice. Across nodes without in-network
 /// reduction the time is at least the network's min cut at line rate (NCCL's model for NVLS
 /// tree on two nodes claims more than the NICs carry). All-to-all has no tuning in
 /// NCCL: `alltoall.rs`, reported as ring/simple. No allocation.
@@ -349,12 +352,10 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         };
         wire = wire.max(bytes * share / (fabric.nics_per_node.max(1) as f64 * fabric.nic_bytes_per_s));
     }
-    Ok(NcclChoice {
-        algo,
-        proto,
-        channels: tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime),
-        seconds: lat * 1e-6 + added + wire / factor,
-    })
+    let channels = tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime);
+    // NCCL chose by its model; it runs at the speed of its pipeline (`pipeline.rs`).
+    let fill = pipeline::fill_seconds(fabric, collective, algo, proto, bytes, channels, bytes / (bw * 1e9));
+    Ok(NcclChoice { algo, proto, channels, seconds: lat * 1e-6 + added + (wire + fill) / factor })
 }
 
 /// `channels=` caps bandwidth: `channels x` the graph's per-channel bandwidth (NCCL's model

@@ -60,12 +60,13 @@ fn ring_busbw_is_the_slowest_link_times_its_efficiency_at_large_sizes() {
     let ch = pick(&f, Collective::AllReduce, 8.0 * GIB);
     let bus = busbw(&f, Collective::AllReduce, 8.0 * GIB, &ch);
     assert_eq!(ch.algo, Algo::Ring, "{ch:?}");
-    assert!((bus - 192.0).abs() < 192.0 * 0.01, "{bus}");
+    // (within 2%: NCCL's model's 192 less the pipeline's fill, pipeline.rs)
+    assert!(bus <= 192.0 && bus > 192.0 * 0.98, "{bus}");
     // 4 DGX H100: 8 x 400 Gbit/s x 0.96 = 384 (published 364-396 GB/s).
     let f = rail("dgx-h100", 32);
     let ch = pick(&f, Collective::AllReduce, 8.0 * GIB);
     let bus = busbw(&f, Collective::AllReduce, 8.0 * GIB, &ch);
-    assert!((bus - 384.0).abs() < 384.0 * 0.01, "{ch:?} {bus}");
+    assert!(bus <= 384.0 && bus > 384.0 * 0.98, "{ch:?} {bus}");
 }
 
 #[test]
@@ -92,7 +93,11 @@ fn tree_all_reduce_closed_form() {
     let f = rail("dgx-a100", 8);
     let bytes = 256.0 * MIB;
     let ch = choose(&f, Collective::AllReduce, bytes, &only(&[Algo::Tree], &[Proto::Simple])).unwrap();
-    let want = 64.4e-6 + bytes / (110.4 * 0.9 * 1e9);
+    // Then the pipeline's fill (pipeline.rs): NCCL_STEPS chunks of 512 KiB of the
+    // channel's share over 24 channels.
+    let wire = bytes / (110.4 * 0.9 * 1e9);
+    let units = bytes / ch.channels as f64 / (512.0 * 1024.0);
+    let want = 64.4e-6 + wire * (1.0 + 8.0 / units);
     assert!((ch.seconds - want).abs() < want * 1e-9, "{} {want}", ch.seconds);
 }
 
@@ -103,7 +108,15 @@ fn pat_runs_only_with_one_gpu_per_node() {
     let spec = TopologySpec::parse("leaf-spine").unwrap();
     let f = NcclFabric::from_topology(&spec, 16, 12.5e9, Transport::Rdma).unwrap();
     let ch = choose(&f, Collective::AllGather, 16.0 * MIB, &only(&[Algo::Pat], &[])).unwrap();
-    let want = 68.8e-6 + 16.0 * MIB / (12.0 * 0.75 * 1e9);
+    // Plus the pipeline's fill: NCCL_STEPS of PAT's chunk (512 KiB halved while the
+    // channel's share is under 32 chunks, down to 64 KiB).
+    let wire = 16.0 * MIB / (12.0 * 0.75 * 1e9);
+    let share = 16.0 * MIB / ch.channels as f64;
+    let mut chunk = 512.0 * 1024.0;
+    while chunk * 32.0 > share && chunk > 65536.0 {
+        chunk /= 2.0;
+    }
+    let want = 68.8e-6 + wire * (1.0 + 8.0f64.min(share / chunk) / (share / chunk));
     assert!((ch.seconds - want).abs() < want * 1e-9, "{} {want}", ch.seconds);
     // Small all-gathers pick PAT (log latency), large ones the ring.
     assert_eq!(pick(&f, Collective::AllGather, 64.0 * 1024.0).algo, Algo::Pat);
@@ -219,6 +232,14 @@ fn from_topology_derives_the_machines() {
     assert!(!NcclFabric::from_topology(&off, 8, 50e9, Transport::Rdma).unwrap().nvls);
 }
 
+/// NCCL's tuning-model time (µs) of the pair `ch` runs: latency + bytes / bandwidth.
+fn model_time(f: &NcclFabric, c: Collective, bytes: f64, ch: NcclChoice) -> f64 {
+    let g = search(f);
+    let (l, b) = tuning::entry(f, &g, c, ch.algo, ch.proto);
+    let (l, b) = tuning::parts(f, &g, c, ch.algo, ch.proto, bytes, l, b);
+    l + bytes / (1000.0 * b)
+}
+
 fn fabrics() -> impl Strategy<Value = NcclFabric> {
     (prop::sample::select(vec!["dgx-a100", "dgx-h100", "a3-mega"]), 1usize..64, any::<bool>()).prop_map(
         |(node, ranks, sharp)| {
@@ -255,7 +276,13 @@ proptest! {
         let opts = only(&algos, &[]);
         if let Ok(()) = check(&f, &opts) {
             if let Ok(r) = choose(&f, c, bytes, &opts) {
-                prop_assert!(r.seconds >= all.seconds * (1.0 - 1e-12));
+                // NCCL's *model* time (what it chooses by) never falls; the executed time
+                // (with the pipeline's fill) may: NCCL's choice is not always the fastest.
+                if c != Collective::AllToAll {
+                    prop_assert!(model_time(&f, c, bytes, r) >= model_time(&f, c, bytes, all) * (1.0 - 1e-12));
+                } else {
+                    prop_assert!(r.seconds >= all.seconds * (1.0 - 1e-12));
+                }
             }
         }
     }

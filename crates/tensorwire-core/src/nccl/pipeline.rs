@@ -1,0 +1,292 @@
+//! NCCL's *execution* time beyond its tuning model: the pipeline fill and drain.
+//!
+//! NCCL chooses an algorithm and protocol by `latency + bytes / bandwidth`
+//! ([`super::tuning`]), but runs it as a pipeline of chunks through fixed-depth buffers, and
+//! a pipeline streams at its bandwidth only once it is full. The time to fill it (and drain
+//! it at the end) is `depth x` the time of one pipeline unit at NCCL's per-channel
+//! bandwidth, where a unit's size is the chunk NCCL picks for the operation
+//! (`calcCollChunking`, `src/enqueue.cc`, tag v2.30.7-1): chunks shrink for small
+//! operations, so the fill shrinks with them; at NCCL's largest chunk it is a constant,
+//! so for large buffers the time tends to the tuning model's `bytes / bandwidth`.
+//!
+//! Units and depths, all from NCCL's source (`docs/collectives.md`, "Execution time"):
+//! - **Ring** (`ncclPatternRing`, `RingTwice`): the unit is one FIFO step of a channel's
+//!   connection. Simple: a chunk is `CHUNKSTEPS` = NCCL_STEPS/2 steps of `buffSize /
+//!   NCCL_STEPS` (4 MiB / 8 = 512 KiB, `DEFAULT_BUFFSIZE` in `src/init.cc`), so at most 2
+//!   MiB; an operation smaller than one loop (`nChannels x nRanks x chunk`) runs one partial
+//!   loop whose chunk is `bytes / (nChannels x nRanks)` (`runRing`, `src/device/
+//!   all_reduce.h`). LL and LL128: a chunk is one step (`chunkSteps` = 1): LL 32 KiB of data
+//!   (`DEFAULT_LL_BUFFSIZE` / 8 / 2), LL128 120/128 of 4.7 MiB / 8. The depth is the FIFO's
+//!   NCCL_STEPS = 8 steps (`src/include/device.h`): a connection carries at full rate only
+//!   once its 8 slots are in flight.
+//! - **NVLS** (single-node all-reduce, and across nodes with CollNet): the unit is one loop
+//!   of a channel, `nHeads x chunk` with NCCL's NVLS chunk (128 KiB, `NCCL_NVLS_CHUNKSIZE`
+//!   in `src/transport/nvls.cc`, shrunk to 64/32/16 KiB for operations under 64/8/2 loops,
+//!   `calcCollChunking`); the depth is the warp groups a chunk passes through minus one:
+//!   scatter, reduce-and-broadcast (multimem), gather (`RunWorkColl<AllReduce, NVLS>`,
+//!   `src/device/all_reduce.h`): 3 stages, fill 2 loops.
+//! - **NVLS tree**: scatter, reduce-and-send-to-network, receive-and-broadcast, gather (4
+//!   stages, fill 3 loops) with NVLS tree's chunk (`nvlsTreeMaxChunkSize`: 64 KiB from 4
+//!   nodes, else 128 KiB; shrunk by `calcCollChunking`'s NVLS-tree rule).
+//! - **Tree, PAT, CollNet**: one chunk of `buffSize / NCCL_STEPS` per step (Simple 512 KiB
+//!   (CollNet chain 256 KiB, PAT halved while under 32/16 chunks per channel), LL 32 KiB,
+//!   LL128 as above), FIFO depth NCCL_STEPS.
+//!
+//! The fill never exceeds the operation's own transfer time (a pipeline with fewer units
+//! than its depth never fills: then the operation is latency-bound, which NCCL's latency
+//! term already covers), so `0 <= fill <= bytes / bandwidth`.
+//!
+//! No constant here is fitted to a measurement: the depths and sizes are NCCL's. What the
+//! model leaves out is said in `docs/collectives.md`.
+
+use super::{Algo, NcclFabric, Proto};
+use crate::collectives::Collective;
+
+/// NCCL_STEPS: slots of each connection's FIFO (`src/include/device.h`).
+pub const NCCL_STEPS: f64 = 8.0;
+
+/// Simple's buffer per connection, bytes (`DEFAULT_BUFFSIZE`, 4 MiB, `src/init.cc`).
+pub const SIMPLE_BUFFSIZE: f64 = 4.0 * 1024.0 * 1024.0;
+
+/// LL's buffer, bytes (`DEFAULT_LL_BUFFSIZE` = NCCL_LL_LINES_PER_THREAD 8 x
+/// NCCL_LL_MAX_NTHREADS 512 x NCCL_STEPS x 16-byte lines, `src/init.cc`); half of it is data.
+pub const LL_BUFFSIZE: f64 = 8.0 * 512.0 * 8.0 * 16.0;
+
+/// LL128's buffer, bytes (`DEFAULT_LL128_BUFFSIZE` = NCCL_LL128_ELEMS_PER_THREAD 120 x
+/// NCCL_LL128_MAX_NTHREADS 640 x NCCL_STEPS x 8, `src/init.cc`); 120 of 128 bytes are data.
+pub const LL128_BUFFSIZE: f64 = 120.0 * 640.0 * 8.0 * 8.0;
+
+/// Ring Simple's chunk in FIFO steps (ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS =
+/// NCCL_STEPS / 2, `src/include/collectives.h`).
+pub const RING_CHUNK_STEPS: f64 = NCCL_STEPS / 2.0;
+
+/// NCCL's default NVLS chunk, bytes (`NCCL_NVLS_CHUNKSIZE` 128 KiB, `src/transport/nvls.cc`).
+pub const NVLS_CHUNK: f64 = 128.0 * 1024.0;
+
+/// Pipeline stages of NVLS all-reduce inside a node (scatter, reduce+broadcast, gather).
+pub const NVLS_STAGES: f64 = 3.0;
+
+/// Pipeline stages of NVLS tree (scatter, reduce+send, receive+broadcast, gather).
+pub const NVLS_TREE_STAGES: f64 = 4.0;
+
+/// One FIFO step's data for protocol `p`, bytes (`buffSize / NCCL_STEPS`, LL's half and
+/// LL128's 120/128 of it data).
+fn step_data(p: Proto) -> f64 {
+    match p {
+        Proto::Ll => LL_BUFFSIZE / NCCL_STEPS / 2.0,
+        Proto::Ll128 => LL128_BUFFSIZE / NCCL_STEPS * 120.0 / 128.0,
+        Proto::Simple => SIMPLE_BUFFSIZE / NCCL_STEPS,
+    }
+}
+
+/// NVLS's chunk for a channel's share `per_channel` of the buffer, with `heads` heads
+/// (`calcCollChunking`'s NVLS rule: halve to 64 KiB under 64 loops, 32 KiB under 8, 16 KiB
+/// under 2).
+fn nvls_chunk(per_channel: f64, heads: f64) -> f64 {
+    let mut c = NVLS_CHUNK;
+    for (loops, to) in [(64.0, 65536.0), (8.0, 32768.0), (2.0, 16384.0)] {
+        if per_channel < loops * heads * c && c > to {
+            c = to;
+        }
+    }
+    c
+}
+
+/// NVLS tree's chunk (`nvlsTreeMaxChunkSize`: 64 KiB from 4 nodes, else the NVLS chunk;
+/// halved under 32/16/4/1 loops to 256/128/64/32 KiB).
+fn nvls_tree_chunk(per_channel: f64, heads: f64, nodes: usize) -> f64 {
+    let mut c: f64 = if nodes >= 4 { 65536.0 } else { NVLS_CHUNK };
+    for (loops, to) in [(32.0, 262144.0), (16.0, 131072.0), (4.0, 65536.0), (1.0, 32768.0)] {
+        if per_channel < loops * heads * c && c > to {
+            c = to;
+        }
+    }
+    c
+}
+
+/// The pipeline's fill and drain, seconds, of `(algo, proto)` running `collective` over
+/// `bytes` on `channels` channels of `fabric`, whose transfer takes `wire_s` seconds at NCCL's
+/// modelled bandwidth (`bytes / bandwidth`). `0 <= fill <= wire_s`; at NCCL's largest chunk
+/// it is a constant (see the module doc). All-to-all and broadcast: 0 (not modelled).
+pub fn fill_seconds(
+    fabric: &NcclFabric,
+    collective: Collective,
+    algo: Algo,
+    proto: Proto,
+    bytes: f64,
+    channels: usize,
+    wire_s: f64,
+) -> f64 {
+    if !(bytes > 0.0 && wire_s > 0.0) || matches!(collective, Collective::AllToAll | Collective::Broadcast) {
+        return 0.0;
+    }
+    let ranks = (fabric.nodes * fabric.gpus_per_node).max(1) as f64;
+    let ch = channels.max(1) as f64;
+    let per_channel = bytes / ch;
+    // (units of the operation per channel, depth in units) where a unit is the bytes of the
+    // buffer one channel covers per pipeline unit.
+    let (units, depth) = match algo {
+        Algo::Ring => {
+            // A loop covers nRanks chunks; steps per loop: 2(n-1) for all-reduce, n-1 else.
+            let steps_per_loop = match collective {
+                Collective::AllReduce => 2.0 * (ranks - 1.0),
+                _ => ranks - 1.0,
+            };
+            let (chunk, chunk_steps) = match proto {
+                Proto::Simple => (step_data(proto) * RING_CHUNK_STEPS, RING_CHUNK_STEPS),
+                _ => (step_data(proto), 1.0),
+            };
+            // One partial loop below a full one: its chunk is the channel's share / nRanks.
+            let chunk = chunk.min(per_channel / ranks);
+            let loops = per_channel / (ranks * chunk);
+            (loops * steps_per_loop * chunk_steps, NCCL_STEPS)
+        }
+        Algo::Nvls => {
+            let heads = fabric.gpus_per_node as f64;
+            let chunk = nvls_chunk(per_channel, heads);
+            (per_channel / (heads * chunk), NVLS_STAGES - 1.0)
+        }
+        Algo::NvlsTree => {
+            let heads = fabric.gpus_per_node as f64;
+            let chunk = nvls_tree_chunk(per_channel, heads, fabric.nodes);
+            (per_channel / (heads * chunk), NVLS_TREE_STAGES - 1.0)
+        }
+        Algo::Tree | Algo::Pat | Algo::CollNetDirect | Algo::CollNetChain => {
+            let mut chunk = step_data(proto);
+            if algo == Algo::CollNetChain {
+                chunk = chunk.min(256.0 * 1024.0);
+            }
+            if algo == Algo::Pat {
+                let times = if collective == Collective::AllGather { 32.0 } else { 16.0 };
+                while chunk * times > per_channel && chunk > 65536.0 {
+                    chunk /= 2.0;
+                }
+            }
+            (per_channel / chunk, NCCL_STEPS)
+        }
+    };
+    if units.is_nan() || units <= 0.0 {
+        return 0.0;
+    }
+    // Each unit takes wire_s / units; a pipeline with fewer units than its depth never fills.
+    wire_s * depth.min(units) / units
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nccl::{choose, NcclOptions, Transport};
+    use crate::topology::TopologySpec;
+    use proptest::prelude::*;
+
+    const MIB: f64 = 1024.0 * 1024.0;
+
+    fn rail(node: &str, ranks: usize) -> NcclFabric {
+        let spec = TopologySpec::parse(&format!("rail:node={node}")).unwrap();
+        NcclFabric::from_topology(&spec, ranks, spec.host_rate(None).unwrap(), Transport::Rdma).unwrap()
+    }
+
+    #[test]
+    fn ring_simple_below_one_loop_fills_its_fifo_a_fixed_share() {
+        // One partial loop: 2(n-1) steps x CHUNKSTEPS units, depth NCCL_STEPS: 8 / 56 of the
+        // transfer on 8 ranks, whatever the size below nChannels x nRanks x 2 MiB.
+        let f = rail("dgx-a100", 8);
+        for mib in [32.0, 64.0, 128.0] {
+            let fill = fill_seconds(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, mib * MIB, 24, 1e-3);
+            assert!((fill - 1e-3 * 8.0 / 56.0).abs() < 1e-15, "{mib} {fill}");
+        }
+    }
+
+    #[test]
+    fn at_the_largest_chunk_the_fill_is_a_constant() {
+        // Full 2 MiB chunks (>= 24 x 8 x 2 MiB): fill = 8 steps of 512 KiB at the channel's
+        // rate = 8 x 512 KiB x 24 channels x 14 steps-per-loop / (8 chunks per loop x ...):
+        // closed form: wire x 8 / (loops x 56) with loops = bytes / (24 x 8 x 2 MiB).
+        let f = rail("dgx-a100", 8);
+        let rate = 240e9 * 8.0 / 14.0; // NCCL's algorithm bandwidth, bytes/s
+        let mut fills = vec![];
+        for gib in [1.0, 4.0, 16.0] {
+            let bytes = gib * 1024.0 * MIB;
+            let wire = bytes / rate;
+            let fill = fill_seconds(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, bytes, 24, wire);
+            let loops = bytes / (24.0 * 8.0 * 2.0 * MIB);
+            assert!((fill - wire * 8.0 / (loops * 56.0)).abs() < 1e-12);
+            fills.push(fill);
+        }
+        assert!((fills[0] - fills[2]).abs() < 1e-12, "{fills:?}");
+        // NVLS at its 128 KiB chunk: 2 loops of 8 heads x 128 KiB x 16 channels.
+        let f = rail("dgx-h100", 8);
+        let bytes = 8.0 * 1024.0 * MIB;
+        let wire = 1e-2;
+        let fill = fill_seconds(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, bytes, 16, wire);
+        assert!((fill - wire * 2.0 * 8.0 * NVLS_CHUNK * 16.0 / bytes).abs() < 1e-15);
+    }
+
+    #[test]
+    fn large_sizes_tend_to_the_tuning_models_bandwidth() {
+        let f = rail("dgx-h100", 8);
+        let none = NcclOptions::default();
+        let big = 64.0 * 1024.0 * MIB;
+        let c = choose(&f, Collective::AllReduce, big, &none).unwrap();
+        let (lat, bw) = {
+            let g = crate::nccl::graph::search(&f);
+            let (l, b) = crate::nccl::tuning::entry(&f, &g, Collective::AllReduce, c.algo, c.proto);
+            crate::nccl::tuning::parts(&f, &g, Collective::AllReduce, c.algo, c.proto, big, l, b)
+        };
+        let model = lat * 1e-6 + big / (bw * 1e9);
+        assert!(c.seconds >= model && c.seconds <= model * 1.001, "{} {model}", c.seconds);
+    }
+
+    #[test]
+    fn the_fill_does_not_change_the_choice() {
+        // The pair NCCL's model picks (min of latency + bytes / bandwidth) is the one run.
+        let f = rail("dgx-h100", 8);
+        let g = crate::nccl::graph::search(&f);
+        for mib in [0.5, 1.0, 2.0, 8.0, 64.0, 1024.0] {
+            let bytes = mib * MIB;
+            let c = choose(&f, Collective::AllReduce, bytes, &NcclOptions::default()).unwrap();
+            let mut best = (f64::MAX, Algo::Ring, Proto::Simple);
+            for a in Algo::ALL {
+                if !crate::nccl::tuning::algo_enabled(&f, Collective::AllReduce, a) {
+                    continue;
+                }
+                for p in Proto::ALL {
+                    if !crate::nccl::tuning::proto_enabled(&f, a, p) {
+                        continue;
+                    }
+                    let (l, b) = crate::nccl::tuning::entry(&f, &g, Collective::AllReduce, a, p);
+                    if b <= 0.0 {
+                        continue;
+                    }
+                    let (l, b) = crate::nccl::tuning::parts(&f, &g, Collective::AllReduce, a, p, bytes, l, b);
+                    let t = l + bytes / (1000.0 * b);
+                    if t < best.0 {
+                        best = (t, a, p);
+                    }
+                }
+            }
+            assert_eq!((c.algo, c.proto), (best.1, best.2), "{mib} MiB");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn fill_is_bounded_by_the_transfer_and_grows_with_bytes(
+            node in prop::sample::select(vec!["dgx-a100", "dgx-h100", "a3-mega"]),
+            ranks in 2usize..64,
+            a in prop::sample::select(Algo::ALL.to_vec()),
+            p in prop::sample::select(Proto::ALL.to_vec()),
+            coll in prop::sample::select(vec![Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]),
+            bytes in 1.0f64..1e11,
+            k in 1.0f64..8.0,
+            ch in 1usize..64,
+        ) {
+            let f = rail(node, ranks);
+            let rate = 1e11;
+            let fill = |b: f64| fill_seconds(&f, coll, a, p, b, ch, b / rate);
+            let (small, large) = (fill(bytes), fill(bytes * k));
+            prop_assert!(small >= 0.0 && small <= bytes / rate * (1.0 + 1e-12));
+            prop_assert!(large + 1e-18 >= small, "{small} {large}");
+        }
+    }
+}

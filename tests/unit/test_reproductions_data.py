@@ -105,7 +105,7 @@ def test_nccl_tests_script_runs_a_subset(tmp_path: Path, capsys: pytest.CaptureF
 def test_nccl_tests_nvls_off_and_forced_algorithms_become_options() -> None:
     mod = _script("nccl_tests")
     by_id = {s["id"]: s for s in NCCL["series"]}
-    assert mod.strategy_for(by_id["mle-h200-16GiB-ring"], "nccl") == "nccl:algo=^nvls"
+    assert mod.strategy_for(by_id["mle-h200-16GiB-ring"], "nccl") == "nccl:algo=^nvls+nvlstree"
     assert mod.strategy_for(by_id["aws-p5en-4x8-nvlstree"], "nccl") == "nccl:algo=nvlstree"
     assert mod.strategy_for(by_id["nvidia-h100-multinode-ring"], "nccl") == "nccl:algo=ring"
     assert mod.strategy_for(by_id["azure-nda100v4-allreduce"], "nccl") == "nccl"

@@ -139,6 +139,22 @@ _GPUS: tuple[Gpu, ...] = (
             "(bidirectional)",
         ),
     ),
+    Gpu(
+        name="h200",
+        display_name="H200 SXM 141GB",
+        fp32_flops=66.9e12,
+        tf32_flops=494.7e12,
+        bf16_flops=989.4e12,
+        fp16_flops=989.4e12,
+        memory_bytes=141 * 10**9,
+        memory_bytes_per_s=4800e9,
+        nvlink_bytes_per_s=450e9,
+        sources=(
+            "NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM: FP32 67 TFLOPS, TF32 989 / BF16 "
+            "1,979 / FP16 1,979 TFLOPS printed with sparsity (the same Hopper tensor cores as H100 SXM: "
+            "dense rates as h100), 141 GB HBM3e, 4.8 TB/s, NVLink 900 GB/s (bidirectional)",
+        ),
+    ),
 )
 
 
@@ -148,7 +164,7 @@ def gpus() -> list[Gpu]:
 
 
 def gpu(name: str) -> Gpu:
-    """The profile called ``name`` (``v100``, ``a100-40gb``, ``a100-80gb``, ``h100``)."""
+    """The profile called ``name`` (``v100``, ``a100-40gb``, ``a100-80gb``, ``h100``, ``h200``)."""
     for g in _GPUS:
         if g.name == name:
             return g
@@ -225,6 +241,31 @@ _NODES: tuple[Node, ...] = (
             "NVIDIA DGX H100 User Guide, 'Network Modules' (two network modules of four ConnectX-7 each, one per GPU)",
         ),
     ),
+    Node(
+        name="hgx-h200",
+        display_name="NVIDIA HGX H200 (8 GPUs)",
+        gpu="h200",
+        nvswitches=4,
+        nics=8,
+        **_simulated("hgx-h200"),
+        sources=(
+            "NVIDIA H200 datasheet (2024): HGX H200 with 8x H200 SXM on NVLink/NVSwitch, 900 GB/s per GPU",
+            "Microsoft Azure ND H200 v5 (8x H200, 8x 400 Gb/s InfiniBand per VM); the simulator's rates "
+            "as the core's hgx-h200 preset",
+        ),
+    ),
+    Node(
+        name="a3-mega",
+        display_name="Google Cloud A3 Mega (a3-megagpu-8g)",
+        gpu="h100",
+        nvswitches=4,
+        nics=8,
+        **_simulated("a3-mega"),
+        sources=(
+            "Google Cloud GPU machine types, A3 Mega: 8x H100 80GB on NVSwitch, GPUDirect-TCPXO with "
+            "8x 200 Gb/s GPU NICs (as the core's a3-mega preset; its rates not re-checked against the page)",
+        ),
+    ),
 )
 
 
@@ -234,7 +275,7 @@ def nodes() -> list[Node]:
 
 
 def node(name: str) -> Node:
-    """The node preset called ``name`` (``dgx-a100``, ``dgx-h100``)."""
+    """The node preset called ``name`` (``dgx-a100``, ``dgx-h100``, ``hgx-h200``, ``a3-mega``)."""
     for n in _NODES:
         if n.name == name:
             return n

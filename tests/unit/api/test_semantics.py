@@ -29,7 +29,8 @@ MEASURES = (
 @settings(max_examples=40, deadline=None)
 @given(
     kind=st.sampled_from(COLLECTIVES),
-    strategy=st.sampled_from(STRATEGIES),
+    # nccl and ddp time collectives in closed form, refused in multi-job runs (tested there)
+    strategy=st.sampled_from([s for s in STRATEGIES if s not in ("nccl", "ddp")]),
     workers=st.integers(2, 8),
     kib=st.integers(1, 4096),
     count=st.integers(1, 3),

@@ -30,7 +30,7 @@ def test_compare_lists_a_strategy_over_the_flow_budget_as_refused_and_picks_anot
         "--topology",
         "rail:node=dgx-h100",
         "--strategies",
-        "fsdp,ring",
+        "ring,fsdp",  # ddp (the preferred baseline) not listed: the first listed, ring, is preferred
         "--json",
     )
     assert p.returncode == 0, p.stderr

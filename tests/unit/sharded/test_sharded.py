@@ -92,8 +92,8 @@ def test_compare_ranks_ddp_against_sharded_strategies_for_an_llm() -> None:
     assert p.returncode == 0, p.stderr
     rows = [r for r in json.loads(p.stdout) if "refused" not in r]  # over the flow budget: a row saying so
     names = {r["strategy"] for r in rows}
-    assert {"ring", "zero1", "zero2", "fsdp", "hsdp"} <= names
-    assert all(r["baseline"] == "ring" for r in rows)
+    assert {"ddp", "nccl", "zero1", "zero2", "fsdp", "hsdp"} <= names
+    assert all(r["baseline"] == "ddp" for r in rows)
     times = [r["iteration_time_s"] for r in rows]
     assert times == sorted(times)
 

@@ -4,7 +4,7 @@
 //! each GPU is bounded by its own injection — the intra-node share over its NVLink/PCIe at
 //! NCCL's figure and the inter-node share through its NIC ("Alltoall cannot aggregate the
 //! bandwidth of multiple NICs, so the performance you should see is the performance of a
-//! single NIC", sjeaugey, https://github.com/NVIDIA/nccl-tests/issues/267).
+//! single NIC", sjeaugey, <https://github.com/NVIDIA/nccl-tests/issues/267>).
 
 use super::graph::{gpu_gbs, nic_gbs, Graphs};
 use super::tables::{self as t, HW_LATENCY_US as HW};

@@ -6,7 +6,7 @@
 //! times it with `engine/timed.rs`.
 //!
 //! Modules: [`tables`] (NCCL's constants), [`graph`] (the topology search's channels),
-//! [`tuning`] (bandwidth, latency, enablement), [`alltoall`], [`checks`] (refusals),
+//! [`tuning`] (bandwidth, latency, enablement), [`alltoall`], [`pipeline`] (execution time), `checks` (refusals),
 //! `fabric` (from topology specs). See `docs/collectives.md`, "NCCL's collectives".
 
 pub mod alltoall;

@@ -205,7 +205,7 @@ pub const PAT_FACTOR: f64 = 0.75;
 /// NCCL's socket transport (`Transport::Tcp`) relative to NCCL's modelled network
 /// bandwidth: 1.7 GB/s busbw measured where about 2.5 GB/s was expected on Azure VMs with a
 /// 25 Gbit/s NIC (NCCL_NSOCKS_PERTHREAD=2, NCCL_SOCKET_NTHREADS=4; NVIDIA/nccl-tests#83,
-/// https://github.com/NVIDIA/nccl-tests/issues/83): 1.7 / 2.5 = 0.68.
+/// <https://github.com/NVIDIA/nccl-tests/issues/83>): 1.7 / 2.5 = 0.68.
 pub const TCP_EFFICIENCY: f64 = 0.68;
 
 /// Latency the socket transport adds per collective across nodes, seconds. NCCL models

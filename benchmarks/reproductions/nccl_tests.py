@@ -17,6 +17,15 @@ Until the ``nccl`` strategy and the ``hgx-h200`` / ``a3-mega`` presets exist, th
 says so and falls back (``--strategy ring`` runs everything with the seeds' ring, to check
 the harness). ``--only ID`` and ``--max-rows N`` run a subset (the unit test does).
 ``--markdown PATH`` writes the tables for docs/reproductions.md.
+
+Cross-calibration (column "cross-calibrated"): where two publishers measured the same node
+(single-node A100: Azure ND A100 v4 and ml-engineering; single-node H100/H200: Azure ND
+H100 v5, Azure ND H200 v5 and ml-engineering's H200), a series is also predicted with the
+calibration ``tensorwire calibrate nccl-tests`` fits (``tensorwire.calibrate.fit.fit``) on
+the *other* source's all-reduce sweep (:data:`CALIBRATE_ON`), written into the topology as
+``intra_efficiency=...,intra_latency=...``. A series is never predicted with a calibration
+fitted on its own rows. This is what a user gets from calibrating on their own cluster and
+predicting a run they have not measured.
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ from typing import Any, Optional, Sequence
 
 import tensorwire as tw
 from tensorwire import _core
+from tensorwire.calibrate import logs as calibrate_logs
+from tensorwire.calibrate.fit import fit as calibrate_runs
+from tensorwire.calibrate.fit import with_options
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "nccl_tests.json"
@@ -73,6 +85,84 @@ def strategy_for(series: dict[str, Any], base: str) -> str:
     return "nccl" + (":" + ",".join(options) if options else "")
 
 
+#: The calibration source of each series that another publisher also measured (first prefix
+#: that matches the series id): the series on the right is the all-reduce sweep the calibration
+#: is fitted on. H100 and H200 share the node's NVLink 4 / NVSwitch (900 GB/s per GPU), so one
+#: calibrates the other; Azure's H200 page is calibrated on Azure's H100 page (same publisher,
+#: another machine and NCCL release), Azure's H100 on ml-engineering's H200.
+CALIBRATE_ON: tuple[tuple[str, str], ...] = (
+    ("azure-nda100v4-allreduce", "mle-a100-allreduce"),
+    ("mle-a100-allreduce", "azure-nda100v4-allreduce"),
+    ("azure-ndh100v5-allreduce", "mle-h200-allreduce-sweep"),
+    ("azure-ndh200v5-allreduce", "azure-ndh100v5-allreduce"),
+    ("mle-h200-", "azure-ndh100v5-allreduce"),
+)
+#: Short names of the calibration sources for the table.
+SOURCE_NAME = {
+    "mle-a100-allreduce": "ml-eng A100",
+    "azure-nda100v4-allreduce": "Azure A100",
+    "mle-h200-allreduce-sweep": "ml-eng H200",
+    "azure-ndh100v5-allreduce": "Azure H100",
+}
+
+
+def calibration_source(series: dict[str, Any]) -> Optional[str]:
+    """The id of the series whose fit calibrates ``series`` (:data:`CALIBRATE_ON`), or None."""
+    if series["nodes"] != 1:
+        return None
+    for prefix, source in CALIBRATE_ON:
+        if series["id"].startswith(prefix) and source != series["id"]:
+            return source
+    return None
+
+
+def as_run(series: dict[str, Any]) -> calibrate_logs.Run:
+    """A published series as the nccl-tests run ``tensorwire calibrate nccl-tests`` would read
+    from its log: out-of-place time = size x bus factor / busbw (float elements)."""
+    n = series["nodes"] * series["gpus_per_node"]
+    factor = busbw_factor(series["collective"], n)
+    rows = []
+    for i, row in enumerate(series["rows"], start=1):
+        size, busbw = int(row[0]), float(row[1]) * 1e9
+        seconds = size * factor / busbw
+        rows.append(calibrate_logs.Row(i, size, size // 4, "float", "sum", seconds, size / seconds, busbw, None, None))
+    return calibrate_logs.Run(
+        path=series["source"],
+        collective=series["collective"],
+        binary=None,
+        ranks=n,
+        nodes=series["nodes"],
+        gpus_per_node=series["gpus_per_node"],
+        hosts=tuple(f"node{k}" for k in range(series["nodes"])),
+        gpu=series["system"],
+        nccl_version=series.get("nccl"),
+        rows=tuple(rows),
+        avg_busbw=None,
+    )
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A calibration fitted on one source's series (the options it adds to the topology) and
+    how well it reproduces that series' own rows."""
+
+    source: str
+    options: str
+    rows: int
+    own_median: float
+    own_max: float
+
+
+def fit_calibration(series: dict[str, Any]) -> Calibrated:
+    """``tensorwire calibrate nccl-tests``' fit on one single-node series: the intra-node
+    efficiency and latency as topology options."""
+    f = calibrate_runs([as_run(series)], series["topology"], None, series.get("transport", "rdma"))
+    c = f.calibration.rounded()
+    options = f"intra_efficiency={c.intra_efficiency:.6g},intra_latency={round(c.intra_latency_s * 1e9)}ns"
+    errs = [abs(r.error) for r in f.rows]
+    return Calibrated(series["id"], options, len(errs), statistics.median(errs), max(errs))
+
+
 @dataclass
 class Row:
     series: str
@@ -85,6 +175,8 @@ class Row:
     algo_published: str
     algo_predicted: str
     counted: bool
+    cross: Optional[float] = None
+    cross_source: str = ""
 
     @property
     def error(self) -> Optional[float]:
@@ -96,6 +188,10 @@ class Row:
     def within(self) -> Optional[bool]:
         e = self.error
         return None if e is None else abs(e) <= target(self.size)
+
+    @property
+    def cross_error(self) -> Optional[float]:
+        return None if self.cross is None else self.cross / self.published - 1
 
 
 def published_algo(series: dict[str, Any], size: int) -> str:
@@ -111,14 +207,14 @@ def published_algo(series: dict[str, Any], size: int) -> str:
     return ""
 
 
-def cluster(series: dict[str, Any], gpus: int) -> tuple[tw.Cluster, str]:
-    """The cluster for a series, falling back to ``fallback_topology`` (with a note) when a
-    preset does not exist yet."""
+def cluster(series: dict[str, Any], gpus: int, options: str = "") -> tuple[tw.Cluster, str]:
+    """The cluster for a series (with more topology ``options``, e.g. a calibration), falling
+    back to ``fallback_topology`` (with a note) when a preset does not exist yet."""
     notes = []
     for topo in [series["topology"], series.get("fallback_topology")]:
         if topo is None:
             continue
-        for spec in [topo]:
+        for spec in [with_options(topo, options) if options else topo]:
             try:
                 c = tw.Cluster(gpus, None, topology=spec)
             except _core.InputError as e:
@@ -151,21 +247,32 @@ def predict_algo(series: dict[str, Any], topology: str, gpus: int, size: int, sp
     return f"{out['algo']}/{out['proto']}".lower()
 
 
-def run_series(series: dict[str, Any], base: str, max_rows: Optional[int]) -> list[Row]:
+def busbw(series: dict[str, Any], c: tw.Cluster, spec: str, size: int) -> float:
+    """Predicted bus bandwidth (GB/s) of one collective of ``size`` bytes on ``c``."""
+    gpus = series["nodes"] * series["gpus_per_node"]
+    w = tw.Workload.collective(f"{series['collective']}:{size}B")
+    r = tw.simulate(w, c, spec, iterations=1, max_flows=None)
+    return size / r.iteration_time_s * busbw_factor(series["collective"], gpus) / 1e9
+
+
+def run_series(
+    series: dict[str, Any], base: str, max_rows: Optional[int], calibration: Optional[Calibrated] = None
+) -> list[Row]:
     gpus = series["nodes"] * series["gpus_per_node"]
     c, note = cluster(series, gpus)
+    calibrated = cluster(series, gpus, calibration.options)[0] if calibration else None
     spec = strategy_for(series, base)
     rows = series["rows"][:max_rows] if max_rows else series["rows"]
     out = []
     for row in rows:
         size, published = row[0], row[1]
-        w = tw.Workload.collective(f"{series['collective']}:{size}B")
         predicted: Optional[float]
+        cross: Optional[float] = None
         try:
-            r = tw.simulate(w, c, spec, iterations=1, max_flows=None)
-            algbw = size / r.iteration_time_s
-            predicted = algbw * busbw_factor(series["collective"], gpus) / 1e9
+            predicted = busbw(series, c, spec, size)
             row_note = note
+            if calibrated is not None:
+                cross = busbw(series, calibrated, spec, size)
         except _core.InputError as e:
             predicted, row_note = None, f"{spec} refused: {e}"
         out.append(
@@ -180,6 +287,8 @@ def run_series(series: dict[str, Any], base: str, max_rows: Optional[int]) -> li
                 published_algo(series, int(size)),
                 predict_algo(series, c.topology, gpus, int(size), spec),
                 series.get("kind", "measurement") == "measurement",
+                cross,
+                calibration.source if calibration and cross is not None else "",
             )
         )
     return out
@@ -204,14 +313,57 @@ def summary(rows: Sequence[Row]) -> dict[str, Any]:
     }
 
 
-def markdown(rows: Sequence[Row], strategy: str) -> str:
+def cross_summary(rows: Sequence[Row]) -> dict[str, Any]:
+    """Uncalibrated against cross-calibrated on the same rows (those with a calibration from
+    another source): median and max |error|, rows within target, rows better and worse."""
+    both = [r for r in rows if r.counted and r.error is not None and r.cross_error is not None]
+    out: dict[str, Any] = {"rows": len(both)}
+    for key, err in (("uncalibrated", lambda r: r.error), ("cross", lambda r: r.cross_error)):
+        errs = [abs(err(r)) for r in both]
+        out[key] = {
+            "median_abs_error": statistics.median(errs) if errs else None,
+            "max_abs_error": max(errs) if errs else None,
+            "within_target": sum(1 for r in both if abs(err(r)) <= target(r.size)),
+        }
+    out["better"] = sum(1 for r in both if abs(r.cross_error or 0) < abs(r.error or 0) - 0.0005)
+    out["worse"] = sum(1 for r in both if abs(r.cross_error or 0) > abs(r.error or 0) + 0.0005)
+    return out
+
+
+def cross_summary_lines(s: dict[str, Any]) -> list[str]:
+    if not s["rows"]:
+        return []
+    n = s["rows"]
+    lines = []
+    for key, label in (("uncalibrated", "uncalibrated"), ("cross", "cross-calibrated")):
+        e = s[key]
+        lines.append(
+            f"{label}: {n} rows; median |error| {e['median_abs_error']:.1%}, max {e['max_abs_error']:.1%};"
+            f" {e['within_target']} of {n} within target"
+        )
+    lines.append(
+        f"cross-calibration made {s['better']} of {n} rows better and {s['worse']} worse (by more than 0.05 points)"
+    )
+    return lines
+
+
+def cross_cell(r: Row) -> str:
+    if r.cross is None or r.cross_error is None:
+        return ""
+    ok = "" if abs(r.cross_error) <= target(r.size) else " **no**"
+    return f"{r.cross:.1f} ({r.cross_error:+.1%}{ok}; {SOURCE_NAME.get(r.cross_source, r.cross_source)})"
+
+
+def markdown(rows: Sequence[Row], strategy: str, calibrations: Sequence[Calibrated] = ()) -> str:
     lines = [
         f"Strategy: `{strategy}`. busbw in GB/s (1e9 B/s), nccl-tests' definitions; error = predicted / published - 1;"
         " target 10% from 64 MiB up, 25% below. Algorithms: published where the source says, ours from"
-        " `_core.nccl_predict`.",
+        " `_core.nccl_predict`. Cross-calibrated: predicted busbw (error; the source calibrated on) with the"
+        " calibration fitted on another publisher's all-reduce sweep of the same node.",
         "",
-        "| series | collective | GPUs | size | published | predicted | error | in target | NCCL chose | tensorwire chose |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|---|",
+        "| series | collective | GPUs | size | published | predicted | error | in target | NCCL chose | tensorwire chose"
+        " | cross-calibrated |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---|---|",
     ]
     for r in rows:
         pred = "refused" if r.predicted is None else f"{r.predicted:.1f}"
@@ -221,10 +373,27 @@ def markdown(rows: Sequence[Row], strategy: str) -> str:
             ok += " (expectation, not counted)"
         lines.append(
             f"| {r.series} | {r.collective} | {r.gpus} | {size_str(r.size)} | {r.published:.1f} | {pred} | {err} | {ok}"
-            f" | {r.algo_published} | {r.algo_predicted} |"
+            f" | {r.algo_published} | {r.algo_predicted} | {cross_cell(r)} |"
         )
     s = summary(rows)
     lines += ["", "Summary: " + summary_line(s)]
+    if calibrations:
+        lines += [
+            "",
+            "Calibrations (`tensorwire calibrate nccl-tests`' fit on one source's all-reduce sweep; own fit: how well"
+            " it reproduces the rows it was fitted on):",
+            "",
+            "| calibrated on | series | rows | topology options | own fit: median, max abs error |",
+            "|---|---|---:|---|---|",
+        ]
+        for c in calibrations:
+            lines.append(
+                f"| {SOURCE_NAME.get(c.source, c.source)} | {c.source} | {c.rows} | `{c.options}`"
+                f" | {c.own_median:.1%}, {c.own_max:.1%} |"
+            )
+        cross = cross_summary_lines(cross_summary(rows))
+        if cross:
+            lines += ["", "Cross-calibration, on the rows that have one:", ""] + [f"- {x}" for x in cross]
     notes = sorted({f"{r.series}: {r.note}" for r in rows if r.note})
     if notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
@@ -249,6 +418,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="run only the series with this id (repeatable)")
     ap.add_argument("--max-rows", type=int, default=None, help="run only the first N sizes of each series")
     ap.add_argument("--markdown", metavar="PATH", help="also write the Markdown tables to PATH")
+    ap.add_argument("--no-cross", action="store_true", help="skip the cross-calibrated column")
+    ap.add_argument(
+        "--no-plot", action="store_true", help="accepted for the golden runner; this script writes no plots"
+    )
     ap.add_argument("--data", type=Path, default=DATA, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     series = [s for s in load(a.data) if not a.only or s["id"] in a.only]
@@ -263,10 +436,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 file=sys.stderr,
             )
             return 2
+    by_id = {s["id"]: s for s in load(a.data)}
+    calibrations: dict[str, Calibrated] = {}
     rows: list[Row] = []
     for s in series:
-        rows += run_series(s, strategy, a.max_rows)
-    text = markdown(rows, strategy)
+        source = calibration_source(s) if strategy == "nccl" and not a.no_cross else None
+        if source is not None and source not in calibrations:
+            calibrations[source] = fit_calibration(by_id[source])
+        rows += run_series(s, strategy, a.max_rows, calibrations.get(source) if source else None)
+    text = markdown(rows, strategy, list(calibrations.values()))
     print(text)
     if a.markdown:
         Path(a.markdown).write_text(text)

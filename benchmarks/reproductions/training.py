@@ -22,7 +22,10 @@ over the layers by their FLOPs. Until a strategy exists the script falls back to
 Reported: predicted against published seconds per iteration, scaling efficiency
 (= single-GPU compute time / iteration time = per-GPU throughput over single-GPU
 throughput) or tokens/s per GPU (= tokens per GPU per iteration / iteration time); target
-within 10%. ``--only ID`` and ``--max-rows N`` run a subset;
+within 10%. A study of ``kind`` "check" (metric ``rdma_over_tcp``: Horovod's RDMA-vs-TCP
+comparison) runs the study twice, with ``strategy`` and ``compare_strategy``, and reports
+the ratio of the iteration times; it is labelled as a check and not counted in the summary.
+``--only ID`` and ``--max-rows N`` run a subset;
 ``--markdown PATH`` writes the tables for docs/reproductions.md.
 """
 
@@ -60,6 +63,7 @@ class Row:
     predicted: Optional[float]
     strategy: str
     note: str
+    counted: bool = True
 
     @property
     def error(self) -> Optional[float]:
@@ -147,6 +151,8 @@ def predicted(study: dict[str, Any], m: dict[str, Any], t: float) -> float:
         return t
     if study["metric"] == "tokens_per_s_per_gpu":
         return tokens_per_gpu(m) / t
+    if study["metric"] == "rdma_over_tcp":
+        raise ValueError("rdma_over_tcp is a ratio of two runs; see run_study")
     return float(m["compute_s"]) / t
 
 
@@ -161,18 +167,24 @@ def run_study(study: dict[str, Any], max_rows: Optional[int]) -> list[Row]:
             continue
         w = llm_workload(m) if "llm" in m else workload(m["model"], m["compute_s"], study["batch_per_gpu"])
         spec, note = "", ""
+        counted = study.get("kind", "reproduction") != "check"
         for gpus, pub in results:
             c = cluster(study, gpus)
             if not spec:
                 spec, note = strategy(study, c, w)
             r = tw.simulate(w, c, spec, iterations=3, max_flows=None)
-            pred = predicted(study, m, r.iteration_time_s)
-            rows.append(Row(study["id"], m["model"], gpus, study["metric"], pub, pred, spec, note))
+            if study["metric"] == "rdma_over_tcp":
+                other = study["compare_strategy"]
+                r2 = tw.simulate(w, c, other, iterations=3, max_flows=None)
+                pred, shown = r2.iteration_time_s / r.iteration_time_s, f"{spec}` vs `{other}"
+            else:
+                pred, shown = predicted(study, m, r.iteration_time_s), spec
+            rows.append(Row(study["id"], m["model"], gpus, study["metric"], pub, pred, shown, note, counted))
     return rows
 
 
 def summary(rows: Sequence[Row]) -> dict[str, Any]:
-    errs = [abs(r.error) for r in rows if r.error is not None]
+    errs = [abs(r.error) for r in rows if r.error is not None and r.counted]
     return {
         "rows": len(errs),
         "median_abs_error": statistics.median(errs) if errs else None,
@@ -195,19 +207,22 @@ def fmt(metric: str, v: Optional[float]) -> str:
         return "-"
     if metric == "tokens_per_s_per_gpu":
         return f"{v:,.0f} tok/s"
+    if metric == "rdma_over_tcp":
+        return f"{v:.3f}x"
     return f"{v:.3f} s" if metric == "s_per_iter" else f"{v:.0%}"
 
 
 def markdown(rows: Sequence[Row]) -> str:
     lines = [
         "Error = predicted / published - 1; target within 10%. s/iter = p50 seconds per iteration;"
-        " efficiency = per-GPU throughput / single-GPU throughput; tok/s = tokens per second per GPU.",
+        " efficiency = per-GPU throughput / single-GPU throughput; tok/s = tokens per second per GPU;"
+        " rdma_over_tcp = iteration time over TCP / over RDMA (a check, not counted).",
         "",
         "| study | model | GPUs | metric | published | predicted | error | strategy |",
         "|---|---|---:|---|---:|---:|---:|---|",
     ]
     for r in rows:
-        err = "" if r.error is None else f"{r.error:+.1%}"
+        err = "" if r.error is None else f"{r.error:+.1%}" + ("" if r.counted else " (check, not counted)")
         lines.append(
             f"| {r.study} | {r.model} | {r.gpus} | {r.metric} | {fmt(r.metric, r.published)}"
             f" | {fmt(r.metric, r.predicted)} | {err} | `{r.strategy}` |"
@@ -226,6 +241,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="run only the study with this id (repeatable)")
     ap.add_argument("--max-rows", type=int, default=None, help="run only the first N GPU counts of each model")
     ap.add_argument("--markdown", metavar="PATH", help="also write the Markdown tables to PATH")
+    ap.add_argument(
+        "--no-plot", action="store_true", help="accepted for the golden runner; this script writes no plots"
+    )
     ap.add_argument("--data", type=Path, default=DATA, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     rows: list[Row] = []

@@ -100,8 +100,12 @@ def simulate_jobs(
 ) -> list[Report]: ...
 def check(strategy: Strategy, topology: Topology, workers: int, network: str = "flow") -> None: ...
 
-#: (kind, host, to hosts, label, links, start s, end s, bytes) of one recorded span.
-SpanTuple = tuple[str, int, list[int], str, list[str], float, float, float]
+#: NCCL's choice for a collective: (collective, algorithm, protocol, channels).
+PickTuple = tuple[str, str, str, int]
+
+#: (kind, host, to hosts, label, links, start s, end s, bytes, NCCL's choice of a timed
+#: collective or None) of one recorded span.
+SpanTuple = tuple[str, int, list[int], str, list[str], float, float, float, Optional[PickTuple]]
 
 @final
 class Report:
@@ -143,6 +147,8 @@ class Report:
     def nap(self) -> Optional[float]: ...
     @property
     def timeline(self) -> list[SpanTuple]: ...
+    @property
+    def nccl_choices(self) -> list[tuple[PickTuple, int, float]]: ...
 
 @final
 class Topology:

@@ -139,21 +139,46 @@ def _result(raw: _core.Report, workload: Workload, workers: int, bandwidth: floa
     taken["link_utilization"] = dict(taken["link_utilization"])
     taken["completions_s"] = tuple(taken["completions_s"])
     taken["timeline"] = tuple(_spans(taken["timeline"], workload, workers))
+    taken["nccl_choices"] = tuple(
+        {"collective": c, "algorithm": a, "protocol": p, "channels": ch, "count": count, "bytes": nbytes}
+        for (c, a, p, ch), count, nbytes in taken["nccl_choices"]
+    )
     return Result(model=workload.name, workers=workers, bandwidth=bandwidth, strategy=spec, **taken)
 
 
 def _spans(
-    raw: list[tuple[str, int, list[int], str, list[str], float, float, float]], workload: Workload, workers: int
+    raw: list[tuple[str, int, list[int], str, list[str], float, float, float, Optional[tuple[str, str, str, int]]]],
+    workload: Workload,
+    workers: int,
 ) -> list[dict[str, object]]:
     """Core spans as dicts: compute per worker; flows per sender and per link. A flow's
     sender is ``worker`` (a rank) or ``server`` (a parameter server's index); the other is
-    None, as both are on a link's copy of the flow."""
+    None, as both are on a link's copy of the flow. A collective timed by NCCL's model
+    (kind ``collective``) is on its rank (``worker``), with no link, ``bytes`` its buffer
+    and ``nccl`` what NCCL chose (algorithm, protocol, channels)."""
 
     def host(h: int) -> str:
         return f"worker {h}" if h < workers else f"server {h - workers}"
 
     out: list[dict[str, object]] = []
-    for kind, src, to, label, links, start, end, nbytes in raw:
+    for kind, src, to, label, links, start, end, nbytes, pick in raw:
+        if kind == "collective":
+            nccl = None if pick is None else {"algorithm": pick[1], "protocol": pick[2], "channels": pick[3]}
+            detail = "" if nccl is None else f" ({nccl['algorithm']}/{nccl['protocol']}, {nccl['channels']} channels)"
+            out.append(
+                {
+                    "kind": "collective",
+                    "worker": src,
+                    "server": None,
+                    "link": None,
+                    "name": f"{label}{detail}",
+                    "start_s": start,
+                    "end_s": end,
+                    "bytes": nbytes,
+                    "nccl": nccl,
+                }
+            )
+            continue
         if kind != "flow":
             out.append(
                 {

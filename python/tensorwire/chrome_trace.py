@@ -2,7 +2,9 @@
 chrome://tracing): one process for the workers (a track per worker with its forward and
 backward passes, and one for its outgoing messages), one for the links (a track per
 directed link with every message crossing it) and, with parameter servers, one for the
-servers (a track per server with its outgoing messages). Times in microseconds from the start of
+servers (a track per server with its outgoing messages). Collectives timed by NCCL's model
+move no message: each is a slice on its worker's track, with NCCL's algorithm, protocol
+and channels in its args. Times in microseconds from the start of
 the iteration.
 """
 
@@ -55,12 +57,20 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
     for name, tid in link_tid.items():
         events.append({"ph": "M", "pid": LINKS, "tid": tid, "name": "thread_name", "args": {"name": name}})
     traced = sorted({int(s["worker"]) for s in result.timeline if s["worker"] is not None})
+    # Timed collectives are no messages: their track says so.
+    sends = "collectives" if any(s["kind"] == "collective" for s in result.timeline) else "sends"
     for w in traced:
         events.append(
             {"ph": "M", "pid": WORKERS, "tid": 2 * w, "name": "thread_name", "args": {"name": f"worker {w} compute"}}
         )
         events.append(
-            {"ph": "M", "pid": WORKERS, "tid": 2 * w + 1, "name": "thread_name", "args": {"name": f"worker {w} sends"}}
+            {
+                "ph": "M",
+                "pid": WORKERS,
+                "tid": 2 * w + 1,
+                "name": "thread_name",
+                "args": {"name": f"worker {w} {sends}"},
+            }
         )
     servers = sorted({int(s["server"]) for s in result.timeline if s.get("server") is not None})
     if servers:
@@ -93,11 +103,15 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
         else:
             continue  # no sender known: shown on the links it crosses
         args = {"bytes": s["bytes"]}
+        cat = "flow"
+        if s["kind"] == "collective":
+            cat = "collective"
+            args.update(s.get("nccl") or {})
         # Messages overlap on a track, so they are async slices (which may overlap).
         events.append(
-            {"ph": "b", "pid": pid, "tid": tid, "id": i, "cat": "flow", "name": s["name"], "ts": start, "args": args}
+            {"ph": "b", "pid": pid, "tid": tid, "id": i, "cat": cat, "name": s["name"], "ts": start, "args": args}
         )
-        events.append({"ph": "e", "pid": pid, "tid": tid, "id": i, "cat": "flow", "name": s["name"], "ts": end})
+        events.append({"ph": "e", "pid": pid, "tid": tid, "id": i, "cat": cat, "name": s["name"], "ts": end})
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",

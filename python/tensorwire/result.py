@@ -23,7 +23,16 @@ class Result:
     in flight; ``sent_bytes_per_worker`` the bytes rank 0's host put on the wire per
     iteration (a multicast message counts once); ``simulated_ranks`` how many ranks' network part
     was simulated (1 or a few when folded, every worker otherwise). ``link_utilization`` maps each directed link (``h0->sw``) to its busy
-    fraction over the steady-state window.
+    fraction over the steady-state window; it is empty when the collectives were timed in
+    closed form by NCCL's model (``nccl``, ``ddp``, sharded strategies with ``comm=nccl``),
+    which puts no flow on any link.
+
+    ``nccl_choices``: for collectives timed by NCCL's model, what NCCL chose for those rank
+    0 started in one iteration (the last; a microbenchmark: its collective), one dict per
+    choice (``collective``, ``algorithm``, ``protocol``, ``channels``, ``count``, ``bytes``:
+    the buffers' sizes together), the most used first; empty otherwise. The timeline then
+    holds each rank's collectives as spans of kind ``collective`` (with ``nccl``: the
+    algorithm, protocol and channels).
     """
 
     model: str
@@ -47,6 +56,13 @@ class Result:
     sent_bytes_per_worker: float = 0.0
     simulated_ranks: int = 0
     failures_applied: int = 0
+    nccl_choices: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def links_measured(self) -> bool:
+        """Whether links carried flows whose utilisation was measured (False for
+        collectives timed in closed form, which put none on the links)."""
+        return bool(self.link_utilization)
 
     @property
     def nap(self) -> Optional[float]:
@@ -70,6 +86,7 @@ class Result:
         d["completions_s"] = list(self.completions_s)
         d["max_link_utilization"] = self.max_link_utilization
         d["timeline"] = list(self.timeline)
+        d["nccl_choices"] = list(self.nccl_choices)
         return d
 
 

@@ -11,6 +11,33 @@ pub enum SpanKind {
     Backward,
     /// A message from one host to one or more hosts (multicast).
     Flow,
+    /// A collective timed in closed form (NCCL's model, `engine/timed.rs`) on one rank:
+    /// no message, no link, from when every rank had started it to its end.
+    Collective,
+}
+
+/// What NCCL's tuning model chose for a collective (`crate::nccl::choose`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NcclPick {
+    /// The collective (`allreduce`, `allgather`, ...).
+    pub collective: &'static str,
+    /// Its algorithm (NCCL_ALGO's name: `ring`, `tree`, `nvls`, ...).
+    pub algorithm: &'static str,
+    /// Its protocol (NCCL_PROTO's name: `ll`, `ll128`, `simple`).
+    pub protocol: &'static str,
+    /// Channels it runs on.
+    pub channels: usize,
+}
+
+/// How many of one iteration's collectives ran with one [`NcclPick`], and their bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NcclUse {
+    /// The choice.
+    pub pick: NcclPick,
+    /// Collectives of the iteration that ran with it.
+    pub count: u64,
+    /// Their buffers' bytes together (nccl-tests' size S of each), bytes.
+    pub bytes: f64,
 }
 
 /// One recorded interval of the last simulated iteration.
@@ -31,8 +58,10 @@ pub struct Span {
     pub start_s: f64,
     /// End (flows: delivery), s.
     pub end_s: f64,
-    /// Flow: bytes on the wire.
+    /// Flow: bytes on the wire; collective: its buffer (nccl-tests' size S).
     pub bytes: f64,
+    /// Collective: what NCCL's tuning model chose for it.
+    pub nccl: Option<NcclPick>,
 }
 
 /// Result of one simulation.
@@ -84,6 +113,11 @@ pub struct Report {
     /// each span clipped to it (a clipped message keeps its whole `bytes`). Hosts after
     /// the workers are parameter servers; in folded mode only rank 0 is recorded.
     pub timeline: Vec<Span>,
+    /// Collectives timed by NCCL's model (`nccl`, `ddp`, sharded with `comm=nccl`): what
+    /// NCCL chose for the collectives rank 0 started in the last period (the timeline's:
+    /// one iteration; the whole run with one iteration), one entry per choice, the most
+    /// used first. Empty for collectives run as flows.
+    pub nccl_choices: Vec<NcclUse>,
 }
 
 impl Report {

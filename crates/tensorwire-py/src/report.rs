@@ -5,11 +5,19 @@
 
 use pyo3::prelude::*;
 
-use tensorwire_core::metrics::SpanKind;
+use tensorwire_core::metrics::{NcclPick, SpanKind};
 use tensorwire_core::Report;
 
-/// A span as it crosses: (kind, host, to hosts, label, links, start s, end s, bytes).
-type SpanTuple = (&'static str, usize, Vec<usize>, String, Vec<String>, f64, f64, f64);
+/// NCCL's choice as it crosses: (collective, algorithm, protocol, channels).
+type PickTuple = (&'static str, &'static str, &'static str, usize);
+
+/// A span as it crosses: (kind, host, to hosts, label, links, start s, end s, bytes, NCCL's
+/// choice for a timed collective).
+type SpanTuple = (&'static str, usize, Vec<usize>, String, Vec<String>, f64, f64, f64, Option<PickTuple>);
+
+fn pick(p: &NcclPick) -> PickTuple {
+    (p.collective, p.algorithm, p.protocol, p.channels)
+}
 
 /// What one simulated job reports (see `tensorwire.Result` for the meaning of each field).
 #[pyclass(name = "Report", module = "tensorwire._core", frozen)]
@@ -115,9 +123,17 @@ impl PyReport {
                     SpanKind::Forward => "forward",
                     SpanKind::Backward => "backward",
                     SpanKind::Flow => "flow",
+                    SpanKind::Collective => "collective",
                 };
-                (kind, s.host, s.to.clone(), s.label.clone(), s.links.clone(), s.start_s, s.end_s, s.bytes)
+                let nccl = s.nccl.as_ref().map(pick);
+                (kind, s.host, s.to.clone(), s.label.clone(), s.links.clone(), s.start_s, s.end_s, s.bytes, nccl)
             })
             .collect()
+    }
+    /// What NCCL chose for the collectives of one iteration:
+    /// `[((collective, algorithm, protocol, channels), count, bytes)]`, the most used first.
+    #[getter]
+    fn nccl_choices(&self) -> Vec<(PickTuple, u64, f64)> {
+        self.inner.nccl_choices.iter().map(|u| (pick(&u.pick), u.count, u.bytes)).collect()
     }
 }

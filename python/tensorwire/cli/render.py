@@ -176,14 +176,45 @@ def result(
     t.add_row("bytes sent per worker", format_bytes(round(r.sent_bytes_per_worker)))
     if r.active_processes is not None:
         t.add_row("active processes per round (NAP)", f"{r.active_processes:.2f} of {r.workers}")
-    if r.max_link_utilization == 0 and r.strategy.split(":", 1)[0] in ("nccl", "ddp"):
-        # Their collectives are timed by NCCL's model, without flows on the links (and
-        # sorting tens of thousands of idle links would cost more than the run).
-        t.add_row("links", "no flows (collectives timed by NCCL's model)")
+    for label, value in nccl_rows(r, bench):
+        t.add_row(label, value)
+    if not r.link_utilization:
+        # Nothing measured on the links (rather than every link at 0%).
+        t.add_row("links", NO_LINKS)
     else:
         for name, u in r.busiest_links(3):
             t.add_row(f"link {name}", f"{u:.1%}")
     console.print(t)
+
+
+#: What the link section says when no link utilisation was measured.
+NO_LINKS = "- (NCCL's collectives are timed in closed form and put no flows on links)"
+
+#: Most NCCL choices listed in ``simulate``'s table (the most used; the rest counted).
+NCCL_ROWS = 4
+
+
+def nccl_rows(r: Result, bench: bool) -> list[tuple[str, str]]:
+    """Rows saying what NCCL's tuning model chose: a microbenchmark's one choice, or per
+    choice the number of one iteration's collectives that ran with it (the most used
+    first, at most :data:`NCCL_ROWS`)."""
+    uses = r.nccl_choices
+    if not uses:
+        return []
+
+    def what(u: dict[str, Any]) -> str:
+        return f"{u['algorithm']} / {u['protocol']}, {u['channels']} channels"
+
+    if bench and len(uses) == 1:
+        return [("NCCL's choice (algorithm / protocol)", what(uses[0]))]
+    rows = [
+        (f"NCCL {u['collective']} (per iteration)", f"{u['count']:,} x {what(u)}, {format_bytes(round(u['bytes']))}")
+        for u in uses[:NCCL_ROWS]
+    ]
+    if len(uses) > NCCL_ROWS:
+        rest = sum(int(u["count"]) for u in uses[NCCL_ROWS:])
+        rows.append(("NCCL, other choices", f"{len(uses) - NCCL_ROWS} more, {rest:,} collectives"))
+    return rows
 
 
 def comparison(
@@ -228,13 +259,15 @@ def comparison(
         cells += [
             f"{r.scaling_factor:.3f}",
             format_seconds(r.exposed_comm_s),
-            f"{r.max_link_utilization:.0%}",
+            f"{r.max_link_utilization:.0%}" if r.link_utilization else "-",
             f"{base.iteration_time_s / r.iteration_time_s:.2f}x" if base is not None else "-",
         ]
         t.add_row(*cells)
     for i, x in enumerate(refused, 1):
         t.add_row("-", x.strategy, f"refused [{i}]", *([""] * (len(columns) - 3)))
     console.print(t)
+    if any(not r.link_utilization for r in ran):
+        console.print(Text(f"max link {NO_LINKS}"))
     for i, x in enumerate(refused, 1):  # the reasons below the table, so its columns stay narrow
         console.print(Text(f"[{i}] {x.strategy}: {x.reason}"))
 

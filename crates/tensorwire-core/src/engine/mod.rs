@@ -241,6 +241,7 @@ fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> R
     core.pipelined_segments = strategy.pipelined_segments;
     if sc.record_timeline {
         core.recorded = Some(Vec::new());
+        core.recorded_timed = Some(Vec::new());
     }
     Ok(core)
 }
@@ -607,7 +608,7 @@ fn nccl_durations(
         }
         // The options were checked on this fabric above, so choose does not refuse them;
         // if it did, the collective would never end and the run stops at the horizon.
-        let d = time(bytes, &options).unwrap_or(timed::Timed { ns: Nanos::MAX, sent: 0.0 });
+        let d = time(bytes, &options).unwrap_or(timed::Timed { ns: Nanos::MAX, sent: 0.0, pick: None });
         cache.borrow_mut().insert(bytes, d);
         d
     }))

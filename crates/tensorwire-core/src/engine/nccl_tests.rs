@@ -254,3 +254,62 @@ fn jobs_refuse_nccl_timing_and_run_sharded_strategies_on_flows_with_their_interf
         plain[0].iteration_time_s
     );
 }
+
+#[test]
+fn the_report_counts_what_nccl_chose_for_one_iterations_collectives() {
+    // A microbenchmark: one collective per iteration, NCCL's one choice, counted once.
+    let sc = scenario(workload(&[(0, 0)], &[(64 << 20, 0)]), 16, "nccl", RAIL);
+    let fabric = NcclFabric::from_topology(&sc.topology, 16, sc.bandwidth, Transport::Rdma).unwrap();
+    let c = choose(&fabric, Collective::AllReduce, (64u64 << 20) as f64, &NcclOptions::default()).unwrap();
+    let r = simulate(&sc).unwrap();
+    assert_eq!(r.nccl_choices.len(), 1, "{:?}", r.nccl_choices);
+    let u = r.nccl_choices[0];
+    assert_eq!((u.pick.collective, u.pick.algorithm, u.pick.protocol), ("allreduce", c.algo.name(), c.proto.name()));
+    assert_eq!((u.pick.channels, u.count, u.bytes), (c.channels, 1, (64u64 << 20) as f64));
+    // The options force NCCL's choice, and the report shows the forced one.
+    let forced = simulate(&scenario(workload(&[(0, 0)], &[(64 << 20, 0)]), 16, "nccl:algo=ring,proto=ll128", RAIL));
+    let p = forced.unwrap().nccl_choices[0].pick;
+    assert_eq!((p.algorithm, p.protocol), ("ring", "ll128"));
+    // Training: one all-reduce per tensor per iteration (3 iterations run, one counted),
+    // a tiny one and a large one, on different protocols.
+    let sc = scenario(workload(&[(100_000, 200_000)], &[(4096, 0), (256 << 20, 0)]), 16, "nccl", RAIL);
+    let r = simulate(&sc).unwrap();
+    assert_eq!(r.nccl_choices.len(), 2, "{:?}", r.nccl_choices);
+    assert_ne!(r.nccl_choices[0].pick.protocol, r.nccl_choices[1].pick.protocol);
+    assert_eq!(r.nccl_choices.iter().map(|u| u.count).sum::<u64>(), 2, "{:?}", r.nccl_choices);
+    assert_eq!(r.nccl_choices.iter().map(|u| u.bytes).sum::<f64>(), (4096 + (256u64 << 20)) as f64);
+    // Collectives run as flows report none.
+    assert!(simulate(&scenario(workload(&[(0, 0)], &[(1 << 20, 0)]), 8, "ring", "star"))
+        .unwrap()
+        .nccl_choices
+        .is_empty());
+}
+
+#[test]
+fn a_recorded_timeline_has_each_ranks_timed_collectives() {
+    // Unfolded, 16 ranks, one all-reduce after the backward pass: one collective span per
+    // rank, from the end of the backward pass for NCCL's time, with NCCL's choice.
+    let m = 8u64 << 20;
+    let mut sc = scenario(workload(&[(100_000, 200_000)], &[(m, 0)]), 16, "nccl", RAIL);
+    sc.allow_folding = false;
+    sc.record_timeline = true;
+    let r = simulate(&sc).unwrap();
+    let spans: Vec<_> = r.timeline.iter().filter(|s| s.kind == crate::metrics::SpanKind::Collective).collect();
+    assert_eq!(spans.iter().map(|s| s.host).collect::<Vec<_>>(), (0..16).collect::<Vec<_>>());
+    let c = nccl_ns(&sc, Collective::AllReduce, m);
+    for s in &spans {
+        assert_eq!((s.label.as_str(), s.bytes, s.links.len()), ("allreduce", m as f64, 0));
+        close_ns((s.end_s - s.start_s) * 1e9, c as f64);
+        assert_eq!(Some(s.nccl.unwrap()), r.nccl_choices.first().map(|u| u.pick));
+    }
+    // Not recorded unless asked for; sharded runs timed by NCCL record theirs too.
+    sc.record_timeline = false;
+    assert!(simulate(&sc).unwrap().timeline.is_empty());
+    let mut sc =
+        scenario(workload(&[(100_000, 200_000), (100_000, 200_000)], &[(m, 0), (m, 1)]), 16, "fsdp:comm=nccl", RAIL);
+    sc.record_timeline = true;
+    let r = simulate(&sc).unwrap();
+    let labels: std::collections::BTreeSet<_> =
+        r.timeline.iter().filter(|s| s.kind == crate::metrics::SpanKind::Collective).map(|s| s.label.clone()).collect();
+    assert!(labels.contains("allgather") && labels.contains("reducescatter"), "{labels:?}");
+}

@@ -3,7 +3,7 @@
 
 use super::state::SimState;
 use super::{ComputeSpan, Scenario};
-use crate::metrics::{Report, Span, SpanKind};
+use crate::metrics::{NcclUse, Report, Span, SpanKind};
 use crate::units::{nanos_to_seconds, Nanos};
 
 /// What an event loop measured, turned into a [`Report`] by [`build_report`].
@@ -173,6 +173,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
                 start_s,
                 end_s,
                 bytes: 0.0,
+                nccl: None,
             });
         }
     }
@@ -188,9 +189,28 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
                 start_s,
                 end_s,
                 bytes,
+                nccl: None,
             });
         }
     }
+    // Timed collectives, one span per simulated rank (no link: no flow ran).
+    if let Some(ops) = core.recorded_timed.take() {
+        for (start, stop, rank, (pick, size)) in ops.into_iter().filter(|o| o.1 > from && o.0 < end) {
+            let (start_s, end_s) = clip(start, stop);
+            timeline.push(Span {
+                kind: SpanKind::Collective,
+                host: rank,
+                to: Vec::new(),
+                label: pick.collective.to_string(),
+                links: Vec::new(),
+                start_s,
+                end_s,
+                bytes: size,
+                nccl: Some(pick),
+            });
+        }
+    }
+    let nccl_choices = nccl_choices(&core.watched_host(m.job).timed_picks, from, end);
     timeline.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.host.cmp(&b.host)));
     let mut report = Report {
         iteration_time_s: iteration_time,
@@ -211,7 +231,27 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
         network_model: core.net.name().to_string(),
         nap: None,
         timeline,
+        nccl_choices,
     };
     report.set_iteration_time(iteration_time, n as f64 * sc.workload.batch_size as f64 / iteration_time);
     report
+}
+
+/// What NCCL chose for the collectives of `picks` (start, choice, size) that started in
+/// `[from, end)`: one entry per choice with their count and bytes, the most used first
+/// (ties in the order of the choice's first use).
+fn nccl_choices(picks: &[(Nanos, crate::metrics::NcclPick, f64)], from: Nanos, end: Nanos) -> Vec<NcclUse> {
+    let mut uses: Vec<NcclUse> = Vec::new();
+    for &(_, pick, size) in picks.iter().filter(|p| p.0 >= from && p.0 < end) {
+        match uses.iter_mut().find(|u| u.pick == pick) {
+            Some(u) => {
+                u.count += 1;
+                u.bytes += size;
+            }
+            None => uses.push(NcclUse { pick, count: 1, bytes: size }),
+        }
+    }
+    // Stable: equal counts keep the order of first use.
+    uses.sort_by_key(|u| std::cmp::Reverse(u.count));
+    uses
 }

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::slab::Slab;
+use crate::metrics::NcclPick;
 use crate::network::{AlonePath, FlowSpec, NetworkModel};
 use crate::sched::TaskRef;
 use crate::topology::{LinkId, Topology};
@@ -39,6 +40,10 @@ type FlowStart = (Nanos, usize, Vec<usize>, f64, Vec<LinkId>, &'static str);
 
 /// A finished flow, as recorded: start, end, source, destinations, bytes, links.
 pub(crate) type FlowRecord = (Nanos, Nanos, usize, Vec<usize>, f64, Vec<LinkId>, &'static str);
+
+/// A collective timed in closed form, as recorded: start, end, simulated rank, what NCCL
+/// chose and the buffer's size S (bytes).
+pub(crate) type TimedRecord = (Nanos, Nanos, usize, (NcclPick, f64));
 
 /// Engine state shared with protocols.
 pub(crate) struct SimState {
@@ -80,6 +85,9 @@ pub(crate) struct SimState {
     watched: Vec<WatchedHost>,
     /// Finished flows, when recording.
     pub recorded: Option<Vec<FlowRecord>>,
+    /// Collectives timed in closed form, per simulated rank, when recording (set with
+    /// `recorded`).
+    pub recorded_timed: Option<Vec<TimedRecord>>,
     /// What the messages started now belong to (a collective's name), for recordings.
     pub label: &'static str,
     /// Failures still to happen, and those that did.
@@ -115,6 +123,9 @@ pub(crate) struct WatchedHost {
     /// union of their spans, counted to its end, and where that union ends, ns.
     timed_total: Nanos,
     timed_until: Nanos,
+    /// Those timed by NCCL's model: when each started, what NCCL chose and the buffer's
+    /// size S (bytes) (`Report::nccl_choices` counts them over the last period).
+    pub timed_picks: Vec<(Nanos, NcclPick, f64)>,
 }
 
 /// A unicast message waiting for its connection.
@@ -160,6 +171,7 @@ impl SimState {
             job: 0,
             watched: vec![WatchedHost { host: watched_host, ..WatchedHost::default() }],
             recorded: None,
+            recorded_timed: None,
             label: "",
             failures: Default::default(),
             ordered_pairs: false,
@@ -554,10 +566,14 @@ impl SimState {
 
     /// The current job's rank 0 runs a collective timed in closed form (`timed.rs`) from
     /// `start` (now or earlier than any later call's) to `end` and sends `bytes` for it:
-    /// its communication time is the union of such spans, its bytes sent their sum.
-    pub fn watch_timed(&mut self, start: Nanos, end: Nanos, bytes: f64) {
+    /// its communication time is the union of such spans, its bytes sent their sum; `pick`:
+    /// what NCCL chose for it and its buffer's size, counted in the report.
+    pub fn watch_timed(&mut self, start: Nanos, end: Nanos, bytes: f64, pick: Option<(NcclPick, f64)>) {
         let w = &mut self.watched[self.job];
         w.sent += bytes;
+        if let Some((pick, size)) = pick {
+            w.timed_picks.push((start, pick, size));
+        }
         // Spans arrive in order of their starts, all at or before now: the union grows
         // by the part of this one past where it ended (what lies past now is taken off
         // in `comm_busy_of`).

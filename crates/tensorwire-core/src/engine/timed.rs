@@ -13,11 +13,15 @@
 //! "rank 0 communicating" and "bytes sent" per worker come from the one mechanism every
 //! run of a timed executor uses (`nccl`/`ddp` in `mod.rs`, the sharded programs in
 //! `program.rs`). Link utilisation is not estimated: the report leaves it empty
-//! (`Measured::flowless`), rather than showing every link idle.
+//! (`Measured::flowless`), rather than showing every link idle. What NCCL chose for
+//! each operation goes with it ([`Timed::pick`]): the core counts rank 0's choices
+//! (`Report::nccl_choices`) and, when recording, each simulated rank's operation becomes
+//! a span of the timeline (`SpanKind::Collective`).
 
 use super::slab::IdTable;
 use super::state::{Note, Protocol, SimState};
 use crate::collectives::Collective;
+use crate::metrics::NcclPick;
 use crate::nccl::{NcclChoice, NcclFabric};
 use crate::sched::TaskRef;
 use crate::units::Nanos;
@@ -32,6 +36,8 @@ pub(crate) struct Timed {
     /// bytes that cross each rank's slowest link in the bandwidth-optimal algorithm,
     /// `2 (n-1)/n S` for all-reduce, `(n-1)/n S` for all-gather and reduce-scatter).
     pub sent: f64,
+    /// What NCCL chose and the buffer's size S, bytes (`None`: not timed by NCCL).
+    pub pick: Option<(NcclPick, f64)>,
 }
 
 impl Timed {
@@ -40,6 +46,15 @@ impl Timed {
         Timed {
             ns: crate::limits::nanos_clamped((choice.seconds * 1e9).round()),
             sent: crate::nccl::bus_factor(collective, fabric.nodes * fabric.gpus_per_node) * size,
+            pick: Some((
+                NcclPick {
+                    collective: collective.name(),
+                    algorithm: choice.algo.name(),
+                    protocol: choice.proto.name(),
+                    channels: choice.channels,
+                },
+                size,
+            )),
         }
     }
 }
@@ -82,7 +97,10 @@ impl TimedCollective {
         if op.started == self.simulated {
             let timed = (self.durations)(op.schedule, op.bytes);
             let end = op.last_start.saturating_add(timed.ns);
-            core.watch_timed(op.last_start, end, timed.sent);
+            core.watch_timed(op.last_start, end, timed.sent, timed.pick);
+            if let (Some(out), Some(pick)) = (core.recorded_timed.as_mut(), timed.pick) {
+                out.extend((0..self.simulated).map(|r| (op.last_start, end, r, pick)));
+            }
             for r in 0..self.simulated {
                 core.wake_at(end, (op_id << 32) | r as u64);
             }

@@ -1,0 +1,96 @@
+"""What runs timed by NCCL's model show (issue 21): NCCL's choice in `simulate`'s table and
+JSON, each rank's collectives in a trace, and no link figure where no link was measured
+(decided by the result, not by the strategy's name)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import tensorwire as tw
+from rich.console import Console
+from tensorwire.chrome_trace import chrome_trace
+from tensorwire.cli import render
+
+RAIL = "rail:node=dgx-h100"
+
+
+def _tw(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tensorwire", *args], capture_output=True, text=True)
+
+
+def test_a_microbenchmark_shows_what_nccl_chose() -> None:
+    args = ("simulate", "--collective", "allreduce:64MiB", "-s", "nccl", "--topology", RAIL, "-n", "16")
+    done = _tw(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    (choice,) = out["nccl_choices"]
+    assert choice["collective"] == "allreduce" and choice["count"] == 1 and choice["bytes"] == 64 * 2**20
+    assert choice["channels"] >= 1 and choice["protocol"] in ("ll", "ll128", "simple")
+    assert out["link_utilization"] == {}
+    # Forced by the strategy's options, as NCCL_ALGO / NCCL_PROTO force it.
+    forced = json.loads(_tw(*args[:3], "-s", "nccl:algo=ring,proto=ll128", *args[5:], "--json").stdout)
+    assert [(c["algorithm"], c["protocol"]) for c in forced["nccl_choices"]] == [("ring", "ll128")]
+    table = _tw(*args).stdout
+    want = f"{choice['algorithm']} / {choice['protocol']}, {choice['channels']} channels"
+    assert "NCCL's choice" in table and want in table, table
+    assert render.NO_LINKS in table
+
+
+def test_a_training_run_counts_one_iterations_choices() -> None:
+    w = tw.load_model("resnet50")
+    r = tw.simulate(w, tw.Cluster(16, "400Gbps", topology=RAIL), "ddp")
+    # DDP's buckets: every gradient byte in one all-reduce per iteration.
+    assert {c["collective"] for c in r.nccl_choices} == {"allreduce"}
+    assert sum(c["bytes"] for c in r.nccl_choices) == pytest.approx(w.total_bytes)
+    assert r.to_dict()["nccl_choices"] == list(r.nccl_choices)
+    assert tw.simulate(w, tw.Cluster(4, "25Gbps"), "ring").nccl_choices == ()
+
+
+@pytest.mark.parametrize("strategy", ["nccl", "ddp", "fsdp:comm=nccl"])
+def test_a_trace_shows_each_ranks_timed_collectives(strategy: str, tmp_path: Path) -> None:
+    r = tw.simulate(
+        tw.load_model("resnet50"), tw.Cluster(16, "400Gbps", topology=RAIL), strategy, timeline=True, fold=False
+    )
+    spans = [s for s in r.timeline if s["kind"] == "collective"]
+    assert {s["worker"] for s in spans} == set(range(16)) and all(s["link"] is None for s in spans)
+    slices = [e for e in chrome_trace(r)["traceEvents"] if e.get("cat") == "collective"]
+    begins = [e for e in slices if e["ph"] == "b"]
+    assert begins and len(begins) == len([e for e in slices if e["ph"] == "e"])
+    assert all({"algorithm", "protocol", "channels", "bytes"} <= set(e["args"]) for e in begins)
+
+
+def _printed(monkeypatch: pytest.MonkeyPatch, show: object) -> str:
+    buffer = io.StringIO()
+    monkeypatch.setattr(render, "console", Console(file=buffer, width=200))
+    assert callable(show)
+    show()
+    return buffer.getvalue()
+
+
+def test_the_link_section_follows_the_result_not_the_strategy_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = tw.load_model("resnet50")
+    cluster = tw.Cluster(4, "25Gbps")
+    ring = tw.simulate(w, cluster, "ring")
+    assert ring.link_utilization
+    # A run without measured links, whatever its name: "-" and the reason, no 0%.
+    bare = replace(ring, link_utilization={})
+    text = _printed(monkeypatch, lambda: render.result(bare, w))
+    assert render.NO_LINKS in text and "link h0" not in text
+    # A run with measured links under a name NCCL's strategies use: its links.
+    named = replace(ring, strategy="ddp")
+    text = _printed(monkeypatch, lambda: render.result(named, w))
+    assert render.NO_LINKS not in text and "link h" in text
+    table = _printed(
+        monkeypatch, lambda: render.comparison("resnet50", [ring, replace(bare, strategy="x")], ring, "", cluster)
+    )
+    rows = {
+        line.split("│")[2].strip(): line.split("│")[-3].strip() for line in table.splitlines() if line.count("│") > 8
+    }
+    assert rows["x"] == "-" and rows["ring"].endswith("%"), rows
+    assert f"max link {render.NO_LINKS}" in table

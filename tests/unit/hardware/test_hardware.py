@@ -9,7 +9,7 @@ from tensorwire import InputError, hardware
 
 
 def test_profiles_and_lookup() -> None:
-    assert [g.name for g in hardware.gpus()] == ["v100", "a100-40gb", "a100-80gb", "h100"]
+    assert [g.name for g in hardware.gpus()] == ["v100", "a100-40gb", "a100-80gb", "h100", "h200"]
     for g in hardware.gpus():
         assert hardware.gpu(g.name) is g
         assert g.sources and all(g.sources)
@@ -43,13 +43,14 @@ def test_memory_is_gib_of_hbm() -> None:
         "a100-40gb": 40,
         "a100-80gb": 80,
         "h100": 80,
+        "h200": 141,
     }
 
 
 def test_unknown_gpu_and_node_name_the_field_and_choices() -> None:
     with pytest.raises(InputError) as e:
         hardware.gpu("tpu")
-    assert e.value.args == ("gpu", "unknown GPU 'tpu'; choose one of v100, a100-40gb, a100-80gb, h100")
+    assert e.value.args == ("gpu", "unknown GPU 'tpu'; choose one of v100, a100-40gb, a100-80gb, h100, h200")
     with pytest.raises(InputError) as e:
         hardware.node("dgx-1")
     assert e.value.args[0] == "node" and "dgx-a100, dgx-h100" in e.value.args[1]

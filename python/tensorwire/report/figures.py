@@ -175,7 +175,8 @@ def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELI
                 m = pattern.search(link)
                 if m:
                     lanes[(int(m.group(1)), lane)].append(s)
-        elif s.get("kind") == "flow" and not by_link and s.get("worker") is not None:
+        elif s.get("kind") in ("flow", "collective") and not by_link and s.get("worker") is not None:
+            # NCCL's timed collectives are spans of the worker's own, on no link: its sending lane.
             lanes[(int(s["worker"]), "send")].append(s)
     hosts = sorted({k for k, _ in lanes})
     shown = [k for k in hosts if k < workers][:rows] + [k for k in hosts if k >= workers][:4]

@@ -202,3 +202,20 @@ def test_every_built_in_strategy_gets_a_colour_far_from_the_others() -> None:
         sum((a - b) ** 2 for a, b in zip(rgb(x), rgb(y))) ** 0.5 for x, y in itertools.combinations(colours, 2)
     )
     assert len(set(colours)) == len(colours) and nearest >= 55
+
+
+def test_the_timeline_draws_nccl_timed_collectives_as_sending() -> None:
+    # NCCL's collectives are timed in closed form: spans of the worker's own, on no link.
+    r = tw.simulate(
+        tw.Workload.collective("allreduce:64MiB"),
+        tw.Cluster(16, None, topology="rail:node=dgx-h100"),
+        "nccl",
+        iterations=1,
+        timeline=True,
+        fold=False,
+    )
+    spans = [dict(s) for s in r.timeline]
+    assert any(s["kind"] == "collective" for s in spans)
+    fig, _ = figures.timeline(spans, workers=16, title="t")
+    lanes = {t.name: t for t in fig.data}
+    assert "worker 0" in list(lanes["sending"].y)

@@ -1,4 +1,4 @@
-"""Speed of the NCCL strategies at GPU-cluster scale (issue 21's targets).
+"""Speed of the NCCL strategies at GPU-cluster scale (the project's speed targets).
 
 Three cases, each timed end to end in a fresh process (wall time of the command, Python
 start-up included), best of ``--repeat``:

@@ -9,7 +9,7 @@ run as a tensorwire collective microbenchmark: one collective of the published s
 definitions (doc/PERFORMANCE.md): algbw = S / t, busbw = algbw x factor (all-reduce
 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n).
 
-Targets (issue 21): within 10% from 64 MiB up, within 25% below; where a source says which
+Targets: within 10% from 64 MiB up, within 25% below; where a source says which
 algorithm NCCL chose, tensorwire chooses the same (from ``_core.nccl_predict`` when the
 binding exists).
 

@@ -1,4 +1,4 @@
-"""What runs timed by NCCL's model show (issue 21): NCCL's choice in `simulate`'s table and
+"""What runs timed by NCCL's model show: NCCL's choice in `simulate`'s table and
 JSON, each rank's collectives in a trace, and no link figure where no link was measured
 (decided by the result, not by the strategy's name)."""
 

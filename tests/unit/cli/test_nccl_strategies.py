@@ -1,5 +1,5 @@
 """`nccl` and `ddp` through the CLI: one-line refusals (exit 2) and the DDP baseline of
-`compare` (issue 21)."""
+`compare`."""
 
 from __future__ import annotations
 

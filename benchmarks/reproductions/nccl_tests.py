@@ -23,7 +23,7 @@ Cross-calibration (column "cross-calibrated"): where two publishers measured the
 H100 v5, Azure ND H200 v5 and ml-engineering's H200), a series is also predicted with the
 calibration ``tensorwire calibrate nccl-tests`` fits (``tensorwire.calibrate.fit.fit``) on
 the *other* source's all-reduce sweep (:data:`CALIBRATE_ON`), written into the topology as
-``intra_efficiency=...,intra_latency=...``. A series is never predicted with a calibration
+``intra_efficiency=...,intra_latency=...,intra_fill=...``. A series is never predicted with a calibration
 fitted on its own rows. This is what a user gets from calibrating on their own cluster and
 predicting a run they have not measured.
 """
@@ -158,7 +158,10 @@ def fit_calibration(series: dict[str, Any]) -> Calibrated:
     efficiency and latency as topology options."""
     f = calibrate_runs([as_run(series)], series["topology"], None, series.get("transport", "rdma"))
     c = f.calibration.rounded()
-    options = f"intra_efficiency={c.intra_efficiency:.6g},intra_latency={round(c.intra_latency_s * 1e9)}ns"
+    options = (
+        f"intra_efficiency={c.intra_efficiency:.6g},intra_latency={round(c.intra_latency_s * 1e9)}ns,"
+        f"intra_fill={c.intra_fill:.6g}"
+    )
     errs = [abs(r.error) for r in f.rows]
     return Calibrated(series["id"], options, len(errs), statistics.median(errs), max(errs))
 

@@ -1,20 +1,25 @@
 """Fitting a fabric's calibration to nccl-tests runs.
 
-The calibration is four numbers the topology spec carries (``rail``/``nodes`` options):
-``intra_efficiency`` and ``inter_efficiency``, factors on the bandwidths NCCL's model gives
-inside a node and across nodes, and ``intra_latency`` and ``inter_latency``, added to each
-single-node and multi-node collective. Single-node runs fix the intra pair, multi-node runs
-the inter pair (with the intra pair fixed first).
+The calibration is six numbers the topology spec carries (``rail``/``nodes`` options), three
+per regime: ``intra_efficiency`` and ``inter_efficiency``, factors on the bandwidths NCCL's
+model gives inside a node and across nodes; ``intra_latency`` and ``inter_latency``, added
+to each single-node and multi-node collective; ``intra_fill`` and ``inter_fill``, factors on
+NCCL's pipeline fill and drain (``nccl/pipeline.rs``: how much of the fill the measured
+cluster shows; 1 = the depths and chunk sizes of NCCL's source, 0 = none). Single-node runs
+fix the intra triple, multi-node runs the inter triple (with the intra triple fixed first).
 
 The method is small and exact rather than a general optimiser. For a fixed choice of
-algorithm, protocol and channels, NCCL's time for a row is affine in the inverse efficiency
-``k`` and in the added latency ``L``: ``t = c + L + s * k``. For each regime, at the current
-parameters, the model's own choice for every row is taken, ``s`` and the latency slope are
-read off the model by finite differences (exact for an affine model), and ``L`` and ``k``
-follow from weighted linear least squares of the measured times with weights 1/t (relative
-errors, so that 1 MiB rows count as much as 8 GiB rows), ``L >= 0``. Since the choice
-depends on the parameters, this repeats until neither changes (at most
-:data:`MAX_ITERATIONS` rounds; the best round by largest relative error is kept).
+algorithm, protocol and channels, NCCL's time for a row is ``t = c + L + k * (w + F * f)``
+with ``k`` the inverse efficiency, ``L`` the added latency, ``F`` the fill factor, ``w`` the
+transfer and ``f`` the fill at NCCL's figures: affine in ``L``, ``a = k`` and ``b = k * F``.
+For each regime, at the current parameters, the model's own choice for every row is taken,
+the slopes are read off the model by finite differences (exact for an affine model), and
+``L``, ``a`` and ``b`` follow from weighted linear least squares of the measured times with
+weights 1/t (relative errors, so that 1 MiB rows count as much as 8 GiB rows), ``L >= 0``,
+``a > 0``, ``b >= 0`` (every active set tried, the feasible one of least squares kept).
+Since the choice depends on the parameters, this repeats until none changes (at most
+:data:`MAX_ITERATIONS` rounds; the best round by largest relative error is kept). On a core
+without the options the fill stays at 1 (``Model.native``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from tensorwire.calibrate.predict import CALIBRATION_OPTIONS, Prediction, calibr
 
 #: Rounds of (choose, fit) at most.
 MAX_ITERATIONS = 30
+#: The largest fill factor the topology specs take (``intra_fill``/``inter_fill``).
+MAX_FILL = 10.0
 #: nccl-tests' bus factor of each collective on n ranks (doc/PERFORMANCE.md).
 BUS_FACTOR: dict[str, Callable[[int], float]] = {
     "allreduce": lambda n: 2 * (n - 1) / n,
@@ -52,27 +59,33 @@ class Calibration:
     inter_efficiency: float = 1.0
     intra_latency_s: float = 0.0
     inter_latency_s: float = 0.0
+    intra_fill: float = 1.0
+    inter_fill: float = 1.0
 
     def rounded(self) -> Calibration:
-        """As :meth:`options` writes it: efficiencies to 6 significant digits, latencies to
-        whole nanoseconds (the engine's unit)."""
+        """As :meth:`options` writes it: efficiencies and fill factors to 6 significant
+        digits (fill factors in [0, :data:`MAX_FILL`]), latencies to whole nanoseconds (the
+        engine's unit)."""
         return Calibration(
             float(f"{self.intra_efficiency:.6g}"),
             float(f"{self.inter_efficiency:.6g}"),
             round(self.intra_latency_s * 1e9) / 1e9,
             round(self.inter_latency_s * 1e9) / 1e9,
+            float(f"{min(max(self.intra_fill, 0.0), MAX_FILL):.6g}"),
+            float(f"{min(max(self.inter_fill, 0.0), MAX_FILL):.6g}"),
         )
 
     def options(self) -> str:
-        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_latency=1500ns``.
+        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_fill=1``.
 
-        >>> Calibration(0.8, 0.95, 2.5e-6, 1e-5).options()
-        'intra_efficiency=0.8,inter_efficiency=0.95,intra_latency=2500ns,inter_latency=10000ns'
+        >>> Calibration(0.8, 0.95, 2.5e-6, 1e-5, 0.5).options()
+        'intra_efficiency=0.8,inter_efficiency=0.95,intra_latency=2500ns,inter_latency=10000ns,intra_fill=0.5,inter_fill=1'
         """
         r = self.rounded()
         return (
             f"intra_efficiency={r.intra_efficiency:.6g},inter_efficiency={r.inter_efficiency:.6g},"
-            f"intra_latency={round(r.intra_latency_s * 1e9)}ns,inter_latency={round(r.inter_latency_s * 1e9)}ns"
+            f"intra_latency={round(r.intra_latency_s * 1e9)}ns,inter_latency={round(r.inter_latency_s * 1e9)}ns,"
+            f"intra_fill={r.intra_fill:.6g},inter_fill={r.inter_fill:.6g}"
         )
 
     def as_dict(self) -> dict[str, float]:
@@ -82,6 +95,8 @@ class Calibration:
             "inter_efficiency": r.inter_efficiency,
             "intra_latency_s": r.intra_latency_s,
             "inter_latency_s": r.inter_latency_s,
+            "intra_fill": r.intra_fill,
+            "inter_fill": r.inter_fill,
         }
 
 
@@ -213,24 +228,48 @@ def check_runs(runs: Sequence[Run], topology: str, gpus_per_preset: Optional[int
             )
 
 
-def _solve(rows: list[tuple[float, float, float, float]]) -> Optional[tuple[float, float]]:
-    """Weighted least squares of ``y = dl * L + s * k`` over rows (y, dl, s, w), ``L >= 0``,
-    ``k > 0``; None when the rows do not determine k."""
-    a11 = sum(w * w * dl * dl for y, dl, s, w in rows)
-    a12 = sum(w * w * dl * s for y, dl, s, w in rows)
-    a22 = sum(w * w * s * s for y, dl, s, w in rows)
-    b1 = sum(w * w * dl * y for y, dl, s, w in rows)
-    b2 = sum(w * w * s * y for y, dl, s, w in rows)
-    det = a11 * a22 - a12 * a12
-    if det > 1e-12 * max(a11 * a22, 1e-300):
-        lat = (b1 * a22 - b2 * a12) / det
-        k = (a11 * b2 - a12 * b1) / det
-        if lat >= 0 and k > 0:
-            return lat, k
-    if a22 <= 0:
+def _lstsq(rows: Sequence[tuple[float, ...]], free: Sequence[int]) -> Optional[list[float]]:
+    """Weighted least squares of ``y = sum x_j * col_j`` over the columns ``free`` of rows
+    ``(y, col_0, col_1, col_2, w)`` (the other unknowns 0), by the normal equations;
+    None when they are singular."""
+    n = len(free)
+    a = [[sum(r[-1] ** 2 * r[1 + i] * r[1 + j] for r in rows) for j in free] for i in free]
+    b = [sum(r[-1] ** 2 * r[1 + i] * r[0] for r in rows) for i in free]
+    scale = max((abs(a[i][i]) for i in range(n)), default=0.0)
+    if scale <= 0:
         return None
-    k = b2 / a22  # latency at its bound 0
-    return (0.0, k) if k > 0 else None
+    for c in range(n):  # Gaussian elimination with partial pivoting
+        p = max(range(c, n), key=lambda r: abs(a[r][c]))
+        if abs(a[p][c]) <= 1e-12 * scale:
+            return None
+        a[c], a[p], b[c], b[p] = a[p], a[c], b[p], b[c]
+        for r in range(c + 1, n):
+            m = a[r][c] / a[c][c]
+            a[r] = [x - m * y for x, y in zip(a[r], a[c])]
+            b[r] -= m * b[c]
+    x = [0.0] * n
+    for c in reversed(range(n)):
+        x[c] = (b[c] - sum(a[c][j] * x[j] for j in range(c + 1, n))) / a[c][c]
+    out = [0.0, 0.0, 0.0]
+    for i, j in enumerate(free):
+        out[j] = x[i]
+    return out
+
+
+def _solve(rows: Sequence[tuple[float, float, float, float, float]]) -> Optional[tuple[float, float, float]]:
+    """Weighted least squares of ``y = dl * L + s * a + sf * b`` over rows (y, dl, s, sf,
+    w), ``L >= 0``, ``a > 0``, ``b >= 0``: every active set of the two bounded unknowns
+    (L, b) is solved and the feasible solution of least squares kept (exact for this convex
+    problem); None when the rows do not determine ``a``."""
+    best: Optional[tuple[float, tuple[float, float, float]]] = None
+    for free in ((0, 1, 2), (1, 2), (0, 1), (1,)):
+        x = _lstsq(rows, free)
+        if x is None or x[1] <= 0 or x[0] < 0 or x[2] < 0:
+            continue
+        sse = sum(r[-1] ** 2 * (r[0] - x[0] * r[1] - x[1] * r[2] - x[2] * r[3]) ** 2 for r in rows)
+        if best is None or sse < best[0] - 1e-15 * abs(sse):
+            best = (sse, (x[0], x[1], x[2]))
+    return None if best is None else best[1]
 
 
 def _score(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration) -> float:
@@ -238,31 +277,38 @@ def _score(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibrati
 
 
 def _fit_regime(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str) -> Calibration:
-    def set_(c: Calibration, eff: float, lat: float) -> Calibration:
+    def set_(c: Calibration, eff: float, lat: float, fill: float) -> Calibration:
         if regime == "intra":
-            return replace(c, intra_efficiency=eff, intra_latency_s=lat).rounded()
-        return replace(c, inter_efficiency=eff, inter_latency_s=lat).rounded()
+            return replace(c, intra_efficiency=eff, intra_latency_s=lat, intra_fill=fill).rounded()
+        return replace(c, inter_efficiency=eff, inter_latency_s=lat, inter_fill=fill).rounded()
 
-    def get(c: Calibration) -> tuple[float, float]:
-        return (c.intra_efficiency, c.intra_latency_s) if regime == "intra" else (c.inter_efficiency, c.inter_latency_s)
+    def get(c: Calibration) -> tuple[float, float, float]:
+        if regime == "intra":
+            return c.intra_efficiency, c.intra_latency_s, c.intra_fill
+        return c.inter_efficiency, c.inter_latency_s, c.inter_fill
 
     best, best_score = cal, _score(model, pairs, cal)
     for _ in range(MAX_ITERATIONS):
-        eff, lat = get(cal)
+        eff, lat, fill = get(cal)
         k = 1 / eff
         system = []
         for run, size, measured in pairs:
             choice = model.predict(run, size, cal)
-            t0 = choice.seconds
-            t_k = model.predict(run, size, set_(cal, 1 / (2 * k), lat), choice).seconds
-            t_l = model.predict(run, size, set_(cal, eff, lat + 1e-6), choice).seconds
-            s = (t_k - t0) / k
-            dl = (t_l - t0) / 1e-6
-            system.append((measured - (t0 - dl * lat - s * k), dl, s, 1 / measured))
+            # t = c + L + k (w + F f) at this choice: the slopes in L, a = k and b = k F.
+            t_f0 = model.predict(run, size, set_(cal, eff, lat, 0.0), choice).seconds
+            t_f1 = model.predict(run, size, set_(cal, eff, lat, 1.0), choice).seconds
+            t_k = model.predict(run, size, set_(cal, 1 / (2 * k), lat, 0.0), choice).seconds
+            t_l = model.predict(run, size, set_(cal, eff, lat + 1e-6, 0.0), choice).seconds
+            sf = (t_f1 - t_f0) / k
+            s = (t_k - t_f0) / k
+            dl = (t_l - t_f0) / 1e-6
+            c0 = t_f0 - dl * lat - s * k
+            system.append((measured - c0, dl, s, sf, 1 / measured))
         solved = _solve(system)
         if solved is None:
             break
-        new = set_(cal, 1 / solved[1], solved[0])
+        lat_new, a, b = solved
+        new = set_(cal, 1 / a, lat_new, b / a if model.native else fill)
         score = _score(model, pairs, new)
         if score < best_score:
             best, best_score = new, score

@@ -9,9 +9,16 @@ from tensorwire import _core
 from tensorwire._core import InputError
 
 #: The topology options that carry a calibration (``rail`` and ``nodes`` specs): factors on
-#: NCCL's intra-node and inter-node bandwidths, and latencies added to each single-node and
-#: multi-node collective.
-CALIBRATION_OPTIONS: tuple[str, ...] = ("intra_efficiency", "inter_efficiency", "intra_latency", "inter_latency")
+#: NCCL's intra-node and inter-node bandwidths, latencies added to each single-node and
+#: multi-node collective, and factors on NCCL's pipeline fill and drain.
+CALIBRATION_OPTIONS: tuple[str, ...] = (
+    "intra_efficiency",
+    "inter_efficiency",
+    "intra_latency",
+    "inter_latency",
+    "intra_fill",
+    "inter_fill",
+)
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,9 @@ def calibration_supported(topology: str = "rail:node=dgx-h100") -> bool:
     """Whether the core's topology specs take the calibration options
     (:data:`CALIBRATION_OPTIONS`) on ``topology``'s builder."""
     try:
-        _core.check_topology(f"{topology}{',' if ':' in topology else ':'}intra_efficiency=1,inter_latency=0us")
+        _core.check_topology(
+            f"{topology}{',' if ':' in topology else ':'}intra_efficiency=1,inter_latency=0us,intra_fill=1"
+        )
     except InputError:
         return False
     return True

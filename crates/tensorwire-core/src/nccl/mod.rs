@@ -57,9 +57,10 @@ pub enum Transport {
     Tcp,
 }
 
-/// Measured corrections of a fabric (`tensorwire calibrate`): factors on NCCL's bandwidths
-/// and latencies added to NCCL's, inside a node and across nodes. The defaults change
-/// nothing.
+/// Measured corrections of a fabric (`tensorwire calibrate`): factors on NCCL's bandwidths,
+/// latencies added to NCCL's, and factors on the pipeline's fill and drain
+/// ([`pipeline::fill_seconds`]: how much of it the measured cluster shows), inside a node and
+/// across nodes. The defaults change nothing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
     /// Factor on the intra-node (NVLink/PCIe) bandwidth NCCL's model gives.
@@ -70,11 +71,22 @@ pub struct Calibration {
     pub intra_latency_s: f64,
     /// Added to each multi-node collective, seconds.
     pub inter_latency_s: f64,
+    /// Factor (>= 0) on the pipeline's fill and drain of single-node collectives.
+    pub intra_fill: f64,
+    /// Factor (>= 0) on the pipeline's fill and drain of multi-node collectives.
+    pub inter_fill: f64,
 }
 
 impl Default for Calibration {
     fn default() -> Self {
-        Calibration { intra_bandwidth: 1.0, inter_bandwidth: 1.0, intra_latency_s: 0.0, inter_latency_s: 0.0 }
+        Calibration {
+            intra_bandwidth: 1.0,
+            inter_bandwidth: 1.0,
+            intra_latency_s: 0.0,
+            inter_latency_s: 0.0,
+            intra_fill: 1.0,
+            inter_fill: 1.0,
+        }
     }
 }
 
@@ -278,9 +290,11 @@ pub fn check(fabric: &NcclFabric, options: &NcclOptions) -> Result<()> {
 /// returned are that time with the fabric's efficiencies applied: the calibration factors
 /// and added latencies (intra for single-node, inter for multi-node collectives) and, over
 /// NCCL's socket transport, [`tables::TCP_EFFICIENCY`] and [`tables::TCP_EXTRA_LATENCY_S`];
-/// the choice itself is NCCL's, which knows none of them. The chosen pair then runs at the
-/// speed of NCCL's pipeline: its fill and drain ([`pipeline::fill_seconds`], from the chunk
-/// NCCL picks for the size) is added to the model's time, without changing the choice. Across nodes without in-network
+/// the choice itself is NCCL's, which knows none of them. NVLS then runs at its links' rate
+/// rather than the search's rounded speed ([`tuning::run_bandwidth`]). The chosen pair runs
+/// at the speed of NCCL's pipeline: its fill and drain ([`pipeline::fill_seconds`], from the chunk
+/// NCCL picks for the size, times the calibration's fill factor) is added to the model's
+/// time, without changing the choice. Across nodes without in-network
 /// reduction the time is at least the network's min cut at line rate (NCCL's model for NVLS
 /// tree on two nodes claims more than the NICs carry). All-to-all has no tuning in
 /// NCCL: `alltoall.rs`, reported as ring/simple. No allocation.
@@ -294,14 +308,15 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     }
     let multi = fabric.nodes > 1;
     let c = &fabric.calibration;
-    let (factor, added) = if multi {
+    let (factor, added, fill_factor) = if multi {
         let tcp = fabric.transport == Transport::Tcp;
         (
             c.inter_bandwidth * if tcp { tables::TCP_EFFICIENCY } else { 1.0 },
             c.inter_latency_s + if tcp { tables::TCP_EXTRA_LATENCY_S } else { 0.0 },
+            c.inter_fill,
         )
     } else {
-        (c.intra_bandwidth, c.intra_latency_s)
+        (c.intra_bandwidth, c.intra_latency_s, c.intra_fill)
     };
     if collective == Collective::AllToAll {
         let (lat_us, mut secs) = alltoall::time(fabric, &graphs, bytes, options.pxn);
@@ -339,6 +354,9 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let Some((algo, proto, _, lat, bw)) = best else {
         return Err(checks::nothing_for(fabric, collective, options));
     };
+    // NCCL chose by its model; NVLS runs at its links' rate, not the search's rounded
+    // per-channel speed (`tuning::run_bandwidth`).
+    let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, bw);
     let mut wire = bytes / (bw * 1e9);
     if multi && !matches!(algo, Algo::CollNetDirect | Algo::CollNetChain | Algo::Nvls) {
         // NCCL's model may exceed the network's min cut (NVLS tree on two nodes doubles
@@ -355,7 +373,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let channels = tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime);
     // NCCL chose by its model; it runs at the speed of its pipeline (`pipeline.rs`).
     let fill = pipeline::fill_seconds(fabric, collective, algo, proto, bytes, channels, bytes / (bw * 1e9));
-    Ok(NcclChoice { algo, proto, channels, seconds: lat * 1e-6 + added + (wire + fill) / factor })
+    Ok(NcclChoice { algo, proto, channels, seconds: lat * 1e-6 + added + (wire + fill * fill_factor) / factor })
 }
 
 /// `channels=` caps bandwidth: `channels x` the graph's per-channel bandwidth (NCCL's model

@@ -224,6 +224,7 @@ mod tests {
 
     #[test]
     fn large_sizes_tend_to_the_tuning_models_bandwidth() {
+        // (at the rate the chosen algorithm runs, `tuning::run_bandwidth`: NVLS here)
         let f = rail("dgx-h100", 8);
         let none = NcclOptions::default();
         let big = 64.0 * 1024.0 * MIB;
@@ -231,7 +232,8 @@ mod tests {
         let (lat, bw) = {
             let g = crate::nccl::graph::search(&f);
             let (l, b) = crate::nccl::tuning::entry(&f, &g, Collective::AllReduce, c.algo, c.proto);
-            crate::nccl::tuning::parts(&f, &g, Collective::AllReduce, c.algo, c.proto, big, l, b)
+            let (l, b) = crate::nccl::tuning::parts(&f, &g, Collective::AllReduce, c.algo, c.proto, big, l, b);
+            (l, crate::nccl::tuning::run_bandwidth(&f, &g, Collective::AllReduce, c.algo, b))
         };
         let model = lat * 1e-6 + big / (bw * 1e9);
         assert!(c.seconds >= model && c.seconds <= model * 1.001, "{} {model}", c.seconds);

@@ -103,12 +103,7 @@ pub fn entry(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, p: Proto) ->
         if graph.channels < 2 {
             return (0.0, 0.0);
         }
-        let c = graph.channels as f64;
-        let mut intra = graph.bw_intra * t::NVLS_EFFICIENCY[arch] * (c - 1.0) / c;
-        intra *= if coll == Collective::AllReduce { 2.0 } else { (ppn - 1.0) / ppn };
-        let inter = graph.bw_inter * if nodes <= 2 && a == Algo::NvlsTree { 2.0 } else { 1.0 };
-        let cap = if a == Algo::NvlsTree { t::PER_CH_MAX_NVLS_TREE_BW[arch][col] } else { f64::MAX };
-        bw = intra.min(inter).min(cap);
+        bw = nvls_channel_bw(f, graph, coll, a, graph.bw_intra, true);
     }
     let ch = graph.channels as f64;
     let mut bus = ch * bw;
@@ -189,6 +184,66 @@ pub fn entry(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, p: Proto) ->
         Algo::Pat => base + if ag_rs { log_nodes * (inter_lat / 3.5) + n as f64 * 2.8 } else { 0.0 },
     };
     (lat, bus)
+}
+
+/// NVLS's (and NVLS tree's) per-channel bandwidth in NCCL's formula (`ncclTopoTuneModel`,
+/// "Convert to NVLS busBW/channel", since NCCL 2.28): `bw_intra x nvlsEfficiency x (nCh -
+/// 1)/nCh`, x2 for all-reduce (two operations pipelined) else x (ppn-1)/ppn, at most the
+/// graph's `bwInter` (x2 for NVLS tree on two nodes) when `inter_cap`, and NVLS tree's
+/// per-channel cap.
+fn nvls_channel_bw(f: &NcclFabric, graph: Graph, coll: Collective, a: Algo, bw_intra: f64, inter_cap: bool) -> f64 {
+    let arch = t::arch_index(f.arch);
+    let col = t::nodes_index(f.nodes);
+    let ppn = f.gpus_per_node as f64;
+    let c = graph.channels as f64;
+    let mut intra = bw_intra * t::NVLS_EFFICIENCY[arch] * (c - 1.0) / c;
+    intra *= if coll == Collective::AllReduce { 2.0 } else { (ppn - 1.0) / ppn };
+    let inter = graph.bw_inter * if f.nodes <= 2 && a == Algo::NvlsTree { 2.0 } else { 1.0 };
+    let cap = if a == Algo::NvlsTree { t::PER_CH_MAX_NVLS_TREE_BW[arch][col] } else { f64::MAX };
+    if inter_cap {
+        intra.min(inter).min(cap)
+    } else {
+        intra.min(cap)
+    }
+}
+
+/// The bandwidth (NCCL's algorithm GB/s, as [`entry`] gives it) at which `a` *runs* once
+/// NCCL has chosen it by `model_bw`, the bandwidth of [`entry`]. The same for every
+/// algorithm but NVLS and NVLS tree, whose model takes two numbers of the topology search
+/// that do not limit the kernel:
+///
+/// - `bwIntra`, the speed the search reserved per channel: the fastest of NCCL's speed list
+///   (sm90: 60, 50, 40, ... GB/s) with `(nCh + 1) x speed` within each GPU's NVLink (the
+///   head's link carries its channel twice, `ncclTopoSearchTryNvls`). The kernel runs
+///   NCCL's 16 NVLS CTAs as fast as the links carry: each GPU's link moves `(g + 1)/g` of
+///   the buffer each way (its memory read by every multimem reduction and its reduced part
+///   sent once; its part returned reduced and every part multicast to it), so the run rate
+///   is the formula at the unrounded `bwIntra = link / (nCh + 1)`: H100/H200 (370.8 GB/s in
+///   NCCL's units) 8 GPUs 41.2 (search: 40), 7 GPUs 46.35 (40), 6 GPUs 52.97 (50), 5 GPUs
+///   61.8 (60).
+/// - On one node, `bwInter`: no network, only the search's pass 2 raising it up to twice
+///   `bwIntra` (60 at most): it caps the model at 5 GPUs (NVLS 5 x 60 against its own
+///   intra-node 5 x 81.6) and limits nothing in the node.
+///
+/// So NVLS all-reduce on one node runs at `nvlsEfficiency x link x g/(g+1)` algorithm
+/// bandwidth (busbw `2(g-1)/(g+1) x 0.85 x link`): 8 GPUs 490 GB/s busbw, 7: 473, 6: 450,
+/// 5: 420 (ml-engineering's H200 sweep measured 473, 460, 436, 414, nccl_tests.json).
+/// Across nodes the network's `bwInter` stays.
+pub fn run_bandwidth(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, model_bw: f64) -> f64 {
+    if !matches!(a, Algo::Nvls | Algo::NvlsTree) || model_bw <= 0.0 {
+        return model_bw;
+    }
+    let graph = graph_of(g, a);
+    if graph.channels < 2 {
+        return model_bw;
+    }
+    let link = super::graph::gpu_gbs(f) / (graph.channels as f64 + 1.0);
+    let chosen = nvls_channel_bw(f, graph, coll, a, graph.bw_intra, true);
+    let runs = nvls_channel_bw(f, graph, coll, a, link.max(graph.bw_intra), f.nodes > 1);
+    if chosen <= 0.0 {
+        return model_bw;
+    }
+    model_bw * runs / chosen
 }
 
 /// Tree all-reduce's correction of bandwidth at `bytes` for protocol `p`

@@ -1,7 +1,8 @@
 //! `--topology` specs: `star`, `ring`, `leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]`,
 //! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`;
 //! `nodes` and `rail` also take NCCL's fabric options (`sharp=`, `nvls=`) and calibration
-//! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`).
+//! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`,
+//! `intra_fill=`, `inter_fill=`).
 
 use super::Topology;
 use crate::error::{Error, Result};
@@ -85,6 +86,20 @@ static NODES: &[OptionInfo] = &[
         kind: OptionKind::Duration,
         default: "0s",
         help: "calibration: latency added to each multi-node collective",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "intra_fill",
+        kind: OptionKind::NonNegativeReal,
+        default: "1",
+        help: "calibration: factor in [0, 10] on NCCL's pipeline fill and drain (single-node collectives)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "inter_fill",
+        kind: OptionKind::NonNegativeReal,
+        default: "1",
+        help: "calibration: factor in [0, 10] on NCCL's pipeline fill and drain (multi-node collectives)",
         aliases: &[],
     },
 ];
@@ -174,6 +189,20 @@ static RAIL: &[OptionInfo] = &[
         help: "calibration: latency added to each multi-node collective",
         aliases: &[],
     },
+    OptionInfo {
+        name: "intra_fill",
+        kind: OptionKind::NonNegativeReal,
+        default: "1",
+        help: "calibration: factor in [0, 10] on NCCL's pipeline fill and drain (single-node collectives)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "inter_fill",
+        kind: OptionKind::NonNegativeReal,
+        default: "1",
+        help: "calibration: factor in [0, 10] on NCCL's pipeline fill and drain (multi-node collectives)",
+        aliases: &[],
+    },
 ];
 
 /// The topology builders and their options, for listings.
@@ -221,7 +250,7 @@ impl TopologySpec {
     }
 
     /// Refuses NCCL options the fabric cannot have: `nvls=true` where the node has no NVLink
-    /// SHARP, calibration factors outside (0, 2].
+    /// SHARP, calibration factors outside (0, 2], fill factors above 10.
     fn check_nccl_options(&self) -> Result<()> {
         for option in ["intra_efficiency", "inter_efficiency"] {
             if let Some(x) = self.0.real(option) {
@@ -229,6 +258,16 @@ impl TopologySpec {
                     return Err(Error::invalid(
                         format!("topology.{option}"),
                         format!("{x} is outside (0, 2]; a factor on NCCL's bandwidth (1 = NCCL's own figure)"),
+                    ));
+                }
+            }
+        }
+        for option in ["intra_fill", "inter_fill"] {
+            if let Some(x) = self.0.real(option) {
+                if x > 10.0 {
+                    return Err(Error::invalid(
+                        format!("topology.{option}"),
+                        format!("{x} is outside [0, 10]; a factor on NCCL's pipeline fill (1 = NCCL's own)"),
                     ));
                 }
             }
@@ -274,6 +313,8 @@ impl TopologySpec {
             inter_bandwidth: self.0.real("inter_efficiency").unwrap_or(1.0),
             intra_latency_s: self.0.duration("intra_latency").unwrap_or(0.0),
             inter_latency_s: self.0.duration("inter_latency").unwrap_or(0.0),
+            intra_fill: self.0.real("intra_fill").unwrap_or(1.0),
+            inter_fill: self.0.real("inter_fill").unwrap_or(1.0),
         }
     }
 

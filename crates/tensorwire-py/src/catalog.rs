@@ -83,11 +83,12 @@ pub fn host_options(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 #[pyfunction]
 pub fn topologies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let list = PyList::empty(py);
-    for (name, summary, options) in TOPOLOGIES {
+    for (name, summary, tables) in TOPOLOGIES {
         let d = PyDict::new(py);
         d.set_item("name", *name)?;
         d.set_item("summary", *summary)?;
-        d.set_item("options", options_list(py, options)?)?;
+        let options: Vec<OptionInfo> = tables.iter().flat_map(|t| t.iter().cloned()).collect();
+        d.set_item("options", options_list(py, &options)?)?;
         list.append(d)?;
     }
     Ok(list)

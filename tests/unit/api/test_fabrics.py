@@ -12,7 +12,16 @@ def test_rail_is_listed_with_its_options() -> None:
     rail = next(t for t in _core.topologies() if t["name"] == "rail")
     names = [o["name"] for o in rail["options"]]
     assert names[:6] == ["node", "nodes_per_group", "spines", "oversubscription", "nic", "nvlink"]
-    assert set(names[6:]) == {"sharp", "nvls", "intra_efficiency", "inter_efficiency", "intra_latency", "inter_latency"}
+    assert set(names[6:]) == {
+        "sharp",
+        "nvls",
+        "intra_efficiency",
+        "inter_efficiency",
+        "intra_latency",
+        "inter_latency",
+        "intra_fill",
+        "inter_fill",
+    }
     assert "dgx-h100" in rail["options"][0]["accepts"] and "dgx-a100" in rail["options"][0]["accepts"]
 
 

@@ -38,14 +38,17 @@ static LEAF_SPINE: &[OptionInfo] = &[
     },
 ];
 
-static NODES: &[OptionInfo] = &[
-    OptionInfo {
-        name: "machine",
-        kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
-        default: "p3.16xlarge",
-        help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
-        aliases: &[],
-    },
+static NODES: &[OptionInfo] = &[OptionInfo {
+    name: "machine",
+    kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
+    default: "p3.16xlarge",
+    help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
+    aliases: &[],
+}];
+
+/// Options of the GPU fabrics (`nodes`, `rail`) that NCCL's model reads: switch capabilities
+/// and the calibration `tensorwire calibrate` fits (`nccl::Calibration`).
+static NCCL_FABRIC: &[OptionInfo] = &[
     OptionInfo {
         name: "sharp",
         kind: OptionKind::Flag,
@@ -147,74 +150,23 @@ static RAIL: &[OptionInfo] = &[
         help: "each GPU's NVSwitch rate per direction; default the preset's",
         aliases: &[],
     },
-    OptionInfo {
-        name: "sharp",
-        kind: OptionKind::Flag,
-        default: "false",
-        help: "SHARP in-network reduction in the network switches (NCCL's CollNet algorithms)",
-        aliases: &[],
-    },
-    OptionInfo {
-        name: "nvls",
-        kind: OptionKind::Flag,
-        default: "",
-        help: "NVLink SHARP in the NVSwitches (NCCL's NVLS); default the node's capability (sm90 NVSwitch nodes)",
-        aliases: &[],
-    },
-    OptionInfo {
-        name: "intra_efficiency",
-        kind: OptionKind::Real,
-        default: "1",
-        help: "calibration: factor in (0, 2] on NCCL's intra-node bandwidth (single-node collectives)",
-        aliases: &[],
-    },
-    OptionInfo {
-        name: "inter_efficiency",
-        kind: OptionKind::Real,
-        default: "1",
-        help: "calibration: factor in (0, 2] on NCCL's bandwidth of multi-node collectives",
-        aliases: &[],
-    },
-    OptionInfo {
-        name: "intra_latency",
-        kind: OptionKind::Duration,
-        default: "0s",
-        help: "calibration: latency added to each single-node collective",
-        aliases: &[],
-    },
-    OptionInfo {
-        name: "inter_latency",
-        kind: OptionKind::Duration,
-        default: "0s",
-        help: "calibration: latency added to each multi-node collective",
-        aliases: &[],
-    },
-    OptionInfo {
-        name: "intra_fill",
-        kind: OptionKind::NonNegativeReal,
-        default: "1",
-        help: "calibration: factor in [0, 10] on NCCL's pipeline fill and drain (single-node collectives)",
-        aliases: &[],
-    },
-    OptionInfo {
-        name: "inter_fill",
-        kind: OptionKind::NonNegativeReal,
-        default: "1",
-        help: "calibration: factor in [0, 10] on NCCL's pipeline fill and drain (multi-node collectives)",
-        aliases: &[],
-    },
 ];
 
-/// The topology builders and their options, for listings.
-pub static TOPOLOGIES: &[(&str, &str, &[OptionInfo])] = &[
-    ("star", "every host on one non-blocking switch", STAR),
-    ("ring", "hosts wired in a cycle, no switch; hosts forward for each other", STAR),
-    ("leaf-spine", "two-tier Clos with deterministic ECMP over the spines", LEAF_SPINE),
-    ("nodes", "multi-GPU machines (NVLink/PCIe inside), one NIC each to a switch; workers are GPUs", NODES),
+/// The topology builders and their option tables (the GPU fabrics share NCCL's), for
+/// parsing and listings.
+pub static TOPOLOGIES: &[(&str, &str, &[&[OptionInfo]])] = &[
+    ("star", "every host on one non-blocking switch", &[STAR]),
+    ("ring", "hosts wired in a cycle, no switch; hosts forward for each other", &[STAR]),
+    ("leaf-spine", "two-tier Clos with deterministic ECMP over the spines", &[LEAF_SPINE]),
+    (
+        "nodes",
+        "multi-GPU machines (NVLink/PCIe inside), one NIC each to a switch; workers are GPUs",
+        &[NODES, NCCL_FABRIC],
+    ),
     (
         "rail",
         "rail-optimised fat-tree of DGX machines: NVSwitch inside, one NIC per GPU on its rail's leaf, spines above",
-        RAIL,
+        &[RAIL, NCCL_FABRIC],
     ),
 ];
 
@@ -226,14 +178,14 @@ impl TopologySpec {
     /// Parses `text`, e.g. `leaf-spine:hosts_per_leaf=8,spines=2`.
     pub fn parse(text: &str) -> Result<Self> {
         let (name, pairs) = spec::split("topology", text)?;
-        let Some((_, _, table)) = TOPOLOGIES.iter().find(|(n, _, _)| *n == name) else {
+        let Some((_, _, tables)) = TOPOLOGIES.iter().find(|(n, _, _)| *n == name) else {
             let names: Vec<&str> = TOPOLOGIES.iter().map(|t| t.0).collect();
             return Err(Error::invalid(
                 "topology",
                 format!("unknown topology {name:?}; choose one of {}", names.join(", ")),
             ));
         };
-        let given = spec::parse_options("topology", &name, &pairs, &[table])?;
+        let given = spec::parse_options("topology", &name, &pairs, tables)?;
         let spec = Spec { name, given };
         for (option, max, what) in [
             ("spines", MAX_SWITCHES, "spine switches"),

@@ -3,8 +3,10 @@ refused in one line naming the file and line, exit 2, through the CLI."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,31 @@ def test_line_numbers_name_the_bad_row(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         parse_log(str(path))
     assert e.value.args[1].startswith(f"{path}:{line}: ")
+
+
+def test_fifo_without_a_writer_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A named pipe no process writes to: `open` used to block for ever; it reads as empty."""
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    p = subprocess.run(
+        [sys.executable, "-m", "tensorwire", "calibrate", "nccl-tests", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard, not a speed bound
+    )
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        f"tensorwire: error: log: {fifo}: is empty; give nccl-tests' standard output (all_reduce_perf ... > FILE)"
+    ], p.stderr
+
+
+def test_a_pipe_with_a_writer_is_read_to_its_end() -> None:
+    """`calibrate nccl-tests <(cat LOG)`: a pipe is still read as the file it carries."""
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, AZURE.read_bytes()), os.close(w)))
+    writer.start()
+    try:
+        run = parse_log(f"/dev/fd/{r}")
+    finally:
+        writer.join()
+        os.close(r)
+    assert (run.ranks, len(run.rows)) == (8, 14)

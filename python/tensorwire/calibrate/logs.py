@@ -96,6 +96,12 @@ class Run:
     avg_busbw: Optional[float]
 
 
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters (with ``...``) for quoting in an error message:
+    a log or file can carry a line of megabytes, and the message stays one short line."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _error(path: str, line: Optional[int], message: str) -> InputError:
     where = f"{path}:{line}" if line is not None else path
     return InputError("log", f"{where}: {message}")
@@ -123,9 +129,9 @@ def _number(path: str, line: int, column: str, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise _error(path, line, f"{column} {text!r} is not a number") from None
+        raise _error(path, line, f"{column} {clip(text)!r} is not a number") from None
     if value != value or value < 0 or value == float("inf"):
-        raise _error(path, line, f"{column} {text!r} is not a number >= 0")
+        raise _error(path, line, f"{column} {clip(text)!r} is not a number >= 0")
     return value
 
 
@@ -159,7 +165,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     the table cannot tell; a log naming another binary is refused. Bad input raises
     ``InputError("log", "FILE:LINE: what is wrong")``."""
     if collective is not None and collective not in COLLECTIVES:
-        raise InputError("collective", f"{collective!r} is not one of {', '.join(COLLECTIVES)}")
+        raise InputError("collective", f"{clip(collective)!r} is not one of {', '.join(COLLECTIVES)}")
     lines = _read(path)
     threads: Optional[tuple[int, int]] = None
     binary: Optional[str] = None
@@ -225,14 +231,17 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     for r in range(n):
         hosts[ranks[r][0]] = hosts.get(ranks[r][0], 0) + 1
     if len(set(hosts.values())) != 1:
-        counts = ", ".join(f"{h} {c}" for h, c in hosts.items())
+        counts = clip(", ".join(f"{clip(h, 30)} {c}" for h, c in hosts.items()), 200)
         raise _error(
             path, ranks[n - 1][2], f"hosts have different numbers of ranks ({counts}); calibration needs equal nodes"
         )
     gpus = {ranks[r][1] for r in range(n)}
     if len(gpus) != 1:
         raise _error(
-            path, ranks[n - 1][2], f"ranks on different GPUs ({', '.join(sorted(gpus))}); calibrate one kind at a time"
+            path,
+            ranks[n - 1][2],
+            f"ranks on different GPUs ({', '.join(clip(g) for g in sorted(gpus)[:3])}{', ...' * (len(gpus) > 3)}); "
+            "calibrate one kind at a time",
         )
     chosen = _which(path, binary, rows, n, collective)
     return Run(
@@ -253,7 +262,9 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
 def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given: Optional[str]) -> str:
     if binary is not None:
         if binary not in BINARIES:
-            raise _error(path, None, f"{binary} is not a collective calibration reads; give {', '.join(BINARIES)}")
+            raise _error(
+                path, None, f"{clip(binary)} is not a collective calibration reads; give {', '.join(BINARIES)}"
+            )
         named = BINARIES[binary]
         if given is not None and given != named:
             raise InputError("collective", f"{path} is {binary} ({named}), not {given}")
@@ -269,7 +280,7 @@ def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given:
         path,
         rows[0].line,
         "cannot tell the collective (no *_perf binary name in the log; redop "
-        f"{rows[0].redop!r}); give --collective {' | '.join(COLLECTIVES)}",
+        f"{clip(rows[0].redop)!r}); give --collective {' | '.join(COLLECTIVES)}",
     )
 
 

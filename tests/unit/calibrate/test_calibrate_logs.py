@@ -188,3 +188,23 @@ def test_a_pipe_with_a_writer_is_read_to_its_end() -> None:
         writer.join()
         os.close(r)
     assert (run.ranks, len(run.rows)) == (8, 14)
+
+
+@pytest.mark.parametrize("where", ["gpu", "host", "number", "binary"])
+def test_megabyte_values_are_quoted_cut_short(tmp_path: Path, where: str) -> None:
+    """A value of a megabyte in a log (a GPU or host name, a number column, a binary name)
+    is quoted cut short: the refusal stays one short line (it was the whole megabyte)."""
+    huge = "x" * 1_000_000
+    text = {
+        "gpu": GOOD.replace("device  7 [0x07] NVIDIA A100-SXM4-80GB", f"device  7 [0x07] {huge}"),
+        "host": GOOD.replace("on         h0 device  7", f"on {huge} device  7"),
+        "number": GOOD.replace("100.00  10.49  18.35  0  100.00", f"100.00  {huge}  18.35  0  100.00", 1),
+        "binary": f"# Collective test starting: {huge}_perf\n" + GOOD,
+    }[where]
+    assert huge in text
+    path = tmp_path / "huge.log"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    message = e.value.args[1]
+    assert message.startswith(f"{path}:") and "xxx..." in message and len(message) < 500, message[:600]

@@ -49,6 +49,9 @@ TYPE_BYTES: dict[str, int] = {
 }
 #: A log larger than this is not nccl-tests' output of one run (a run of 8 B..16 GiB is ~5 KB).
 MAX_LOG_BYTES = 16 << 20
+#: The largest size a row may have: the core's bound on the bytes of a run (``limits::MAX_BYTES``,
+#: 2^53, 8 PiB), past which ``nccl_predict`` refuses it.
+MAX_SIZE = 1 << 53
 
 _RANK = re.compile(
     r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
@@ -290,6 +293,9 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Row:
         raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}")
     size = int(fields[0])
     count = int(fields[1])
+    if size > MAX_SIZE or count > MAX_SIZE:
+        what = "size" if size > MAX_SIZE else "count"
+        raise _error(path, line, f"{what} {clip(fields[0 if what == 'size' else 1])} is past 2^53 (8 PiB): not a run")
     dtype, redop = fields[2], fields[3]
     times = [j for j, c in enumerate(columns) if c in ("time", "cputime")]
     if not times or times[0] + 2 >= len(fields):

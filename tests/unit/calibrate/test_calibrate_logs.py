@@ -208,3 +208,20 @@ def test_megabyte_values_are_quoted_cut_short(tmp_path: Path, where: str) -> Non
         parse_log(str(path))
     message = e.value.args[1]
     assert message.startswith(f"{path}:") and "xxx..." in message and len(message) < 500, message[:600]
+
+
+@pytest.mark.parametrize("column", [0, 1])
+def test_sizes_past_2_53_name_the_row(tmp_path: Path, column: int) -> None:
+    """A size or count past what a run can hold is refused naming the file and line (it
+    reached nccl_predict and was refused as ``bytes`` with no line)."""
+    lines = GOOD.splitlines()
+    i = next(i for i, t in enumerate(lines) if t.strip().startswith("1048576"))
+    fields = lines[i].split()
+    fields[column] = str(10**30)
+    lines[i] = "  ".join(fields)
+    path = tmp_path / "huge.log"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args[0] == "log" and e.value.args[1].startswith(f"{path}:{i + 1}: "), e.value.args
+    assert "past 2^53" in e.value.args[1]

@@ -32,6 +32,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.calibrate.logs import clip
 from tensorwire.io import loads_json, read_input, write_atomic
+from tensorwire.limits import check_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,6 +86,10 @@ def read(path: str) -> ClusterFile:
     topology = data.get("topology")
     if not isinstance(topology, str):
         raise _bad(path, '"topology" must be a topology spec (text)')
+    try:
+        check_text("topology", topology)  # JSON's "\ud800" is a lone surrogate the core cannot take
+    except InputError as e:
+        raise _bad(path, f'"topology" {e.args[-1]}') from None
     try:
         _core.check_topology(topology)
     except InputError as e:

@@ -91,6 +91,8 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
         ('{"tensorwire_cluster": 1, "topology": "moon", "latency_s": 0}', "topology 'moon'"),
         ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": -1}', "latency_s"),
         ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": "fast"}', "bandwidth"),
+        # A lone surrogate (JSON's escape) in the topology: was a UnicodeEncodeError traceback.
+        ('{"tensorwire_cluster": 1, "topology": "rail:node=\\ud800", "latency_s": 0}', "lone surrogate"),
         # A huge topology is quoted cut short (the message was the whole 300 KB spec).
         ('{"tensorwire_cluster": 1, "topology": "moon' + "x" * 300_000 + '", "latency_s": 0}', "topology 'moonxx"),
     ],

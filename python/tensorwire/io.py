@@ -136,13 +136,19 @@ def _size(n: int) -> str:
 
 def read_input(path: PathLike, field: str, limit: int) -> bytes:
     """The bytes of an input file, read no further than ``limit`` (so ``/dev/zero`` or a
-    huge file is refused after reading ``limit`` bytes, not after filling memory)."""
+    huge file is refused after reading ``limit`` bytes, not after filling memory).
+
+    The file is opened without blocking: a named pipe (FIFO) that no process writes to
+    would otherwise wait for ever in ``open``; once open, a pipe is read to its end as a
+    file is (``<(command)`` works), and one without a writer reads as empty."""
     p = Path(path)
     try:
-        with open(p, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            mode = os.fstat(fd).st_mode
             if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
                 raise InputError(field, f"{str(p)!r} is a device, not a file")
+            os.set_blocking(fd, True)
             data = f.read(limit + 1)
     except OSError as e:
         raise InputError(field, f"cannot read {str(p)!r}: {e.strerror or e}") from None

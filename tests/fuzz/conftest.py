@@ -40,7 +40,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if config.cache is not None:
         d = config.cache.mkdir("tensorwire-fuzz")
         (d / "counts.json").write_text(json.dumps({"tests": counts, "total": dict(total)}, indent=1) + "\n")
-        with open(d / "cases.jsonl", "w", encoding="utf-8") as f:
+        with open(d / "cases.jsonl", "w", encoding="utf-8", errors="backslashreplace") as f:
             for c in fuzz_harness.CASES:
                 row = {
                     "test": c.test,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -353,3 +354,190 @@ def chakra_trace(rng: random.Random) -> tuple[bytes, str]:
     meta = cw.length_delimited(1, b"0.0.4") + cw.length_delimited(2, cw.attribute("schema", "1.0.2-chakra.0.0.4"))
     data = b"".join(cw.varint(len(m)) + m for m in [meta, *nodes])
     return data, ", ".join(what)
+
+
+# -- nccl-tests logs ------------------------------------------------------------------------
+
+NCCL_TESTS = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
+NCCL_LOGS = (NCCL_TESTS / "azure-nd-h100-v5-allreduce.log", NCCL_TESTS / "gcp-a3-mega-2x8-allreduce.log")
+LOG_NUMBERS = (
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "-1",
+    "-0",
+    "0",
+    "0.00",
+    "1e999",
+    "1e-320",
+    "5e-324",
+    "1e308",
+    "18446744073709551616",
+    "9" * 40,
+    "0x10",
+    "1_0",
+    "",
+    "é",
+    "N/A",
+    "1.2.3",
+)
+"""What a corrupted number column of an nccl-tests row may hold."""
+
+
+def _is_row(line: str) -> bool:
+    f = line.split()
+    return len(f) >= 2 and f[0].isdigit() and f[1].isdigit()
+
+
+def mutate_log(text: str, rng: random.Random) -> tuple[Union[str, bytes], str]:
+    """One mutation of an nccl-tests log: truncate, duplicate or drop lines (the header,
+    rank lines, rows), corrupt or swap a row's numbers, huge sizes and counts, other ranks,
+    hosts, thread counts, binaries and types, very long or very many lines, binary garbage.
+    Bytes come back where the mutation is not text (non-UTF-8, NUL)."""
+    lines = text.splitlines()
+    rows = [i for i, line in enumerate(lines) if _is_row(line)]
+    ranks = [i for i, line in enumerate(lines) if line.lstrip("# ").startswith("Rank")]
+    op = rng.choice(
+        (
+            "number",
+            "number",
+            "number",
+            "swap",
+            "size",
+            "truncate",
+            "duplicate",
+            "drop",
+            "rank",
+            "host",
+            "threads",
+            "binary",
+            "type",
+            "long",
+            "many",
+            "garbage",
+            "empty",
+            "fields",
+        )
+    )
+
+    def join(ls: list[str]) -> str:
+        return "\n".join(ls) + "\n"
+
+    if op == "number" and rows:
+        i = rng.choice(rows)
+        f = lines[i].split()
+        j = rng.randrange(len(f))
+        v = rng.choice(LOG_NUMBERS)
+        f[j] = v
+        return join(lines[:i] + ["  ".join(f)] + lines[i + 1 :]), f"line {i + 1} field {j} = {v!r}"
+    if op == "swap" and rows:
+        i = rng.choice(rows + [i for i, line in enumerate(lines) if "busbw" in line])
+        f = lines[i].split()
+        a, b = rng.randrange(len(f)), rng.randrange(len(f))
+        f[a], f[b] = f[b], f[a]
+        return join(lines[:i] + ["  ".join(f)] + lines[i + 1 :]), f"line {i + 1} swap fields {a}, {b}"
+    if op == "size" and rows:
+        i = rng.choice(rows)
+        f = lines[i].split()
+        v = rng.choice(("0", "1", str(2**63), str(2**64), str(10**30), "9" * 400))
+        f[rng.choice((0, 1))] = v
+        return join(lines[:i] + ["  ".join(f)] + lines[i + 1 :]), f"line {i + 1} size/count {v[:30]}"
+    if op == "truncate":
+        cut = rng.randrange(len(text) + 1)
+        return text[:cut], f"truncate at {cut}/{len(text)}"
+    if op == "duplicate":
+        i = rng.choice(rows + ranks + list(range(len(lines))))
+        times = rng.choice((2, 2, 1000))
+        return join(lines[: i + 1] + [lines[i]] * (times - 1) + lines[i + 1 :]), f"line {i + 1} x{times}"
+    if op == "drop":
+        i = rng.choice(ranks + list(range(len(lines))))
+        return join(lines[:i] + lines[i + 1 :]), f"drop line {i + 1}"
+    if op == "rank" and ranks:
+        i = rng.choice(ranks)
+        v = rng.choice(("0", "99", str(2**64), "-1", "1000000"))
+        new = re.sub(r"Rank\s+\d+", f"Rank {v}", lines[i])
+        return join(lines[:i] + [new] + lines[i + 1 :]), f"line {i + 1} rank {v}"
+    if op == "host" and ranks:
+        i = rng.choice(ranks)
+        new = re.sub(r" on\s+\S+", rng.choice((" on other", " on é", " on " + "h" * 5000)), lines[i])
+        return join(lines[:i] + [new] + lines[i + 1 :]), f"line {i + 1} host changed"
+    if op == "threads":
+        v = rng.choice(("0", "3", "1000000", str(2**64)))
+        new = (
+            re.sub(r"nGpus\s+\d+", f"nGpus {v}", text)
+            if rng.random() < 0.5
+            else re.sub(r"nThread\s+\d+", f"nThread {v}", text)
+        )
+        return new, f"nThread/nGpus {v}"
+    if op == "binary":
+        v = rng.choice(("all_gather_perf", "alltoall_perf", "sendrecv_perf", "x", "/a/b/reduce_scatter_perf", ""))
+        return text.replace("all_reduce_perf", v), f"binary {v!r}"
+    if op == "type" and rows:
+        i = rng.choice(rows)
+        f = lines[i].split()
+        f[2], f[3] = rng.choice((("x", "sum"), ("float", "none"), ("int8", "max"), ("double", "sum"))), "sum"
+        f[2] = f[2] if isinstance(f[2], str) else f[2][0]
+        return join(lines[:i] + ["  ".join(f)] + lines[i + 1 :]), f"line {i + 1} type {f[2]}"
+    if op == "long":
+        i = rng.randrange(len(lines))
+        return join(lines[:i] + [lines[i] + " 1" * 500_000] + lines[i + 1 :]), f"line {i + 1} 1 MB long"
+    if op == "many" and rows:
+        i = rng.choice(rows)
+        f = lines[i].split()
+        extra = []
+        for k in range(rng.choice((100, 5000))):
+            g = list(f)
+            g[0] = str(int(f[0]) + 4 * (k + 1))
+            g[1] = str(int(g[0]) // 4)
+            extra.append("  ".join(g))
+        return join(lines[: i + 1] + extra + lines[i + 1 :]), f"{len(extra)} more rows after line {i + 1}"
+    if op == "garbage":
+        i = rng.randrange(len(text) + 1)
+        junk = rng.choice((b"\xff\xfe", b"\x00\x01\x02", bytes(range(256)), b"\xed\xa0\x80"))
+        raw = text.encode()
+        return raw[:i] + junk + raw[i:], f"insert {len(junk)} garbage bytes at {i}"
+    if op == "empty":
+        return rng.choice(("", "\n\n", "   \n", "#\n")), "empty"
+    if op == "fields" and rows:
+        i = rng.choice(rows)
+        f = lines[i].split()
+        k = rng.choice((3, 8, 9, 12, 20))
+        f = (f + ["0"] * k)[:k]
+        return join(lines[:i] + ["  ".join(f)] + lines[i + 1 :]), f"line {i + 1} has {k} fields"
+    return text, "unchanged"
+
+
+# -- cluster files --------------------------------------------------------------------------
+
+CLUSTER_KEYS = {
+    "tensorwire_cluster",
+    "topology",
+    "bandwidth_bytes_per_s",
+    "latency_s",
+    "transport",
+    "gpus_per_node",
+    "calibration",
+}
+
+
+def cluster_focus(p: PathKey) -> bool:
+    """The fields ``--cluster`` reads."""
+    return len(p) == 1 and str(p[0]) in CLUSTER_KEYS
+
+
+TOPOLOGY_TEXTS = (
+    "rail",
+    "rail:node=hgx-h200",
+    "rail:node=a3-mega,sharp=true,nvls=false",
+    "rail:intra_efficiency=0",
+    "rail:inter_efficiency=1e308",
+    "rail:inter_latency=1e300s",
+    "rail:intra_fill=11",
+    "nodes:machine=dgx-h100",
+    "star",
+    "",
+    "rail:node=\ud800",
+    "rail:" + "x=1," * 10_000,
+)
+"""Topology specs a mutated cluster file may carry."""

@@ -30,7 +30,9 @@ from click.core import ParameterSource
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.calibrate.logs import clip
 from tensorwire.io import loads_json, read_input, write_atomic
+from tensorwire.limits import check_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,9 +87,13 @@ def read(path: str) -> ClusterFile:
     if not isinstance(topology, str):
         raise _bad(path, '"topology" must be a topology spec (text)')
     try:
+        check_text("topology", topology)  # JSON's "\ud800" is a lone surrogate the core cannot take
+    except InputError as e:
+        raise _bad(path, f'"topology" {e.args[-1]}') from None
+    try:
         _core.check_topology(topology)
     except InputError as e:
-        raise _bad(path, f"topology {topology!r}: {e.args[-1]}") from None
+        raise _bad(path, f"topology {clip(topology)!r}: {clip(str(e.args[-1]), 300)}") from None
     bandwidth = data.get("bandwidth_bytes_per_s")
     if bandwidth is not None and not (
         isinstance(bandwidth, (int, float))
@@ -138,7 +144,8 @@ def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str
             if not same:
                 flag = "--" + key
                 raise InputError(
-                    "cluster", f"{flag} {given!r} and --cluster {path} (which gives {value!r}): give one of them"
+                    "cluster",
+                    f"{flag} {clip(repr(given))} and --cluster {path} (which gives {clip(repr(value))}): give one of them",
                 )
             continue
         if value is None:

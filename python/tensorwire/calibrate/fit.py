@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
 from tensorwire._core import InputError
-from tensorwire.calibrate.logs import Run
+from tensorwire.calibrate.logs import Run, clip
 from tensorwire.calibrate.predict import CALIBRATION_OPTIONS, Prediction, calibration_supported, nccl_predict
 
 #: Rounds of (choose, fit) at most.
@@ -202,7 +202,7 @@ def default_topology(runs: Sequence[Run], node_names: Sequence[str]) -> str:
                     return f"rail:node={preset}"
     raise InputError(
         "topology",
-        f"cannot tell the node from the GPU {gpu!r} in {runs[0].path}; give --topology, e.g. rail:node=dgx-h100",
+        f"cannot tell the node from the GPU {clip(gpu)!r} in {runs[0].path}; give --topology, e.g. rail:node=dgx-h100",
     )
 
 
@@ -212,7 +212,8 @@ def check_runs(runs: Sequence[Run], topology: str, gpus_per_preset: Optional[int
     gpus = {r.gpu for r in runs}
     if len(gpus) > 1:
         raise InputError(
-            "log", f"the logs are from different GPUs ({', '.join(sorted(gpus))}); calibrate one fabric at a time"
+            "log",
+            f"the logs are from different GPUs ({', '.join(clip(g) for g in sorted(gpus))}); calibrate one fabric at a time",
         )
     given = [o for o in CALIBRATION_OPTIONS if f"{o}=" in topology]
     if given:

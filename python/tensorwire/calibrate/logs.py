@@ -49,6 +49,9 @@ TYPE_BYTES: dict[str, int] = {
 }
 #: A log larger than this is not nccl-tests' output of one run (a run of 8 B..16 GiB is ~5 KB).
 MAX_LOG_BYTES = 16 << 20
+#: The largest size a row may have: the core's bound on the bytes of a run (``limits::MAX_BYTES``,
+#: 2^53, 8 PiB), past which ``nccl_predict`` refuses it.
+MAX_SIZE = 1 << 53
 
 _RANK = re.compile(
     r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
@@ -96,6 +99,12 @@ class Run:
     avg_busbw: Optional[float]
 
 
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters (with ``...``) for quoting in an error message:
+    a log or file can carry a line of megabytes, and the message stays one short line."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _error(path: str, line: Optional[int], message: str) -> InputError:
     where = f"{path}:{line}" if line is not None else path
     return InputError("log", f"{where}: {message}")
@@ -123,9 +132,9 @@ def _number(path: str, line: int, column: str, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise _error(path, line, f"{column} {text!r} is not a number") from None
+        raise _error(path, line, f"{column} {clip(text)!r} is not a number") from None
     if value != value or value < 0 or value == float("inf"):
-        raise _error(path, line, f"{column} {text!r} is not a number >= 0")
+        raise _error(path, line, f"{column} {clip(text)!r} is not a number >= 0")
     return value
 
 
@@ -159,7 +168,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     the table cannot tell; a log naming another binary is refused. Bad input raises
     ``InputError("log", "FILE:LINE: what is wrong")``."""
     if collective is not None and collective not in COLLECTIVES:
-        raise InputError("collective", f"{collective!r} is not one of {', '.join(COLLECTIVES)}")
+        raise InputError("collective", f"{clip(collective)!r} is not one of {', '.join(COLLECTIVES)}")
     lines = _read(path)
     threads: Optional[tuple[int, int]] = None
     binary: Optional[str] = None
@@ -225,14 +234,17 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     for r in range(n):
         hosts[ranks[r][0]] = hosts.get(ranks[r][0], 0) + 1
     if len(set(hosts.values())) != 1:
-        counts = ", ".join(f"{h} {c}" for h, c in hosts.items())
+        counts = clip(", ".join(f"{clip(h, 30)} {c}" for h, c in hosts.items()), 200)
         raise _error(
             path, ranks[n - 1][2], f"hosts have different numbers of ranks ({counts}); calibration needs equal nodes"
         )
     gpus = {ranks[r][1] for r in range(n)}
     if len(gpus) != 1:
         raise _error(
-            path, ranks[n - 1][2], f"ranks on different GPUs ({', '.join(sorted(gpus))}); calibrate one kind at a time"
+            path,
+            ranks[n - 1][2],
+            f"ranks on different GPUs ({', '.join(clip(g) for g in sorted(gpus)[:3])}{', ...' * (len(gpus) > 3)}); "
+            "calibrate one kind at a time",
         )
     chosen = _which(path, binary, rows, n, collective)
     return Run(
@@ -253,7 +265,9 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
 def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given: Optional[str]) -> str:
     if binary is not None:
         if binary not in BINARIES:
-            raise _error(path, None, f"{binary} is not a collective calibration reads; give {', '.join(BINARIES)}")
+            raise _error(
+                path, None, f"{clip(binary)} is not a collective calibration reads; give {', '.join(BINARIES)}"
+            )
         named = BINARIES[binary]
         if given is not None and given != named:
             raise InputError("collective", f"{path} is {binary} ({named}), not {given}")
@@ -269,7 +283,7 @@ def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given:
         path,
         rows[0].line,
         "cannot tell the collective (no *_perf binary name in the log; redop "
-        f"{rows[0].redop!r}); give --collective {' | '.join(COLLECTIVES)}",
+        f"{clip(rows[0].redop)!r}); give --collective {' | '.join(COLLECTIVES)}",
     )
 
 
@@ -279,6 +293,9 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Row:
         raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}")
     size = int(fields[0])
     count = int(fields[1])
+    if size > MAX_SIZE or count > MAX_SIZE:
+        what = "size" if size > MAX_SIZE else "count"
+        raise _error(path, line, f"{what} {clip(fields[0 if what == 'size' else 1])} is past 2^53 (8 PiB): not a run")
     dtype, redop = fields[2], fields[3]
     times = [j for j, c in enumerate(columns) if c in ("time", "cputime")]
     if not times or times[0] + 2 >= len(fields):

@@ -66,7 +66,7 @@ def nccl_predict(
         topology,
         gpus,
         collective,
-        float(size),
+        size,
         bandwidth=bandwidth,
         transport=transport,
         algo=algo,

@@ -45,6 +45,19 @@ def test_busbw_is_algbw_times_the_bus_factor(collective: str, gpus: int, size: f
         ({"bandwidth": 0.0}, "bandwidth"),
         ({"channels": 0}, "channels"),
         ({"algo": "fastest"}, "strategy.algo"),
+        # Ints out of range and lone surrogates: were OverflowError and UnicodeEncodeError.
+        ({"gpus": -1}, "gpus"),
+        ({"gpus": 2**70}, "gpus"),
+        ({"channels": -1}, "channels"),
+        ({"channels": 2**64}, "channels"),
+        ({"size": 2**1100}, "bytes"),
+        ({"topology": "rail:node=\ud800"}, "topology"),
+        ({"transport": "\udcff"}, "transport"),
+        ({"proto": "\ud800"}, "strategy.proto"),
+        # Past the engine's bounds: the time was inf (algbw 0) or beyond the horizon.
+        ({"gpus": 2**21}, "gpus"),
+        ({"size": 1e300}, "bytes"),
+        ({"topology": "rail:node=dgx-h100,intra_efficiency=1e-300", "size": 2**40}, "horizon"),
     ],
 )
 def test_nccl_predict_refuses_bad_input_naming_the_field(kwargs: dict[str, object], field: str) -> None:

@@ -3,8 +3,10 @@ refused in one line naming the file and line, exit 2, through the CLI."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,68 @@ def test_line_numbers_name_the_bad_row(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         parse_log(str(path))
     assert e.value.args[1].startswith(f"{path}:{line}: ")
+
+
+def test_fifo_without_a_writer_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A named pipe no process writes to: `open` used to block for ever; it reads as empty."""
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    p = subprocess.run(
+        [sys.executable, "-m", "tensorwire", "calibrate", "nccl-tests", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard, not a speed bound
+    )
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        f"tensorwire: error: log: {fifo}: is empty; give nccl-tests' standard output (all_reduce_perf ... > FILE)"
+    ], p.stderr
+
+
+def test_a_pipe_with_a_writer_is_read_to_its_end() -> None:
+    """`calibrate nccl-tests <(cat LOG)`: a pipe is still read as the file it carries."""
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, AZURE.read_bytes()), os.close(w)))
+    writer.start()
+    try:
+        run = parse_log(f"/dev/fd/{r}")
+    finally:
+        writer.join()
+        os.close(r)
+    assert (run.ranks, len(run.rows)) == (8, 14)
+
+
+@pytest.mark.parametrize("where", ["gpu", "host", "number", "binary"])
+def test_megabyte_values_are_quoted_cut_short(tmp_path: Path, where: str) -> None:
+    """A value of a megabyte in a log (a GPU or host name, a number column, a binary name)
+    is quoted cut short: the refusal stays one short line (it was the whole megabyte)."""
+    huge = "x" * 1_000_000
+    text = {
+        "gpu": GOOD.replace("device  7 [0x07] NVIDIA A100-SXM4-80GB", f"device  7 [0x07] {huge}"),
+        "host": GOOD.replace("on         h0 device  7", f"on {huge} device  7"),
+        "number": GOOD.replace("100.00  10.49  18.35  0  100.00", f"100.00  {huge}  18.35  0  100.00", 1),
+        "binary": f"# Collective test starting: {huge}_perf\n" + GOOD,
+    }[where]
+    assert huge in text
+    path = tmp_path / "huge.log"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    message = e.value.args[1]
+    assert message.startswith(f"{path}:") and "xxx..." in message and len(message) < 500, message[:600]
+
+
+@pytest.mark.parametrize("column", [0, 1])
+def test_sizes_past_2_53_name_the_row(tmp_path: Path, column: int) -> None:
+    """A size or count past what a run can hold is refused naming the file and line (it
+    reached nccl_predict and was refused as ``bytes`` with no line)."""
+    lines = GOOD.splitlines()
+    i = next(i for i, t in enumerate(lines) if t.strip().startswith("1048576"))
+    fields = lines[i].split()
+    fields[column] = str(10**30)
+    lines[i] = "  ".join(fields)
+    path = tmp_path / "huge.log"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args[0] == "log" and e.value.args[1].startswith(f"{path}:{i + 1}: "), e.value.args
+    assert "past 2^53" in e.value.args[1]

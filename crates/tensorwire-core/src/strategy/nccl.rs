@@ -113,6 +113,9 @@ pub(super) fn config(ddp: bool, spec: &Spec, mut options: NcclOptions) -> Result
     }
     options.pxn = spec.flag("pxn").unwrap_or(false);
     let launch_s = spec.duration("launch").unwrap_or(0.0);
+    // Checked here, under its own name: the engine checks it again as the dispatch cost
+    // it becomes (`Strategy::dispatch_s`), whose field name the user never wrote.
+    crate::units::seconds_to_nanos("strategy.launch", launch_s)?;
     let buckets = ddp.then(|| Buckets {
         first_bytes: spec.bytes("first_bucket").map_or(1 << 20, |b| b.round() as u64).max(1),
         cap_bytes: spec.bytes("bucket").map_or(25 << 20, |b| b.round() as u64).max(1),
@@ -228,5 +231,17 @@ mod tests {
         assert!(Strategy::parse("nccl:fusion=64MiB,cycle=5ms").unwrap().fusion.is_some());
         let e = Strategy::parse("nccl:proto=fast").unwrap_err().to_string();
         assert!(!e.contains('\n') && e.contains("ll, ll128, simple"), "{e}");
+    }
+
+    /// A launch cost past the simulation horizon is refused under the name the user wrote
+    /// (`launch`), not as the dispatch cost the engine turns it into.
+    #[test]
+    fn launch_past_the_horizon_is_refused_as_launch() {
+        use super::super::Strategy;
+        for spec in ["nccl:launch=1e300s", "ddp:launch=1e10s"] {
+            let e = Strategy::parse(spec).unwrap_err();
+            assert_eq!(e.field(), "strategy.launch", "{spec}: {e}");
+        }
+        assert!(Strategy::parse("nccl:launch=1000s").is_ok());
     }
 }

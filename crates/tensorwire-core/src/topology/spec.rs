@@ -202,7 +202,8 @@ impl TopologySpec {
     }
 
     /// Refuses NCCL options the fabric cannot have: `nvls=true` where the node has no NVLink
-    /// SHARP, calibration factors outside (0, 2], fill factors above 10.
+    /// SHARP, calibration factors outside (0, 2], latencies past the simulation horizon, fill
+    /// factors above 10.
     fn check_nccl_options(&self) -> Result<()> {
         for option in ["intra_efficiency", "inter_efficiency"] {
             if let Some(x) = self.0.real(option) {
@@ -212,6 +213,13 @@ impl TopologySpec {
                         format!("{x} is outside (0, 2]; a factor on NCCL's bandwidth (1 = NCCL's own figure)"),
                     ));
                 }
+            }
+        }
+        for option in ["intra_latency", "inter_latency"] {
+            // Past the simulation horizon every collective fails at run time (in a sweep,
+            // only the configurations with more than one node); refused up front instead.
+            if let Some(x) = self.0.duration(option) {
+                crate::units::seconds_to_nanos(&format!("topology.{option}"), x)?;
             }
         }
         for option in ["intra_fill", "inter_fill"] {
@@ -466,5 +474,20 @@ mod tests {
         assert_eq!(star.host_rate(Some(1e9)).unwrap(), 1e9);
         assert_eq!(star.host_rate(None).unwrap_err().field(), "bandwidth");
         assert!(TopologySpec::parse("nodes").unwrap().host_rate(None).is_err());
+    }
+
+    /// A calibration latency past the simulation horizon is refused when the spec is read
+    /// (it failed each multi-node run instead, mid-sweep); one below it is taken.
+    #[test]
+    fn calibration_latencies_past_the_horizon_are_refused_up_front() {
+        for (spec, field) in [
+            ("rail:inter_latency=1e300s", "topology.inter_latency"),
+            ("rail:node=hgx-h200,intra_latency=1e10s", "topology.intra_latency"),
+            ("nodes:inter_latency=1e300s", "topology.inter_latency"),
+        ] {
+            assert_eq!(TopologySpec::parse(spec).unwrap_err().field(), field, "{spec}");
+        }
+        let ok = TopologySpec::parse("rail:inter_latency=1000s").unwrap();
+        assert_eq!(ok.calibration().inter_latency_s, 1000.0);
     }
 }

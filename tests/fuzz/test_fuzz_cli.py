@@ -505,7 +505,13 @@ def test_sweep_options(workdir: Path) -> None:
         }
         return [fh.run("sweep", ["sweep", *as_args(base, pairs)], workdir)]
 
-    explicit = [[("--iterations", "1000000000")], [("--out", "adir.csv")], [("--out", "afile/x.csv")], [("--out", "")]]
+    explicit = [
+        [("--iterations", "1000000000")],
+        [("--out", "adir.csv")],
+        [("--out", "afile/x.csv")],
+        [("--out", "")],
+        [("--workers", "99999999999999999999999")],
+    ]
     fuzz("sweep", overrides(SWEEP_OPTIONS), body, default=12, explicit=explicit)
 
 

@@ -18,6 +18,7 @@ from typing import Iterable, Optional, Sequence, TypeVar, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.limits import U32_MAX, U64_MAX, check_int
 from tensorwire.strategy import Strategy, probe, runs_on, split_specs
 from tensorwire.strategy import strategies as builtin_strategies
 from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
@@ -119,7 +120,9 @@ def _unique(values: Iterable[T]) -> list[T]:
     return list(dict.fromkeys(values))
 
 
-def _int(value: Optional[Scalar], field: str, minimum: int) -> int:
+def _int(value: Optional[Scalar], field: str, minimum: int, maximum: int = U64_MAX) -> int:
+    """An integer in ``[minimum, maximum]`` (the core's type: workers, iterations and batch
+    are 32-bit, seeds and flow budgets 64-bit; past it the core raised OverflowError)."""
     if isinstance(value, str):
         try:
             value = int(value.strip())
@@ -127,7 +130,7 @@ def _int(value: Optional[Scalar], field: str, minimum: int) -> int:
             raise InputError(field, f"{value!r} is not an integer") from None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InputError(field, f"{value!r} is not allowed; need an integer >= {minimum}")
-    return value
+    return check_int(field, value, minimum, maximum)
 
 
 def _positive_float(value: Optional[Scalar], field: str) -> float:
@@ -177,12 +180,12 @@ def expand(
     >>> [(c.workers, c.strategy) for c in expand("vgg16", "4,8", "10Gbps", "ps,ring")]
     [(4, 'ps'), (4, 'ring'), (8, 'ps'), (8, 'ring')]
     """
-    iters = _int(iterations, "iterations", 1)
+    iters = _int(iterations, "iterations", 1, U32_MAX)
     if max_flows is not None:
         max_flows = _int(max_flows, "max_flows", 1)
     model_names = [] if models is None and workload_file else _unique(str(m).strip() for m in _items(models, "model"))
     gpu_names = _unique(None if g in (None, "") else str(g).strip() for g in _items(gpus, "gpu"))
-    batch_sizes = _unique(None if b in (None, "") else _int(b, "batch", 1) for b in _items(batches, "batch"))
+    batch_sizes = _unique(None if b in (None, "") else _int(b, "batch", 1, U32_MAX) for b in _items(batches, "batch"))
     speedups = _unique(_positive_float(x, "compute_speedup") for x in _items(compute_speedups, "compute_speedup"))
     topos = _unique(str(t).strip() for t in _items(topologies, "topology", specs=True))
     for t in topos:
@@ -194,7 +197,7 @@ def expand(
     lats = _unique(
         to_seconds(v if isinstance(v, (int, float)) else str(v), "latency") for v in _items(latencies, "latency")
     )
-    ns = _unique(_int(n, "workers", 1) for n in _items(workers, "workers"))
+    ns = _unique(_int(n, "workers", 1, U32_MAX) for n in _items(workers, "workers"))
     rates = _unique(
         to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth")
     )

@@ -212,7 +212,7 @@ def nccl_predict(
     bytes: float,
     *,
     bandwidth: Optional[float] = None,
-    transport: str = "rdma",
+    transport: Optional[str] = None,  # None: "rdma"
     algo: Optional[str] = None,
     proto: Optional[str] = None,
     channels: Optional[int] = None,

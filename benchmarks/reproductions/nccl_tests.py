@@ -43,19 +43,11 @@ from tensorwire import _core
 from tensorwire.calibrate import logs as calibrate_logs
 from tensorwire.calibrate.fit import fit as calibrate_runs
 from tensorwire.calibrate.fit import with_options
+from tensorwire.workload import bus_factor
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "nccl_tests.json"
 MiB = 2**20
-
-
-#: nccl-tests' bus-bandwidth factors (NVIDIA/nccl-tests doc/PERFORMANCE.md).
-def busbw_factor(collective: str, n: int) -> float:
-    if collective == "allreduce":
-        return 2 * (n - 1) / n
-    if collective in ("allgather", "reducescatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0
 
 
 #: The tolerance the issue sets: 10% from 64 MiB up, 25% below.
@@ -120,7 +112,7 @@ def as_run(series: dict[str, Any]) -> calibrate_logs.Run:
     """A published series as the nccl-tests run ``tensorwire calibrate nccl-tests`` would read
     from its log: out-of-place time = size x bus factor / busbw (float elements)."""
     n = series["nodes"] * series["gpus_per_node"]
-    factor = busbw_factor(series["collective"], n)
+    factor = bus_factor(series["collective"], n)
     rows = []
     for i, row in enumerate(series["rows"], start=1):
         size, busbw = int(row[0]), float(row[1]) * 1e9
@@ -255,7 +247,7 @@ def busbw(series: dict[str, Any], c: tw.Cluster, spec: str, size: int) -> float:
     gpus = series["nodes"] * series["gpus_per_node"]
     w = tw.Workload.collective(f"{series['collective']}:{size}B")
     r = tw.simulate(w, c, spec, iterations=1, max_flows=None)
-    return size / r.iteration_time_s * busbw_factor(series["collective"], gpus) / 1e9
+    return size / r.iteration_time_s * bus_factor(series["collective"], gpus) / 1e9
 
 
 def run_series(

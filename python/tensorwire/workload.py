@@ -35,6 +35,25 @@ CollectiveName = Literal["allreduce", "reducescatter", "allgather", "broadcast",
 COLLECTIVES: tuple[str, ...] = get_args(CollectiveName)
 
 
+def bus_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' bus-bandwidth factor of ``collective`` on ``ranks`` ranks
+    (doc/PERFORMANCE.md in NVIDIA's nccl-tests; the core's ``nccl::bus_factor``): the share of
+    the buffer each rank's busiest link must carry, so that busbw = algbw x this is comparable
+    with the link rate whatever the collective.
+
+    >>> bus_factor("allreduce", 8), bus_factor("allgather", 8), bus_factor("broadcast", 8)
+    (1.75, 0.875, 1.0)
+    """
+    n = ranks
+    if collective == "allreduce":
+        return 2 * (n - 1) / n
+    if collective in ("reducescatter", "allgather", "alltoall"):
+        return (n - 1) / n
+    if collective == "broadcast":
+        return 1.0
+    raise InputError("collective", f"{collective!r} is not a collective; choose one of {', '.join(COLLECTIVES)}")
+
+
 @dataclass(frozen=True)
 class Tensor:
     """A gradient tensor: its name and size in bytes."""

@@ -25,23 +25,17 @@ without the options the fill stays at 1 (``Model.native``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.calibrate.logs import Run, clip
 from tensorwire.calibrate.predict import CALIBRATION_OPTIONS, Prediction, calibration_supported, nccl_predict
+from tensorwire.workload import bus_factor
 
 #: Rounds of (choose, fit) at most.
 MAX_ITERATIONS = 30
 #: The largest fill factor the topology specs take (``intra_fill``/``inter_fill``).
 MAX_FILL = 10.0
-#: nccl-tests' bus factor of each collective on n ranks (doc/PERFORMANCE.md).
-BUS_FACTOR: dict[str, Callable[[int], float]] = {
-    "allreduce": lambda n: 2 * (n - 1) / n,
-    "reducescatter": lambda n: (n - 1) / n,
-    "allgather": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-}
 #: The node preset for a GPU name in the log (the first that matches), as ``--topology``'s
 #: default; ``hgx-h200`` falls back to ``dgx-h100`` where the core has no such preset.
 GPU_NODES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -152,7 +146,7 @@ class Model:
         )
         seconds = fixed_part + lat + slope * size / eff
         algbw = size / seconds if seconds > 0 else 0.0
-        return replace(base, seconds=seconds, algbw=algbw, busbw=algbw * BUS_FACTOR[run.collective](run.ranks))
+        return replace(base, seconds=seconds, algbw=algbw, busbw=algbw * bus_factor(run.collective, run.ranks))
 
 
 @dataclass(frozen=True)

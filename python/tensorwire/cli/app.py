@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 import click
 
@@ -22,7 +22,7 @@ from tensorwire.result import Result
 from tensorwire.stragglers import parse_stragglers
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.units import format_seconds
-from tensorwire.workload import COLLECTIVES, Workload
+from tensorwire.workload import COLLECTIVES, Workload, bus_factor
 from tensorwire.workloads import llm, load_model, models
 from tensorwire.workloads.formats import load_workload
 from tensorwire.workloads.synthetic import add_modules
@@ -262,28 +262,16 @@ def _baseline(rows: list[Union[Result, Refused]], preferred: str) -> tuple[Optio
     return ran[0], f"baseline {ran[0].strategy}: {why}"
 
 
-#: nccl-tests' bus-bandwidth factor of each collective on n ranks (doc/PERFORMANCE.md in
-#: NVIDIA's nccl-tests): the fraction of the buffer each rank's busiest link must carry,
-#: so that bus bandwidth is comparable with the link rate whatever the collective.
-BUSBW_FACTOR: dict[str, Callable[[int], float]] = {
-    "allreduce": lambda n: 2 * (n - 1) / n,
-    "reducescatter": lambda n: (n - 1) / n,
-    "allgather": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-}
-
-
 def collective_metrics(workload: Workload, r: Result) -> dict[str, Any]:
     """What a collective microbenchmark reports, with nccl-tests' definitions: the time of one
     collective (the iteration runs COUNT of them back to back), algorithm bandwidth = buffer
     bytes / time per collective, bus bandwidth = algbw x the collective's factor
-    (:data:`BUSBW_FACTOR`); bandwidths in bytes/s."""
+    (:func:`tensorwire.workload.bus_factor`); bandwidths in bytes/s."""
     count = len(workload.tensors)
     size = workload.tensors[0].bytes
     per = r.iteration_time_s / count
     algbw = size / per if per > 0 else float("inf")
-    factor = BUSBW_FACTOR[workload.collective_kind](r.workers)
+    factor = bus_factor(workload.collective_kind, r.workers)
     return {
         "collective": workload.collective_kind,
         "collective_bytes": size,

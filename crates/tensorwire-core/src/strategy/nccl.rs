@@ -104,6 +104,16 @@ pub(super) fn compute_slowdown(spec: &Spec) -> Result<Option<f64>> {
     Ok(slowdown)
 }
 
+/// NCCL's network transport under the strategy's `transport=` preset (`nccl`, `ddp` and the
+/// sharded strategies): NCCL's socket transport for `tcp`, its IB/RoCE transport otherwise.
+pub(super) fn transport(spec: &Spec) -> nccl::Transport {
+    if spec.choice("transport") == Some("tcp") {
+        nccl::Transport::Tcp
+    } else {
+        nccl::Transport::Rdma
+    }
+}
+
 /// The settings of `nccl` (`ddp` false) or `ddp` from `spec` and the raw options.
 pub(super) fn config(ddp: bool, spec: &Spec, mut options: NcclOptions) -> Result<NcclConfig> {
     let slowdown = compute_slowdown(spec)?;
@@ -124,7 +134,7 @@ pub(super) fn config(ddp: bool, spec: &Spec, mut options: NcclOptions) -> Result
         options,
         launch_s,
         compute_slowdown: slowdown.unwrap_or(nccl::DEFAULT_COMPUTE_SLOWDOWN),
-        transport: if spec.choice("transport") == Some("tcp") { nccl::Transport::Tcp } else { nccl::Transport::Rdma },
+        transport: transport(spec),
         buckets,
     })
 }

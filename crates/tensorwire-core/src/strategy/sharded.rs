@@ -295,10 +295,7 @@ pub fn config(stage: Stage, spec: &Spec) -> Result<ShardedConfig> {
         },
         communicators,
         compute_slowdown,
-        nccl_transport: match spec.choice("transport") {
-            Some("tcp") => crate::nccl::Transport::Tcp,
-            _ => crate::nccl::Transport::Rdma,
-        },
+        nccl_transport: super::nccl::transport(spec),
         shard_group: spec.count("shard_group").map(|g| g as usize),
     })
 }

@@ -61,17 +61,26 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 
 def strategy_for(series: dict[str, Any], base: str) -> str:
-    """The strategy spec that runs what the source ran: NCCL_NVLS_ENABLE=0 -> every
-    algorithm but NVLS and NVLS-tree; NCCL_ALGO=X -> algo=X; a TCP transport ->
-    transport=tcp (NCCL's socket transport)."""
+    """The strategy spec that runs what the source ran: NCCL_ALGO=X -> algo=X (NCCL's
+    comma list as ``+``, a ``coll:`` prefix dropped); otherwise NCCL_NVLS_ENABLE=0 -> every
+    algorithm but NVLS and NVLS-tree; NCCL_PROTO=X -> proto=X; a transport other than RDMA
+    -> transport=X (``tcp``: NCCL's socket transport).
+
+    >>> strategy_for({"env": "NCCL_ALGO=Ring,Tree NCCL_PROTO=Simple NCCL_NVLS_ENABLE=0"}, "nccl")
+    'nccl:algo=ring+tree,proto=simple'
+    >>> strategy_for({"env": "NCCL_NVLS_ENABLE=0", "transport": "tcp"}, "nccl")
+    'nccl:algo=^nvls+nvlstree,transport=tcp'
+    """
     if base != "nccl":
         return base
-    env = series.get("env", "")
+    env = dict(word.split("=", 1) for word in series.get("env", "").split() if "=" in word and word.startswith("NCCL_"))
     options = []
-    if "NCCL_NVLS_ENABLE=0" in env:
+    if "NCCL_ALGO" in env:
+        options.append("algo=" + env["NCCL_ALGO"].split(":")[-1].lower().replace(",", "+"))
+    elif env.get("NCCL_NVLS_ENABLE") == "0":
         options.append("algo=^nvls+nvlstree")
-    elif "NCCL_ALGO=" in env:
-        options.append("algo=" + env.split("NCCL_ALGO=", 1)[1].split()[0].split(":")[-1].lower())
+    if "NCCL_PROTO" in env:
+        options.append("proto=" + env["NCCL_PROTO"].lower().replace(",", "+"))
     if series.get("transport", "rdma") != "rdma":
         options.append(f"transport={series['transport']}")
     return "nccl" + (":" + ",".join(options) if options else "")
@@ -225,9 +234,7 @@ def predict_algo(series: dict[str, Any], topology: str, gpus: int, size: int, sp
     fn = getattr(_core, "nccl_predict", None)
     if fn is None or not spec.startswith("nccl"):
         return ""
-    algo = None
-    if "algo=" in spec:
-        algo = spec.split("algo=", 1)[1].split(",")[0]
+    options = dict(o.split("=", 1) for o in spec.partition(":")[2].split(",") if "=" in o)
     try:
         out = fn(
             topology,
@@ -235,7 +242,8 @@ def predict_algo(series: dict[str, Any], topology: str, gpus: int, size: int, sp
             series["collective"],
             size,
             transport=series.get("transport", "rdma"),
-            algo=algo,
+            algo=options.get("algo"),
+            proto=options.get("proto"),
         )
     except Exception as e:  # noqa: BLE001 - reported in the table, not fatal
         return f"? ({type(e).__name__})"

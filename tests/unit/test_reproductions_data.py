@@ -113,6 +113,10 @@ def test_nccl_tests_nvls_off_and_forced_algorithms_become_options() -> None:
     assert mod.strategy_for(by_id["aws-p5en-4x8-nvlstree"], "nccl") == "nccl:algo=nvlstree"
     assert mod.strategy_for(by_id["nvidia-h100-multinode-ring"], "nccl") == "nccl:algo=ring"
     assert mod.strategy_for(by_id["azure-nda100v4-allreduce"], "nccl") == "nccl"
+    # Google's A3 Mega profile: NCCL's comma lists as "+", NCCL_ALGO wins over NVLS_ENABLE=0.
+    assert mod.strategy_for(by_id["gcp-a3mega-2x8-allreduce"], "nccl") == "nccl:algo=ring+tree,proto=simple"
+    tcp = {"env": "NCCL_NVLS_ENABLE=0 NCCL_PROTO=LL128,Simple", "transport": "tcp"}
+    assert mod.strategy_for(tcp, "nccl") == "nccl:algo=^nvls+nvlstree,proto=ll128+simple,transport=tcp"
 
 
 def test_training_script_runs_a_subset(tmp_path: Path) -> None:

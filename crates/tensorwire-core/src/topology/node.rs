@@ -86,10 +86,14 @@ pub const HGX_H200: NodePreset = NodePreset {
 };
 
 /// Google Cloud A3 Mega (a3-megagpu-8g): 8 x H100 SXM on NVSwitch (NVLink4, 450 GB/s per
-/// direction per GPU) and eight 200 Gbit/s NICs for GPUDirect-TCPXO (1,800 Gbit/s of GPU
-/// networking with the host NIC). Sources: Google Cloud "GPU machine types" (A3 Mega:
-/// "8 NVIDIA H100 80GB", "1,800 Gbps" network bandwidth) — UNVERIFIED here: the page was not
-/// read in this work; the 8 x 200 Gbit/s is as the research note quotes it (§3.2).
+/// direction per GPU) and eight 200 Gbit/s GPU NICs for GPUDirect-TCPXO: Google Cloud,
+/// "Networking and GPU machines" (<https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth>:
+/// A3 Mega "up to 1,600 Gbps" of GPU-to-GPU networking, 1,800 Gbps with the host NIC,
+/// GPUDirect-TCPXO). The hardware has NVLink SHARP, but Google's NCCL configuration for A3
+/// Mega turns it off (`NCCL_NVLS_ENABLE=0`, with `NCCL_ALGO=Ring,Tree`, `NCCL_PROTO=Simple` and
+/// Google's tuner plugin; AI-Hypercomputer/gpu-recipes
+/// `src/helm-charts/a3mega/nccl-tests/run_test.sh`): `nccl:algo=ring+tree,proto=simple` runs
+/// what that configuration lets NCCL run (docs/fabrics.md).
 pub const A3_MEGA: NodePreset = NodePreset {
     name: "a3-mega",
     gpus: 8,

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from tensorwire import _core
 from tensorwire.calibrate import cluster_file
-from tensorwire.calibrate.fit import Fit, check_runs, default_topology, fit
+from tensorwire.calibrate.fit import Fit, check_restriction, check_runs, default_topology, fit, nccl_list
 from tensorwire.calibrate.logs import COLLECTIVES, Run, parse_log
 from tensorwire.cli import options, render
 from tensorwire.io import check_output
@@ -99,6 +99,14 @@ def _show(result: Fit) -> None:
         f"{within} of {len(result.rows)} rows within 5%; largest error {worst.error:+.1%} at {format_bytes(worst.size)} "
         f"({worst.run.path}). Topology: {result.topology}"
     )
+    if _restricted_strategy(result) != "nccl":
+        click.echo(f"Measured with NCCL's choice restricted: simulate with -s {_restricted_strategy(result)}")
+
+
+def _restricted_strategy(result: Fit) -> str:
+    """The ``nccl`` strategy with the restriction the logs were measured under."""
+    options = [f"{k}={v}" for k, v in (("algo", result.model.algo), ("proto", result.model.proto)) if v]
+    return "nccl" + (":" + ",".join(options) if options else "")
 
 
 def _sha256(path: str) -> str:
@@ -125,6 +133,11 @@ def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.Clust
             for r in runs
         ],
         "max_abs_error": max(abs(r.error) for r in result.rows),
+        "measured_with": {
+            "algo": result.model.algo,
+            "proto": result.model.proto,
+            "strategy": _restricted_strategy(result),
+        },
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     return cluster_file.ClusterFile(
@@ -166,6 +179,18 @@ def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.Clust
     default=None,
     help="The collective of a log that names no *_perf binary and whose table cannot tell (all-gather or all-to-all).",
 )
+@click.option(
+    "--algo",
+    default=None,
+    metavar="LIST",
+    help="NCCL_ALGO the logs were measured with (e.g. Ring,Tree or ^NVLS); NCCL's model then chooses only among these.",
+)
+@click.option(
+    "--proto",
+    default=None,
+    metavar="LIST",
+    help="NCCL_PROTO the logs were measured with (e.g. Simple); NCCL's model then chooses only among these.",
+)
 @click.option("--out", "-o", default=None, metavar="FILE", help="Write the cluster file (JSON) for --cluster FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 def nccl_tests(
@@ -175,6 +200,8 @@ def nccl_tests(
     latency: float,
     transport: str,
     collective: Optional[str],
+    algo: Optional[str],
+    proto: Optional[str],
     out: Optional[str],
     as_json: bool,
 ) -> None:
@@ -193,7 +220,9 @@ def nccl_tests(
     runs = [parse_log(path, collective) for path in logs]
     base = _base_topology(topology, runs)
     check_runs(runs, base, _preset_gpus(base))
-    result = fit(runs, base, bandwidth, transport)
+    algo, proto = nccl_list(algo), nccl_list(proto)
+    check_restriction(runs, base, bandwidth, transport, algo, proto)
+    result = fit(runs, base, bandwidth, transport, algo, proto)
     if as_json:
         click.echo(
             json.dumps(
@@ -201,6 +230,7 @@ def nccl_tests(
                     "topology": result.topology,
                     "native": result.model.native,
                     "calibration": result.calibration.as_dict(),
+                    "strategy": _restricted_strategy(result),
                     "rows": [
                         {
                             "log": r.run.path,

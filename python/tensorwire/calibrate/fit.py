@@ -114,6 +114,10 @@ class Model:
     bandwidth: Optional[float]
     transport: str
     native: bool
+    #: NCCL_ALGO / NCCL_PROTO the logs were measured with (``algo=``/``proto=`` syntax), or
+    #: None: NCCL's model chooses among every algorithm / protocol, as NCCL does by default.
+    algo: Optional[str] = None
+    proto: Optional[str] = None
 
     def topology_with(self, cal: Calibration) -> str:
         return with_options(self.topology, cal.options()) if self.native else self.topology
@@ -129,8 +133,8 @@ class Model:
                 s,
                 bandwidth=self.bandwidth,
                 transport=self.transport,
-                algo=None if pin is None else pin.algo,
-                proto=None if pin is None else pin.proto,
+                algo=self.algo if pin is None else pin.algo,
+                proto=self.proto if pin is None else pin.proto,
                 channels=None if pin is None else pin.channels,
             )
 
@@ -223,6 +227,47 @@ def check_runs(runs: Sequence[Run], topology: str, gpus_per_preset: Optional[int
             )
 
 
+def nccl_list(value: Optional[str]) -> Optional[str]:
+    """An NCCL_ALGO / NCCL_PROTO value in the ``nccl`` strategy's syntax: NCCL's comma
+    list as ``+``, lower case (``Ring,Tree`` -> ``ring+tree``, ``^NVLS`` -> ``^nvls``).
+
+    >>> nccl_list("Ring,Tree"), nccl_list("^NVLS,NVLSTree"), nccl_list(None)
+    ('ring+tree', '^nvls+nvlstree', None)
+    """
+    return None if value is None else value.strip().lower().replace(",", "+")
+
+
+def check_restriction(
+    runs: Sequence[Run],
+    topology: str,
+    bandwidth: Optional[float],
+    transport: str,
+    algo: Optional[str],
+    proto: Optional[str],
+) -> None:
+    """Refuses an ``algo``/``proto`` restriction that NCCL's model cannot run on one of the
+    runs (unknown names, or nothing allowed that runs there): ``InputError`` naming the
+    option (``algo`` or ``proto``) with the core's reason."""
+    if algo is None and proto is None:
+        return
+    for run in runs:
+        try:
+            nccl_predict(
+                topology,
+                run.ranks,
+                run.collective,
+                1 << 20,
+                bandwidth=bandwidth,
+                transport=transport,
+                algo=algo,
+                proto=proto,
+            )
+        except InputError as e:
+            field, message = (e.args[0], e.args[-1]) if len(e.args) >= 2 else ("", str(e))
+            name = "proto" if str(field).endswith("proto") else "algo"
+            raise InputError(name, f"{run.path}: {message}") from None
+
+
 def _lstsq(rows: Sequence[tuple[float, ...]], free: Sequence[int]) -> Optional[list[float]]:
     """Weighted least squares of ``y = sum x_j * col_j`` over the columns ``free`` of rows
     ``(y, col_0, col_1, col_2, w)`` (the other unknowns 0), by the normal equations;
@@ -313,9 +358,18 @@ def _fit_regime(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Cali
     return best
 
 
-def fit(runs: Sequence[Run], topology: str, bandwidth: Optional[float], transport: str) -> Fit:
-    """Fits the calibration of ``topology`` to ``runs`` (see the module's description)."""
-    model = Model(topology, bandwidth, transport, calibration_supported(topology))
+def fit(
+    runs: Sequence[Run],
+    topology: str,
+    bandwidth: Optional[float],
+    transport: str,
+    algo: Optional[str] = None,
+    proto: Optional[str] = None,
+) -> Fit:
+    """Fits the calibration of ``topology`` to ``runs`` (see the module's description), with
+    NCCL's choice restricted to ``algo`` / ``proto`` where the runs were (NCCL_ALGO /
+    NCCL_PROTO, in the ``nccl`` strategy's syntax)."""
+    model = Model(topology, bandwidth, transport, calibration_supported(topology), algo, proto)
     start = Calibration()
     cal = start
     fitted = []

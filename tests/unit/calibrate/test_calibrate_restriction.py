@@ -1,0 +1,74 @@
+"""`calibrate nccl-tests --algo/--proto`: logs measured under NCCL_ALGO / NCCL_PROTO are fitted
+with NCCL's choice restricted the same way, and the cluster file says how to simulate them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tensorwire.calibrate.fit import fit, nccl_list
+from tensorwire.calibrate.logs import parse_log
+from tensorwire.calibrate.predict import calibration_supported
+from tensorwire.cli import main
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"
+H100 = str(FIXTURES / "azure-nd-h100-v5-allreduce.log")
+NATIVE = calibration_supported()
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [("Ring,Tree", "ring+tree"), ("^NVLS,NVLSTree", "^nvls+nvlstree"), ("Simple", "simple"), (" LL128 ", "ll128")],
+)
+def test_nccl_lists_become_the_strategy_syntax(given: str, expected: str) -> None:
+    assert nccl_list(given) == expected
+
+
+def test_every_row_is_fitted_under_the_restriction() -> None:
+    runs = [parse_log(H100)]
+    free = fit(runs, "rail:node=dgx-h100", None, "rdma")
+    assert {r.after.algo for r in free.rows} >= {"ring", "nvls"}  # NCCL's own choice mixes them
+    ring = fit(runs, "rail:node=dgx-h100", None, "rdma", "ring", "simple")
+    assert {(r.before.algo, r.before.proto) for r in ring.rows} == {("ring", "simple")}
+    assert {(r.after.algo, r.after.proto) for r in ring.rows} == {("ring", "simple")}
+    # Excluding NVLS leaves NCCL's other choices: no row runs NVLS.
+    no_nvls = fit(runs, "rail:node=dgx-h100", None, "rdma", "^nvls+nvlstree")
+    assert all(r.after.algo not in ("nvls", "nvlstree") for r in no_nvls.rows)
+
+
+@pytest.mark.skipif(not NATIVE, reason="the core has no calibration options")
+def test_the_cluster_file_says_how_the_logs_were_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "c.json"
+    rc, stdout, _ = _run(capsys, "calibrate", "nccl-tests", H100, "--algo", "Ring", "--proto", "Simple", "-o", str(out))
+    assert rc == 0
+    assert "simulate with -s nccl:algo=ring,proto=simple" in stdout
+    data = json.loads(out.read_text())
+    assert data["measured_with"] == {"algo": "ring", "proto": "simple", "strategy": "nccl:algo=ring,proto=simple"}
+    rc, stdout, _ = _run(capsys, "calibrate", "nccl-tests", H100, "--json")
+    assert rc == 0 and json.loads(stdout)["strategy"] == "nccl"
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--algo", "bogus"], "algo"),
+        (["--proto", "fast"], "proto"),
+        (["--algo", "nvls", "--proto", "ll"], "proto"),  # NVLS runs only Simple
+        (["--algo", "nvls", "--topology", "rail:node=dgx-a100"], "algo"),  # no NVLink SHARP on A100
+    ],
+)
+def test_a_restriction_nccl_cannot_run_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], field: str
+) -> None:
+    out = tmp_path / "c.json"
+    rc, stdout, err = _run(capsys, "calibrate", "nccl-tests", H100, *args, "-o", str(out))
+    assert rc == 2 and stdout == ""
+    assert err.startswith(f"tensorwire: error: {field}: ") and err.count("\n") == 1
+    assert not out.exists()

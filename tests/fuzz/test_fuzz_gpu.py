@@ -290,6 +290,12 @@ def test_calibrate_log_mutations(workdir: Path) -> None:
             )
         if rng.random() < 0.2:
             extra.append("--json")
+        if rng.random() < 0.2:
+            extra.append(
+                "--algo=" + rng.choice(("Ring,Tree", "^NVLS", "nvls", "pat", "Ring,,Tree", "^", "ring+x", "\udcff"))
+            )
+        if rng.random() < 0.2:
+            extra.append("--proto=" + rng.choice(("Simple", "LL,LL128", "^simple", "ll+", "", "x" * 5000)))
         return _calibrate("calibrate-log", logs, workdir, "; ".join(notes), extra)
 
     fuzz("calibrate-log", SEEDS, body, default=25)

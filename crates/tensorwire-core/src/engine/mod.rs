@@ -608,7 +608,7 @@ fn nccl_durations(
         }
         // The options were checked on this fabric above, so choose does not refuse them;
         // if it did, the collective would never end and the run stops at the horizon.
-        let d = time(bytes, &options).unwrap_or(timed::Timed { ns: Nanos::MAX, sent: 0.0, pick: None });
+        let d = time(bytes, &options).unwrap_or(timed::Timed { ns: Nanos::MAX, ..timed::Timed::default() });
         cache.borrow_mut().insert(bytes, d);
         d
     }))

@@ -31,7 +31,9 @@
 //!
 //! **Timing** (`comm=`): with `nccl` (the default on GPU fabrics: `rail`, `nodes`) each
 //! collective is timed by NCCL's model ([`crate::nccl::choose`]) over its group's fabric
-//! ([`nccl_fabrics`]) in closed form, no flow (`timed.rs`), and compute slows while a
+//! ([`nccl_fabrics`]) in closed form, no flow (`timed.rs`: collectives in flight at once
+//! on different communicators share the network or NVLink, whichever their fabric is
+//! bound by), and compute slows while a
 //! collective runs (`interference.rs`, default [`crate::nccl::DEFAULT_COMPUTE_SLOWDOWN`]);
 //! with `flows` every message is a flow of the network model (the seeds' behaviour).
 //!

@@ -119,10 +119,12 @@ pub(crate) struct WatchedHost {
     pub sent: f64,
     /// Flows the job started.
     pub flows: u64,
-    /// Collectives timed in closed form ([`SimState::watch_timed`]): the length of the
-    /// union of their spans, counted to its end, and where that union ends, ns.
+    /// Collectives timed in closed form ([`SimState::watch_timed_start`],
+    /// [`SimState::watch_timed_end`]): how many are in flight, since when at least one
+    /// has been, and the time with at least one in flight before that, ns.
+    timed_active: u32,
+    timed_since: Nanos,
     timed_total: Nanos,
-    timed_until: Nanos,
     /// Those timed by NCCL's model: when each started, what NCCL chose and the buffer's
     /// size S (bytes) (`Report::nccl_choices` counts them over the last period).
     pub timed_picks: Vec<(Nanos, NcclPick, f64)>,
@@ -560,27 +562,36 @@ impl SimState {
     /// flight, up to now, ns.
     pub fn comm_busy_of(&self, job: usize) -> Nanos {
         let w = &self.watched[job];
-        let timed = w.timed_total - w.timed_until.saturating_sub(self.now);
+        let timed = w.timed_total + if w.timed_active > 0 { self.now - w.timed_since } else { 0 };
         w.total + timed + if w.active > 0 { self.now - w.since } else { 0 }
     }
 
-    /// The current job's rank 0 runs a collective timed in closed form (`timed.rs`) from
-    /// `start` (now or earlier than any later call's) to `end` and sends `bytes` for it:
-    /// its communication time is the union of such spans, its bytes sent their sum; `pick`:
-    /// what NCCL chose for it and its buffer's size, counted in the report.
-    pub fn watch_timed(&mut self, start: Nanos, end: Nanos, bytes: f64, pick: Option<(NcclPick, f64)>) {
+    /// The current job's rank 0 starts a collective timed in closed form (`timed.rs`) now
+    /// and sends `bytes` for it; `pick`: what NCCL chose for it and its buffer's size,
+    /// counted in the report. Its communication time is the union of the spans from such
+    /// starts to their [`SimState::watch_timed_end`]s (known only then: concurrent
+    /// collectives share their links), its bytes sent their sum.
+    pub fn watch_timed_start(&mut self, bytes: f64, pick: Option<(NcclPick, f64)>) {
+        let now = self.now;
         let w = &mut self.watched[self.job];
         w.sent += bytes;
         if let Some((pick, size)) = pick {
-            w.timed_picks.push((start, pick, size));
+            w.timed_picks.push((now, pick, size));
         }
-        // Spans arrive in order of their starts, all at or before now: the union grows
-        // by the part of this one past where it ended (what lies past now is taken off
-        // in `comm_busy_of`).
-        let from = start.max(w.timed_until);
-        if end > from {
-            w.timed_total += end - from;
-            w.timed_until = end;
+        if w.timed_active == 0 {
+            w.timed_since = now;
+        }
+        w.timed_active += 1;
+    }
+
+    /// A collective of the current job's rank 0 that [`SimState::watch_timed_start`]
+    /// counted ends now.
+    pub fn watch_timed_end(&mut self) {
+        let now = self.now;
+        let w = &mut self.watched[self.job];
+        w.timed_active -= 1;
+        if w.timed_active == 0 {
+            w.timed_total += now - w.timed_since;
         }
     }
 

@@ -33,7 +33,7 @@ DEFAULT_BANDWIDTH = "25Gbps"
 #: What `compare` ranks for LLMs by default: PyTorch DDP against sharded data parallelism,
 #: with ``ddp`` (buckets of 25 MiB, the first 1 MiB, all-reduced by NCCL on one
 #: communicator) as the baseline (a parameter server is not how LLMs train).
-LLM_STRATEGIES = ("ddp", "nccl", "hierarchical", "double-tree", "zero1", "zero2", "zero3", "fsdp", "hsdp")
+LLM_STRATEGIES = ("ddp", "nccl", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "zero3", "hsdp")
 #: Strategies that time collectives with NCCL's model: the defaults on GPU fabrics.
 GPU_STRATEGIES = ("nccl", "ddp")
 

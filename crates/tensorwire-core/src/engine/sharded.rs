@@ -15,7 +15,10 @@
 //!   would overflow it is added (`stage_1_and_2.py`, `reduce_independent_p_g_buckets_and_remove_grads`).
 //!   Sizes in elements: `deepspeed/runtime/zero/config.py` (`reduce_bucket_size`,
 //!   `allgather_bucket_size` = 5e8; `overlap_comm` None, resolved to `stage == 3`).
-//! - **fsdp** (ZeRO-3, PyTorch FSDP FULL_SHARD): per unit, an all-gather of its
+//! - **zero3** (DeepSpeed stage 3): per parameter, fetched as its module runs, the next
+//!   `prefetch_bucket` elements prefetched per fetch, `param_persistence` ones never
+//!   partitioned, gradients in `reduce_bucket` element buckets ([`zero3_program`]).
+//! - **fsdp** (PyTorch FSDP2 FULL_SHARD): per unit, an all-gather of its
 //!   parameters before its forward (issued `prefetch` units ahead), again before its
 //!   backward (`backward_prefetch` ahead; not with `reshard_after_forward=false`), and a
 //!   reduce-scatter of its gradients after its backward. All-gathers and reduce-scatters

@@ -62,8 +62,8 @@ pub static STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo { name: "hierarchical", summary: "reduce inside each machine, ring across machines, broadcast inside each machine", options: HIERARCHICAL, kind: Kind::AllReduce(Algorithm::Hierarchical) },
     StrategyInfo { name: "zero1", summary: "ZeRO-1 (DeepSpeed): optimizer state sharded; gradients reduce-scattered after the backward pass, updated parameters all-gathered after the step", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero1) },
     StrategyInfo { name: "zero2", summary: "ZeRO-2 (DeepSpeed): gradients sharded too, reduce-scattered per bucket during the backward pass; parameters all-gathered after the step", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero2) },
-    StrategyInfo { name: "zero3", summary: "ZeRO-3 (DeepSpeed stage 3): parameters sharded too, each all-gathered as its module runs with prefetch_bucket (5e7) elements prefetched ahead, small ones (param_persistence, 1e5) kept whole; gradients reduce-scattered in reduce_bucket (5e8) element buckets during backward", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero3) },
     StrategyInfo { name: "fsdp", summary: "FSDP (PyTorch FSDP2): parameters sharded, all-gathered per unit before its forward and again before its backward, gradients reduce-scattered per unit", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Fsdp) },
+    StrategyInfo { name: "zero3", summary: "ZeRO-3 (DeepSpeed stage 3): parameters sharded too, each all-gathered as its module runs with prefetch_bucket (5e7) elements prefetched ahead, small ones (param_persistence, 1e5) kept whole; gradients reduce-scattered in reduce_bucket (5e8) element buckets during backward", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero3) },
     StrategyInfo { name: "hsdp", summary: "hybrid sharding: fsdp inside each shard group (a machine), shards all-reduced across groups", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Hsdp) },
 ];
 

@@ -54,7 +54,7 @@ pub enum Comm {
 pub const ZERO_BUCKET_ELEMENTS: f64 = 5e8;
 
 /// DeepSpeed ZeRO stage 3's defaults, in elements (`deepspeed/runtime/zero/config.py`,
-/// deepspeedai/DeepSpeed @1b88ac36; https://www.deepspeed.ai/docs/config-json/;
+/// deepspeedai/DeepSpeed @1b88ac36; <https://www.deepspeed.ai/docs/config-json/>;
 /// docs/design/nccl-research.md §5): `stage3_prefetch_bucket_size`.
 pub const ZERO3_PREFETCH_BUCKET_ELEMENTS: f64 = 5e7;
 /// `stage3_param_persistence_threshold`: parameters of at most this many elements are not

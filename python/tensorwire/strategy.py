@@ -57,7 +57,7 @@ class OptionInfo:
 @dataclass(frozen=True)
 class StrategyInfo:
     """A built-in strategy: its own options (only those it takes), the names of the host
-    options it takes, and the strategy it is another name for (``zero3``: ``fsdp``)."""
+    options it takes, and the strategy it is another name for, if any (``alias_of``)."""
 
     name: str
     summary: str

@@ -85,6 +85,8 @@ SHARDED_KEYS: dict[str, st.SearchStrategy[str]] = {
     "reduce_bucket": FLOATS,
     "allgather_bucket": FLOATS,
     "overlap_comm": st.sampled_from(FLAGS),
+    "prefetch_bucket": FLOATS,
+    "param_persistence": FLOATS,
     "compute_slowdown": FLOATS,
     "bucket": OPTION_VALUES,
     "transport": st.sampled_from(("tcp", "rdma", "x")),

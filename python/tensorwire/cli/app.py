@@ -33,7 +33,7 @@ DEFAULT_BANDWIDTH = "25Gbps"
 #: What `compare` ranks for LLMs by default: PyTorch DDP against sharded data parallelism,
 #: with ``ddp`` (buckets of 25 MiB, the first 1 MiB, all-reduced by NCCL on one
 #: communicator) as the baseline (a parameter server is not how LLMs train).
-LLM_STRATEGIES = ("ddp", "nccl", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "hsdp")
+LLM_STRATEGIES = ("ddp", "nccl", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "zero3", "hsdp")
 #: Strategies that time collectives with NCCL's model: the defaults on GPU fabrics.
 GPU_STRATEGIES = ("nccl", "ddp")
 
@@ -307,7 +307,7 @@ def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[
     "--strategies",
     "strategy_list",
     default=None,
-    help="Comma-separated specs (default: every built-in strategy, aliases such as zero3 once; for LLMs "
+    help="Comma-separated specs (default: every built-in strategy, each once; for LLMs "
     "all-reduce and sharded ones; nccl and ddp on GPU fabrics). The speedup column is over ps (for LLMs "
     "and on rail/nodes fabrics ddp, PyTorch DDP), or the first listed.",
 )
@@ -347,7 +347,7 @@ def compare_cmd(
 
     With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps. LLMs
     (`--model llama3_8b`) are compared by default under all-reduce strategies and sharded
-    data parallelism (zero1, zero2, fsdp, hsdp). `--workload FILE` ranks them for your own
+    data parallelism (zero1, zero2, zero3, fsdp, hsdp). `--workload FILE` ranks them for your own
     workload or trace. A strategy over the flow budget (--max-flows) is listed as refused,
     not run; when the baseline is refused, the next strategy that ran is the baseline.
     """
@@ -355,7 +355,7 @@ def compare_cmd(
     n = workers or DEFAULT_WORKERS
     only_llms = bool(names) and workload_file is None and all(name in llm.names() for name in names)
     # By default every built-in strategy that runs on this cluster (multitree needs one
-    # machine), each once: an alias (zero3 = fsdp) would be a second row with the same numbers.
+    # machine), each once: an alias would be a second row with the same numbers.
     on_gpus = _gpu_fabric(topology)
     candidates = (
         LLM_STRATEGIES

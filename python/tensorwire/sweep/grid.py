@@ -166,7 +166,7 @@ def expand(
 
     An axis left out takes its :data:`DEFAULTS` value; ``strategies`` left out is every
     built-in strategy that runs on all the grid's topologies and worker counts (an alias
-    such as ``zero3`` once, under its target's name). ``workload_file`` (any format
+    once, under its target's name). ``workload_file`` (any format
     :func:`tensorwire.workloads.formats.load_workload` reads) is simulated too, as a model named after
     the workload; with it, ``models`` left out means the file alone. ``max_flows`` is
     passed to every simulation. ``own_rates``: a fabric whose GPUs have NICs of their own

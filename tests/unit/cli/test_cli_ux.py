@@ -53,7 +53,7 @@ def test_compare_lists_a_strategy_over_the_flow_budget_as_refused_and_picks_anot
     )
 
 
-def test_compare_runs_no_extra_baseline_and_shows_an_alias_once() -> None:
+def test_compare_runs_no_extra_baseline_and_lists_zero3_and_fsdp_apart() -> None:
     p = run("compare", "--model", "vgg16", "-n", "8", "-b", "10Gbps", "--strategies", "ring,fsdp", "--json")
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
@@ -61,7 +61,8 @@ def test_compare_runs_no_extra_baseline_and_shows_an_alias_once() -> None:
     assert all(r["baseline"] == "ring" for r in rows)
     default = run("compare", "--model", "alexnet", "-n", "4", "-b", "10Gbps", "--json")
     names = [r["strategy"] for r in json.loads(default.stdout)]
-    assert "fsdp" in names and "zero3" not in names
+    # zero3 is DeepSpeed stage 3 (prefetch by elements), fsdp is FSDP2: two rows.
+    assert "fsdp" in names and "zero3" in names
 
 
 def test_compare_sweep_and_report_take_a_workload_file(tmp_path: Path) -> None:
@@ -254,11 +255,13 @@ def test_strategies_lists_only_options_each_strategy_takes_and_aliases_on_their_
     assert "shard_group" not in [o.name for o in by["fsdp"].options] and "shard_group" in [
         o.name for o in by["hsdp"].options
     ]
-    assert by["zero3"].alias_of == "fsdp" and "fusion" not in by["ps"].host_options
+    assert by["zero3"].alias_of is None and "fusion" not in by["ps"].host_options
+    zero3 = [o.name for o in by["zero3"].options]
+    assert {"prefetch_bucket", "param_persistence", "reduce_bucket"} <= set(zero3) and "prefetch" not in zero3
     p = run("strategies")
     assert p.returncode == 0
     assert len(p.stdout.splitlines()) < 300  # 20 strategies and their options, at 80 columns
-    assert "(= zero3)" in p.stdout and "unfused" in p.stdout
+    assert "(= zero3)" not in p.stdout and "prefetch_bucket" in p.stdout and "unfused" in p.stdout
     assert p.stdout.count("backward_prefetch") <= 3  # once per strategy row that takes it (fsdp, hsdp) + once described
 
 

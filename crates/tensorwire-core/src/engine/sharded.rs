@@ -15,7 +15,10 @@
 //!   would overflow it is added (`stage_1_and_2.py`, `reduce_independent_p_g_buckets_and_remove_grads`).
 //!   Sizes in elements: `deepspeed/runtime/zero/config.py` (`reduce_bucket_size`,
 //!   `allgather_bucket_size` = 5e8; `overlap_comm` None, resolved to `stage == 3`).
-//! - **fsdp** (ZeRO-3, PyTorch FSDP FULL_SHARD): per unit, an all-gather of its
+//! - **zero3** (DeepSpeed stage 3): per parameter, fetched as its module runs, the next
+//!   `prefetch_bucket` elements prefetched per fetch, `param_persistence` ones never
+//!   partitioned, gradients in `reduce_bucket` element buckets ([`zero3_program`]).
+//! - **fsdp** (PyTorch FSDP2 FULL_SHARD): per unit, an all-gather of its
 //!   parameters before its forward (issued `prefetch` units ahead), again before its
 //!   backward (`backward_prefetch` ahead; not with `reshard_after_forward=false`), and a
 //!   reduce-scatter of its gradients after its backward. All-gathers and reduce-scatters
@@ -359,6 +362,7 @@ pub(super) fn program(
 ) -> Program {
     match cfg.stage {
         Stage::Zero1 | Stage::Zero2 => zero_program(workload, cfg, wire_factors),
+        Stage::Zero3 => zero3_program(workload, cfg, wire_factors),
         Stage::Fsdp | Stage::Hsdp => fsdp_program(workload, cfg, wire_factors, group, ranks),
     }
 }
@@ -427,6 +431,151 @@ fn zero_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pro
         }
     }
     p.instrs.extend(gathers.iter().map(|&c| Instr::Wait(c)));
+    p
+}
+
+/// DeepSpeed ZeRO stage 3 (`deepspeed/runtime/zero/partitioned_param_coordinator.py`,
+/// `fetch_sub_module` and `__params_to_release`, and `stage3.py`, deepspeedai/DeepSpeed
+/// @00a31c99): each parameter (a tensor of the workload: one module's weight) is a step of
+/// the trace, forward in parameter order, then backward in reverse. At each step:
+///
+/// 1. its all-gather is issued unless it is gathered or in flight (persistent parameters,
+///    `param_persistence`, always are), and the compute waits for it;
+/// 2. prefetch: the trace's next entries are taken, and those not gathered all-gathered
+///    together in one coalesced call, until they add up to at least
+///    `min(max_live - gathered, prefetch_bucket)` elements (the first one always,
+///    `numel_prefetching < max` before each);
+/// 3. after its layer's compute it is released unless persistent, used again at a step a
+///    prefetch already passed, or used again within `max_reuse` elements of the trace.
+///
+/// Gradients join the reduce bucket in the order backward produces them; a bucket is
+/// reduce-scattered before the gradient that would overflow `reduce_bucket` elements
+/// joins (`reduce_independent_p_g_buckets_and_remove_grads`), the rest at the end of
+/// backward; with `overlap_comm=false` on the compute stream (the backward pass waits).
+/// After the step the persistent parameters are all-gathered in one call (`_post_step`).
+/// The layer computes once all its parameters are gathered (the workload's compute is per
+/// layer; DeepSpeed interleaves fetches with each module's compute inside it).
+fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Program {
+    let (gather_stream, reduce_stream, _) = streams(cfg.communicators);
+    let mut p = Program { streams: reduce_stream + 1, ..Program::default() };
+    let layers = workload.layers.len();
+    let dtype = u64::from(workload.dtype_bytes.max(1));
+    let bytes: Vec<u64> = workload.tensors.iter().map(|t| t.bytes).collect();
+    let numel: Vec<u64> = bytes.iter().map(|b| b.div_ceil(dtype)).collect();
+    let persistent: Vec<bool> = numel.iter().map(|&e| e <= cfg.persistence_elements).collect();
+    let mut of_layer: Vec<Vec<usize>> = vec![Vec::new(); layers];
+    for (i, t) in workload.tensors.iter().enumerate() {
+        if t.bytes > 0 {
+            of_layer[t.layer].push(i);
+        }
+    }
+    // The trace: (layer, backward) passes and the parameter of each step.
+    let mut passes: Vec<(usize, bool, Vec<usize>)> = (0..layers).map(|l| (l, false, of_layer[l].clone())).collect();
+    passes.extend((0..layers).rev().map(|l| (l, true, of_layer[l].iter().rev().copied().collect())));
+    let trace: Vec<usize> = passes.iter().flat_map(|(_, _, ts)| ts.iter().copied()).collect();
+    let mut queue: std::collections::VecDeque<usize> = (0..trace.len()).collect();
+    // Per parameter: the all-gather that holds it (None: released), and the last step a
+    // prefetch passed for it (DeepSpeed's `__most_recent_step_id_param_fetched_for`).
+    let mut held: Vec<Option<usize>> = vec![None; bytes.len()];
+    let mut passed: Vec<Option<usize>> = vec![None; bytes.len()];
+    let mut live = 0u64;
+    let mut step = 0usize;
+    let mut bucket = 0u64;
+    let mut bucket_bytes = 0u64;
+    let mut reduces = Vec::new();
+    let reduce = |p: &mut Program, reduces: &mut Vec<usize>, b: u64| {
+        let c = p.issue(RS, wire(b, f.grads), reduce_stream);
+        if cfg.overlap_comm {
+            reduces.push(c);
+        } else {
+            p.instrs.push(Instr::Wait(c)); // on the compute stream
+        }
+    };
+    for (layer, backward, params) in &passes {
+        let first = step;
+        for &t in params {
+            if !persistent[t] && held[t].is_none() {
+                held[t] = Some(p.issue(AG, wire(bytes[t], f.params), gather_stream));
+                live += numel[t];
+            }
+            if let Some(c) = held[t] {
+                p.instrs.push(Instr::Wait(c));
+            }
+            // This step's own entry leaves the queue unless a prefetch took it already.
+            if passed[t].is_none_or(|s| s < step) {
+                if let Some(s) = queue.pop_front() {
+                    passed[trace[s]] = Some(s);
+                }
+            }
+            if cfg.prefetch_bucket_elements > 0 {
+                let max = cfg.max_live_elements.saturating_sub(live).min(cfg.prefetch_bucket_elements);
+                let mut taken: Vec<usize> = Vec::new();
+                let mut elements = 0u64;
+                while elements < max {
+                    let Some(s) = queue.pop_front() else { break };
+                    let q = trace[s];
+                    passed[q] = Some(passed[q].map_or(s, |old| old.max(s)));
+                    if !persistent[q] && held[q].is_none() && !taken.contains(&q) {
+                        taken.push(q);
+                        elements += numel[q];
+                    }
+                }
+                if !taken.is_empty() {
+                    let total: u64 = taken.iter().map(|&q| bytes[q]).sum();
+                    let c = p.issue(AG, wire(total, f.params), gather_stream);
+                    for q in taken {
+                        held[q] = Some(c);
+                    }
+                    live += elements;
+                }
+            }
+            step += 1;
+        }
+        p.instrs.push(Instr::Compute { layer: *layer, backward: *backward });
+        if *backward {
+            for &t in params {
+                if bucket > 0 && bucket + numel[t] > cfg.reduce_bucket_elements {
+                    reduce(&mut p, &mut reduces, bucket_bytes);
+                    (bucket, bucket_bytes) = (0, 0);
+                }
+                bucket += numel[t];
+                bucket_bytes += bytes[t];
+            }
+        }
+        // Release (`release_sub_module` at step id s + 1).
+        for (k, &t) in params.iter().enumerate() {
+            let next = first + k + 1;
+            if persistent[t] || held[t].is_none() || passed[t].is_some_and(|s| s > next) {
+                continue;
+            }
+            let mut traversed = 0u64;
+            let mut reused = false;
+            for &u in &trace[next.min(trace.len())..] {
+                if traversed >= cfg.max_reuse_elements {
+                    break;
+                }
+                if u == t {
+                    reused = true;
+                    break;
+                }
+                traversed += numel[u];
+            }
+            if !reused {
+                held[t] = None;
+                live -= numel[t];
+            }
+        }
+    }
+    if bucket > 0 {
+        reduce(&mut p, &mut reduces, bucket_bytes);
+    }
+    p.instrs.extend(reduces.iter().map(|&c| Instr::Wait(c)));
+    // After the step: the persistent parameters, all-gathered in one call.
+    let kept: u64 = (0..bytes.len()).filter(|&t| persistent[t]).map(|t| bytes[t]).sum();
+    if kept > 0 {
+        let c = p.issue(AG, wire(kept, f.params), gather_stream);
+        p.instrs.push(Instr::Wait(c));
+    }
     p
 }
 
@@ -580,6 +729,132 @@ mod tests {
         );
         let p0 = program(&w, &cfg("fsdp:prefetch=0"), f, 1, 1);
         assert_eq!(&p0.instrs[..3], &[Instr::Issue(0), Instr::Wait(0), Instr::Compute { layer: 0, backward: false }]);
+    }
+
+    /// Per forward layer: how many all-gathers were issued before its compute.
+    fn gathers_before_forward(p: &Program, layers: usize) -> Vec<usize> {
+        (0..layers)
+            .map(|l| {
+                let at = p.instrs.iter().position(|i| *i == Instr::Compute { layer: l, backward: false }).unwrap();
+                p.instrs[..at]
+                    .iter()
+                    .filter(|i| matches!(i, Instr::Issue(c) if p.collectives[*c].schedule == AG))
+                    .count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn zero3_with_a_tiny_prefetch_bucket_gathers_one_unit_ahead_as_fsdp_prefetch_1() {
+        // Eight uniform parameters of 100 elements (fp32), one per layer, none persistent,
+        // released at once (max_reuse=0): the fetches fsdp:prefetch=1 issues, in its order.
+        let w = workload(&[400; 8]);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        let tiny = program(&w, &cfg("zero3:prefetch_bucket=1,param_persistence=0,max_reuse=0"), f, 1, 1);
+        let fsdp = program(&w, &cfg("fsdp:prefetch=1,backward_prefetch=1"), f, 1, 1);
+        assert_eq!(gathers_before_forward(&fsdp, 8), vec![2, 3, 4, 5, 6, 7, 8, 8]);
+        // DeepSpeed's trace runs on into the backward pass: at the last forward layer it
+        // prefetches layer 6's backward all-gather, where FSDP's backward issues it.
+        assert_eq!(gathers_before_forward(&tiny, 8), vec![2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(sizes_of(&tiny, AG), sizes_of(&fsdp, AG));
+        assert_eq!(moved(&tiny, AG), 2 * 8 * 400, "gathered for forward and again for backward");
+        // No prefetch at all: each all-gather just before its own layer.
+        let none = program(&w, &cfg("zero3:prefetch_bucket=0,param_persistence=0,max_reuse=0"), f, 1, 1);
+        assert_eq!(gathers_before_forward(&none, 8), (1..=8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn zero3_prefetches_by_elements_and_a_huge_bucket_gathers_everything_up_front() {
+        let w = workload(&[400; 8]);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        let ahead = |spec: &str| gathers_before_forward(&program(&w, &cfg(spec), f, 1, 1), 8);
+        // 250 elements: each fetch takes parameters until it holds 250 (three of 100): the
+        // frontier runs ahead by three per step until the trace's forward part is out.
+        assert_eq!(ahead("zero3:prefetch_bucket=250,param_persistence=0,max_reuse=0")[..3], [2, 3, 4]);
+        let g = program(&w, &cfg("zero3:prefetch_bucket=250,param_persistence=0,max_reuse=0"), f, 1, 1);
+        assert_eq!(sizes_of(&g, AG)[..4], [400, 1200, 1200, 1200], "one coalesced call per prefetch");
+        // A huge bucket: the first fetch prefetches every other parameter in one call.
+        let all = program(&w, &cfg("zero3:prefetch_bucket=1e12,max_live=1e12,param_persistence=0"), f, 1, 1);
+        assert_eq!(gathers_before_forward(&all, 8), vec![2; 8]);
+        assert_eq!(sizes_of(&all, AG)[..2], [400, 7 * 400]);
+        // With the default reuse distance (1e9 elements) nothing is released before its
+        // backward use: every parameter moves once, not twice.
+        assert_eq!(moved(&all, AG), 8 * 400);
+        // max_live bounds it: 300 live elements, one fetched, so at most 200 more.
+        let capped = program(&w, &cfg("zero3:prefetch_bucket=1e12,max_live=300,param_persistence=0"), f, 1, 1);
+        assert_eq!(sizes_of(&capped, AG)[..2], [400, 800]);
+    }
+
+    #[test]
+    fn zero3_reduce_scatters_ceil_of_units_per_bucket() {
+        // n uniform gradients of s elements in buckets of B: floor(B/s) per bucket, so
+        // ceil(n / floor(B/s)) reduce-scatters, ceil(total/B) when B is a multiple of s.
+        let w = workload(&[400; 8]);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        for (bucket, want) in [(100u64, 8usize), (250, 4), (300, 3), (800, 1), (5e8 as u64, 1), (1, 8)] {
+            let p = program(&w, &cfg(&format!("zero3:reduce_bucket={bucket}")), f, 1, 1);
+            let per = (bucket / 100).max(1) as usize;
+            assert_eq!(sizes_of(&p, RS).len(), want, "{bucket}");
+            assert_eq!(want, 8usize.div_ceil(per), "{bucket}");
+            assert_eq!(moved(&p, RS), 8 * 400);
+        }
+        // overlap_comm (DeepSpeed's default for stage 3): the backward pass does not wait;
+        // false: it waits for each bucket.
+        let p = program(&w, &cfg("zero3:reduce_bucket=200"), f, 1, 1);
+        let first = p.instrs.iter().position(|i| matches!(i, Instr::Issue(c) if p.collectives[*c].schedule == RS));
+        assert!(!matches!(p.instrs[first.unwrap() + 1], Instr::Wait(_)));
+        let p = program(&w, &cfg("zero3:reduce_bucket=200,overlap_comm=false"), f, 1, 1);
+        let i = p.instrs.iter().position(|i| matches!(i, Instr::Issue(c) if p.collectives[*c].schedule == RS)).unwrap();
+        assert_eq!(
+            p.instrs[i + 1],
+            Instr::Wait(match p.instrs[i] {
+                Instr::Issue(c) => c,
+                _ => unreachable!(),
+            })
+        );
+    }
+
+    #[test]
+    fn zero3_keeps_parameters_under_the_persistence_threshold_whole() {
+        // Layers of 100, 10, 100, 10 elements: with the threshold at 10 the small ones are
+        // never gathered in forward or backward, only once, together, after the step.
+        let w = workload(&[400, 40, 400, 40]);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        let p = program(&w, &cfg("zero3:param_persistence=10,prefetch_bucket=0,max_reuse=0"), f, 1, 1);
+        let ag = sizes_of(&p, AG);
+        assert_eq!(ag, vec![400, 400, 400, 400, 80]);
+        assert_eq!(*p.instrs.last().unwrap(), Instr::Wait(p.collectives.len() - 1));
+        // Their gradients are still reduce-scattered.
+        assert_eq!(moved(&p, RS), 880);
+        // Below the threshold (DeepSpeed: ds_numel <= threshold): 9 keeps none.
+        let p = program(&w, &cfg("zero3:param_persistence=9,prefetch_bucket=0,max_reuse=0"), f, 1, 1);
+        assert_eq!(moved(&p, AG), 2 * 880);
+    }
+
+    #[test]
+    fn zero3_options_are_its_own_and_fsdp_is_unchanged() {
+        for (spec, field) in [
+            ("zero3:prefetch=2", "strategy.prefetch"),
+            ("zero3:unit=2", "strategy.unit"),
+            ("zero3:allgather_bucket=1e6", "strategy.allgather_bucket"),
+            ("fsdp:prefetch_bucket=1e6", "strategy.prefetch_bucket"),
+            ("zero2:param_persistence=10", "strategy.param_persistence"),
+            ("zero3:prefetch_bucket=-1", "strategy.prefetch_bucket"),
+            ("zero3:max_live=2e15", "strategy.max_live"),
+        ] {
+            assert_eq!(Strategy::parse(spec).unwrap_err().field(), field, "{spec}");
+        }
+        let e = Strategy::parse("zero3:prefetch=2").unwrap_err();
+        assert!(e.to_string().contains("prefetch_bucket"), "{e}");
+        let c = cfg("zero3");
+        assert_eq!(c.stage, Stage::Zero3);
+        assert!(c.overlap_comm, "DeepSpeed resolves overlap_comm to stage == 3");
+        assert_eq!(
+            (c.prefetch_bucket_elements, c.persistence_elements, c.max_live_elements, c.reduce_bucket_elements),
+            (50_000_000, 100_000, 1_000_000_000, 500_000_000)
+        );
+        assert!(!cfg("zero2").overlap_comm);
+        assert_eq!(cfg("fsdp").stage, Stage::Fsdp);
     }
 
     #[test]

@@ -14,7 +14,10 @@ pub use nccl::{Buckets, NcclConfig};
 pub use options::{
     DDP_OPTIONS, HOST_OPTIONS, NCCL_OPTIONS, PS_OPTIONS, RDMA_GOODPUT_EFFICIENCY, TCP_GOODPUT_EFFICIENCY,
 };
-pub use sharded::{Comm, ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS, ZERO_BUCKET_ELEMENTS};
+pub use sharded::{
+    Comm, ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS, ZERO3_MAX_LIVE_ELEMENTS, ZERO3_MAX_REUSE_ELEMENTS,
+    ZERO3_PERSISTENCE_ELEMENTS, ZERO3_PREFETCH_BUCKET_ELEMENTS, ZERO_BUCKET_ELEMENTS,
+};
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
@@ -59,13 +62,13 @@ pub static STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo { name: "hierarchical", summary: "reduce inside each machine, ring across machines, broadcast inside each machine", options: HIERARCHICAL, kind: Kind::AllReduce(Algorithm::Hierarchical) },
     StrategyInfo { name: "zero1", summary: "ZeRO-1 (DeepSpeed): optimizer state sharded; gradients reduce-scattered after the backward pass, updated parameters all-gathered after the step", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero1) },
     StrategyInfo { name: "zero2", summary: "ZeRO-2 (DeepSpeed): gradients sharded too, reduce-scattered per bucket during the backward pass; parameters all-gathered after the step", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero2) },
-    StrategyInfo { name: "fsdp", summary: "FSDP / ZeRO-3: parameters sharded, all-gathered per unit before its forward and again before its backward, gradients reduce-scattered per unit", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Fsdp) },
-    StrategyInfo { name: "zero3", summary: "the same as fsdp (DeepSpeed's name)", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Fsdp) },
+    StrategyInfo { name: "fsdp", summary: "FSDP (PyTorch FSDP2): parameters sharded, all-gathered per unit before its forward and again before its backward, gradients reduce-scattered per unit", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Fsdp) },
+    StrategyInfo { name: "zero3", summary: "ZeRO-3 (DeepSpeed stage 3): parameters sharded too, each all-gathered as its module runs with prefetch_bucket (5e7) elements prefetched ahead, small ones (param_persistence, 1e5) kept whole; gradients reduce-scattered in reduce_bucket (5e8) element buckets during backward", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Zero3) },
     StrategyInfo { name: "hsdp", summary: "hybrid sharding: fsdp inside each shard group (a machine), shards all-reduced across groups", options: SHARDED_OPTIONS, kind: Kind::Sharded(Stage::Hsdp) },
 ];
 
 /// Strategy names that are another strategy under a second name: (alias, target).
-pub static ALIASES: &[(&str, &str)] = &[("zero3", "fsdp")];
+pub static ALIASES: &[(&str, &str)] = &[];
 
 /// Host options that only all-reduce strategies take (a parameter server refuses fusion,
 /// stream execution, a dispatch cost and partial collectives).

@@ -32,6 +32,7 @@ mod fold;
 mod interference;
 mod jobs;
 mod lanes;
+mod nccl_times;
 mod program;
 mod ps;
 mod report;
@@ -579,39 +580,21 @@ impl<'a> Engine<'a> {
 }
 
 /// NCCL's time for each collective of `sc` under `cfg` (by payload bytes, as listed, times
-/// `wire_factor` on the wire): `crate::nccl::choose` on the fabric NCCL sees, once per
-/// size (the task sizes up front, with their errors; a fused size on first use).
+/// `wire_factor` on the wire), one schedule (index 0): the task sizes up front, with their
+/// errors; a fused size on first use ([`nccl_times::NcclTimes`]).
 fn nccl_durations(
     sc: &Scenario,
     cfg: &crate::strategy::NcclConfig,
     wire_factor: f64,
     sizes: &[u64],
 ) -> Result<timed::Durations> {
-    let fabric = check::nccl_fabric(cfg, &sc.topology, sc.workers, sc.bandwidth)?;
-    let collective = sc.workload.collective;
-    let time = move |bytes: u64, options: &crate::nccl::NcclOptions| -> Result<timed::Timed> {
-        let size = bytes as f64 * wire_factor;
-        let c = crate::nccl::choose(&fabric, collective, size, options)?;
-        Ok(timed::Timed::of(&fabric, collective, &c, size))
+    let group = nccl_times::NcclGroup {
+        fabric: check::nccl_fabric(cfg, &sc.topology, sc.workers, sc.bandwidth)?,
+        collective: sc.workload.collective,
+        options: cfg.options.clone(),
+        wire_factor,
     };
-    let mut known: HashMap<u64, timed::Timed> = HashMap::new();
-    for &b in sizes {
-        if let std::collections::hash_map::Entry::Vacant(e) = known.entry(b) {
-            e.insert(time(b, &cfg.options)?);
-        }
-    }
-    let options = cfg.options.clone();
-    let cache = std::cell::RefCell::new(known);
-    Ok(Box::new(move |_schedule, bytes| {
-        if let Some(&d) = cache.borrow().get(&bytes) {
-            return d;
-        }
-        // The options were checked on this fabric above, so choose does not refuse them;
-        // if it did, the collective would never end and the run stops at the horizon.
-        let d = time(bytes, &options).unwrap_or(timed::Timed { ns: Nanos::MAX, sent: 0.0, pick: None });
-        cache.borrow_mut().insert(bytes, d);
-        d
-    }))
+    Ok(nccl_times::NcclTimes::new(vec![group], sizes.iter().map(|&b| (0, b)))?.into_durations())
 }
 
 impl Engine<'_> {

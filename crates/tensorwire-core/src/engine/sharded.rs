@@ -38,12 +38,11 @@
 //! Parameters travel at `param_dtype`, gradients at `reduce_dtype` (default: as the
 //! workload lists them), gradients divided by `compression`.
 
-use std::collections::HashMap;
-
 use super::interference::Interference;
+use super::nccl_times::{NcclGroup, NcclTimes};
 use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
-use super::timed::{Timed, TimedCollective};
+use super::timed::TimedCollective;
 use super::{build_core, build_report, estimate, variability, Scenario};
 use crate::collectives::{
     split_layout, AcrossGroups, AllGather, Collective, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter,
@@ -182,20 +181,21 @@ pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: 
     Ok(list)
 }
 
-/// Per (schedule, bytes) of `program`: NCCL's time and the bytes a rank sends
-/// ([`Timed::of`]), from [`nccl::choose`] with the whole buffer as its size.
-fn nccl_times(fabrics: &[NcclFabric], program: &Program) -> Result<HashMap<(usize, u64), Timed>> {
-    let mut times = HashMap::new();
-    for c in &program.collectives {
-        if times.contains_key(&(c.schedule, c.bytes)) {
-            continue;
-        }
-        let fabric = &fabrics[c.schedule];
-        let collective = collective_of(c.schedule);
-        let choice = nccl::choose(fabric, collective, c.bytes as f64, &NcclOptions::default())?;
-        times.insert((c.schedule, c.bytes), Timed::of(fabric, collective, &choice, c.bytes as f64));
-    }
-    Ok(times)
+/// NCCL's times for `program`'s collectives over `fabrics` (by schedule index), with
+/// [`nccl::choose`] on the whole buffer (the program's bytes are on the wire already) and
+/// NCCL's defaults: every (schedule, bytes) of the program up front.
+fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<NcclTimes> {
+    let groups = fabrics
+        .into_iter()
+        .enumerate()
+        .map(|(s, fabric)| NcclGroup {
+            fabric,
+            collective: collective_of(s),
+            options: NcclOptions::default(),
+            wire_factor: 1.0,
+        })
+        .collect();
+    NcclTimes::new(groups, program.collectives.iter().map(|c| (c.schedule, c.bytes)))
 }
 
 /// [`simulate`] with every collective timed by NCCL's model (no flow).
@@ -208,15 +208,14 @@ fn simulate_nccl(sc: &Scenario, cfg: &ShardedConfig, topo: crate::topology::Topo
         ));
     }
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
-    let fabrics = nccl_fabrics(sc, cfg, n, group)?;
-    let times = nccl_times(&fabrics, &program)?;
+    let times = nccl_times(nccl_fabrics(sc, cfg, n, group)?, &program)?;
     // Every rank ends each collective at the same instant: one stands for all when they
     // compute alike.
     let folded = sc.allow_folding && n > 1 && sc.variability.is_uniform();
     let ranks = if folded { 1 } else { n };
     estimate::check(sc, estimate::Work { flows: 0, lane_messages: 0, weight: 1 }, false)?;
     let mut core = build_core(sc, topo, folded)?;
-    let exec = TimedCollective::new(Box::new(move |s, b| times.get(&(s, b)).copied().unwrap_or_default()), ranks);
+    let exec = TimedCollective::new(times.into_durations(), ranks);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let measured = Runner::new(sc, program, ranks, 0, exec, sampler)
         .with_interference(interference(cfg, Comm::Nccl))

@@ -261,18 +261,38 @@ pub(crate) fn allreduce_schedule(
 /// Simulates the scenario and reports its steady state. A failure timed after the run
 /// ended is refused (see [`Scenario::allow_failures_after_end`]).
 pub fn simulate(sc: &Scenario) -> Result<Report> {
-    let report = simulate_unchecked(sc)?;
+    let report = prepare(sc, Mode::Simulate)?.expect("a simulation reports");
     failures::refuse_after_end(sc, std::slice::from_ref(&report))?;
     Ok(report)
 }
 
-/// [`simulate`] without the check of failures after the end.
-fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
+/// Refuses `sc` as [`simulate`] would before simulating anything: the scenario, the
+/// fabric, the strategy on it with the workload (pieces, schedules, NCCL's restrictions)
+/// and the flow budget (`max_flows`), in the same order and with the same errors. Builds
+/// the fabric and the engine, runs no event: for checking every point of a sweep up front.
+/// What only a run can find (a time past the horizon, a failure timed after the end, the
+/// flow budget's check while running) is not checked.
+pub fn check_scenario(sc: &Scenario) -> Result<()> {
+    prepare(sc, Mode::Check).map(|_| ())
+}
+
+/// What [`prepare`] does once a scenario is built and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Runs it: the report.
+    Simulate,
+    /// Stops there: no report.
+    Check,
+}
+
+/// Builds and checks `sc`, then simulates it under [`Mode::Simulate`] (without the check
+/// of failures after the end) or stops under [`Mode::Check`].
+fn prepare(sc: &Scenario, mode: Mode) -> Result<Option<Report>> {
     sc.validate()?;
     let n = sc.workers;
     let strategy = &sc.strategy;
     if let Family::Sharded(cfg) = &strategy.family {
-        return sharded::simulate(sc, cfg);
+        return sharded::simulate(sc, cfg, mode);
     }
     if matches!(strategy.family, Family::Nccl(_)) && !sc.failures.is_empty() {
         return Err(crate::error::Error::invalid(
@@ -340,8 +360,11 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     let folding = Folding { folded, rank_fold, server_classes, lanes: sc.allow_lanes };
     let mut engine = Engine::new(sc, &mut core, schedule, folding, 0, None)?;
     estimate::check(sc, engine.work, matches!(core.topo.shape(), Shape::Star))?;
+    if mode == Mode::Check {
+        return Ok(None);
+    }
     driver::drive(sc, &mut [&mut engine], &mut core)?;
-    Ok(engine.report(&mut core))
+    Ok(Some(engine.report(&mut core)))
 }
 
 /// How a run is folded (see [`simulate`]); a job of a multi-job run is not.

@@ -43,7 +43,7 @@ use super::nccl_times::{NcclGroup, NcclTimes};
 use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
 use super::timed::TimedCollective;
-use super::{build_core, build_report, estimate, variability, Scenario};
+use super::{build_core, build_report, estimate, variability, Mode, Scenario};
 use crate::collectives::{
     split_layout, AcrossGroups, AllGather, Collective, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter,
     Ring, StepSchedule,
@@ -74,15 +74,16 @@ pub(super) fn interference(cfg: &ShardedConfig, comm: Comm) -> Interference {
     Interference { slowdown: cfg.compute_slowdown.unwrap_or(default) }
 }
 
-/// Simulates a sharded strategy (see the module documentation).
-pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
+/// Simulates a sharded strategy (see the module documentation); under [`Mode::Check`]
+/// stops once everything is built and checked, before simulating.
+pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result<Option<Report>> {
     let n = sc.workers;
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n, 0, sc.bandwidth, latency)?;
     let group = shard_group(cfg, &topo, n)?;
     let comm = comm(cfg, &sc.topology);
     if comm == Comm::Nccl {
-        return simulate_nccl(sc, cfg, topo, group);
+        return simulate_nccl(sc, cfg, topo, group, mode);
     }
     let schedules = schedules(cfg, &topo, n, group);
     let star = matches!(topo.shape(), Shape::Star);
@@ -129,6 +130,9 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     let flows = per_iteration.saturating_mul(u64::from(sc.iterations));
     drop(per_op);
     estimate::check(sc, estimate::Work { flows, lane_messages: 0, weight: 1 }, star)?;
+    if mode == Mode::Check {
+        return Ok(None);
+    }
     let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let mut measured =
@@ -136,7 +140,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     if let Some(fold) = relabel {
         fold.relabel(&mut measured.compute_spans);
     }
-    Ok(build_report(sc, &mut core, measured))
+    Ok(Some(build_report(sc, &mut core, measured)))
 }
 
 /// The NCCL collective of each schedule index.
@@ -199,7 +203,13 @@ fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<NcclTimes> 
 }
 
 /// [`simulate`] with every collective timed by NCCL's model (no flow).
-fn simulate_nccl(sc: &Scenario, cfg: &ShardedConfig, topo: crate::topology::Topology, group: usize) -> Result<Report> {
+fn simulate_nccl(
+    sc: &Scenario,
+    cfg: &ShardedConfig,
+    topo: crate::topology::Topology,
+    group: usize,
+    mode: Mode,
+) -> Result<Option<Report>> {
     let n = sc.workers;
     if !sc.failures.is_empty() {
         return Err(Error::invalid(
@@ -215,12 +225,15 @@ fn simulate_nccl(sc: &Scenario, cfg: &ShardedConfig, topo: crate::topology::Topo
     let ranks = if folded { 1 } else { n };
     estimate::check(sc, estimate::Work { flows: 0, lane_messages: 0, weight: 1 }, false)?;
     let mut core = build_core(sc, topo, folded)?;
+    if mode == Mode::Check {
+        return Ok(None);
+    }
     let exec = TimedCollective::new(times.into_durations(), ranks);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let measured = Runner::new(sc, program, ranks, 0, exec, sampler)
         .with_interference(interference(cfg, Comm::Nccl))
         .run(&mut core)?;
-    Ok(build_report(sc, &mut core, measured))
+    Ok(Some(build_report(sc, &mut core, measured)))
 }
 
 /// Streams (NCCL communicators) of the all-gathers, reduce-scatters and hsdp's

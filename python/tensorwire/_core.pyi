@@ -82,6 +82,27 @@ def simulate(
     failures: Optional[list[tuple[str, float, float]]] = None,
     allow_lanes: bool = True,
 ) -> Report: ...
+def check_run(
+    workload: Workload,
+    workers: int,
+    strategy: Strategy,
+    bandwidth: float,
+    latency: float,
+    topology: Topology,
+    network: str = "flow",
+    iterations: int = 3,
+    seed: int = 0,
+    per_message_overhead: float = 0.0,
+    copy_bandwidth: Optional[float] = None,
+    stragglers: str = "none",
+    spread: float = 0.0,
+    slowdowns: Optional[list[float]] = None,
+    placement: str = "packed",
+    allow_folding: bool = True,
+    max_flows: Optional[int] = None,
+    failures: Optional[list[tuple[str, float, float]]] = None,
+    allow_lanes: bool = True,
+) -> None: ...
 def simulate_jobs(
     jobs: list[tuple[str, Workload, int, Strategy, Optional[list[int]]]],
     hosts: int,

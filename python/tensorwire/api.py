@@ -81,20 +81,72 @@ def simulate(
     True
     """
     parsed = _as_strategy(strategy)
+    args, options = _run_args(
+        workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures, progress
+    )
+    report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
+    raw = _core.simulate(*args, **{**options, "timeline": timeline, "progress": report})
+    return _result(raw, workload, cluster.workers, cluster.bandwidth, parsed.spec)
+
+
+def check_simulate(
+    workload: Workload,
+    cluster: Cluster,
+    strategy: Union[Strategy, str],
+    *,
+    iterations: int = _core.DEFAULT_ITERATIONS,
+    seed: int = 0,
+    stragglers: str = "none",
+    spread: float = 0.0,
+    slowdowns: Optional[Sequence[float]] = None,
+    fold: bool = True,
+    max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
+    failures: Sequence[Failure] = (),
+) -> None:
+    """Raises the :class:`InputError` that :func:`simulate` with these arguments would raise
+    before simulating anything (the arguments, the strategy on the fabric with the workload,
+    the flow budget), without simulating: the engine is built, no event runs. What only a run
+    can find (a time past the horizon, a failure timed after the end) is not checked.
+
+    >>> from tensorwire import Cluster, load_model
+    >>> check_simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
+    >>> try:
+    ...     check_simulate(load_model("gpt3_175b"), Cluster(4, "25Gbps"), "ring:partition=1MiB")
+    ... except InputError as e:
+    ...     print(e.args[0])
+    max_flows
+    """
+    parsed = _as_strategy(strategy)
+    args, options = _run_args(
+        workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures
+    )
+    _core.check_run(*args, **options)
+
+
+def _run_args(
+    workload: Workload,
+    cluster: Cluster,
+    parsed: Strategy,
+    iterations: int,
+    seed: int,
+    stragglers: str,
+    spread: float,
+    slowdowns: Optional[Sequence[float]],
+    fold: bool,
+    max_flows: Optional[int],
+    failures: Sequence[Failure],
+    progress: Any = None,
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Checks what :func:`simulate` and :func:`check_simulate` check in Python; returns the
+    core's positional arguments of the run (workload, workers, strategy, bandwidth, latency,
+    topology) and its keyword arguments."""
     _check_types(workload, cluster)
     _check_run(iterations, seed, max_flows, failures)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function taking a Progress (or None), not {progress!r:.80}")
     if slowdowns is not None and stragglers not in ("fixed", "empirical"):
         raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
-    report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
-    raw = _core.simulate(
-        workload.core,
-        cluster.workers,
-        parsed.core,
-        cluster.bandwidth,
-        cluster.latency,
-        cluster.core,
+    options: dict[str, Any] = dict(
         network=cluster.network,
         iterations=iterations,
         seed=seed % 2**64,
@@ -105,13 +157,11 @@ def simulate(
         slowdowns=list(slowdowns) if slowdowns is not None else None,
         allow_folding=fold,
         allow_lanes=fold,
-        timeline=timeline,
         max_flows=max_flows,
-        progress=report,
         failures=[(f.target, f.at_s, f.rate) for f in failures] or None,
         placement=cluster.rank_placement,
     )
-    return _result(raw, workload, cluster.workers, cluster.bandwidth, parsed.spec)
+    return (workload.core, cluster.workers, parsed.core, cluster.bandwidth, cluster.latency, cluster.core), options
 
 
 #: Fields of the core's Report that :class:`Result` does not keep, and why: the failures

@@ -71,6 +71,7 @@ pub mod strategy;
 pub mod workload;
 
 pub use engine::{
-    place_jobs, simulate, simulate_jobs, Failure, Job, JobSeat, Progress, ProgressHook, Scenario, Variability,
+    check_scenario, place_jobs, simulate, simulate_jobs, Failure, Job, JobSeat, Progress, ProgressHook, Scenario,
+    Variability,
 };
 pub use metrics::Report;

@@ -37,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<report::PyReport>()?;
     m.add_class::<workload::PyWorkload>()?;
     m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate::check_run, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::simulate_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::check, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::place_jobs, m)?)?;

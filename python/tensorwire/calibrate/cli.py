@@ -99,6 +99,13 @@ def _show(result: Fit) -> None:
         f"{within} of {len(result.rows)} rows within 5%; largest error {worst.error:+.1%} at {format_bytes(worst.size)} "
         f"({worst.run.path}). Topology: {result.topology}"
     )
+    skipped = _skipped(result)
+    if skipped:
+        logs = ", ".join(dict.fromkeys(log for log, _ in skipped))
+        click.echo(
+            f"{len(skipped)} row{'s' * (len(skipped) > 1)} of size 0 skipped ({logs}): they time nothing "
+            "(nccl-tests' -b 0)"
+        )
     if _restricted_strategy(result) != "nccl":
         click.echo(f"Measured with NCCL's choice restricted: simulate with -s {_restricted_strategy(result)}")
 
@@ -107,6 +114,11 @@ def _restricted_strategy(result: Fit) -> str:
     """The ``nccl`` strategy with the restriction the logs were measured under."""
     options = [f"{k}={v}" for k, v in (("algo", result.model.algo), ("proto", result.model.proto)) if v]
     return "nccl" + (":" + ",".join(options) if options else "")
+
+
+def _skipped(result: Fit) -> list[tuple[str, int]]:
+    """(log, line) of every row of size 0 the runs skipped."""
+    return [(run.path, line) for run in dict.fromkeys(r.run for r in result.rows) for line in run.skipped]
 
 
 def _sha256(path: str) -> str:
@@ -247,6 +259,10 @@ def nccl_tests(
                             "channels": r.after.channels,
                         }
                         for r in result.rows
+                    ],
+                    "skipped_rows": [
+                        {"log": log, "line": line, "size": 0, "reason": "size 0 times nothing"}
+                        for log, line in _skipped(result)
                     ],
                 },
                 indent=1,

@@ -11,10 +11,17 @@ Bandwidths are nccl-tests' (doc/PERFORMANCE.md): ``algbw = size / time`` in GB/s
 bytes/s) and ``busbw = algbw x`` the collective's bus factor. Lines that are neither (NCCL's
 ``NCCL INFO`` logging, mpirun's warnings) are skipped; a line that starts like a row and is
 not one is refused, naming the file and the line.
+
+Rows of size 0 (nccl-tests prints them for ``-b 0``) time nothing: they are skipped and
+counted (:attr:`Run.skipped`), and a log of nothing else is refused. A row whose columns
+contradict each other is refused naming the file, the line and the columns (see
+:func:`disagreements`): ``algbw`` must be ``size / time`` and ``busbw`` ``algbw x`` the
+collective's bus factor for the run's ranks, each to the digits nccl-tests printed.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -22,6 +29,7 @@ from typing import Optional
 
 from tensorwire._core import InputError
 from tensorwire.io import read_input
+from tensorwire.workload import bus_factor
 
 #: The nccl-tests binaries calibration reads, and the collective each one measures.
 BINARIES: dict[str, str] = {
@@ -97,6 +105,8 @@ class Run:
     nccl_version: Optional[str]
     rows: tuple[Row, ...]
     avg_busbw: Optional[float]
+    #: Lines of the rows of size 0, skipped (they time nothing: nccl-tests' ``-b 0``).
+    skipped: tuple[int, ...] = ()
 
 
 def clip(text: str, limit: int = 60) -> str:
@@ -176,6 +186,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     ranks: dict[int, tuple[str, str, int]] = {}
     columns: Optional[list[str]] = None
     rows: list[Row] = []
+    zero: list[int] = []  # lines of the rows of size 0
     avg: Optional[float] = None
     for i, raw in enumerate(lines, start=1):
         text = raw.rstrip()
@@ -210,9 +221,20 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             raise _error(
                 path, i, "a table row before the column header (# size count type redop root time algbw busbw ...)"
             )
-        rows.append(_row(path, i, text, columns))
+        row = _row(path, i, text, columns)
+        if row is None:
+            zero.append(i)
+        else:
+            rows.append(row)
     if threads is None:
         raise _error(path, None, "no '# nThread N nGpus N ...' header: not nccl-tests' standard output")
+    if not rows and zero:
+        raise _error(
+            path,
+            zero[0],
+            f"every row has size 0 ({len(zero)} of them; nccl-tests' -b 0): no row times anything; "
+            "run it from -b 8 or larger",
+        )
     if not rows:
         raise _error(path, None, "no table of results (size count type redop root time algbw busbw #wrong ...)")
     if not ranks:
@@ -247,6 +269,9 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             "calibrate one kind at a time",
         )
     chosen = _which(path, binary, rows, n, collective)
+    factor = bus_factor(chosen, n)
+    for row in rows:
+        _check_columns(path, row.line, lines[row.line - 1], columns or [], row.size, factor, f"{chosen} on {n} ranks")
     return Run(
         path=path,
         collective=chosen,
@@ -259,6 +284,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         nccl_version=nccl_version,
         rows=tuple(rows),
         avg_busbw=avg,
+        skipped=tuple(zero),
     )
 
 
@@ -287,7 +313,9 @@ def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given:
     )
 
 
-def _row(path: str, line: int, text: str, columns: list[str]) -> Row:
+def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
+    """The row of ``text``; None for a row of size 0 (skipped: it times nothing, and
+    nccl-tests prints its bandwidths as 0 or nan)."""
     fields = text.split()
     if len(fields) < len(columns) - 1 or len(fields) < 9:
         raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}")
@@ -297,7 +325,9 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Row:
         what = "size" if size > MAX_SIZE else "count"
         raise _error(path, line, f"{what} {clip(fields[0 if what == 'size' else 1])} is past 2^53 (8 PiB): not a run")
     dtype, redop = fields[2], fields[3]
-    times = [j for j, c in enumerate(columns) if c in ("time", "cputime")]
+    if size == 0:
+        return None
+    times = _time_columns(columns)
     if not times or times[0] + 2 >= len(fields):
         raise _error(path, line, "no time, algbw and busbw columns")
 
@@ -309,7 +339,7 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Row:
     seconds, algbw, busbw = triple(times[0])
     in_place = triple(times[1]) if len(times) > 1 and times[1] + 2 < len(fields) else None
     if seconds <= 0:
-        raise _error(path, line, "time 0: a row needs a positive time")
+        raise _error(path, line, f"time 0 at size {size}: a row needs a positive time")
     return Row(
         line=line,
         size=size,
@@ -322,3 +352,64 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Row:
         in_place_seconds=in_place[0] if in_place else None,
         in_place_busbw=in_place[2] if in_place else None,
     )
+
+
+def _time_columns(columns: list[str]) -> list[int]:
+    """Where the out-of-place and in-place (time, algbw, busbw) triples start."""
+    return [j for j, c in enumerate(columns) if c in ("time", "cputime")]
+
+
+def half_unit(text: str) -> float:
+    """Half the last printed digit of a number as nccl-tests prints it: how far the printed
+    ``text`` may be from the value it rounds. nccl-tests prints times and bandwidths with two
+    decimals, fewer as the integer part grows, then as ``%.1e`` (``getFloatStr`` in
+    ``src/util.cu``; ``%7.2f``/``%7.1f``/``%7.0f`` and ``%6.2f`` in older ``src/common.cu``),
+    so the printed digits themselves say the rounding.
+
+    >>> half_unit("41.99"), half_unit("15805.6"), half_unit("31391"), half_unit("1.2e+08")
+    (0.005, 0.05, 0.5, 5000000.0)
+    """
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** ((int(exponent) if exponent else 0) - decimals)
+
+
+#: Relative slack on top of the printed digits' rounding: the checks' own float arithmetic.
+_SLACK = 1e-9
+
+
+def disagreements(
+    size: int, time: Optional[str], algbw: str, busbw: str, factor: float, what: str = "the collective"
+) -> list[str]:
+    """What contradicts nccl-tests' definitions (doc/PERFORMANCE.md) in one (time, algbw,
+    busbw) triple as printed (us, GB/s, GB/s): ``algbw = size / time`` and ``busbw = algbw x
+    factor`` (``factor``: the bus factor of ``what``), each allowed the rounding of the digits
+    printed (:func:`half_unit`). ``time`` None skips the first (a ``cputime`` column: nccl-tests
+    computes the bandwidths from the GPU time, not the CPU time it prints). Empty: consistent."""
+    out = []
+    a, da = float(algbw), half_unit(algbw)
+    b, db = float(busbw), half_unit(busbw)
+    if time is not None:
+        t, dt = float(time), half_unit(time)
+        # algbw = size / (t us) in GB/s = size / (t x 1e3); t is within dt of the time measured.
+        low = size / ((t + dt) * 1e3)
+        high = size / ((t - dt) * 1e3) if t > dt else math.inf
+        if a + da < low * (1 - _SLACK) or a - da > high * (1 + _SLACK):
+            out.append(f"algbw {algbw} is not size / time = {size / (t * 1e3):.2f} GB/s")
+    if abs(b - a * factor) > (db + da * factor) * (1 + _SLACK) + _SLACK * abs(b):
+        out.append(f"busbw {busbw} is not algbw x {factor:.4g} ({what}) = {a * factor:.2f} GB/s")
+    return out
+
+
+def _check_columns(path: str, line: int, text: str, columns: list[str], size: int, factor: float, what: str) -> None:
+    """Refuses the row at ``line`` when a printed triple contradicts itself (:func:`disagreements`)."""
+    fields = text.split()
+    problems = []
+    for k, j in enumerate(_time_columns(columns)[:2]):
+        if j + 2 >= len(fields):
+            continue
+        timed = fields[j] if columns[j] == "time" else None
+        found = disagreements(size, timed, fields[j + 1], fields[j + 2], factor, what)
+        problems += [f"{'in-place ' if k else ''}{p}" for p in found]
+    if problems:
+        raise _error(path, line, f"columns disagree at size {size}: {'; '.join(problems)} (to the digits printed)")

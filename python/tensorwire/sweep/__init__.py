@@ -8,7 +8,18 @@ what-ifs, run on local cores or a Ray cluster, written as CSV, JSON or Parquet.
 """
 
 from tensorwire.sweep.grid import Config, expand
-from tensorwire.sweep.run import run_configs, run_grid
+from tensorwire.sweep.run import check_configs, run_configs, run_grid
 from tensorwire.sweep.table import COLUMNS, Column, add_speedup, read_rows, write_rows
 
-__all__ = ["COLUMNS", "Column", "Config", "add_speedup", "expand", "read_rows", "run_configs", "run_grid", "write_rows"]
+__all__ = [
+    "COLUMNS",
+    "Column",
+    "Config",
+    "add_speedup",
+    "check_configs",
+    "expand",
+    "read_rows",
+    "run_configs",
+    "run_grid",
+    "write_rows",
+]

@@ -13,7 +13,7 @@ from tensorwire.cli import render
 from tensorwire.io import check_output
 from tensorwire.sweep import options
 from tensorwire.sweep.grid import expand
-from tensorwire.sweep.run import run_configs
+from tensorwire.sweep.run import check_configs, run_configs
 from tensorwire.sweep.table import check_path, write_rows
 
 
@@ -40,12 +40,14 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
           -s "ps,ring,ring:partition=4MiB" --out results.parquet
 
     `--workload FILE` sweeps your own workload or trace (alone, or beside --model). The whole
-    grid is checked before any simulation starts. Columns: docs/sweep-and-report.md.
+    grid is checked before any simulation starts (every point's scenario built, none
+    simulated): bad input prints one line and nothing else. Columns: docs/sweep-and-report.md.
     """
     path = check_output(check_path(out), "out")
     own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
     own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
     configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
+    check_configs(configs)  # every point's scenario, before any prints or simulates
     started = time.perf_counter()
     with render.progress(len(configs), "simulating") as advance:
 

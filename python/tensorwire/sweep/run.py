@@ -22,17 +22,19 @@ import threading
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from functools import lru_cache
-from typing import Any, Callable, Literal, Optional, Sequence
+from typing import Any, Callable, Literal, Optional, Sequence, TypeVar
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.api import simulate
+from tensorwire.api import check_simulate, simulate
 from tensorwire.cluster import Cluster
 from tensorwire.sweep.grid import Axis, Config, expand
 from tensorwire.sweep.table import Row, add_speedup
 from tensorwire.workload import Workload
 from tensorwire.workloads import load_model
 from tensorwire.workloads.formats import load_workload
+
+T = TypeVar("T")
 
 #: Called with the number of configurations just finished.
 Progress = Callable[[int], None]
@@ -101,7 +103,20 @@ def run_grid(
         workload_format=workload_format,
         max_flows=max_flows,
     )
+    check_configs(configs)
     return run_configs(configs, jobs=jobs, ray_address=ray_address, progress=progress, executor=executor)
+
+
+def check_configs(configs: Sequence[Config]) -> None:
+    """Raises, before anything is simulated, the :class:`InputError` the first configuration
+    that would fail before simulating would raise (as :func:`run_one` words it): each one's
+    workload loaded and its scenario built and checked by the core
+    (:func:`tensorwire.api.check_simulate`: the strategy with the workload on the fabric,
+    the flow budget), no simulation. :func:`tensorwire.sweep.grid.expand` checks each axis
+    and probes each strategy with a tiny collective; this catches what depends on the
+    whole point (a model too large for a strategy's pieces or the flow budget)."""
+    for c in configs:
+        _run(c, check_simulate)
 
 
 def run_configs(
@@ -112,7 +127,8 @@ def run_configs(
     progress: Optional[Progress] = None,
     executor: Literal["thread", "process"] = "process",
 ) -> list[Row]:
-    """Runs configurations already expanded and validated; rows in the order given."""
+    """Runs configurations already expanded and checked (:func:`tensorwire.sweep.grid.expand`,
+    :func:`check_configs`); rows in the order given."""
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError("jobs", f"{jobs!r} is not allowed; need an integer >= 1")
     if executor not in ("thread", "process"):
@@ -158,9 +174,9 @@ def run_chunk(chunk: Chunk) -> list[tuple[int, Row]]:
     return [(i, run_one(c)) for i, c in chunk]
 
 
-def run_one(config: Config) -> Row:
-    """One configuration's row: its configuration columns, then the result's."""
-    c = config
+def _run(c: Config, call: Callable[..., T]) -> T:
+    """``call`` (:func:`tensorwire.simulate` or :func:`tensorwire.api.check_simulate`) on
+    configuration ``c``; an :class:`InputError` names the configuration."""
     cluster = Cluster(c.workers, c.bandwidth, c.latency, c.topology, c.network)
     try:
         w = (
@@ -168,10 +184,16 @@ def run_one(config: Config) -> Row:
             if c.workload_file
             else _workload(c.model, c.gpu, c.batch, c.compute_speedup)
         )
-        r = simulate(w, cluster, c.strategy, iterations=c.iterations, seed=c.seed, max_flows=c.max_flows)
+        return call(w, cluster, c.strategy, iterations=c.iterations, seed=c.seed, max_flows=c.max_flows)
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
         raise InputError(field, f"{c.describe()}: {message}") from None
+
+
+def run_one(config: Config) -> Row:
+    """One configuration's row: its configuration columns, then the result's."""
+    c = config
+    r = _run(c, simulate)
     return {
         "model": c.model,
         "gpu": c.gpu,

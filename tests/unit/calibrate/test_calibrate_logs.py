@@ -3,15 +3,20 @@ refused in one line naming the file and line, exit 2, through the CLI."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tensorwire._core import InputError
-from tensorwire.calibrate.logs import parse_log
+from tensorwire.calibrate.logs import disagreements, parse_log
+from tensorwire.workload import bus_factor
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"
 AZURE = FIXTURES / "azure-nd-h100-v5-allreduce.log"
@@ -60,10 +65,13 @@ def _table(redop: str = "sum", count_div: int = 4, ranks: int = 8, hosts: int = 
     lines.append(
         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
     )
-    for size in (1 << 20, 1 << 21):
-        lines.append(
-            f"{size:12d}  {size // count_div:12d}  float  {redop:>6s}  -1  100.00  10.49  18.35  0  100.00  10.49  18.35  0"
-        )
+    # Consistent columns as nccl-tests prints them: algbw = size / time, busbw = algbw x the
+    # bus factor (all-reduce: a reduction with size = count x 4; else (n-1)/n).
+    factor = (2 if redop != "none" and count_div == 4 else 1) * (ranks - 1) / ranks
+    for size, us in ((1 << 20, 100.0), (1 << 21, 200.0)):
+        algbw = size / (us * 1e3)
+        cols = f"{us:.2f}  {algbw:.2f}  {algbw * factor:.2f}  0"
+        lines.append(f"{size:12d}  {size // count_div:12d}  float  {redop:>6s}  -1  {cols}  {cols}")
     lines.append("# Avg bus bandwidth    : 18.35")
     return "\n".join(lines) + "\n"
 
@@ -225,3 +233,228 @@ def test_sizes_past_2_53_name_the_row(tmp_path: Path, column: int) -> None:
         parse_log(str(path))
     assert e.value.args[0] == "log" and e.value.args[1].startswith(f"{path}:{i + 1}: "), e.value.args
     assert "past 2^53" in e.value.args[1]
+
+
+# --- rows of size 0 and rows whose columns disagree -------------------------------------
+
+#: Rows of size 0 as nccl-tests prints them for ``-b 0`` (bandwidths 0, or nan when the
+#: measured time rounds to 0).
+ZERO_ROWS = [
+    "           0             0     float     sum      -1     0.12    0.00    0.00       0     0.11    0.00    0.00       0",
+    "           0             0     float     sum      -1     0.00    -nan    -nan       0     0.00    -nan    -nan       0",
+]
+
+
+def _with_zero_rows(text: str) -> tuple[str, list[int]]:
+    """``text`` with :data:`ZERO_ROWS` before its first row, and their line numbers."""
+    lines = text.splitlines()
+    first = next(i for i, t in enumerate(lines) if t.strip() and t.strip()[0].isdigit())
+    lines[first:first] = ZERO_ROWS
+    return "\n".join(lines) + "\n", [first + 1, first + 2]
+
+
+def _cli(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tensorwire", "calibrate", "nccl-tests", str(path), *extra],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_rows_of_size_0_are_skipped_and_counted(tmp_path: Path) -> None:
+    text, lines = _with_zero_rows(AZURE.read_text())
+    path = tmp_path / "b0.log"
+    path.write_text(text)
+    run = parse_log(str(path))
+    assert run.skipped == tuple(lines)
+    assert run.rows == tuple(replace(r, line=r.line + 2) for r in parse_log(str(AZURE)).rows)
+
+
+def test_the_summary_says_how_many_rows_of_size_0_were_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "b0.log"
+    text, lines = _with_zero_rows(AZURE.read_text())
+    path.write_text(text)
+    p = _cli(path, "--topology", "rail:node=dgx-h100")
+    assert p.returncode == 0, p.stderr
+    assert f"2 rows of size 0 skipped ({path})" in p.stdout
+    assert "rows of size 0" not in _cli(AZURE, "--topology", "rail:node=dgx-h100").stdout
+    p = _cli(path, "--topology", "rail:node=dgx-h100", "--json")
+    data = json.loads(p.stdout)
+    assert len(data["rows"]) == 14 and [(r["log"], r["line"]) for r in data["skipped_rows"]] == [
+        (str(path), line) for line in lines
+    ]
+
+
+def test_a_log_of_rows_of_size_0_only_is_refused(tmp_path: Path) -> None:
+    lines = GOOD.splitlines()
+    rows = [i for i, t in enumerate(lines) if t.strip() and t.strip()[0].isdigit()]
+    for k, i in enumerate(rows):
+        lines[i] = ZERO_ROWS[k % 2]
+    path = tmp_path / "only0.log"
+    path.write_text("\n".join(lines) + "\n")
+    p = _cli(path, "--topology", "rail:node=dgx-a100")
+    assert p.returncode == 2 and p.stdout == "", p
+    assert p.stderr.strip().splitlines() == [
+        f"tensorwire: error: log: {path}:{rows[0] + 1}: every row has size 0 (2 of them; nccl-tests' -b 0): "
+        "no row times anything; run it from -b 8 or larger"
+    ]
+
+
+def _mutate(path: Path, size: int, column: int, value: str) -> tuple[str, int]:
+    """The log at ``path`` with field ``column`` of the row of ``size`` set to ``value``,
+    and that row's line number."""
+    lines = path.read_text().splitlines()
+    i = next(i for i, t in enumerate(lines) if t.split()[:1] == [str(size)])
+    fields = lines[i].split()
+    fields[column] = value
+    lines[i] = "  ".join(fields)
+    return "\n".join(lines) + "\n", i + 1
+
+
+# Fields of a row: size count type redop root time algbw busbw #wrong time algbw busbw #wrong.
+DISAGREE = {
+    # The Azure fixture's 8 MiB row: 85.28 us, 98.36 GB/s, 172.13 GB/s (x 1.75 on 8 ranks).
+    "busbw": (AZURE, 8 << 20, 7, "182.13", ["busbw 182.13 is not algbw x 1.75 (allreduce on 8 ranks) = 172.13 GB/s"]),
+    "algbw": (
+        AZURE,
+        8 << 20,
+        6,
+        "93.36",
+        [
+            "algbw 93.36 is not size / time = 98.37 GB/s",
+            "busbw 172.13 is not algbw x 1.75 (allreduce on 8 ranks) = 163.38",
+        ],
+    ),
+    "time": (AZURE, 8 << 20, 5, "95.28", ["algbw 98.36 is not size / time = 88.04 GB/s"]),
+    "in-place": (AZURE, 8 << 20, 11, "172.43", ["in-place busbw 172.43 is not algbw x 1.75"]),
+    # The GCP fixture's busbw is 2 x 15/16 x algbw (16 ranks), not 2 x 7/8 (as if 8).
+    "ranks": (GCP, 1 << 20, 7, f"{5.16 * 1.75:.2f}", ["busbw 9.03 is not algbw x 1.875 (allreduce on 16 ranks)"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISAGREE))
+def test_a_row_whose_columns_disagree_is_refused_naming_them(tmp_path: Path, name: str) -> None:
+    log, size, column, value, what = DISAGREE[name]
+    text, line = _mutate(log, size, column, value)
+    path = tmp_path / f"{name}.log"
+    path.write_text(text)
+    p = _cli(path, "--topology", "rail:node=dgx-h100")
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p
+    (message,) = p.stderr.strip().splitlines()
+    assert message.startswith(f"tensorwire: error: log: {path}:{line}: columns disagree at size {size}: "), message
+    for w in what:
+        assert w in message, message
+    if name != "algbw":
+        assert message.count(" is not ") == 1, message  # only the column changed
+
+
+@pytest.mark.parametrize(
+    "column, value",
+    [(7, "172.14"), (7, "172.12"), (5, "85.29"), (5, "85.3"), (5, "85")],
+    ids=["busbw+1", "busbw-1", "time+1", "time-1-digit", "time-2-digits"],
+)
+def test_the_last_printed_digit_is_within_the_rounding(column: int, value: str) -> None:
+    """One unit of the last printed digit off (or fewer digits) is nccl-tests' rounding, not a
+    contradiction: the fixture's 8 MiB row so changed still reads."""
+    text, _ = _mutate(AZURE, 8 << 20, column, value)
+    with _temp_log(text) as path:
+        assert len(parse_log(path).rows) == 14
+
+
+class _temp_log:
+    """A temporary log file holding ``text`` (hypothesis runs many examples per test, so no
+    ``tmp_path``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __enter__(self) -> str:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            f.write(self.text)
+        self.path = f.name
+        return f.name
+
+    def __exit__(self, *exc: object) -> None:
+        os.unlink(self.path)
+
+
+def get_float_str(value: float, width: int) -> str:
+    """nccl-tests' ``getFloatStr`` (src/util.cu): two decimals, fewer as the integer part
+    grows, then an exponent."""
+    power, v = 0, 1
+    while value >= v:
+        power, v = power + 1, v * 10
+    if power < width - 2:
+        return f"{value:{width}.2f}"
+    if power < width - 1:
+        return f"{value:{width}.1f}"
+    if power < width + 1:
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
+
+
+def old_time_str(us: float) -> str:
+    """Older nccl-tests (src/common.cu): ``%7.0f`` from 10 ms, ``%7.1f`` from 100 us, else ``%7.2f``."""
+    return f"{us:7.0f}" if us >= 10000 else f"{us:7.1f}" if us >= 100 else f"{us:7.2f}"
+
+
+COLLECTIVE_NAMES = ("allreduce", "allgather", "reducescatter", "alltoall")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    us=st.floats(0.5, 1e9),
+    size=st.integers(1, 1 << 45),
+    collective=st.sampled_from(COLLECTIVE_NAMES),
+    ranks=st.integers(2, 4096),
+    old=st.booleans(),
+)
+def test_columns_printed_from_a_time_and_size_agree(
+    us: float, size: int, collective: str, ranks: int, old: bool
+) -> None:
+    """Whatever (time, size), the columns nccl-tests prints from them (new or old formats)
+    pass; busbw 2% + 0.05 GB/s off does not (below 1e5 GB/s, where %6.0e's single digit
+    would hide it)."""
+    factor = bus_factor(collective, ranks)
+    algbw = size / (us * 1e3)
+    busbw = algbw * factor
+    if old:
+        t, a, b = old_time_str(us), f"{algbw:6.2f}", f"{busbw:6.2f}"
+    else:
+        t, a, b = get_float_str(us, 7), get_float_str(algbw, 6), get_float_str(busbw, 6)
+    assert disagreements(size, t.strip(), a.strip(), b.strip(), factor) == []
+    assert disagreements(size, None, a.strip(), b.strip(), factor) == []
+    if busbw < 1e5:
+        off = busbw * 1.02 + 0.05
+        wrong = f"{off:6.2f}" if old else get_float_str(off, 6)
+        assert len(disagreements(size, t.strip(), a.strip(), wrong.strip(), factor)) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.floats(1.0, 1e7), st.integers(0, 1 << 36)), min_size=1, max_size=8),
+    ranks=st.sampled_from([2, 8, 16]),
+)
+def test_a_log_printed_from_times_and_sizes_reads(rows: list[tuple[float, int]], ranks: int) -> None:
+    """A whole all_reduce_perf log printed from (time, size) pairs reads, its rows of size 0
+    skipped (refused when there is nothing else)."""
+    lines = ["# nThread 1 nGpus 1 minBytes 0 maxBytes 1 step: 2(factor) warmup iters: 5 iters: 20"]
+    for r in range(ranks):
+        lines.append(f"#  Rank {r:2d} Group  0 Pid {r:6d} on {'h':>10s} device {r:2d} [0x00] NVIDIA H100 80GB HBM3")
+    lines.append("#       size         count      type   redop    root     time   algbw   busbw #wrong")
+    factor = bus_factor("allreduce", ranks)
+    for us, size in rows:
+        size -= size % 4
+        algbw = size / (us * 1e3)
+        cols = f"{get_float_str(us, 7)}  {get_float_str(algbw, 6)}  {get_float_str(algbw * factor, 6)}      0"
+        lines.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {cols}")
+    with _temp_log("# Collective test starting: all_reduce_perf\n" + "\n".join(lines) + "\n") as path:
+        sizes = [s - s % 4 for _, s in rows]
+        if not any(sizes):
+            with pytest.raises(InputError, match="every row has size 0"):
+                parse_log(path)
+            return
+        run = parse_log(path)
+    assert [r.size for r in run.rows] == [s for s in sizes if s] and len(run.skipped) == sizes.count(0)

@@ -140,3 +140,45 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message
     assert p.stderr.startswith(message), p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not any(tmp_path.iterdir())
+
+
+#: A grid whose second point fails before simulating for what depends on the whole point
+#: (the model with the strategy), not on any one axis: alexnet runs, gpt3_175b needs more
+#: flows than the budget, or more pieces than a run can hold.
+LATER_POINT_FAILS = [
+    (["-s", "ring:partition=1MiB"], "tensorwire: error: max_flows: gpt3_175b (h100, batch 1, compute x1) on 4 workers"),
+    (["-s", "ring:partition=64KiB"], "tensorwire: error: strategy.partition: gpt3_175b (h100, batch 1, compute x1)"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), LATER_POINT_FAILS, ids=["flow-budget", "pieces"])
+def test_a_later_point_s_error_prints_nothing_before_it(tmp_path: Path, args: list[str], message: str) -> None:
+    """Every point's scenario is checked before the first runs: one line on stderr, nothing on
+    stdout (it printed the first point's progress, then the error), no file, exit 2."""
+    p = tensorwire(
+        "sweep", "-m", "alexnet,gpt3_175b", "-n", "4", "-b", "25Gbps", "-j", "1", "-o", "r.csv", *args, cwd=tmp_path
+    )
+    assert p.returncode == 2, p.stderr
+    assert p.stdout == ""
+    assert p.stderr.startswith(message) and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_points_are_checked_without_simulating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The up-front check builds each scenario in the core and simulates none of them."""
+    import tensorwire.sweep.run as run
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simulated before checking every point")
+
+    monkeypatch.setattr(run, "simulate", never)
+    out = tmp_path / "r.csv"
+    result = CliRunner().invoke(
+        sweep, ["-m", "alexnet,gpt3_175b", "-n", "4", "-s", "ring:partition=1MiB", "-o", str(out)]
+    )
+    assert isinstance(result.exception, tw.InputError) and result.exception.args[0] == "max_flows", result.output
+    assert result.output == "" and not out.exists()
+    # The API too (its default is no flow budget: pieces past what a run holds).
+    with pytest.raises(tw.InputError, match="strategy.partition|gpt3_175b") as e:
+        run.run_grid("alexnet,gpt3_175b", 4, "25Gbps", "ring:partition=64KiB", jobs=1)
+    assert e.value.args[0] == "strategy.partition" and e.value.args[1].startswith("gpt3_175b "), e.value.args

@@ -32,6 +32,7 @@ mod fold;
 mod interference;
 mod jobs;
 mod lanes;
+mod nccl_times;
 mod program;
 mod ps;
 mod report;
@@ -260,18 +261,38 @@ pub(crate) fn allreduce_schedule(
 /// Simulates the scenario and reports its steady state. A failure timed after the run
 /// ended is refused (see [`Scenario::allow_failures_after_end`]).
 pub fn simulate(sc: &Scenario) -> Result<Report> {
-    let report = simulate_unchecked(sc)?;
+    let report = prepare(sc, Mode::Simulate)?.expect("a simulation reports");
     failures::refuse_after_end(sc, std::slice::from_ref(&report))?;
     Ok(report)
 }
 
-/// [`simulate`] without the check of failures after the end.
-fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
+/// Refuses `sc` as [`simulate`] would before simulating anything: the scenario, the
+/// fabric, the strategy on it with the workload (pieces, schedules, NCCL's restrictions)
+/// and the flow budget (`max_flows`), in the same order and with the same errors. Builds
+/// the fabric and the engine, runs no event: for checking every point of a sweep up front.
+/// What only a run can find (a time past the horizon, a failure timed after the end, the
+/// flow budget's check while running) is not checked.
+pub fn check_scenario(sc: &Scenario) -> Result<()> {
+    prepare(sc, Mode::Check).map(|_| ())
+}
+
+/// What [`prepare`] does once a scenario is built and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Runs it: the report.
+    Simulate,
+    /// Stops there: no report.
+    Check,
+}
+
+/// Builds and checks `sc`, then simulates it under [`Mode::Simulate`] (without the check
+/// of failures after the end) or stops under [`Mode::Check`].
+fn prepare(sc: &Scenario, mode: Mode) -> Result<Option<Report>> {
     sc.validate()?;
     let n = sc.workers;
     let strategy = &sc.strategy;
     if let Family::Sharded(cfg) = &strategy.family {
-        return sharded::simulate(sc, cfg);
+        return sharded::simulate(sc, cfg, mode);
     }
     if matches!(strategy.family, Family::Nccl(_)) && !sc.failures.is_empty() {
         return Err(crate::error::Error::invalid(
@@ -339,8 +360,11 @@ fn simulate_unchecked(sc: &Scenario) -> Result<Report> {
     let folding = Folding { folded, rank_fold, server_classes, lanes: sc.allow_lanes };
     let mut engine = Engine::new(sc, &mut core, schedule, folding, 0, None)?;
     estimate::check(sc, engine.work, matches!(core.topo.shape(), Shape::Star))?;
+    if mode == Mode::Check {
+        return Ok(None);
+    }
     driver::drive(sc, &mut [&mut engine], &mut core)?;
-    Ok(engine.report(&mut core))
+    Ok(Some(engine.report(&mut core)))
 }
 
 /// How a run is folded (see [`simulate`]); a job of a multi-job run is not.
@@ -579,39 +603,21 @@ impl<'a> Engine<'a> {
 }
 
 /// NCCL's time for each collective of `sc` under `cfg` (by payload bytes, as listed, times
-/// `wire_factor` on the wire): `crate::nccl::choose` on the fabric NCCL sees, once per
-/// size (the task sizes up front, with their errors; a fused size on first use).
+/// `wire_factor` on the wire), one schedule (index 0): the task sizes up front, with their
+/// errors; a fused size on first use ([`nccl_times::NcclTimes`]).
 fn nccl_durations(
     sc: &Scenario,
     cfg: &crate::strategy::NcclConfig,
     wire_factor: f64,
     sizes: &[u64],
 ) -> Result<timed::Durations> {
-    let fabric = check::nccl_fabric(cfg, &sc.topology, sc.workers, sc.bandwidth)?;
-    let collective = sc.workload.collective;
-    let time = move |bytes: u64, options: &crate::nccl::NcclOptions| -> Result<timed::Timed> {
-        let size = bytes as f64 * wire_factor;
-        let c = crate::nccl::choose(&fabric, collective, size, options)?;
-        Ok(timed::Timed::of(&fabric, collective, &c, size))
+    let group = nccl_times::NcclGroup {
+        fabric: check::nccl_fabric(cfg, &sc.topology, sc.workers, sc.bandwidth)?,
+        collective: sc.workload.collective,
+        options: cfg.options.clone(),
+        wire_factor,
     };
-    let mut known: HashMap<u64, timed::Timed> = HashMap::new();
-    for &b in sizes {
-        if let std::collections::hash_map::Entry::Vacant(e) = known.entry(b) {
-            e.insert(time(b, &cfg.options)?);
-        }
-    }
-    let options = cfg.options.clone();
-    let cache = std::cell::RefCell::new(known);
-    Ok(Box::new(move |_schedule, bytes| {
-        if let Some(&d) = cache.borrow().get(&bytes) {
-            return d;
-        }
-        // The options were checked on this fabric above, so choose does not refuse them;
-        // if it did, the collective would never end and the run stops at the horizon.
-        let d = time(bytes, &options).unwrap_or(timed::Timed { ns: Nanos::MAX, ..timed::Timed::default() });
-        cache.borrow_mut().insert(bytes, d);
-        d
-    }))
+    Ok(nccl_times::NcclTimes::new(vec![group], sizes.iter().map(|&b| (0, b)))?.into_durations())
 }
 
 impl Engine<'_> {

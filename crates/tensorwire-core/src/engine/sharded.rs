@@ -43,13 +43,12 @@
 //! Parameters travel at `param_dtype`, gradients at `reduce_dtype` (default: as the
 //! workload lists them), gradients divided by `compression`.
 
-use std::collections::HashMap;
-
 use super::interference::Interference;
+use super::nccl_times::{NcclGroup, NcclTimes};
 use super::program::{Instr, Program, Runner};
 use super::step::{StepCollective, StepSettings};
-use super::timed::{Timed, TimedCollective};
-use super::{build_core, build_report, estimate, variability, Scenario};
+use super::timed::TimedCollective;
+use super::{build_core, build_report, estimate, variability, Mode, Scenario};
 use crate::collectives::{
     split_layout, AcrossGroups, AllGather, Collective, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter,
     Ring, StepSchedule,
@@ -80,15 +79,16 @@ pub(super) fn interference(cfg: &ShardedConfig, comm: Comm) -> Interference {
     Interference { slowdown: cfg.compute_slowdown.unwrap_or(default) }
 }
 
-/// Simulates a sharded strategy (see the module documentation).
-pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
+/// Simulates a sharded strategy (see the module documentation); under [`Mode::Check`]
+/// stops once everything is built and checked, before simulating.
+pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result<Option<Report>> {
     let n = sc.workers;
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n, 0, sc.bandwidth, latency)?;
     let group = shard_group(cfg, &topo, n)?;
     let comm = comm(cfg, &sc.topology);
     if comm == Comm::Nccl {
-        return simulate_nccl(sc, cfg, topo, group);
+        return simulate_nccl(sc, cfg, topo, group, mode);
     }
     let schedules = schedules(cfg, &topo, n, group);
     let star = matches!(topo.shape(), Shape::Star);
@@ -135,6 +135,9 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     let flows = per_iteration.saturating_mul(u64::from(sc.iterations));
     drop(per_op);
     estimate::check(sc, estimate::Work { flows, lane_messages: 0, weight: 1 }, star)?;
+    if mode == Mode::Check {
+        return Ok(None);
+    }
     let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let mut measured =
@@ -142,7 +145,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig) -> Result<Report> {
     if let Some(fold) = relabel {
         fold.relabel(&mut measured.compute_spans);
     }
-    Ok(build_report(sc, &mut core, measured))
+    Ok(Some(build_report(sc, &mut core, measured)))
 }
 
 /// The NCCL collective of each schedule index.
@@ -187,24 +190,31 @@ pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: 
     Ok(list)
 }
 
-/// Per (schedule, bytes) of `program`: NCCL's time and the bytes a rank sends
-/// ([`Timed::of`]), from [`nccl::choose`] with the whole buffer as its size.
-fn nccl_times(fabrics: &[NcclFabric], program: &Program) -> Result<HashMap<(usize, u64), Timed>> {
-    let mut times = HashMap::new();
-    for c in &program.collectives {
-        if times.contains_key(&(c.schedule, c.bytes)) {
-            continue;
-        }
-        let fabric = &fabrics[c.schedule];
-        let collective = collective_of(c.schedule);
-        let choice = nccl::choose(fabric, collective, c.bytes as f64, &NcclOptions::default())?;
-        times.insert((c.schedule, c.bytes), Timed::of(fabric, collective, &choice, c.bytes as f64));
-    }
-    Ok(times)
+/// NCCL's times for `program`'s collectives over `fabrics` (by schedule index), with
+/// [`nccl::choose`] on the whole buffer (the program's bytes are on the wire already) and
+/// NCCL's defaults: every (schedule, bytes) of the program up front.
+fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<NcclTimes> {
+    let groups = fabrics
+        .into_iter()
+        .enumerate()
+        .map(|(s, fabric)| NcclGroup {
+            fabric,
+            collective: collective_of(s),
+            options: NcclOptions::default(),
+            wire_factor: 1.0,
+        })
+        .collect();
+    NcclTimes::new(groups, program.collectives.iter().map(|c| (c.schedule, c.bytes)))
 }
 
 /// [`simulate`] with every collective timed by NCCL's model (no flow).
-fn simulate_nccl(sc: &Scenario, cfg: &ShardedConfig, topo: crate::topology::Topology, group: usize) -> Result<Report> {
+fn simulate_nccl(
+    sc: &Scenario,
+    cfg: &ShardedConfig,
+    topo: crate::topology::Topology,
+    group: usize,
+    mode: Mode,
+) -> Result<Option<Report>> {
     let n = sc.workers;
     if !sc.failures.is_empty() {
         return Err(Error::invalid(
@@ -213,20 +223,22 @@ fn simulate_nccl(sc: &Scenario, cfg: &ShardedConfig, topo: crate::topology::Topo
         ));
     }
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
-    let fabrics = nccl_fabrics(sc, cfg, n, group)?;
-    let times = nccl_times(&fabrics, &program)?;
+    let times = nccl_times(nccl_fabrics(sc, cfg, n, group)?, &program)?;
     // Every rank ends each collective at the same instant: one stands for all when they
     // compute alike.
     let folded = sc.allow_folding && n > 1 && sc.variability.is_uniform();
     let ranks = if folded { 1 } else { n };
     estimate::check(sc, estimate::Work { flows: 0, lane_messages: 0, weight: 1 }, false)?;
     let mut core = build_core(sc, topo, folded)?;
-    let exec = TimedCollective::new(Box::new(move |s, b| times.get(&(s, b)).copied().unwrap_or_default()), ranks);
+    if mode == Mode::Check {
+        return Ok(None);
+    }
+    let exec = TimedCollective::new(times.into_durations(), ranks);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let measured = Runner::new(sc, program, ranks, 0, exec, sampler)
         .with_interference(interference(cfg, Comm::Nccl))
         .run(&mut core)?;
-    Ok(build_report(sc, &mut core, measured))
+    Ok(Some(build_report(sc, &mut core, measured)))
 }
 
 /// Streams (NCCL communicators) of the all-gathers, reduce-scatters and hsdp's

@@ -31,6 +31,13 @@ GRID = [
 ]  # long on purpose
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C's default disposition. A test run started in the background of a
+    non-interactive shell inherits SIGINT ignored, and Python keeps an ignored SIGINT so
+    (no KeyboardInterrupt), which would make these tests depend on how pytest was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for entry in Path("/proc").iterdir():
@@ -59,6 +66,7 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], list[int]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 60
     workers: list[int] = []
@@ -135,6 +143,7 @@ def test_a_long_simulation_stops_on_a_signal_with_one_line(signum: int, line: st
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
     time.sleep(3)
     assert p.poll() is None

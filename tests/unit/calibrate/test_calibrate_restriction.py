@@ -72,3 +72,23 @@ def test_a_restriction_nccl_cannot_run_is_one_line(
     assert rc == 2 and stdout == ""
     assert err.startswith(f"tensorwire: error: {field}: ") and err.count("\n") == 1
     assert not out.exists()
+
+
+COREWEAVE = str(FIXTURES / "coreweave-h100-12x8-sharp-allreduce.log")
+
+
+@pytest.mark.skipif(not NATIVE, reason="the core has no calibration options")
+def test_a_multi_node_sharp_log_under_nccl_algo_is_fitted_within_5_percent() -> None:
+    # CoreWeave's 12 x 8 H100 run with NCCL_ALGO=COLLNETCHAIN (SHARP in the switches): the
+    # inter-node regime is fitted, every row stays on CollNet chain, as the run did.
+    runs = [parse_log(COREWEAVE)]
+    assert (runs[0].nodes, runs[0].gpus_per_node) == (12, 8)
+    result = fit(runs, "rail:node=dgx-h100,sharp=true", None, "rdma", nccl_list("COLLNETCHAIN"))
+    assert result.fitted == ("inter",)
+    assert {(r.before.algo, r.after.algo) for r in result.rows} == {("collnetchain", "collnetchain")}
+    assert max(abs(r.error) for r in result.rows) <= 0.05, [(r.size, r.error) for r in result.rows]
+
+
+def test_collnet_without_sharp_in_the_switches_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, stdout, err = _run(capsys, "calibrate", "nccl-tests", COREWEAVE, "--algo", "CollNetChain")
+    assert rc == 2 and stdout == "" and err.startswith("tensorwire: error: algo: ") and err.count("\n") == 1

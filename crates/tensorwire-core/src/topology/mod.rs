@@ -9,12 +9,14 @@
 pub mod node;
 mod placement;
 pub mod rail;
+pub mod sharing;
 pub mod spec;
 mod symmetry;
 
 pub use node::{NodePreset, NODE_PRESETS};
 pub use placement::{placement, PLACEMENTS};
 pub use rail::{Rail, RailParams};
+pub use sharing::{contention, Contention};
 pub use spec::TopologySpec;
 pub use symmetry::{digits, LinkOrbits};
 

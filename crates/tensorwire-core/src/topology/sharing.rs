@@ -1,0 +1,299 @@
+//! Whether jobs on disjoint hosts of a fabric can slow each other.
+//!
+//! In tensorwire's network model jobs meet only on links: switches are non-blocking and
+//! a host belongs to one job. A link slows a flow only when the flows crossing it could
+//! together send faster than its capacity, and every flow is bounded by its source's
+//! link into the fabric (and its destination's link out of it). So jobs on a fabric
+//! cannot slow each other when every link that the traffic of two jobs could cross has
+//! at least the capacity of all the host links that can feed it: whatever each job
+//! sends, such a link is never the one that limits a flow. Where that holds, a job whose
+//! collectives are timed in closed form, with no flows on the links (NCCL's model), is
+//! exact beside any other job, timed or on flows (see `engine::jobs`).
+//!
+//! The links two jobs could share, by fabric (`trunks`):
+//! - `star`: none; each host has its own link pair to the one non-blocking switch;
+//! - `ring`: every link, since hosts forward each other's messages;
+//! - `leaf-spine`: a leaf's spine links, fed by its hosts whose job has hosts under
+//!   another leaf (the rest never leave the leaf); each carries at most their host links'
+//!   rate, against the `uplink` rate (default `hosts_per_leaf x host rate / spines`, so a
+//!   leaf with more job hosts than `hosts_per_leaf / spines` can be contended:
+//!   deterministic ECMP may put several of its hosts' flows on one spine link);
+//! - `rail`: a leaf's spine links (leaf = one rail of one rail group), fed by its GPUs
+//!   whose job has a GPU on another node and another leaf (the others reach their job over
+//!   NVLink or the leaf alone), against `nodes_per_group x NIC / (oversubscription x
+//!   spines)`; and the service leaf's spine links, fed by the extra hosts whose job has a
+//!   GPU. So jobs in rail groups of their own never meet, and jobs in one group only on
+//!   a fabric whose every spine link carries a leaf's NICs (`spines=1`, no
+//!   oversubscription);
+//! - `nodes`: a machine's NIC link to the top switch, fed by its GPUs' PCIe links to the
+//!   NIC whose job has a host off the machine: two jobs with GPUs on one machine meet
+//!   there (a NIC runs at most at the machine's PCIe total, never more here).
+
+use super::{NodeId, Shape, Topology};
+
+/// Links only the traffic of some hosts (its feeders) may cross, named for errors.
+struct Trunk {
+    /// What the links are, as a person reads it (`the spine links of leaf3`).
+    name: String,
+    /// The smallest capacity of its links, bytes/ns.
+    capacity: f64,
+    /// Hosts whose traffic may cross it, with the rate that bounds it (bytes/ns): the
+    /// host's link towards it.
+    feeders: Vec<(NodeId, f64)>,
+}
+
+/// Two jobs' traffic may meet beyond a link's capacity: where and how much.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contention {
+    /// The links, as a person reads them (`the spine links of leaf0.3`).
+    pub links: String,
+    /// The other job (index into the host sets).
+    pub other: usize,
+    /// Capacity of each of those links, bytes/s.
+    pub capacity_bytes_per_s: f64,
+    /// Host links of all jobs that can feed them, bytes/s in all.
+    pub feeders_bytes_per_s: f64,
+    /// How many host links those are.
+    pub feeders: usize,
+}
+
+/// Where the traffic of job `job` (its hosts `jobs[job]`) and another job's could meet on
+/// a link beyond its capacity (see the module doc): the first such link group, or `None`
+/// when every link the job could share with another is never limiting, so that no other
+/// job can change its flows' rates and it can change no other job's. The jobs' host sets
+/// are disjoint (hosts outside them carry no traffic); a job's traffic may go between
+/// any two of its hosts.
+pub fn contention(topo: &Topology, jobs: &[Vec<usize>], job: usize) -> Option<Contention> {
+    let mut owner: Vec<Option<usize>> = vec![None; topo.hosts()];
+    for (j, hosts) in jobs.iter().enumerate() {
+        for &h in hosts {
+            owner[h] = Some(j);
+        }
+    }
+    for trunk in trunks(topo, jobs, &owner) {
+        let has = |j: usize| trunk.feeders.iter().any(|&(h, _)| owner[h] == Some(j));
+        if !has(job) {
+            continue;
+        }
+        let Some(other) = (0..jobs.len()).find(|&j| j != job && has(j)) else { continue };
+        let demand: f64 = trunk.feeders.iter().map(|&(_, rate)| rate).sum();
+        // Rates are products of the same inputs: a tolerance for their rounding only.
+        if trunk.capacity * (1.0 + 1e-9) < demand {
+            return Some(Contention {
+                links: trunk.name,
+                other,
+                capacity_bytes_per_s: trunk.capacity * 1e9,
+                feeders_bytes_per_s: demand * 1e9,
+                feeders: trunk.feeders.len(),
+            });
+        }
+    }
+    None
+}
+
+/// The link groups that more than one host's traffic may cross on `topo`, each with the
+/// job hosts that may feed it (`owner`: each host's job).
+fn trunks(topo: &Topology, jobs: &[Vec<usize>], owner: &[Option<usize>]) -> Vec<Trunk> {
+    let links = topo.links();
+    let hosts = topo.hosts();
+    let min_capacity =
+        |ids: &mut dyn Iterator<Item = usize>| ids.map(|l| links[l].bytes_per_ns).fold(f64::INFINITY, f64::min);
+    // Hosts of each job per group (`group_of`), to tell whether a job leaves a group.
+    let per_group = |group_of: &dyn Fn(usize) -> Option<usize>, groups: usize| -> Vec<Vec<usize>> {
+        let mut count = vec![vec![0; groups]; jobs.len()];
+        for (j, hs) in jobs.iter().enumerate() {
+            for &h in hs {
+                if let Some(g) = group_of(h) {
+                    count[j][g] += 1;
+                }
+            }
+        }
+        count
+    };
+    match topo.shape() {
+        Shape::Star => Vec::new(),
+        Shape::Ring => vec![Trunk {
+            name: "the ring's links (hosts forward each other's messages)".into(),
+            capacity: min_capacity(&mut (0..links.len())),
+            feeders: (0..hosts)
+                .filter(|&h| owner[h].is_some())
+                .map(|h| (h, links[2 * h].bytes_per_ns.max(links[topo.downlink(h)].bytes_per_ns)))
+                .collect(),
+        }],
+        Shape::LeafSpine { hosts_per_leaf, leaves, spines } => {
+            let (per_leaf, leaves, spines) = (*hosts_per_leaf, *leaves, *spines);
+            let count = per_group(&|h| Some(h / per_leaf), leaves);
+            let base = 2 * hosts;
+            (0..leaves)
+                .map(|l| Trunk {
+                    name: format!("the spine links of {}", topo.node_name(hosts + l)),
+                    capacity: min_capacity(&mut (0..2 * spines).map(|k| base + 2 * l * spines + k)),
+                    feeders: (l * per_leaf..((l + 1) * per_leaf).min(hosts))
+                        .filter_map(|h| {
+                            let j = owner[h]?;
+                            let leaves_leaf = jobs[j].len() > count[j][l];
+                            leaves_leaf.then(|| (h, links[2 * h].bytes_per_ns.max(links[2 * h + 1].bytes_per_ns)))
+                        })
+                        .collect(),
+                })
+                .collect()
+        }
+        Shape::Rail(rail) => {
+            let (gpus, g, spines) = (rail.gpus, rail.gpus_per_node, rail.spines);
+            let leaf_of = |h: usize| {
+                let (r, _, grp) = rail.coords(h);
+                grp * g + r
+            };
+            let on_leaf = per_group(&|h| (h < gpus).then(|| leaf_of(h)), rail.leaves());
+            let on_node = per_group(&|h| (h < gpus).then(|| h / g), rail.nodes);
+            let gpus_of: Vec<usize> = jobs.iter().map(|hs| hs.iter().filter(|&&h| h < gpus).count()).collect();
+            let (nic, up) = (2 * gpus, 4 * gpus);
+            let mut feeders = vec![Vec::new(); rail.leaves()];
+            for h in 0..gpus {
+                let Some(j) = owner[h] else { continue };
+                let (l, n) = (leaf_of(h), h / g);
+                // The job's GPUs off this node and off this leaf (h itself is on both),
+                // or any of its extra hosts: its traffic to them crosses the spine.
+                let away = gpus_of[j] + 1 - on_leaf[j][l] - on_node[j][n];
+                if away > 0 || jobs[j].len() > gpus_of[j] {
+                    feeders[l].push((h, links[nic + 2 * h].bytes_per_ns.max(links[nic + 2 * h + 1].bytes_per_ns)));
+                }
+            }
+            let mut out: Vec<Trunk> = feeders
+                .into_iter()
+                .enumerate()
+                .map(|(l, feeders)| Trunk {
+                    name: format!("the spine links of {}", topo.node_name(hosts + rail.nodes + l)),
+                    capacity: min_capacity(&mut (0..2 * spines).map(|k| up + 2 * l * spines + k)),
+                    feeders,
+                })
+                .collect();
+            if rail.extra > 0 {
+                let extra_base = up + 2 * rail.leaves() * spines;
+                let service_base = extra_base + 2 * rail.extra;
+                out.push(Trunk {
+                    name: "the spine links of the service leaf".into(),
+                    capacity: min_capacity(&mut (0..2 * spines).map(|k| service_base + k)),
+                    feeders: (gpus..hosts)
+                        .filter_map(|h| {
+                            let j = owner[h]?;
+                            let x = extra_base + 2 * (h - gpus);
+                            (gpus_of[j] > 0).then(|| (h, links[x].bytes_per_ns.max(links[x + 1].bytes_per_ns)))
+                        })
+                        .collect(),
+                });
+            }
+            out
+        }
+        Shape::Nodes { gpus_per_node, nodes, gpus } => {
+            let (g, machines, gpus) = (*gpus_per_node, *nodes, *gpus);
+            let on_machine = per_group(&|h| (h < gpus).then(|| h / g), machines);
+            let link = |a: NodeId, b: NodeId| topo.links().iter().position(|l| l.from == a && l.to == b);
+            let top = hosts + machines;
+            (0..machines)
+                .map(|m| {
+                    let nic = hosts + m;
+                    let trunk = [link(nic, top), link(top, nic)];
+                    Trunk {
+                        name: format!("the top-switch link of {}", topo.node_name(nic)),
+                        capacity: min_capacity(&mut trunk.into_iter().flatten()),
+                        feeders: (m * g..((m + 1) * g).min(gpus))
+                            .filter_map(|h| {
+                                let j = owner[h]?;
+                                let pcie = [link(h, nic), link(nic, h)].into_iter().flatten();
+                                (jobs[j].len() > on_machine[j][m])
+                                    .then(|| (h, pcie.map(|l| links[l].bytes_per_ns).fold(0.0, f64::max)))
+                            })
+                            .collect(),
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::TopologySpec;
+
+    /// `topology` with `hosts` hosts at 400 Gbps (50 bytes/ns) per host link.
+    fn fabric(topology: &str, hosts: usize) -> Topology {
+        TopologySpec::parse(topology).unwrap().build(hosts, 0, 50e9, 0).unwrap()
+    }
+
+    fn range(a: usize, b: usize) -> Vec<usize> {
+        (a..b).collect()
+    }
+
+    #[test]
+    fn a_star_never_contends() {
+        let t = fabric("star", 8);
+        let jobs = [range(0, 3), range(3, 8)];
+        assert_eq!(contention(&t, &jobs, 0), None);
+        assert_eq!(contention(&t, &jobs, 1), None);
+    }
+
+    #[test]
+    fn a_ring_contends_between_any_two_jobs() {
+        let t = fabric("ring", 8);
+        let c = contention(&t, &[range(0, 4), range(4, 8)], 0).unwrap();
+        assert_eq!(c.other, 1);
+        assert!(c.links.contains("ring"), "{}", c.links);
+        // One job alone on it: nothing to meet.
+        assert_eq!(contention(&t, &[range(0, 8)], 0), None);
+    }
+
+    #[test]
+    fn leaf_spine_contends_on_a_shared_leaf_unless_its_spine_links_carry_all_its_hosts() {
+        // Leaves of 4 hosts, 2 spines at 2 x host rate each: a leaf shared by two jobs
+        // that leave it could send 4 x host rate over one spine link (ECMP).
+        let t = fabric("leaf-spine:hosts_per_leaf=4,spines=2", 16);
+        let c = contention(&t, &[vec![0, 1, 4, 5], vec![2, 3, 6, 7]], 0).unwrap();
+        assert_eq!((c.other, c.feeders), (1, 4));
+        assert_eq!(c.links, "the spine links of leaf0");
+        assert_eq!((c.capacity_bytes_per_s, c.feeders_bytes_per_s), (100e9, 200e9));
+        // Jobs on leaves of their own share no link.
+        assert_eq!(contention(&t, &[range(0, 8), range(8, 16)], 0), None);
+        // Jobs sharing a leaf but each within it send nothing up.
+        assert_eq!(contention(&t, &[range(0, 2), range(2, 4)], 0), None);
+        // Spine links at the leaf's full host rate never limit.
+        let t = fabric("leaf-spine:hosts_per_leaf=4,spines=2,uplink=1600Gbps", 16);
+        assert_eq!(contention(&t, &[vec![0, 1, 4, 5], vec![2, 3, 6, 7]], 0), None);
+    }
+
+    #[test]
+    fn rail_jobs_meet_only_in_a_shared_rail_group_below_the_leaves_nic_rate() {
+        // 4 DGX H100 (8 GPUs each), one rail group, 4 spines at one NIC each (default):
+        // two 2-node jobs share every leaf.
+        let t = fabric("rail:node=dgx-h100", 32);
+        let jobs = [range(0, 16), range(16, 32)];
+        let c = contention(&t, &jobs, 1).unwrap();
+        assert_eq!((c.other, c.feeders), (0, 4));
+        assert_eq!(c.links, "the spine links of leaf0.0");
+        assert_eq!((c.capacity_bytes_per_s, c.feeders_bytes_per_s), (50e9, 200e9));
+        // In rail groups of their own (2 nodes each) they share no leaf.
+        assert_eq!(contention(&fabric("rail:node=dgx-h100,nodes_per_group=2", 32), &jobs, 0), None);
+        // One spine: each leaf's spine link carries all of its NICs ...
+        assert_eq!(contention(&fabric("rail:node=dgx-h100,spines=1", 32), &jobs, 0), None);
+        // ... unless oversubscribed.
+        let c = contention(&fabric("rail:node=dgx-h100,spines=1,oversubscription=2", 32), &jobs, 0).unwrap();
+        assert_eq!((c.capacity_bytes_per_s, c.feeders_bytes_per_s), (100e9, 200e9));
+        // Single-node jobs talk over NVLink only, whatever the leaves: beside them even a
+        // 2-node job has the spine links to itself.
+        let jobs = [range(0, 8), range(8, 16), range(16, 32)];
+        assert!((0..3).all(|j| contention(&t, &jobs, j).is_none()));
+    }
+
+    #[test]
+    fn nodes_contend_when_a_machine_holds_two_jobs_that_leave_it() {
+        // p3.16xlarge: 8 GPUs per machine.
+        let t = fabric("nodes", 32);
+        assert_eq!(contention(&t, &[range(0, 16), range(16, 32)], 0), None);
+        let c = contention(&t, &[range(0, 12), range(12, 32)], 0).unwrap();
+        assert_eq!(c.links, "the top-switch link of nic1");
+        assert_eq!(c.other, 1);
+        // Two jobs within one machine each: their traffic stays inside.
+        assert_eq!(contention(&t, &[range(0, 4), range(4, 8)], 0), None);
+    }
+}

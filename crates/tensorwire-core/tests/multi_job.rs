@@ -230,3 +230,72 @@ fn bad_jobs_name_the_field() {
     assert_eq!(err(&[]), "jobs");
     assert_eq!(simulate_jobs(&fabric, &[job("a", &w, 2, "ring", None)], "diagonal").unwrap_err().field(), "placement");
 }
+
+/// `strategy` on `workers` GPUs of `topology` at its NICs' rate, 3 iterations, 1 us hops.
+fn gpu_scenario(w: &Workload, workers: usize, strategy: &str, topology: &str) -> Scenario {
+    let spec = TopologySpec::parse(topology).unwrap();
+    let mut sc = Scenario::new(w.clone(), workers, spec.host_rate(None).unwrap(), Strategy::parse(strategy).unwrap());
+    sc.topology = spec;
+    sc.latency = 1e-6;
+    sc.iterations = 3;
+    sc
+}
+
+/// Each of `strategies` as a 16-GPU job beside the others on `topology` (packed, so in
+/// rail groups of their own with `nodes_per_group=2`), against each alone.
+fn beside_and_alone(topology: &str, strategies: &[&str]) -> Vec<(Report, Report)> {
+    let w = workload(&[4 << 20, 100_000, 16 << 20, 65_536], 200_000);
+    let fabric = gpu_scenario(&w, 16 * strategies.len(), "ring", topology);
+    let jobs: Vec<Job> = strategies.iter().enumerate().map(|(i, s)| job(&format!("j{i}"), &w, 16, s, None)).collect();
+    let beside = simulate_jobs(&fabric, &jobs, "packed").unwrap();
+    strategies.iter().zip(beside).map(|(s, b)| (b, run(&gpu_scenario(&w, 16, s, topology)))).collect()
+}
+
+#[test]
+fn nccl_timed_jobs_on_links_of_their_own_take_their_alone_time() {
+    // Rail groups of 2 DGX H100: each 2-node job has its leaves to itself, so no link
+    // carries two jobs' traffic, and NCCL-timed jobs (no flows) are exact beside any
+    // other: each reports its alone time, as do flow-level jobs beside them.
+    for (topology, strategies) in [
+        ("rail:node=dgx-h100,nodes_per_group=2", &["ddp", "nccl"][..]),
+        ("rail:node=dgx-h100,nodes_per_group=2", &["ring", "ddp"][..]),
+        ("rail:node=dgx-h100,nodes_per_group=2", &["fsdp:comm=nccl", "ddp", "hierarchical"][..]),
+        // One rail group, but one spine whose links carry each leaf's NICs: shared
+        // leaves, never limiting.
+        ("rail:node=dgx-h100,spines=1", &["ddp", "ring", "zero3:comm=nccl"][..]),
+    ] {
+        for (i, (beside, alone)) in beside_and_alone(topology, strategies).into_iter().enumerate() {
+            let s = strategies[i];
+            assert!(alone.iteration_time_s > 0.0);
+            assert!(close(beside.iteration_time_s, alone.iteration_time_s), "{topology} {s}: {beside:?} {alone:?}");
+            assert_eq!(beside.completions_s.len(), alone.completions_s.len(), "{topology} {s}");
+            for (b, a) in beside.completions_s.iter().zip(&alone.completions_s) {
+                assert!(close(*b, *a), "{topology} {s}: {b} vs {a}");
+            }
+            assert!(close(beside.sent_bytes_per_worker, alone.sent_bytes_per_worker), "{topology} {s}");
+        }
+    }
+}
+
+#[test]
+fn nccl_timed_jobs_that_could_meet_on_a_link_are_refused_saying_where() {
+    let w = workload(&[4 << 20], 200_000);
+    for (topology, strategies, timed) in [
+        // One rail group of 4 nodes, 4 spines at one NIC each: ECMP may put 4 NICs' flows
+        // on one spine link.
+        ("rail:node=dgx-h100", ["ring", "ddp"], 1),
+        ("rail:node=dgx-h100,spines=1,oversubscription=2", ["fsdp:comm=nccl", "ring"], 0),
+        ("rail:node=dgx-h100,spines=1,oversubscription=2", ["nccl", "ddp"], 0),
+    ] {
+        let fabric = gpu_scenario(&w, 32, "ring", topology);
+        let jobs: Vec<Job> =
+            strategies.iter().enumerate().map(|(i, s)| job(&format!("j{i}"), &w, 16, s, None)).collect();
+        let e = simulate_jobs(&fabric, &jobs, "packed").unwrap_err();
+        assert_eq!(e.field(), format!("jobs[{timed}].strategy"), "{topology}");
+        assert!(e.to_string().contains("the spine links of leaf0.0"), "{e}");
+    }
+    // Flow-level jobs alone meet on the links as flows: not refused.
+    let fabric = gpu_scenario(&w, 32, "ring", "rail:node=dgx-h100");
+    let jobs = [job("a", &w, 16, "ring", None), job("b", &w, 16, "fsdp", None)];
+    assert!(simulate_jobs(&fabric, &jobs, "packed").is_ok());
+}

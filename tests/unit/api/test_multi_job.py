@@ -200,3 +200,39 @@ def test_cli_refuses_bad_placements_in_one_line(args: list[str], line: str) -> N
 def test_cli_refuses_two_jobs_of_one_name() -> None:
     p = run("jobs", "--job", "a:resnet50:2:ring", "--job", "a:resnet50:2:ring", *LEAVES)
     assert error_line(p) == "tensorwire: error: job: two jobs are called 'a'; give each job its own name"
+
+
+# Rail groups of 2 DGX H100: a 16-GPU job packed on its own group has its leaves to itself.
+OWN_GROUPS = "rail:node=dgx-h100,nodes_per_group=2"
+
+
+@pytest.mark.parametrize(
+    "strategies",
+    [("ddp", "ddp"), ("nccl", "ddp"), ("ring", "ddp"), ("fsdp:comm=nccl", "ring"), ("ddp", "zero3:comm=nccl")],
+)
+def test_nccl_timed_jobs_on_links_of_their_own_take_their_alone_time(strategies: tuple[str, str]) -> None:
+    # No link carries two jobs' traffic, so jobs cannot slow each other: a job timed by
+    # NCCL's model (no flows) is exact beside any other, and each takes what it takes alone.
+    w = tw.load_model("resnet50")
+    cluster = tw.Cluster(32, None, topology=OWN_GROUPS)
+    jobs = [tw.Job(f"j{i}", w, 16, s) for i, s in enumerate(strategies)]
+    together = tw.simulate_jobs(jobs, cluster)
+    for s, r in zip(strategies, together):
+        alone = tw.simulate(w, tw.Cluster(16, None, topology=OWN_GROUPS), s, fold=False)
+        assert r.iteration_time_s == pytest.approx(alone.iteration_time_s, rel=1e-12), s
+        assert r.completions_s == pytest.approx(alone.completions_s, rel=1e-12), s
+
+
+def test_cli_refuses_a_timed_job_that_could_meet_another_on_an_oversubscribed_rail() -> None:
+    jobs = ("jobs", "--job", "a:resnet50:16:ddp", "--job", "b:resnet50:16:ring")
+    ok = run(*jobs, "--topology", "rail:node=dgx-h100,spines=1", "--iterations", "2", "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert [r["slowdown"] for r in json.loads(ok.stdout)] == [1.0, 1.0]
+    line = error_line(run(*jobs, "--topology", "rail:node=dgx-h100,spines=1,oversubscription=2", "--iterations", "2"))
+    assert line == (
+        "tensorwire: error: jobs[0].strategy: ddp times collectives with NCCL's model, with no flows on the "
+        'links, and its traffic could meet job "b"\'s on the spine links of leaf0.0 (800 Gbps each, less than '
+        "the 1600 Gbps of the 4 host links that can feed them); give each job links of its own (its own leaves "
+        "or rail groups, machines of its own, or spine links that carry a leaf's hosts), or use a flow-level "
+        "strategy (ring, hierarchical, fsdp with comm=flows)"
+    )

@@ -3,13 +3,21 @@
 //!
 //! Every job runs on one shared core as it would alone, with one event loop handing each
 //! flow event to the job that started the flow (`driver::drive`): sharded strategies as
-//! stream programs (`program.rs`) on flows (`comm=flows`: NCCL's closed-form timing,
-//! `comm=nccl`, shares no links with other jobs and is refused, as are `nccl` and `ddp`;
-//! an explicit `compute_slowdown` applies), all-reduce and parameter-server strategies in the
-//! gradient-scheduling engine with all their options. A parameter-server job's servers
-//! take hosts of the fabric of their own, after its workers' (`JobSeat::servers`). Jobs
-//! sharing a fabric are never folded. A job's report is about its own ranks (iteration
-//! time, rank 0's communication, bytes, flows); link utilisation is the whole fabric's.
+//! stream programs (`program.rs`) on flows (without `comm=`; an explicit
+//! `compute_slowdown` applies), all-reduce and parameter-server strategies in the
+//! gradient-scheduling engine with all their options.
+//!
+//! Jobs timed by NCCL's model (`nccl`, `ddp`, sharded with `comm=nccl`: `timed`) put no
+//! flows on the links, so the other jobs would not see their traffic, nor they the
+//! others'. They run (as alone: the engine's timed collectives, or a stream program on
+//! NCCL's times) only where that is exact: where no link that two jobs' traffic could
+//! cross can be loaded past its capacity (`topology::contention`), so that no job can
+//! slow another in the network model; elsewhere they are refused naming the links.
+//!
+//! A parameter-server job's servers take hosts of the fabric of their own, after its
+//! workers' (`JobSeat::servers`). Jobs sharing a fabric are never folded. A job's report
+//! is about its own ranks (iteration time, rank 0's communication, bytes, flows); link
+//! utilisation is the whole fabric's.
 //!
 //! Every job is measured over its own first `iterations` iterations, with the others
 //! running beside it the whole time: a job that has finished them goes on iterating as
@@ -22,9 +30,11 @@ use super::driver::{self, SimulatedJob};
 use super::program::Runner;
 use super::state::SimState;
 use super::step::{StepCollective, StepSettings};
-use super::{allreduce_schedule, build_core, sharded, variability, Engine, Folding, JobHosts, Scenario};
+use super::timed::TimedCollective;
+use super::{allreduce_schedule, build_core, check, sharded, variability, Engine, Folding, JobHosts, Scenario};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
+use crate::network::ModelKind;
 use crate::strategy::{Comm, Family, ShardedConfig, Stage, Strategy};
 use crate::topology::{placement, TopologySpec};
 use crate::units::seconds_to_nanos;
@@ -203,6 +213,7 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
         .enumerate()
         .map(|(i, (job, hosts))| Ok((job_scenario(fabric, job, i)?, hosts)))
         .collect::<Result<_>>()?;
+    check_timed(fabric, jobs, &placed, &topo)?;
     let mut core: SimState = build_core(fabric, topo, false)?;
     core.set_first_job_host(placed[0].1[0]);
     let mut sims: Vec<Box<dyn SimulatedJob + '_>> = Vec::with_capacity(jobs.len());
@@ -234,29 +245,62 @@ fn job_scenario(fabric: &Scenario, job: &Job, i: usize) -> Result<Scenario> {
         ..fabric.clone()
     };
     sc.validate().map_err(|e| e.within(&format!("jobs[{i}]")))?;
-    if let Family::Nccl(_) = &sc.strategy.family {
-        // NCCL's collectives are timed in closed form, with no flow on the links: beside
-        // other jobs they would neither slow them nor be slowed by them.
+    if timed(&sc.strategy) && !sc.failures.is_empty() {
+        // As alone: the timed collectives have no links to fail.
         return Err(Error::invalid(
-            format!("jobs[{i}].strategy"),
+            "failures",
             format!(
-                "{} times collectives with NCCL's model, which shares no links with other jobs; in multi-job runs use ring, hierarchical or fsdp (flow-level, sharing the fabric)",
-                sc.strategy.spec
-            ),
-        ));
-    }
-    if let Family::Sharded(ShardedConfig { comm: Some(Comm::Nccl), .. }) = &sc.strategy.family {
-        // The same for the sharded strategies' NCCL timing; without `comm=` they run on
-        // flows here (`job_sim`).
-        return Err(Error::invalid(
-            format!("jobs[{i}].strategy"),
-            format!(
-                "{}: comm=nccl times collectives in closed form, sharing no links with other jobs; in multi-job runs use comm=flows (the default there)",
-                sc.strategy.spec
+                "job {:?} ({}) times its collectives with NCCL's model, without links to fail; simulate failures under ring, hierarchical or fsdp with comm=flows",
+                job.name, sc.strategy.spec
             ),
         ));
     }
     Ok(sc)
+}
+
+/// Whether `strategy` times its collectives in closed form by NCCL's model, with no flow
+/// on the links: `nccl`, `ddp`, and the sharded strategies with `comm=nccl` (without
+/// `comm=`, sharded jobs run on flows in multi-job runs).
+fn timed(strategy: &Strategy) -> bool {
+    matches!(strategy.family, Family::Nccl(_) | Family::Sharded(ShardedConfig { comm: Some(Comm::Nccl), .. }))
+}
+
+/// Refuses a timed job (see [`timed`]) whose traffic could meet another job's on a link
+/// beyond its capacity (`topology::contention`): its collectives put no flows on the
+/// links, so neither would see the other's load. Where no such link exists, jobs cannot
+/// slow each other in the network model, and the timed job is exact beside the others.
+fn check_timed(
+    fabric: &Scenario,
+    jobs: &[Job],
+    placed: &[(Scenario, Vec<usize>)],
+    topo: &crate::topology::Topology,
+) -> Result<()> {
+    // The analytical model has no contention: no job ever slows another there.
+    if jobs.len() < 2 || fabric.network == ModelKind::Analytical {
+        return Ok(());
+    }
+    let hosts: Vec<Vec<usize>> = placed.iter().map(|(_, h)| h.clone()).collect();
+    for (i, job) in jobs.iter().enumerate() {
+        if !timed(&job.strategy) {
+            continue;
+        }
+        if let Some(c) = crate::topology::contention(topo, &hosts, i) {
+            let gbps = |b: f64| b * 8.0 / 1e9;
+            return Err(Error::invalid(
+                format!("jobs[{i}].strategy"),
+                format!(
+                    "{} times collectives with NCCL's model, with no flows on the links, and its traffic could meet job {:?}'s on {} ({} Gbps each, less than the {} Gbps of the {} host links that can feed them); give each job links of its own (its own leaves or rail groups, machines of its own, or spine links that carry a leaf's hosts), or use a flow-level strategy (ring, hierarchical, fsdp with comm=flows)",
+                    job.strategy.spec,
+                    jobs[c.other].name,
+                    c.links,
+                    gbps(c.capacity_bytes_per_s),
+                    gbps(c.feeders_bytes_per_s),
+                    c.feeders
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An error while setting up job `i` names its field within the job (`jobs[i].strategy.credit`),
@@ -281,6 +325,19 @@ fn job_sim<'a>(
     let n = sc.workers;
     let strategy = &sc.strategy;
     let sampler = || variability::Sampler::new(sc.variability.clone(), n, sc.seed);
+    if let Family::Sharded(cfg @ ShardedConfig { comm: Some(Comm::Nccl), .. }) = &strategy.family {
+        // As alone (`sharded::simulate_nccl`): the shard group and NCCL's fabrics of the
+        // job's own ranks on the fabric's spec, every collective timed, no flow.
+        let alone = sc.topology.build(n, 0, sc.bandwidth, 0)?;
+        let group = sharded::shard_group(cfg, &alone, n)?;
+        let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
+        let times = sharded::nccl_times(sharded::nccl_fabrics(sc, cfg, n, group)?, &program)?;
+        let exec = TimedCollective::new(times.into_durations(), n);
+        let interference = sharded::interference(cfg, Comm::Nccl);
+        return Ok(Box::new(
+            Runner::new(sc, program, n, i, exec, sampler()).with_interference(interference).run_until(limit),
+        ));
+    }
     if let Family::Sharded(cfg) = &strategy.family {
         let group = match cfg.stage {
             Stage::Hsdp => {
@@ -302,6 +359,10 @@ fn job_sim<'a>(
         return Ok(Box::new(
             Runner::new(sc, program, n, i, exec, sampler()).with_interference(interference).run_until(limit),
         ));
+    }
+    if let Family::Nccl(_) = strategy.family {
+        // NCCL's checks of the job's own ranks on the fabric's spec, as alone.
+        check::fabric(strategy, &sc.topology, sc.workload.collective, n, sc.bandwidth, 0)?;
     }
     strategy.check_on_fabric(&core.topo)?;
     let schedule = allreduce_schedule(sc, n, &core.topo)?;

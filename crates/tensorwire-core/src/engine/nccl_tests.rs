@@ -198,10 +198,16 @@ fn refusals_name_their_field() {
     sc.failures = vec![Failure { at_s: 0.0, target: "host0".into(), rate: 0.5 }];
     assert_eq!(simulate(&sc).unwrap_err().field(), "failures");
     let job = |s: &str| job(&w, s);
+    // Jobs of one machine each talk over NVLink alone: a timed one is exact beside others.
     let fabric = scenario(w.clone(), 16, "ring", RAIL);
-    let e = simulate_jobs(&fabric, &[job("ddp"), job("ring")], "packed").unwrap_err();
+    assert!(simulate_jobs(&fabric, &[job("ddp"), job("ring")], "packed").is_ok());
+    // Jobs of 2 machines in one rail group of 4, 4 spines at one NIC each: they could
+    // meet on a leaf's spine links, which the timed job would not load.
+    let fabric = scenario(w.clone(), 32, "ring", RAIL);
+    let two = |s: &str| Job { workers: 16, ..job(s) };
+    let e = simulate_jobs(&fabric, &[two("ddp"), two("ring")], "packed").unwrap_err();
     assert_eq!(e.field(), "jobs[0].strategy");
-    assert!(e.to_string().contains("shares no links"), "{e}");
+    assert!(e.to_string().contains("could meet job \"ring\"'s on the spine links of leaf0.0"), "{e}");
     assert!(simulate_jobs(&fabric, &[job("ring"), job("hierarchical")], "packed").is_ok());
 }
 
@@ -229,15 +235,24 @@ fn timed_collectives_report_rank_0s_communication_and_bus_bytes_but_no_links() {
 }
 
 #[test]
-fn jobs_refuse_nccl_timing_and_run_sharded_strategies_on_flows_with_their_interference() {
+fn jobs_time_nccl_only_where_exact_and_run_sharded_strategies_on_flows_with_their_interference() {
     let w = workload(
         &[(200_000, 400_000), (200_000, 400_000), (200_000, 400_000)],
         &[(4 << 20, 0), (4 << 20, 1), (4 << 20, 2)],
     );
     let job = |s: &str| job(&w, s);
     let fabric = scenario(w.clone(), 16, "ring", RAIL);
-    // comm=nccl given in a job: one line naming the job's strategy and what to use.
-    let e = simulate_jobs(&fabric, &[job("ring"), job("fsdp:comm=nccl")], "packed").unwrap_err();
+    // comm=nccl in a job of one machine (its traffic stays on NVLink): timed, as alone.
+    let timed = simulate_jobs(&fabric, &[job("ring"), job("fsdp:comm=nccl")], "packed").unwrap();
+    let mut alone = scenario(w.clone(), 8, "fsdp:comm=nccl", RAIL);
+    alone.allow_folding = false;
+    assert_eq!(timed[1].completions_s, simulate(&alone).unwrap().completions_s);
+    assert_eq!(timed[1].flows, 0);
+    // Where it could meet another job on a link, one line naming the job's strategy and
+    // what to use.
+    let two = |s: &str| Job { workers: 16, ..job(s) };
+    let big = scenario(w.clone(), 32, "ring", RAIL);
+    let e = simulate_jobs(&big, &[two("ring"), two("fsdp:comm=nccl")], "packed").unwrap_err();
     assert_eq!(e.field(), "jobs[1].strategy");
     assert!(e.to_string().contains("comm=flows"), "{e}");
     // Without comm=, a sharded job runs on flows, as comm=flows does.

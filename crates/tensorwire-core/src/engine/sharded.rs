@@ -193,7 +193,7 @@ pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: 
 /// NCCL's times for `program`'s collectives over `fabrics` (by schedule index), with
 /// [`nccl::choose`] on the whole buffer (the program's bytes are on the wire already) and
 /// NCCL's defaults: every (schedule, bytes) of the program up front.
-fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<NcclTimes> {
+pub(super) fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<NcclTimes> {
     let groups = fabrics
         .into_iter()
         .enumerate()

@@ -143,6 +143,55 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// `topology::contention` is sound for the flow model: where it finds no link that two
+    /// jobs' traffic could load past its capacity, for any job, every flow-level job
+    /// reports what it reports alone on the same hosts (random jobs, placements and
+    /// fabrics, contended ones included: there nothing is asserted). This is what lets a
+    /// job timed by NCCL's model, with no flows, run beside others.
+    #[test]
+    fn jobs_without_contention_each_report_what_they_report_alone(
+        specs in prop::collection::vec(
+            (prop::sample::select(vec!["ring", "halving-doubling", "fsdp"]), 2usize..7),
+            2..4,
+        ),
+        topology in prop::sample::select(vec![
+            "leaf-spine:hosts_per_leaf=4,spines=2",
+            "leaf-spine:hosts_per_leaf=4,spines=2,uplink=32Gbps",
+            "leaf-spine:hosts_per_leaf=3,spines=1",
+            "nodes:machine=pcie-8",
+            "nodes:machine=dgx-a100",
+        ]),
+        sizes in prop::collection::vec(1u64..400_000, 1..3),
+        placement in prop::sample::select(vec!["packed", "spread", "random"]),
+        seed in 0u64..1000,
+    ) {
+        let w = workload(&sizes, 3_000);
+        let jobs: Vec<Job> = specs.iter().enumerate().map(|(i, (s, n))| job(&format!("j{i}"), &w, *n, s, None)).collect();
+        let seats: Vec<JobSeat<'_>> = jobs.iter().map(JobSeat::from).collect();
+        let hosts = seats.iter().map(JobSeat::hosts_needed).sum::<usize>();
+        let mut fabric = scenario(w.clone(), hosts, "ring", 300);
+        fabric.topology = TopologySpec::parse(topology).unwrap();
+        fabric.iterations = 3;
+        fabric.seed = seed;
+        let placed = place_jobs(&fabric.topology, hosts, placement, seed, &seats).unwrap();
+        let topo = fabric.topology.build(hosts, 0, fabric.bandwidth, 0).unwrap();
+        if (0..jobs.len()).any(|i| tensorwire_core::topology::contention(&topo, &placed, i).is_some()) {
+            return Ok(());
+        }
+        let together = simulate_jobs(&fabric, &jobs, placement).unwrap();
+        for (i, (j, h)) in jobs.iter().zip(placed).enumerate() {
+            let mut own = fabric.clone();
+            own.seed = seed.wrapping_add(i as u64);
+            let alone = &simulate_jobs(&own, &[Job { hosts: Some(h), ..j.clone() }], "packed").unwrap()[0];
+            let what = format!("job {i} of {specs:?} on {topology}, {placement}, sizes {sizes:?}");
+            prop_assert_eq!(&together[i].completions_s, &alone.completions_s, "{}", what);
+        }
+    }
+}
+
 #[test]
 fn two_jobs_on_one_bottleneck_link_each_get_half_its_rate() {
     // Two leaves of two hosts, one spine at the host rate. Job a on hosts 0 and 2, job b

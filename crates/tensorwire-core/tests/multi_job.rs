@@ -178,7 +178,8 @@ proptest! {
         fabric.seed = seed;
         let placed = place_jobs(&fabric.topology, hosts, placement, seed, &seats).unwrap();
         let topo = fabric.topology.build(hosts, 0, fabric.bandwidth, 0).unwrap();
-        if (0..jobs.len()).any(|i| tensorwire_core::topology::contention(&topo, &placed, i).is_some()) {
+        let any = vec![tensorwire_core::topology::Traffic::AnyPair; jobs.len()];
+        if (0..jobs.len()).any(|i| tensorwire_core::topology::contention(&topo, &placed, &any, i).is_some()) {
             return Ok(());
         }
         let together = simulate_jobs(&fabric, &jobs, placement).unwrap();
@@ -312,6 +313,12 @@ fn nccl_timed_jobs_on_links_of_their_own_take_their_alone_time() {
         // One rail group, but one spine whose links carry each leaf's NICs: shared
         // leaves, never limiting.
         ("rail:node=dgx-h100,spines=1", &["ddp", "ring", "zero3:comm=nccl"][..]),
+        // One rail group of 4 or 6 nodes on the default 4 or 6 spines at one NIC each, or
+        // oversubscribed: NCCL-timed jobs within it keep to their rails (rail-aligned
+        // channels, PXN), so they load no spine link, whatever the spines' rate.
+        ("rail:node=dgx-h100", &["ddp", "ddp"][..]),
+        ("rail:node=dgx-h100", &["nccl", "ddp", "fsdp:comm=nccl"][..]),
+        ("rail:node=dgx-h100,spines=1,oversubscription=2", &["nccl", "zero3:comm=nccl"][..]),
     ] {
         for (i, (beside, alone)) in beside_and_alone(topology, strategies).into_iter().enumerate() {
             let s = strategies[i];
@@ -327,20 +334,41 @@ fn nccl_timed_jobs_on_links_of_their_own_take_their_alone_time() {
 }
 
 #[test]
+fn a_timed_job_beside_a_flow_level_job_in_its_rail_group_takes_its_alone_time() {
+    // The ring job's flows cross the spine links of every leaf (4 spines at one NIC each);
+    // the ddp job's channels keep to its rails, so nothing of it meets them.
+    let mut pairs = beside_and_alone("rail:node=dgx-h100", &["ring", "ddp"]).into_iter();
+    let (_, (beside, alone)) = (pairs.next(), pairs.next().unwrap());
+    assert!(alone.iteration_time_s > 0.0);
+    assert!(close(beside.iteration_time_s, alone.iteration_time_s), "{beside:?} {alone:?}");
+    for (b, a) in beside.completions_s.iter().zip(&alone.completions_s) {
+        assert!(close(*b, *a), "{b} vs {a}");
+    }
+}
+
+#[test]
 fn nccl_timed_jobs_that_could_meet_on_a_link_are_refused_saying_where() {
     let w = workload(&[4 << 20], 200_000);
+    // Rail groups of 2 nodes (6 nodes): job `span` on nodes 1 and 2 (groups 0 and 1) sends
+    // over the spines between its groups; job `other` on nodes 0 and 4 shares group 0's
+    // leaves with it, each spine link below their 2 NICs' rate.
+    let span: Vec<usize> = (8..24).collect();
+    let other: Vec<usize> = (0..8).chain(32..40).collect();
     for (topology, strategies, timed) in [
-        // One rail group of 4 nodes, 4 spines at one NIC each: ECMP may put 4 NICs' flows
-        // on one spine link.
-        ("rail:node=dgx-h100", ["ring", "ddp"], 1),
-        ("rail:node=dgx-h100,spines=1,oversubscription=2", ["fsdp:comm=nccl", "ring"], 0),
-        ("rail:node=dgx-h100,spines=1,oversubscription=2", ["nccl", "ddp"], 0),
+        ("rail:node=dgx-h100,nodes_per_group=2", ["ddp", "ring"], 0),
+        ("rail:node=dgx-h100,nodes_per_group=2,spines=1,oversubscription=2", ["fsdp:comm=nccl", "ring"], 0),
+        ("rail:node=dgx-h100,nodes_per_group=2,spines=1,oversubscription=2", ["nccl", "ddp"], 0),
+        ("rail:node=dgx-h100,nodes_per_group=2,spines=1,oversubscription=2", ["ring", "ddp"], 1),
     ] {
-        let fabric = gpu_scenario(&w, 32, "ring", topology);
-        let jobs: Vec<Job> =
-            strategies.iter().enumerate().map(|(i, s)| job(&format!("j{i}"), &w, 16, s, None)).collect();
+        let fabric = gpu_scenario(&w, 48, "ring", topology);
+        let hosts = [&span, &other];
+        let jobs: Vec<Job> = strategies
+            .iter()
+            .enumerate()
+            .map(|(i, s)| job(&format!("j{i}"), &w, 16, s, Some(hosts[i].clone())))
+            .collect();
         let e = simulate_jobs(&fabric, &jobs, "packed").unwrap_err();
-        assert_eq!(e.field(), format!("jobs[{timed}].strategy"), "{topology}");
+        assert_eq!(e.field(), format!("jobs[{timed}].strategy"), "{topology} {strategies:?}");
         assert!(e.to_string().contains("the spine links of leaf0.0"), "{e}");
     }
     // Flow-level jobs alone meet on the links as flows: not refused.

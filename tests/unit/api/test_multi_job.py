@@ -223,16 +223,37 @@ def test_nccl_timed_jobs_on_links_of_their_own_take_their_alone_time(strategies:
         assert r.completions_s == pytest.approx(alone.completions_s, rel=1e-12), s
 
 
-def test_cli_refuses_a_timed_job_that_could_meet_another_on_an_oversubscribed_rail() -> None:
-    jobs = ("jobs", "--job", "a:resnet50:16:ddp", "--job", "b:resnet50:16:ring")
-    ok = run(*jobs, "--topology", "rail:node=dgx-h100,spines=1", "--iterations", "2", "--json")
+def test_cli_runs_two_ddp_jobs_in_one_rail_group_each_at_its_alone_time() -> None:
+    # One rail group of 4 DGX H100, the default 4 spines at one NIC each: flow-level jobs
+    # could meet on a leaf's spine links, but NCCL's channels are rail-aligned (cross-rail
+    # over NVLink, PXN), so an NCCL-timed job within the group loads no spine link.
+    p = run(
+        "jobs", "--job", "a:resnet50:16:ddp", "--job", "b:vgg16:16:ddp",
+        "--topology", "rail:node=dgx-h100", "--iterations", "2", "--json",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    reports = json.loads(p.stdout)
+    assert [r["slowdown"] for r in reports] == [1.0, 1.0]
+    for r, model in zip(reports, ("resnet50", "vgg16")):
+        cluster = tw.Cluster(16, None, topology="rail:node=dgx-h100")
+        alone = tw.simulate(tw.load_model(model), cluster, "ddp", iterations=2, fold=False)
+        assert r["iteration_time_s"] == pytest.approx(alone.iteration_time_s, rel=1e-9), model
+
+
+def test_cli_refuses_a_timed_job_spanning_rail_groups_beside_another_on_an_oversubscribed_rail() -> None:
+    # Rail groups of 2 nodes: ddp on nodes 1 and 2 (groups 0 and 1) crosses the spines
+    # between its groups; the ring on nodes 0 and 4 shares group 0's leaves with it.
+    jobs = ("jobs", "--job", "a:resnet50:16:ddp", "--job", "b:resnet50:16:ring", "-n", "48", "--iterations", "2")
+    topology = ("--topology", "rail:node=dgx-h100,nodes_per_group=2,spines=1,oversubscription=2")
+    # Within one rail group each (packed: nodes 0-1 and 2-3), the ddp job feeds no spine.
+    ok = run(*jobs, *topology, "--json")
     assert ok.returncode == 0, ok.stderr
     assert [r["slowdown"] for r in json.loads(ok.stdout)] == [1.0, 1.0]
-    line = error_line(run(*jobs, "--topology", "rail:node=dgx-h100,spines=1,oversubscription=2", "--iterations", "2"))
+    line = error_line(run(*jobs, *topology, "--place", "a=8-23", "--place", "b=0-7,32-39"))
     assert line == (
         "tensorwire: error: jobs[0].strategy: ddp times collectives with NCCL's model, with no flows on the "
-        'links, and its traffic could meet job "b"\'s on the spine links of leaf0.0 (800 Gbps each, less than '
-        "the 1600 Gbps of the 4 host links that can feed them); give each job links of its own (its own leaves "
+        'links, and its traffic could meet job "b"\'s on the spine links of leaf0.0 (400 Gbps each, less than '
+        "the 800 Gbps of the 2 host links that can feed them); give each job links of its own (its own leaves "
         "or rail groups, machines of its own, or spine links that carry a leaf's hosts), or use a flow-level "
         "strategy (ring, hierarchical, fsdp with comm=flows)"
     )

@@ -11,8 +11,10 @@
 //! flows on the links, so the other jobs would not see their traffic, nor they the
 //! others'. They run (as alone: the engine's timed collectives, or a stream program on
 //! NCCL's times) only where that is exact: where no link that two jobs' traffic could
-//! cross can be loaded past its capacity (`topology::contention`), so that no job can
-//! slow another in the network model; elsewhere they are refused naming the links.
+//! cross can be loaded past its capacity (`topology::contention`, with timed jobs'
+//! traffic rail-aligned as NCCL's channels are: within one rail group it crosses no spine
+//! link), so that no job can slow another in the network model; elsewhere they are
+//! refused naming the links.
 //!
 //! A parameter-server job's servers take hosts of the fabric of their own, after its
 //! workers' (`JobSeat::servers`). Jobs sharing a fabric are never folded. A job's report
@@ -36,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::network::ModelKind;
 use crate::strategy::{Comm, Family, ShardedConfig, Stage, Strategy};
-use crate::topology::{placement, TopologySpec};
+use crate::topology::{placement, TopologySpec, Traffic};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
 
@@ -280,11 +282,14 @@ fn check_timed(
         return Ok(());
     }
     let hosts: Vec<Vec<usize>> = placed.iter().map(|(_, h)| h.clone()).collect();
+    // NCCL's channels are rail-aligned (`Traffic::RailAligned`); flows go between any pair.
+    let traffic: Vec<Traffic> =
+        jobs.iter().map(|j| if timed(&j.strategy) { Traffic::RailAligned } else { Traffic::AnyPair }).collect();
     for (i, job) in jobs.iter().enumerate() {
         if !timed(&job.strategy) {
             continue;
         }
-        if let Some(c) = crate::topology::contention(topo, &hosts, i) {
+        if let Some(c) = crate::topology::contention(topo, &hosts, &traffic, i) {
             let gbps = |b: f64| b * 8.0 / 1e9;
             return Err(Error::invalid(
                 format!("jobs[{i}].strategy"),

@@ -201,11 +201,17 @@ fn refusals_name_their_field() {
     // Jobs of one machine each talk over NVLink alone: a timed one is exact beside others.
     let fabric = scenario(w.clone(), 16, "ring", RAIL);
     assert!(simulate_jobs(&fabric, &[job("ddp"), job("ring")], "packed").is_ok());
-    // Jobs of 2 machines in one rail group of 4, 4 spines at one NIC each: they could
-    // meet on a leaf's spine links, which the timed job would not load.
+    // Jobs of 2 machines in one rail group of 4, 4 spines at one NIC each: flow-level jobs
+    // could meet on a leaf's spine links, but the timed job's channels keep to its rails.
     let fabric = scenario(w.clone(), 32, "ring", RAIL);
     let two = |s: &str| Job { workers: 16, ..job(s) };
-    let e = simulate_jobs(&fabric, &[two("ddp"), two("ring")], "packed").unwrap_err();
+    assert!(simulate_jobs(&fabric, &[two("ddp"), two("ring")], "packed").is_ok());
+    // Spanning rail groups of 2 machines (1 and 2), it crosses the spines, as does a ring
+    // on machines 0 and 4 beside it in group 0: they could meet on its leaves' spine links.
+    let groups = scenario(w.clone(), 48, "ring", "rail:node=dgx-h100,nodes_per_group=2");
+    let at = |s: &str, hosts: Vec<usize>| Job { hosts: Some(hosts), ..two(s) };
+    let jobs = [at("ddp", (8..24).collect()), at("ring", (0..8).chain(32..40).collect())];
+    let e = simulate_jobs(&groups, &jobs, "packed").unwrap_err();
     assert_eq!(e.field(), "jobs[0].strategy");
     assert!(e.to_string().contains("could meet job \"ring\"'s on the spine links of leaf0.0"), "{e}");
     assert!(simulate_jobs(&fabric, &[job("ring"), job("hierarchical")], "packed").is_ok());
@@ -250,9 +256,12 @@ fn jobs_time_nccl_only_where_exact_and_run_sharded_strategies_on_flows_with_thei
     assert_eq!(timed[1].flows, 0);
     // Where it could meet another job on a link, one line naming the job's strategy and
     // what to use.
-    let two = |s: &str| Job { workers: 16, ..job(s) };
-    let big = scenario(w.clone(), 32, "ring", RAIL);
-    let e = simulate_jobs(&big, &[two("ring"), two("fsdp:comm=nccl")], "packed").unwrap_err();
+    // (Within one rail group a timed job keeps to its rails: only spanning groups, here
+    // machines 1 and 2 of groups of 2, beside a ring on machines 0 and 4.)
+    let two = |s: &str, hosts: Vec<usize>| Job { workers: 16, hosts: Some(hosts), ..job(s) };
+    let big = scenario(w.clone(), 48, "ring", "rail:node=dgx-h100,nodes_per_group=2");
+    let jobs = [two("ring", (0..8).chain(32..40).collect()), two("fsdp:comm=nccl", (8..24).collect())];
+    let e = simulate_jobs(&big, &jobs, "packed").unwrap_err();
     assert_eq!(e.field(), "jobs[1].strategy");
     assert!(e.to_string().contains("comm=flows"), "{e}");
     // Without comm=, a sharded job runs on flows, as comm=flows does.

@@ -16,7 +16,7 @@ mod symmetry;
 pub use node::{NodePreset, NODE_PRESETS};
 pub use placement::{placement, PLACEMENTS};
 pub use rail::{Rail, RailParams};
-pub use sharing::{contention, Contention};
+pub use sharing::{contention, Contention, Traffic};
 pub use spec::TopologySpec;
 pub use symmetry::{digits, LinkOrbits};
 

@@ -24,12 +24,33 @@
 //!   spines)`; and the service leaf's spine links, fed by the extra hosts whose job has a
 //!   GPU. So jobs in rail groups of their own never meet, and jobs in one group only on
 //!   a fabric whose every spine link carries a leaf's NICs (`spines=1`, no
-//!   oversubscription);
+//!   oversubscription). A job whose traffic is rail-aligned ([`Traffic::RailAligned`]: NCCL's) and whose GPUs
+//!   lie in one rail group, on the same rails of each of its nodes, feeds no spine link:
+//!   NCCL's hops between nodes go from NIC r to NIC r through rail leaf r, and cross-rail
+//!   data moves over NVLink first (PXN). Two such jobs in one group never meet, nor one
+//!   beside a flow-level job; a rail-aligned job spanning groups feeds the spines as any;
 //! - `nodes`: a machine's NIC link to the top switch, fed by its GPUs' PCIe links to the
 //!   NIC whose job has a host off the machine: two jobs with GPUs on one machine meet
 //!   there (a NIC runs at most at the machine's PCIe total, never more here).
 
 use super::{NodeId, Shape, Topology};
+
+/// Which pairs of a job's hosts may exchange traffic: what decides the links it can feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic {
+    /// Any two of its hosts (flows of any strategy on tensorwire's routes).
+    AnyPair,
+    /// NCCL's channels on a `rail` fabric: rail-aligned between nodes. NCCL's channel
+    /// search (`ncclTopoCompute`, src/graph/search.cc) builds rings and trees whose hops
+    /// between nodes leave and enter on the same NIC index (`NCCL_CROSS_NIC=2`, the
+    /// default, prefers that; cross-NIC only where no rail-aligned graph exists), and PXN
+    /// (src/graph/paths.cc, on unless `NCCL_PXN_DISABLE=1`) moves data to the GPU of the
+    /// destination's rail over NVLink before it leaves the node. So a job whose GPUs lie in
+    /// one rail group, on the same rails of every node, crosses its rail leaves only,
+    /// never a spine link. On other fabrics, and for a job spanning rail groups (or nodes
+    /// on different rails), as [`Traffic::AnyPair`].
+    RailAligned,
+}
 
 /// Links only the traffic of some hosts (its feeders) may cross, named for errors.
 struct Trunk {
@@ -61,16 +82,17 @@ pub struct Contention {
 /// a link beyond its capacity (see the module doc): the first such link group, or `None`
 /// when every link the job could share with another is never limiting, so that no other
 /// job can change its flows' rates and it can change no other job's. The jobs' host sets
-/// are disjoint (hosts outside them carry no traffic); a job's traffic may go between
-/// any two of its hosts.
-pub fn contention(topo: &Topology, jobs: &[Vec<usize>], job: usize) -> Option<Contention> {
+/// are disjoint (hosts outside them carry no traffic); `traffic[j]` says which of job `j`'s
+/// hosts may talk ([`Traffic`]; one per job).
+pub fn contention(topo: &Topology, jobs: &[Vec<usize>], traffic: &[Traffic], job: usize) -> Option<Contention> {
+    debug_assert_eq!(jobs.len(), traffic.len(), "one traffic pattern per job");
     let mut owner: Vec<Option<usize>> = vec![None; topo.hosts()];
     for (j, hosts) in jobs.iter().enumerate() {
         for &h in hosts {
             owner[h] = Some(j);
         }
     }
-    for trunk in trunks(topo, jobs, &owner) {
+    for trunk in trunks(topo, jobs, traffic, &owner) {
         let has = |j: usize| trunk.feeders.iter().any(|&(h, _)| owner[h] == Some(j));
         if !has(job) {
             continue;
@@ -92,8 +114,8 @@ pub fn contention(topo: &Topology, jobs: &[Vec<usize>], job: usize) -> Option<Co
 }
 
 /// The link groups that more than one host's traffic may cross on `topo`, each with the
-/// job hosts that may feed it (`owner`: each host's job).
-fn trunks(topo: &Topology, jobs: &[Vec<usize>], owner: &[Option<usize>]) -> Vec<Trunk> {
+/// job hosts that may feed it (`owner`: each host's job; `traffic`: each job's pattern).
+fn trunks(topo: &Topology, jobs: &[Vec<usize>], traffic: &[Traffic], owner: &[Option<usize>]) -> Vec<Trunk> {
     let links = topo.links();
     let hosts = topo.hosts();
     let min_capacity =
@@ -147,10 +169,17 @@ fn trunks(topo: &Topology, jobs: &[Vec<usize>], owner: &[Option<usize>]) -> Vec<
             let on_leaf = per_group(&|h| (h < gpus).then(|| leaf_of(h)), rail.leaves());
             let on_node = per_group(&|h| (h < gpus).then(|| h / g), rail.nodes);
             let gpus_of: Vec<usize> = jobs.iter().map(|hs| hs.iter().filter(|&&h| h < gpus).count()).collect();
+            // Rail-aligned jobs within one rail group, on the same rails of each node: they
+            // reach every GPU of theirs through their rail leaves (and NVLink) alone.
+            let rail_local: Vec<bool> =
+                jobs.iter().zip(traffic).map(|(hs, &t)| t == Traffic::RailAligned && within_rails(rail, hs)).collect();
             let (nic, up) = (2 * gpus, 4 * gpus);
             let mut feeders = vec![Vec::new(); rail.leaves()];
             for h in 0..gpus {
                 let Some(j) = owner[h] else { continue };
+                if rail_local[j] {
+                    continue;
+                }
                 let (l, n) = (leaf_of(h), h / g);
                 // The job's GPUs off this node and off this leaf (h itself is on both),
                 // or any of its extra hosts: its traffic to them crosses the spine.
@@ -212,6 +241,25 @@ fn trunks(topo: &Topology, jobs: &[Vec<usize>], owner: &[Option<usize>]) -> Vec<
     }
 }
 
+/// Whether `hosts` are GPUs of one rail group of `rail`, on the same rails of each of their
+/// nodes: then NCCL's rail-aligned channels between them cross rail leaves only.
+fn within_rails(rail: &super::rail::Rail, hosts: &[usize]) -> bool {
+    let g = rail.gpus_per_node;
+    let Some(&first) = hosts.first() else { return true };
+    if hosts.iter().any(|&h| h >= rail.gpus || rail.coords(h).2 != rail.coords(first).2) {
+        return false;
+    }
+    // A node holds one GPU per rail: the same count on every node, each on a rail of the
+    // first node's, is the same rails on every node.
+    let node = first / g;
+    let rails: Vec<usize> = hosts.iter().filter(|&&h| h / g == node).map(|&h| h % g).collect();
+    let mut per_node = std::collections::BTreeMap::new();
+    for &h in hosts {
+        *per_node.entry(h / g).or_insert(0usize) += 1;
+    }
+    hosts.iter().all(|&h| rails.contains(&(h % g))) && per_node.values().all(|&c| c == rails.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,22 +274,27 @@ mod tests {
         (a..b).collect()
     }
 
+    /// `n` jobs whose hosts may all talk to each other (flow-level).
+    fn any(n: usize) -> Vec<Traffic> {
+        vec![Traffic::AnyPair; n]
+    }
+
     #[test]
     fn a_star_never_contends() {
         let t = fabric("star", 8);
         let jobs = [range(0, 3), range(3, 8)];
-        assert_eq!(contention(&t, &jobs, 0), None);
-        assert_eq!(contention(&t, &jobs, 1), None);
+        assert_eq!(contention(&t, &jobs, &any(jobs.len()), 0), None);
+        assert_eq!(contention(&t, &jobs, &any(jobs.len()), 1), None);
     }
 
     #[test]
     fn a_ring_contends_between_any_two_jobs() {
         let t = fabric("ring", 8);
-        let c = contention(&t, &[range(0, 4), range(4, 8)], 0).unwrap();
+        let c = contention(&t, &[range(0, 4), range(4, 8)], &any(2), 0).unwrap();
         assert_eq!(c.other, 1);
         assert!(c.links.contains("ring"), "{}", c.links);
         // One job alone on it: nothing to meet.
-        assert_eq!(contention(&t, &[range(0, 8)], 0), None);
+        assert_eq!(contention(&t, &[range(0, 8)], &any(1), 0), None);
     }
 
     #[test]
@@ -249,17 +302,17 @@ mod tests {
         // Leaves of 4 hosts, 2 spines at 2 x host rate each: a leaf shared by two jobs
         // that leave it could send 4 x host rate over one spine link (ECMP).
         let t = fabric("leaf-spine:hosts_per_leaf=4,spines=2", 16);
-        let c = contention(&t, &[vec![0, 1, 4, 5], vec![2, 3, 6, 7]], 0).unwrap();
+        let c = contention(&t, &[vec![0, 1, 4, 5], vec![2, 3, 6, 7]], &any(2), 0).unwrap();
         assert_eq!((c.other, c.feeders), (1, 4));
         assert_eq!(c.links, "the spine links of leaf0");
         assert_eq!((c.capacity_bytes_per_s, c.feeders_bytes_per_s), (100e9, 200e9));
         // Jobs on leaves of their own share no link.
-        assert_eq!(contention(&t, &[range(0, 8), range(8, 16)], 0), None);
+        assert_eq!(contention(&t, &[range(0, 8), range(8, 16)], &any(2), 0), None);
         // Jobs sharing a leaf but each within it send nothing up.
-        assert_eq!(contention(&t, &[range(0, 2), range(2, 4)], 0), None);
+        assert_eq!(contention(&t, &[range(0, 2), range(2, 4)], &any(2), 0), None);
         // Spine links at the leaf's full host rate never limit.
         let t = fabric("leaf-spine:hosts_per_leaf=4,spines=2,uplink=1600Gbps", 16);
-        assert_eq!(contention(&t, &[vec![0, 1, 4, 5], vec![2, 3, 6, 7]], 0), None);
+        assert_eq!(contention(&t, &[vec![0, 1, 4, 5], vec![2, 3, 6, 7]], &any(2), 0), None);
     }
 
     #[test]
@@ -268,32 +321,69 @@ mod tests {
         // two 2-node jobs share every leaf.
         let t = fabric("rail:node=dgx-h100", 32);
         let jobs = [range(0, 16), range(16, 32)];
-        let c = contention(&t, &jobs, 1).unwrap();
+        let c = contention(&t, &jobs, &any(jobs.len()), 1).unwrap();
         assert_eq!((c.other, c.feeders), (0, 4));
         assert_eq!(c.links, "the spine links of leaf0.0");
         assert_eq!((c.capacity_bytes_per_s, c.feeders_bytes_per_s), (50e9, 200e9));
         // In rail groups of their own (2 nodes each) they share no leaf.
-        assert_eq!(contention(&fabric("rail:node=dgx-h100,nodes_per_group=2", 32), &jobs, 0), None);
+        assert_eq!(contention(&fabric("rail:node=dgx-h100,nodes_per_group=2", 32), &jobs, &any(jobs.len()), 0), None);
         // One spine: each leaf's spine link carries all of its NICs ...
-        assert_eq!(contention(&fabric("rail:node=dgx-h100,spines=1", 32), &jobs, 0), None);
+        assert_eq!(contention(&fabric("rail:node=dgx-h100,spines=1", 32), &jobs, &any(jobs.len()), 0), None);
         // ... unless oversubscribed.
-        let c = contention(&fabric("rail:node=dgx-h100,spines=1,oversubscription=2", 32), &jobs, 0).unwrap();
+        let c = contention(&fabric("rail:node=dgx-h100,spines=1,oversubscription=2", 32), &jobs, &any(jobs.len()), 0)
+            .unwrap();
         assert_eq!((c.capacity_bytes_per_s, c.feeders_bytes_per_s), (100e9, 200e9));
         // Single-node jobs talk over NVLink only, whatever the leaves: beside them even a
         // 2-node job has the spine links to itself.
         let jobs = [range(0, 8), range(8, 16), range(16, 32)];
-        assert!((0..3).all(|j| contention(&t, &jobs, j).is_none()));
+        assert!((0..3).all(|j| contention(&t, &jobs, &any(jobs.len()), j).is_none()));
+    }
+
+    #[test]
+    fn rail_aligned_jobs_within_one_rail_group_feed_no_spine_link() {
+        use Traffic::{AnyPair, RailAligned};
+        // 4 DGX H100 in one rail group, 4 spines at one NIC each: two 2-node jobs share
+        // every leaf. Flow-level, they contend (above); NCCL's, each keeps to its rails.
+        let t = fabric("rail:node=dgx-h100", 32);
+        let jobs = [range(0, 16), range(16, 32)];
+        for traffic in [[RailAligned, RailAligned], [RailAligned, AnyPair], [AnyPair, RailAligned]] {
+            let c = |j| contention(&t, &jobs, &traffic, j);
+            // A rail-aligned job feeds none, so nothing of it meets the other job.
+            for j in 0..2 {
+                if traffic[j] == RailAligned {
+                    assert_eq!(c(j), None, "{traffic:?} job {j}");
+                }
+            }
+        }
+        // Half nodes on the same rails: still rail-aligned ...
+        let halves = [vec![0, 1, 2, 3, 8, 9, 10, 11], range(16, 32)];
+        assert_eq!(contention(&t, &halves, &[RailAligned, AnyPair], 0), None);
+        // ... but not on other rails of the second node (NCCL would cross NICs there).
+        let skew = [vec![0, 1, 2, 3, 12, 13, 14, 15], range(16, 32)];
+        assert_eq!(contention(&t, &skew, &[RailAligned, AnyPair], 0).map(|c| c.other), Some(1));
+        // A rail-aligned job spanning two rail groups (2 nodes each) crosses the spines,
+        // where a flow-level job of the other group's node and another group meets it.
+        let t = fabric("rail:node=dgx-h100,nodes_per_group=2", 48);
+        let jobs = [range(8, 24), [range(0, 8), range(32, 40)].concat()];
+        let c = contention(&t, &jobs, &[RailAligned, AnyPair], 0).unwrap();
+        assert_eq!((c.links.as_str(), c.other), ("the spine links of leaf0.0", 1));
+        // Flow-level jobs in one group contend as before, whatever a third job does.
+        let t = fabric("rail:node=dgx-h100", 48);
+        let jobs = [range(0, 16), range(16, 32), range(32, 48)];
+        let c = contention(&t, &jobs, &[AnyPair, AnyPair, RailAligned], 0).unwrap();
+        assert_eq!(c.other, 1);
+        assert_eq!(contention(&t, &jobs, &[AnyPair, AnyPair, RailAligned], 2), None);
     }
 
     #[test]
     fn nodes_contend_when_a_machine_holds_two_jobs_that_leave_it() {
         // p3.16xlarge: 8 GPUs per machine.
         let t = fabric("nodes", 32);
-        assert_eq!(contention(&t, &[range(0, 16), range(16, 32)], 0), None);
-        let c = contention(&t, &[range(0, 12), range(12, 32)], 0).unwrap();
+        assert_eq!(contention(&t, &[range(0, 16), range(16, 32)], &any(2), 0), None);
+        let c = contention(&t, &[range(0, 12), range(12, 32)], &any(2), 0).unwrap();
         assert_eq!(c.links, "the top-switch link of nic1");
         assert_eq!(c.other, 1);
         // Two jobs within one machine each: their traffic stays inside.
-        assert_eq!(contention(&t, &[range(0, 4), range(4, 8)], 0), None);
+        assert_eq!(contention(&t, &[range(0, 4), range(4, 8)], &any(2), 0), None);
     }
 }

@@ -32,7 +32,6 @@ use super::driver::{self, SimulatedJob};
 use super::program::Runner;
 use super::state::SimState;
 use super::step::{StepCollective, StepSettings};
-use super::timed::TimedCollective;
 use super::{allreduce_schedule, build_core, check, sharded, variability, Engine, Folding, JobHosts, Scenario};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
@@ -335,13 +334,8 @@ fn job_sim<'a>(
         // job's own ranks on the fabric's spec, every collective timed, no flow.
         let alone = sc.topology.build(n, 0, sc.bandwidth, 0)?;
         let group = sharded::shard_group(cfg, &alone, n)?;
-        let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
-        let times = sharded::nccl_times(sharded::nccl_fabrics(sc, cfg, n, group)?, &program)?;
-        let exec = TimedCollective::new(times.into_durations(), n);
-        let interference = sharded::interference(cfg, Comm::Nccl);
-        return Ok(Box::new(
-            Runner::new(sc, program, n, i, exec, sampler()).with_interference(interference).run_until(limit),
-        ));
+        let timed = sharded::nccl_program(sc, cfg, group)?;
+        return Ok(Box::new(sharded::nccl_runner(sc, cfg, timed, n, i).run_until(limit)));
     }
     if let Family::Sharded(cfg) = &strategy.family {
         let group = match cfg.stage {

@@ -193,7 +193,7 @@ pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: 
 /// NCCL's times for `program`'s collectives over `fabrics` (by schedule index), with
 /// [`nccl::choose`] on the whole buffer (the program's bytes are on the wire already) and
 /// NCCL's defaults: every (schedule, bytes) of the program up front.
-pub(super) fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<NcclTimes> {
+fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<NcclTimes> {
     let groups = fabrics
         .into_iter()
         .enumerate()
@@ -205,6 +205,31 @@ pub(super) fn nccl_times(fabrics: Vec<NcclFabric>, program: &Program) -> Result<
         })
         .collect();
     NcclTimes::new(groups, program.collectives.iter().map(|c| (c.schedule, c.bytes)))
+}
+
+/// The program of `sc`'s sharded strategy `cfg` (shard groups of `group`) and NCCL's time
+/// for each of its collectives ([`nccl_times`] over [`nccl_fabrics`]): what a `comm=nccl`
+/// run needs before it starts, alone ([`simulate_nccl`]) or beside other jobs
+/// (`jobs::job_sim`), refusals included.
+pub(super) fn nccl_program(sc: &Scenario, cfg: &ShardedConfig, group: usize) -> Result<(Program, NcclTimes)> {
+    let n = sc.workers;
+    let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
+    let times = nccl_times(nccl_fabrics(sc, cfg, n, group)?, &program)?;
+    Ok((program, times))
+}
+
+/// Job `job` of `sc` running `program` on `ranks` simulated ranks, every collective timed
+/// by `times` (no flow), compute slowed as NCCL's kernels slow it.
+pub(super) fn nccl_runner<'a>(
+    sc: &'a Scenario,
+    cfg: &ShardedConfig,
+    (program, times): (Program, NcclTimes),
+    ranks: usize,
+    job: usize,
+) -> Runner<'a, TimedCollective> {
+    let exec = TimedCollective::new(times.into_durations(), ranks);
+    let sampler = variability::Sampler::new(sc.variability.clone(), sc.workers, sc.seed);
+    Runner::new(sc, program, ranks, job, exec, sampler).with_interference(interference(cfg, Comm::Nccl))
 }
 
 /// [`simulate`] with every collective timed by NCCL's model (no flow).
@@ -222,8 +247,7 @@ fn simulate_nccl(
             "comm=nccl times collectives in closed form and cannot see link failures; give comm=flows to simulate failures",
         ));
     }
-    let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
-    let times = nccl_times(nccl_fabrics(sc, cfg, n, group)?, &program)?;
+    let timed = nccl_program(sc, cfg, group)?;
     // Every rank ends each collective at the same instant: one stands for all when they
     // compute alike.
     let folded = sc.allow_folding && n > 1 && sc.variability.is_uniform();
@@ -233,11 +257,7 @@ fn simulate_nccl(
     if mode == Mode::Check {
         return Ok(None);
     }
-    let exec = TimedCollective::new(times.into_durations(), ranks);
-    let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
-    let measured = Runner::new(sc, program, ranks, 0, exec, sampler)
-        .with_interference(interference(cfg, Comm::Nccl))
-        .run(&mut core)?;
+    let measured = nccl_runner(sc, cfg, timed, ranks, 0).run(&mut core)?;
     Ok(Some(build_report(sc, &mut core, measured)))
 }
 

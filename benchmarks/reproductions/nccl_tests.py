@@ -42,7 +42,7 @@ import tensorwire as tw
 from tensorwire import _core
 from tensorwire.calibrate import logs as calibrate_logs
 from tensorwire.calibrate.fit import fit as calibrate_runs
-from tensorwire.calibrate.fit import with_options
+from tensorwire.calibrate.fit import nccl_list, with_options
 from tensorwire.workload import bus_factor
 
 HERE = Path(__file__).resolve().parent
@@ -76,11 +76,11 @@ def strategy_for(series: dict[str, Any], base: str) -> str:
     env = dict(word.split("=", 1) for word in series.get("env", "").split() if "=" in word and word.startswith("NCCL_"))
     options = []
     if "NCCL_ALGO" in env:
-        options.append("algo=" + env["NCCL_ALGO"].split(":")[-1].lower().replace(",", "+"))
+        options.append(f"algo={nccl_list(env['NCCL_ALGO'].split(':')[-1])}")
     elif env.get("NCCL_NVLS_ENABLE") == "0":
         options.append("algo=^nvls+nvlstree")
     if "NCCL_PROTO" in env:
-        options.append("proto=" + env["NCCL_PROTO"].lower().replace(",", "+"))
+        options.append(f"proto={nccl_list(env['NCCL_PROTO'])}")
     if series.get("transport", "rdma") != "rdma":
         options.append(f"transport={series['transport']}")
     return "nccl" + (":" + ",".join(options) if options else "")

@@ -106,8 +106,9 @@ def _show(result: Fit) -> None:
             f"{len(skipped)} row{'s' * (len(skipped) > 1)} of size 0 skipped ({logs}): they time nothing "
             "(nccl-tests' -b 0)"
         )
-    if _restricted_strategy(result) != "nccl":
-        click.echo(f"Measured with NCCL's choice restricted: simulate with -s {_restricted_strategy(result)}")
+    strategy = _restricted_strategy(result)
+    if strategy != "nccl":
+        click.echo(f"Measured with NCCL's choice restricted: simulate with -s {strategy}")
 
 
 def _restricted_strategy(result: Fit) -> str:

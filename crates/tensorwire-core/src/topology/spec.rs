@@ -205,14 +205,20 @@ impl TopologySpec {
     /// SHARP, calibration factors outside (0, 2], latencies past the simulation horizon, fill
     /// factors above 10.
     fn check_nccl_options(&self) -> Result<()> {
-        for option in ["intra_efficiency", "inter_efficiency"] {
-            if let Some(x) = self.0.real(option) {
-                if x > 2.0 {
-                    return Err(Error::invalid(
-                        format!("topology.{option}"),
-                        format!("{x} is outside (0, 2]; a factor on NCCL's bandwidth (1 = NCCL's own figure)"),
-                    ));
-                }
+        // (option, largest value, allowed range, what the factor scales); the lower bounds
+        // are the option kinds' (`Real` > 0, `NonNegativeReal` >= 0), checked when parsed.
+        const FACTORS: [(&str, f64, &str, &str); 4] = [
+            ("intra_efficiency", 2.0, "(0, 2]", "NCCL's bandwidth (1 = NCCL's own figure)"),
+            ("inter_efficiency", 2.0, "(0, 2]", "NCCL's bandwidth (1 = NCCL's own figure)"),
+            ("intra_fill", 10.0, "[0, 10]", "NCCL's pipeline fill (1 = NCCL's own)"),
+            ("inter_fill", 10.0, "[0, 10]", "NCCL's pipeline fill (1 = NCCL's own)"),
+        ];
+        for (option, max, range, what) in FACTORS {
+            if let Some(x) = self.0.real(option).filter(|&x| x > max) {
+                return Err(Error::invalid(
+                    format!("topology.{option}"),
+                    format!("{x} is outside {range}; a factor on {what}"),
+                ));
             }
         }
         for option in ["intra_latency", "inter_latency"] {
@@ -220,16 +226,6 @@ impl TopologySpec {
             // only the configurations with more than one node); refused up front instead.
             if let Some(x) = self.0.duration(option) {
                 crate::units::seconds_to_nanos(&format!("topology.{option}"), x)?;
-            }
-        }
-        for option in ["intra_fill", "inter_fill"] {
-            if let Some(x) = self.0.real(option) {
-                if x > 10.0 {
-                    return Err(Error::invalid(
-                        format!("topology.{option}"),
-                        format!("{x} is outside [0, 10]; a factor on NCCL's pipeline fill (1 = NCCL's own)"),
-                    ));
-                }
             }
         }
         if self.0.flag("nvls") == Some(true) && !self.node_preset().is_some_and(|p| p.nvls) {
@@ -489,5 +485,22 @@ mod tests {
         }
         let ok = TopologySpec::parse("rail:inter_latency=1000s").unwrap();
         assert_eq!(ok.calibration().inter_latency_s, 1000.0);
+    }
+
+    /// Each calibration factor above its range is refused naming the option and the range;
+    /// the largest allowed value is taken.
+    #[test]
+    fn calibration_factors_outside_their_range_are_refused() {
+        for (option, max, range) in [
+            ("intra_efficiency", "2", "(0, 2]"),
+            ("inter_efficiency", "2", "(0, 2]"),
+            ("intra_fill", "10", "[0, 10]"),
+            ("inter_fill", "10", "[0, 10]"),
+        ] {
+            let e = TopologySpec::parse(&format!("rail:{option}={max}.5")).unwrap_err();
+            assert_eq!(e.field(), format!("topology.{option}"));
+            assert!(e.to_string().contains(&format!("{max}.5 is outside {range}")), "{e}");
+            assert!(TopologySpec::parse(&format!("nodes:{option}={max}")).is_ok(), "{option}={max}");
+        }
     }
 }

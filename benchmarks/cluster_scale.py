@@ -29,8 +29,8 @@ spec = json.loads(sys.argv[1])
 if spec.get("lanes") is False:
     # Message by message: the core's switch for lanes (folding stays on).
     from tensorwire import _core, api
-    plain = _core.simulate
-    api._core.simulate = lambda *a, **k: plain(*a, **{**k, "allow_lanes": False})
+    plain = _core.Scenario
+    api._core.Scenario = lambda *a, **k: plain(*a, **{**k, "allow_lanes": False})
 w = tw.load_model(spec["model"], **spec.get("model_args", {}))
 cluster = tw.Cluster(spec["workers"], spec["bandwidth"], latency=spec.get("latency", "5us"), topology=spec.get("topology", "star"))
 kwargs = {}

@@ -27,8 +27,8 @@ for _ in range(spec["repeat"]):
     r = tw.simulate(w, cluster, spec["strategy"], iterations=spec["iterations"], fold=spec["fold"])
     cpu = min(cpu, time.process_time() - c0)
 # Ranks simulated: from the core's raw report (not on Result).
-raw = _core.simulate(w.core, spec["gpus"], tw.Strategy(spec["strategy"]).core, cluster.bandwidth,
-                     cluster.latency, cluster.core, iterations=1, allow_folding=spec["fold"])
+raw = _core.Scenario(w.core, spec["gpus"], tw.Strategy(spec["strategy"]).core, cluster.bandwidth,
+                     cluster.latency, cluster.core, iterations=1, allow_folding=spec["fold"]).simulate()
 print(json.dumps({"cpu_seconds": cpu, "flows": r.flows, "events": r.events, "folded": r.folded,
                   "simulated_ranks": raw.simulated_ranks, "iteration_time_s": r.iteration_time_s}))
 """

@@ -59,50 +59,37 @@ class Workload:
 
 DEFAULT_MAX_FLOWS: int
 
-def simulate(
-    workload: Workload,
-    workers: int,
-    strategy: Strategy,
-    bandwidth: float,
-    latency: float,
-    topology: Topology,
-    network: str = "flow",
-    iterations: int = 3,
-    seed: int = 0,
-    per_message_overhead: float = 0.0,
-    copy_bandwidth: Optional[float] = None,
-    stragglers: str = "none",
-    spread: float = 0.0,
-    slowdowns: Optional[list[float]] = None,
-    placement: str = "packed",
-    allow_folding: bool = True,
-    timeline: bool = False,
-    max_flows: Optional[int] = None,
-    progress: Optional[Callable[[int, int, float, int, int], bool]] = None,
-    failures: Optional[list[tuple[str, float, float]]] = None,
-    allow_lanes: bool = True,
-) -> Report: ...
-def check_run(
-    workload: Workload,
-    workers: int,
-    strategy: Strategy,
-    bandwidth: float,
-    latency: float,
-    topology: Topology,
-    network: str = "flow",
-    iterations: int = 3,
-    seed: int = 0,
-    per_message_overhead: float = 0.0,
-    copy_bandwidth: Optional[float] = None,
-    stragglers: str = "none",
-    spread: float = 0.0,
-    slowdowns: Optional[list[float]] = None,
-    placement: str = "packed",
-    allow_folding: bool = True,
-    max_flows: Optional[int] = None,
-    failures: Optional[list[tuple[str, float, float]]] = None,
-    allow_lanes: bool = True,
-) -> None: ...
+@final
+class Scenario:
+    """One job's run as the core will simulate it, checked as far as the arguments go."""
+
+    def __new__(
+        cls,
+        workload: Workload,
+        workers: int,
+        strategy: Strategy,
+        bandwidth: float,
+        latency: float,
+        topology: Topology,
+        network: str = "flow",
+        iterations: int = 3,
+        seed: int = 0,
+        per_message_overhead: float = 0.0,
+        copy_bandwidth: Optional[float] = None,
+        stragglers: str = "none",
+        spread: float = 0.0,
+        slowdowns: Optional[list[float]] = None,
+        placement: str = "packed",
+        allow_folding: bool = True,
+        max_flows: Optional[int] = None,
+        failures: Optional[list[tuple[str, float, float]]] = None,
+        allow_lanes: bool = True,
+    ) -> Scenario: ...
+    def check(self) -> None: ...
+    def simulate(
+        self, timeline: bool = False, progress: Optional[Callable[[int, int, float, int, int], bool]] = None
+    ) -> Report: ...
+
 def simulate_jobs(
     jobs: list[tuple[str, Workload, int, Strategy, Optional[list[int]]]],
     hosts: int,

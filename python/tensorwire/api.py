@@ -85,7 +85,7 @@ def simulate(
         workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures, progress
     )
     report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
-    raw = _core.simulate(*args, **{**options, "timeline": timeline, "progress": report})
+    raw = _core.Scenario(*args, **options).simulate(timeline=timeline, progress=report)
     return _result(raw, workload, cluster.workers, cluster.bandwidth, parsed.spec)
 
 
@@ -120,7 +120,7 @@ def check_simulate(
     args, options = _run_args(
         workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures
     )
-    _core.check_run(*args, **options)
+    _core.Scenario(*args, **options).check()
 
 
 def _run_args(
@@ -139,7 +139,7 @@ def _run_args(
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Checks what :func:`simulate` and :func:`check_simulate` check in Python; returns the
     core's positional arguments of the run (workload, workers, strategy, bandwidth, latency,
-    topology) and its keyword arguments."""
+    topology) and its keyword arguments, those of :class:`_core.Scenario`."""
     _check_types(workload, cluster)
     _check_run(iterations, seed, max_flows, failures)
     if progress is not None and not callable(progress):

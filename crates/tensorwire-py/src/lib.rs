@@ -5,7 +5,7 @@
 //! - `error`: `InputError` and the panic guard;
 //! - `conversion`: the one place text becomes a core enum;
 //! - `workload`, `strategy` (`Strategy`), `cluster` (`Topology`), `report` (`Report`);
-//! - `simulate`: `simulate`, `simulate_jobs`, `check` and placements;
+//! - `simulate`: `Scenario` (one run: `check()`, `simulate()`), `simulate_jobs`, `check` and placements;
 //! - `catalog`: name lists, defaults, option tables and unit parsers;
 //! - `runtime`: the scheduler and plans the torch runtime and testbed run;
 //! - `gputopo`: GPU trees;
@@ -36,8 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cluster::PyTopology>()?;
     m.add_class::<report::PyReport>()?;
     m.add_class::<workload::PyWorkload>()?;
-    m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(simulate::check_run, m)?)?;
+    m.add_class::<simulate::PyScenario>()?;
     m.add_function(wrap_pyfunction!(simulate::simulate_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::check, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::place_jobs, m)?)?;

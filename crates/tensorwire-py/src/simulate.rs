@@ -1,5 +1,5 @@
-//! Runs: `simulate` (one job), `check_run` (what `simulate` would refuse before running),
-//! `simulate_jobs` (several on one fabric), `check` (whether a strategy runs on a fabric),
+//! Runs: `Scenario` (one job: `check()` what its run would refuse before running,
+//! `simulate()`), `simulate_jobs` (several on one fabric), `check` (whether a strategy runs on a fabric),
 //! and the placements of ranks on hosts. Strategies and topologies arrive parsed
 //! (`Strategy`, `Topology`); placements cross by name.
 
@@ -49,181 +49,97 @@ fn rank_to_host(topology: &TopologySpec, workers: usize, kind: &str, seed: u64) 
     topology::placement(kind, &topo.layout(workers), seed).map(Some)
 }
 
-/// The scenario of one run from `simulate`'s arguments (also `check_run`'s), checked as
-/// far as the arguments go.
-#[allow(clippy::too_many_arguments)]
-fn scenario(
-    workload: &PyWorkload,
-    workers: i64,
-    strategy: &PyStrategy,
-    bandwidth: f64,
-    latency: f64,
-    topology: &PyTopology,
-    network: &str,
-    iterations: i64,
-    seed: u64,
-    per_message_overhead: f64,
-    copy_bandwidth: Option<f64>,
-    stragglers: &str,
-    spread: f64,
-    slowdowns: Option<Vec<f64>>,
-    placement: &str,
-    allow_folding: bool,
-    max_flows: Option<u64>,
-    failures: Option<Vec<FailureTuple>>,
-    allow_lanes: bool,
-) -> Result<Scenario, Error> {
-    let rank_to_host = rank_to_host(&topology.inner, workers.max(0) as usize, placement, seed)?;
-    if workers < 1 {
-        return Err(Error::invalid("workers", format!("{workers} is not allowed; need at least 1")));
-    }
-    if iterations < 1 {
-        return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
-    }
-    if !(latency.is_finite() && latency >= 0.0) {
-        return Err(Error::invalid("latency", "must be a duration >= 0"));
-    }
-    if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
-        return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
-    }
-    let mut sc = Scenario::new(workload.inner.clone(), workers as usize, bandwidth, strategy.inner.clone());
-    sc.latency = latency;
-    sc.topology = topology.inner.clone();
-    sc.network = conversion::network(network)?;
-    sc.iterations = iterations.min(u32::MAX as i64) as u32;
-    sc.seed = seed;
-    sc.per_message_overhead = per_message_overhead;
-    sc.copy_bandwidth = copy_bandwidth;
-    sc.variability = conversion::variability(stragglers, spread, slowdowns)?;
-    sc.rank_to_host = rank_to_host;
-    sc.allow_folding = allow_folding;
-    sc.allow_lanes = allow_lanes;
-    sc.max_flows = max_flows;
-    sc.failures = failures_from(failures);
-    Ok(sc)
+/// One job's run as the core will simulate it: `simulate`'s arguments, checked as far as
+/// the arguments go when it is made. `check()` refuses what the run would refuse before
+/// simulating anything; `simulate()` runs it. One constructor serves both, so the check
+/// and the run cannot drift apart.
+#[pyclass(name = "Scenario", module = "tensorwire._core", frozen)]
+pub struct PyScenario {
+    inner: Scenario,
 }
 
-/// Runs one simulation; returns its `Report`.
-#[pyfunction]
-#[pyo3(signature = (
-    workload, workers, strategy, bandwidth, latency, topology, network = "flow", iterations = 3,
-    seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
-    slowdowns = None, placement = "packed", allow_folding = true, timeline = false, max_flows = None,
-    progress = None, failures = None, allow_lanes = true
-))]
-#[allow(clippy::too_many_arguments)]
-pub fn simulate(
-    py: Python<'_>,
-    workload: PyRef<'_, PyWorkload>,
-    workers: i64,
-    strategy: PyRef<'_, PyStrategy>,
-    bandwidth: f64,
-    latency: f64,
-    topology: PyRef<'_, PyTopology>,
-    network: &str,
-    iterations: i64,
-    seed: u64,
-    per_message_overhead: f64,
-    copy_bandwidth: Option<f64>,
-    stragglers: &str,
-    spread: f64,
-    slowdowns: Option<Vec<f64>>,
-    placement: &str,
-    allow_folding: bool,
-    timeline: bool,
-    max_flows: Option<u64>,
-    progress: Option<PyObject>,
-    failures: Option<Vec<FailureTuple>>,
-    allow_lanes: bool,
-) -> PyResult<PyReport> {
-    let build = || -> Result<Scenario, Error> {
-        let mut sc = scenario(
-            &workload,
-            workers,
-            &strategy,
-            bandwidth,
-            latency,
-            &topology,
-            network,
-            iterations,
-            seed,
-            per_message_overhead,
-            copy_bandwidth,
-            stragglers,
-            spread,
-            slowdowns,
-            placement,
-            allow_folding,
-            max_flows,
-            failures,
-            allow_lanes,
-        )?;
-        sc.record_timeline = timeline;
-        sc.progress = Some(progress_hook(progress));
-        Ok(sc)
-    };
-    let scenario = guarded(build)?;
-    let inner = py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario)))?;
-    Ok(PyReport { inner })
-}
+#[pymethods]
+impl PyScenario {
+    #[new]
+    #[pyo3(signature = (
+        workload, workers, strategy, bandwidth, latency, topology, network = "flow", iterations = 3,
+        seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
+        slowdowns = None, placement = "packed", allow_folding = true, max_flows = None, failures = None,
+        allow_lanes = true
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        workload: PyRef<'_, PyWorkload>,
+        workers: i64,
+        strategy: PyRef<'_, PyStrategy>,
+        bandwidth: f64,
+        latency: f64,
+        topology: PyRef<'_, PyTopology>,
+        network: &str,
+        iterations: i64,
+        seed: u64,
+        per_message_overhead: f64,
+        copy_bandwidth: Option<f64>,
+        stragglers: &str,
+        spread: f64,
+        slowdowns: Option<Vec<f64>>,
+        placement: &str,
+        allow_folding: bool,
+        max_flows: Option<u64>,
+        failures: Option<Vec<FailureTuple>>,
+        allow_lanes: bool,
+    ) -> PyResult<Self> {
+        let build = || -> Result<Scenario, Error> {
+            let rank_to_host = rank_to_host(&topology.inner, workers.max(0) as usize, placement, seed)?;
+            if workers < 1 {
+                return Err(Error::invalid("workers", format!("{workers} is not allowed; need at least 1")));
+            }
+            if iterations < 1 {
+                return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
+            }
+            if !(latency.is_finite() && latency >= 0.0) {
+                return Err(Error::invalid("latency", "must be a duration >= 0"));
+            }
+            if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
+                return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
+            }
+            let mut sc = Scenario::new(workload.inner.clone(), workers as usize, bandwidth, strategy.inner.clone());
+            sc.latency = latency;
+            sc.topology = topology.inner.clone();
+            sc.network = conversion::network(network)?;
+            sc.iterations = iterations.min(u32::MAX as i64) as u32;
+            sc.seed = seed;
+            sc.per_message_overhead = per_message_overhead;
+            sc.copy_bandwidth = copy_bandwidth;
+            sc.variability = conversion::variability(stragglers, spread, slowdowns)?;
+            sc.rank_to_host = rank_to_host;
+            sc.allow_folding = allow_folding;
+            sc.allow_lanes = allow_lanes;
+            sc.max_flows = max_flows;
+            sc.failures = failures_from(failures);
+            Ok(sc)
+        };
+        Ok(PyScenario { inner: guarded(build)? })
+    }
 
-/// Refuses (an `InputError`) what `simulate` with these arguments would refuse before
-/// simulating anything ([`tensorwire_core::check_scenario`]: the scenario, the strategy on
-/// the fabric with the workload, the flow budget), without running it.
-#[pyfunction]
-#[pyo3(signature = (
-    workload, workers, strategy, bandwidth, latency, topology, network = "flow", iterations = 3,
-    seed = 0, per_message_overhead = 0.0, copy_bandwidth = None, stragglers = "none", spread = 0.0,
-    slowdowns = None, placement = "packed", allow_folding = true, max_flows = None, failures = None,
-    allow_lanes = true
-))]
-#[allow(clippy::too_many_arguments)]
-pub fn check_run(
-    py: Python<'_>,
-    workload: PyRef<'_, PyWorkload>,
-    workers: i64,
-    strategy: PyRef<'_, PyStrategy>,
-    bandwidth: f64,
-    latency: f64,
-    topology: PyRef<'_, PyTopology>,
-    network: &str,
-    iterations: i64,
-    seed: u64,
-    per_message_overhead: f64,
-    copy_bandwidth: Option<f64>,
-    stragglers: &str,
-    spread: f64,
-    slowdowns: Option<Vec<f64>>,
-    placement: &str,
-    allow_folding: bool,
-    max_flows: Option<u64>,
-    failures: Option<Vec<FailureTuple>>,
-    allow_lanes: bool,
-) -> PyResult<()> {
-    let scenario = guarded(|| {
-        scenario(
-            &workload,
-            workers,
-            &strategy,
-            bandwidth,
-            latency,
-            &topology,
-            network,
-            iterations,
-            seed,
-            per_message_overhead,
-            copy_bandwidth,
-            stragglers,
-            spread,
-            slowdowns,
-            placement,
-            allow_folding,
-            max_flows,
-            failures,
-            allow_lanes,
-        )
-    })?;
-    py.allow_threads(|| guarded(|| tensorwire_core::check_scenario(&scenario)))
+    /// Refuses (an `InputError`) what `simulate()` would refuse before simulating anything
+    /// ([`tensorwire_core::check_scenario`]: the strategy on the fabric with the workload,
+    /// the flow budget), without running it.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| guarded(|| tensorwire_core::check_scenario(&self.inner)))
+    }
+
+    /// Runs the simulation; returns its `Report`. `timeline` records every span;
+    /// `progress(iterations_done, iterations, simulated_s, events, flows)` is called while
+    /// it runs, and a false result (or Ctrl-C) stops it.
+    #[pyo3(signature = (timeline = false, progress = None))]
+    fn simulate(&self, py: Python<'_>, timeline: bool, progress: Option<PyObject>) -> PyResult<PyReport> {
+        let mut scenario = self.inner.clone();
+        scenario.record_timeline = timeline;
+        scenario.progress = Some(progress_hook(progress));
+        let inner = py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario)))?;
+        Ok(PyReport { inner })
+    }
 }
 
 /// (name, workload, workers, strategy, hosts or None) of one job.

@@ -1,5 +1,5 @@
 """``check`` (the core's: does a strategy run with N workers on a fabric?) refuses exactly
-what the old probe (a 1 KiB all-reduce simulated through ``_core.simulate``) refused, with
+what the old probe (a 1 KiB all-reduce simulated through ``_core.Scenario``) refused, with
 the same field and message, for every built-in strategy on the common fabrics."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def _old_probe(spec: str, workers: int, topology: str) -> Optional[tuple[str, st
     """The probe compare and sweep ran before ``check``: a simulation of 1 KiB."""
     tiny = _core.Workload("probe", 1, [("probe", 0.0, 0.0)], [("probe.g", 1024, 0)], 4, "allreduce")
     try:
-        _core.simulate(tiny, workers, _core.Strategy(spec), 1e9, 0.0, _core.Topology(topology), iterations=1)
+        _core.Scenario(tiny, workers, _core.Strategy(spec), 1e9, 0.0, _core.Topology(topology), iterations=1).simulate()
     except _core.InputError as e:
         return (e.field, e.message)
     return None

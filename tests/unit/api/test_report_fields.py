@@ -27,7 +27,7 @@ def test_every_report_field_reaches_result_or_is_dropped_on_purpose() -> None:
 def test_simulate_returns_the_core_report_values() -> None:
     w = tw.Workload.collective("allreduce:1MiB")
     c = tw.Cluster(4, "10Gbps")
-    raw = _core.simulate(w.core, 4, tw.Strategy("ring").core, c.bandwidth, c.latency, c.core)
+    raw = _core.Scenario(w.core, 4, tw.Strategy("ring").core, c.bandwidth, c.latency, c.core).simulate()
     assert isinstance(raw, _core.Report)
     r = tw.simulate(w, c, "ring")
     assert r.iteration_time_s == raw.iteration_time_s

@@ -277,6 +277,8 @@ fn bad_jobs_name_the_field() {
     let mut rack = fabric.clone();
     rack.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=2,spines=1").unwrap();
     assert_eq!(simulate_jobs(&rack, &[job("a", &w, 2, "ps+ina", None)], "packed").unwrap_err().field(), "topology");
+    // A flow-level HSDP job's shard group must divide its own workers (3 does not divide 4).
+    assert_eq!(err(&[job("a", &w, 4, "hsdp:comm=flows,shard_group=3", None)]), "jobs[0].strategy.shard_group");
     assert_eq!(err(&[]), "jobs");
     assert_eq!(simulate_jobs(&fabric, &[job("a", &w, 2, "ring", None)], "diagonal").unwrap_err().field(), "placement");
 }

@@ -36,7 +36,7 @@ use super::{allreduce_schedule, build_core, check, sharded, variability, Engine,
 use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::network::ModelKind;
-use crate::strategy::{Comm, Family, ShardedConfig, Stage, Strategy};
+use crate::strategy::{Comm, Family, ShardedConfig, Strategy};
 use crate::topology::{placement, TopologySpec, Traffic};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
@@ -338,17 +338,11 @@ fn job_sim<'a>(
         return Ok(Box::new(sharded::nccl_runner(sc, cfg, timed, n, i).run_until(limit)));
     }
     if let Family::Sharded(cfg) = &strategy.family {
-        let group = match cfg.stage {
-            Stage::Hsdp => {
-                let g = cfg.shard_group.unwrap_or(8.min(n));
-                sharded::check_group(g, n)?;
-                g
-            }
-            _ => n,
-        };
         // A job's ranks are a part of the fabric: its collectives use flat rings (the
-        // fabric's levels describe all of its hosts, not this job's).
+        // fabric's levels describe all of its hosts, not this job's), and an HSDP shard
+        // group is `shard_group=` or 8 (a star has no nodes to take it from).
         let topo = crate::topology::TopologySpec::parse("star")?.build(n, 0, 1e9, 0)?;
+        let group = sharded::shard_group(cfg, &topo, n)?;
         let schedules = sharded::schedules(cfg, &topo, n, group);
         let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
         let exec =

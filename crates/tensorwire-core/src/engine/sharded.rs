@@ -676,7 +676,7 @@ pub(super) fn shard_group(cfg: &ShardedConfig, topo: &Topology, n: usize) -> Res
 }
 
 /// Checks that `group` ranks per shard group divide `workers`.
-pub(super) fn check_group(group: usize, workers: usize) -> Result<()> {
+fn check_group(group: usize, workers: usize) -> Result<()> {
     if group == 0 || !workers.is_multiple_of(group) {
         let divisors: Vec<String> =
             (1..=workers).filter(|&d| workers.is_multiple_of(d)).map(|d| d.to_string()).collect();

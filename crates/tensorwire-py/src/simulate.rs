@@ -49,6 +49,46 @@ fn rank_to_host(topology: &TopologySpec, workers: usize, kind: &str, seed: u64) 
     topology::placement(kind, &topo.layout(workers), seed).map(Some)
 }
 
+/// The settings of a run that one job (`Scenario`) and several (`simulate_jobs`) share:
+/// the fabric's latency, topology and network model, the iterations, the seed, the flow
+/// budget and the failures.
+struct FabricSettings<'a> {
+    latency: f64,
+    topology: &'a TopologySpec,
+    network: &'a str,
+    iterations: i64,
+    seed: u64,
+    per_message_overhead: f64,
+    copy_bandwidth: Option<f64>,
+    max_flows: Option<u64>,
+    failures: Option<Vec<FailureTuple>>,
+}
+
+impl FabricSettings<'_> {
+    /// Checks the settings (iterations >= 1, durations >= 0) and writes them into `sc`.
+    fn apply(self, sc: &mut Scenario) -> Result<(), Error> {
+        if self.iterations < 1 {
+            return Err(Error::invalid("iterations", format!("{} is not allowed; need at least 1", self.iterations)));
+        }
+        if !(self.latency.is_finite() && self.latency >= 0.0) {
+            return Err(Error::invalid("latency", "must be a duration >= 0"));
+        }
+        if !(self.per_message_overhead.is_finite() && self.per_message_overhead >= 0.0) {
+            return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
+        }
+        sc.latency = self.latency;
+        sc.topology = self.topology.clone();
+        sc.network = conversion::network(self.network)?;
+        sc.iterations = self.iterations.min(u32::MAX as i64) as u32;
+        sc.seed = self.seed;
+        sc.per_message_overhead = self.per_message_overhead;
+        sc.copy_bandwidth = self.copy_bandwidth;
+        sc.max_flows = self.max_flows;
+        sc.failures = failures_from(self.failures);
+        Ok(())
+    }
+}
+
 /// One job's run as the core will simulate it: `simulate`'s arguments, checked as far as
 /// the arguments go when it is made. `check()` refuses what the run would refuse before
 /// simulating anything; `simulate()` runs it. One constructor serves both, so the check
@@ -94,29 +134,23 @@ impl PyScenario {
             if workers < 1 {
                 return Err(Error::invalid("workers", format!("{workers} is not allowed; need at least 1")));
             }
-            if iterations < 1 {
-                return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
-            }
-            if !(latency.is_finite() && latency >= 0.0) {
-                return Err(Error::invalid("latency", "must be a duration >= 0"));
-            }
-            if !(per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
-                return Err(Error::invalid("per_message_overhead", "must be a duration >= 0"));
-            }
             let mut sc = Scenario::new(workload.inner.clone(), workers as usize, bandwidth, strategy.inner.clone());
-            sc.latency = latency;
-            sc.topology = topology.inner.clone();
-            sc.network = conversion::network(network)?;
-            sc.iterations = iterations.min(u32::MAX as i64) as u32;
-            sc.seed = seed;
-            sc.per_message_overhead = per_message_overhead;
-            sc.copy_bandwidth = copy_bandwidth;
+            let fabric = FabricSettings {
+                latency,
+                topology: &topology.inner,
+                network,
+                iterations,
+                seed,
+                per_message_overhead,
+                copy_bandwidth,
+                max_flows,
+                failures,
+            };
+            fabric.apply(&mut sc)?;
             sc.variability = conversion::variability(stragglers, spread, slowdowns)?;
             sc.rank_to_host = rank_to_host;
             sc.allow_folding = allow_folding;
             sc.allow_lanes = allow_lanes;
-            sc.max_flows = max_flows;
-            sc.failures = failures_from(failures);
             Ok(sc)
         };
         Ok(PyScenario { inner: guarded(build)? })
@@ -171,12 +205,6 @@ pub fn simulate_jobs(
     allow_failures_after_end: bool,
 ) -> PyResult<Vec<PyReport>> {
     let build = || -> Result<(Scenario, Vec<Job>), Error> {
-        if iterations < 1 {
-            return Err(Error::invalid("iterations", format!("{iterations} is not allowed; need at least 1")));
-        }
-        if !(latency.is_finite() && latency >= 0.0 && per_message_overhead.is_finite() && per_message_overhead >= 0.0) {
-            return Err(Error::invalid("latency", "latency and overhead must be durations >= 0"));
-        }
         let mut list = Vec::with_capacity(jobs.len());
         for (name, workload, workers, strategy, job_hosts) in jobs.iter() {
             let w = workload.inner.clone();
@@ -185,15 +213,18 @@ pub fn simulate_jobs(
         }
         let first = list.first().ok_or_else(|| Error::invalid("jobs", "give at least one job"))?;
         let mut sc = Scenario::new(first.workload.clone(), hosts.max(1), bandwidth, first.strategy.clone());
-        sc.latency = latency;
-        sc.topology = topology.inner.clone();
-        sc.network = conversion::network(network)?;
-        sc.iterations = iterations.min(u32::MAX as i64) as u32;
-        sc.seed = seed;
-        sc.per_message_overhead = per_message_overhead;
-        sc.copy_bandwidth = copy_bandwidth;
-        sc.max_flows = max_flows;
-        sc.failures = failures_from(failures);
+        let fabric = FabricSettings {
+            latency,
+            topology: &topology.inner,
+            network,
+            iterations,
+            seed,
+            per_message_overhead,
+            copy_bandwidth,
+            max_flows,
+            failures,
+        };
+        fabric.apply(&mut sc)?;
         sc.allow_failures_after_end = allow_failures_after_end;
         Ok((sc, list))
     };

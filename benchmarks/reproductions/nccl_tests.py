@@ -199,9 +199,14 @@ class Row:
 
 
 def published_algo(series: dict[str, Any], size: int) -> str:
+    """What the source says NCCL ran at ``size``: ``all`` (every row), ``upto_1MiB`` /
+    ``from_2MiB``, ``large`` (the source names it for large sizes, shown from 64 MiB up) or
+    ``from_bytes`` / ``algo`` (a debug log shows it from that size up; empty below)."""
     a = series.get("algo_published")
     if not a:
         return ""
+    if "from_bytes" in a:
+        return str(a["algo"]) if size >= int(a["from_bytes"]) else ""
     if "all" in a:
         return str(a["all"])
     if "upto_1MiB" in a:

@@ -243,3 +243,31 @@ def test_horovod_rdma_over_tcp_check_runs_and_is_not_counted(tmp_path: Path) -> 
     # TCP (goodput 0.544 of the line rate) is slower; the communication-heavy VGG-16 loses more.
     assert 1 < ratio["inception_v3"] < ratio["vgg16"]
     assert mod.summary(rows)["rows"] == 0
+
+
+def test_allgather_and_reducescatter_have_measured_sweeps_from_1MiB_to_8GiB() -> None:
+    # The reproductions cover every collective with a sweep, not one large size.
+    for coll in ("allreduce", "allgather", "reducescatter"):
+        sweeps = [
+            s
+            for s in NCCL["series"]
+            if s["collective"] == coll
+            and s.get("kind", "measurement") == "measurement"
+            and {2**k for k in range(20, 34)} <= {r[0] for r in s["rows"]}
+        ]
+        assert sweeps, coll
+
+
+def test_an_algorithm_published_from_a_size_up_is_blank_below_it() -> None:
+    mod = _script("nccl_tests")
+    by_id = {s["id"]: s for s in NCCL["series"]}
+    s = by_id["wh-h100-4gpu-allreduce"]  # the TUNING log covers 256 MiB-8 GiB only
+    assert s["algo_published"] == {"from_bytes": 256 * 2**20, "algo": "ring/simple"}
+    assert mod.published_algo(s, 128 * 2**20) == ""
+    assert mod.published_algo(s, 256 * 2**20) == mod.published_algo(s, 8 * 2**30) == "ring/simple"
+    # Forced algorithms and protocols of the same source run as NCCL_ALGO / NCCL_PROTO.
+    assert mod.strategy_for(by_id["wh-h100-2gpu-allreduce-nvls"], "nccl") == "nccl:algo=nvls"
+    assert mod.strategy_for(by_id["wh-h100-4gpu-allreduce-tree"], "nccl") == "nccl:algo=tree"
+    assert mod.strategy_for(by_id["wh-h100-4gpu-allreduce-ll128"], "nccl") == "nccl:proto=ll128"
+    # A partial node: the GPU count of the run, one node of the H100 preset.
+    assert {(by_id[i]["nodes"], by_id[i]["gpus_per_node"]) for i in by_id if i.startswith("wh-h100-6gpu")} == {(1, 6)}

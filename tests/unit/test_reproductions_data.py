@@ -258,6 +258,18 @@ def test_allgather_and_reducescatter_have_measured_sweeps_from_1MiB_to_8GiB() ->
         assert sweeps, coll
 
 
+def test_allreduce_and_allgather_have_multi_node_sweeps() -> None:
+    # Across nodes too: the network's share of a collective is what most clusters buy.
+    for coll in ("allreduce", "allgather"):
+        assert any(
+            s["collective"] == coll
+            and s["nodes"] >= 2
+            and s.get("kind", "measurement") == "measurement"
+            and {2**k for k in range(20, 34)} <= {r[0] for r in s["rows"]}
+            for s in NCCL["series"]
+        ), coll
+
+
 def test_an_algorithm_published_from_a_size_up_is_blank_below_it() -> None:
     mod = _script("nccl_tests")
     by_id = {s["id"]: s for s in NCCL["series"]}

@@ -107,24 +107,52 @@ pub(crate) struct SimState {
     timer_seq: u64,
 }
 
+/// The length of the union of spans that start and end as the run goes (how many are
+/// open, since when at least one has been, and the time covered before that), ns.
+#[derive(Debug, Clone, Copy, Default)]
+struct SpanUnion {
+    open: u32,
+    since: Nanos,
+    closed: Nanos,
+}
+
+impl SpanUnion {
+    /// A span starts at `now`.
+    fn start(&mut self, now: Nanos) {
+        if self.open == 0 {
+            self.since = now;
+        }
+        self.open += 1;
+    }
+
+    /// A span that [`SpanUnion::start`] counted ends at `now`.
+    fn end(&mut self, now: Nanos) {
+        self.open -= 1;
+        if self.open == 0 {
+            self.closed += now - self.since;
+        }
+    }
+
+    /// The time covered up to `now`.
+    fn covered(&self, now: Nanos) -> Nanos {
+        self.closed + if self.open > 0 { now - self.since } else { 0 }
+    }
+}
+
 /// What one job's rank 0 host did: its messages in flight and the time it had any,
 /// the bytes and flows it started.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WatchedHost {
     host: usize,
-    active: u32,
-    since: Nanos,
-    total: Nanos,
+    /// Its messages' spans (with those timed alone, merged in as they are known).
+    messages: SpanUnion,
     /// Bytes of every message the host started (`Report::sent_bytes_per_worker`).
     pub sent: f64,
     /// Flows the job started.
     pub flows: u64,
-    /// Collectives timed in closed form ([`SimState::watch_timed_start`],
-    /// [`SimState::watch_timed_end`]): how many are in flight, since when at least one
-    /// has been, and the time with at least one in flight before that, ns.
-    timed_active: u32,
-    timed_since: Nanos,
-    timed_total: Nanos,
+    /// Spans of collectives timed in closed form ([`SimState::watch_timed_start`] to
+    /// [`SimState::watch_timed_end`]).
+    timed: SpanUnion,
     /// Those timed by NCCL's model: when each started, what NCCL chose and the buffer's
     /// size S (bytes) (`Report::nccl_choices` counts them over the last period).
     pub timed_picks: Vec<(Nanos, NcclPick, f64)>,
@@ -323,10 +351,7 @@ impl SimState {
             w.sent += bytes;
         }
         if watched {
-            if w.active == 0 {
-                w.since = now;
-            }
-            w.active += 1;
+            w.messages.start(now);
         }
         let record = self.recorded.as_ref().map(|_| {
             Box::new((self.now, src, dsts.to_vec(), bytes, self.links.iter().map(|&(l, _)| l).collect(), self.label))
@@ -456,14 +481,14 @@ impl SimState {
                 Some((s, e)) if start <= e => open = Some((s, e.max(end))),
                 _ => {
                     if let Some((s, e)) = open {
-                        w.total += e - s;
+                        w.messages.closed += e - s;
                     }
                     open = Some((start, end));
                 }
             }
         }
         if let Some((s, e)) = open {
-            w.total += e - s;
+            w.messages.closed += e - s;
         }
         spans.clear();
         self.alone_busy = spans;
@@ -520,11 +545,7 @@ impl SimState {
         }
         self.job = meta.job as usize;
         if meta.watched {
-            let w = &mut self.watched[self.job];
-            w.active -= 1;
-            if w.active == 0 {
-                w.total += self.now - w.since;
-            }
+            self.watched[self.job].messages.end(self.now);
         }
         Some(meta.user)
     }
@@ -562,8 +583,7 @@ impl SimState {
     /// flight, up to now, ns.
     pub fn comm_busy_of(&self, job: usize) -> Nanos {
         let w = &self.watched[job];
-        let timed = w.timed_total + if w.timed_active > 0 { self.now - w.timed_since } else { 0 };
-        w.total + timed + if w.active > 0 { self.now - w.since } else { 0 }
+        w.messages.covered(self.now) + w.timed.covered(self.now)
     }
 
     /// The current job's rank 0 starts a collective timed in closed form (`timed.rs`) now
@@ -578,21 +598,13 @@ impl SimState {
         if let Some((pick, size)) = pick {
             w.timed_picks.push((now, pick, size));
         }
-        if w.timed_active == 0 {
-            w.timed_since = now;
-        }
-        w.timed_active += 1;
+        w.timed.start(now);
     }
 
     /// A collective of the current job's rank 0 that [`SimState::watch_timed_start`]
     /// counted ends now.
     pub fn watch_timed_end(&mut self) {
-        let now = self.now;
-        let w = &mut self.watched[self.job];
-        w.timed_active -= 1;
-        if w.timed_active == 0 {
-            w.timed_total += now - w.timed_since;
-        }
+        self.watched[self.job].timed.end(self.now);
     }
 
     /// What job `job`'s rank 0 host sent, and the flows the job started.
@@ -620,4 +632,25 @@ pub(crate) trait Protocol {
     fn on_flow(&mut self, core: &mut SimState, user: u64, delivered: bool);
     /// A wake-up the protocol asked for ([`SimState::wake_at`]) is due.
     fn on_timer(&mut self, _core: &mut SimState, _user: u64) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpanUnion;
+
+    /// Overlapping spans count once, gaps not at all, an open span up to now.
+    #[test]
+    fn a_span_union_covers_what_any_span_covers() {
+        let mut u = SpanUnion::default();
+        u.start(10);
+        u.start(15);
+        u.end(20);
+        assert_eq!(u.covered(25), 15);
+        u.end(30);
+        u.start(50);
+        assert_eq!(u.covered(50), 20);
+        assert_eq!(u.covered(60), 30);
+        u.end(70);
+        assert_eq!(u.covered(100), 40);
+    }
 }

@@ -384,6 +384,26 @@ fn wire(bytes: u64, factor: f64) -> u64 {
     (bytes as f64 * factor).round() as u64
 }
 
+/// Issues the reduce-scatter of a ZeRO gradient bucket of `bytes` (listed) on `stream`.
+/// With DeepSpeed's `overlap_comm` it runs beside the backward pass and is waited for at
+/// the end (pushed to `overlapped`); without, the backward pass waits for it on the
+/// compute stream.
+fn issue_reduce(
+    p: &mut Program,
+    overlapped: &mut Vec<usize>,
+    bytes: u64,
+    stream: usize,
+    cfg: &ShardedConfig,
+    f: WireFactors,
+) {
+    let c = p.issue(RS, wire(bytes, f.grads), stream);
+    if cfg.overlap_comm {
+        overlapped.push(c);
+    } else {
+        p.instrs.push(Instr::Wait(c));
+    }
+}
+
 /// The program of one iteration for `cfg` on `ranks` ranks (shard groups of `group` for hsdp).
 pub(super) fn program(
     workload: &Workload,
@@ -417,21 +437,13 @@ fn zero_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pro
     let mut buckets = Vec::new();
     let mut reduces = Vec::new();
     let mut filling = 0u64;
-    let reduce = |p: &mut Program, reduces: &mut Vec<usize>, bytes: u64| {
-        let c = p.issue(RS, wire(bytes, f.grads), STREAM);
-        if cfg.overlap_comm {
-            reduces.push(c);
-        } else {
-            p.instrs.push(Instr::Wait(c)); // the backward pass waits for it
-        }
-    };
     for layer in (0..layers).rev() {
         p.instrs.push(Instr::Compute { layer, backward: true });
         for &g in grads[layer].iter().rev() {
             if filling > 0 && filling.saturating_add(g) > reduce_bucket {
                 buckets.push(filling);
                 if hooks {
-                    reduce(&mut p, &mut reduces, filling);
+                    issue_reduce(&mut p, &mut reduces, filling, STREAM, cfg, f);
                 }
                 filling = 0;
             }
@@ -441,7 +453,7 @@ fn zero_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pro
     if filling > 0 {
         buckets.push(filling);
         if hooks {
-            reduce(&mut p, &mut reduces, filling);
+            issue_reduce(&mut p, &mut reduces, filling, STREAM, cfg, f);
         }
     }
     if !hooks {
@@ -515,14 +527,6 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
     let mut bucket = 0u64;
     let mut bucket_bytes = 0u64;
     let mut reduces = Vec::new();
-    let reduce = |p: &mut Program, reduces: &mut Vec<usize>, b: u64| {
-        let c = p.issue(RS, wire(b, f.grads), reduce_stream);
-        if cfg.overlap_comm {
-            reduces.push(c);
-        } else {
-            p.instrs.push(Instr::Wait(c)); // on the compute stream
-        }
-    };
     for (layer, backward, params) in &passes {
         let first = step;
         for &t in params {
@@ -567,7 +571,7 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
         if *backward {
             for &t in params {
                 if bucket > 0 && bucket + numel[t] > cfg.reduce_bucket_elements {
-                    reduce(&mut p, &mut reduces, bucket_bytes);
+                    issue_reduce(&mut p, &mut reduces, bucket_bytes, reduce_stream, cfg, f);
                     (bucket, bucket_bytes) = (0, 0);
                 }
                 bucket += numel[t];
@@ -599,7 +603,7 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
         }
     }
     if bucket > 0 {
-        reduce(&mut p, &mut reduces, bucket_bytes);
+        issue_reduce(&mut p, &mut reduces, bucket_bytes, reduce_stream, cfg, f);
     }
     p.instrs.extend(reduces.iter().map(|&c| Instr::Wait(c)));
     // After the step: the persistent parameters, all-gathered in one call.

@@ -35,7 +35,7 @@ demo: build  ## compare strategies on the default scenario and on a GPU cluster 
 	tensorwire compare
 	tensorwire compare --model llama3_8b --gpu h100 -n 64 --topology rail:node=dgx-h100
 
-test: test-rust test-python  ## every test: Rust (cargo) and Python (pytest)
+test: test-rust test-python lint  ## every test: Rust (cargo) and Python (pytest), then the lint checks (make lint)
 
 test-rust:  ## Rust unit and property tests of the core
 	cargo test -p tensorwire-core

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import tensorwire as tw
+from tensorwire import _core
 from tensorwire.cli.jobs import parse_place
 
 
@@ -51,6 +52,27 @@ def test_bad_jobs_name_the_field() -> None:
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([tw.Job("a", w, 2, "ps+ina:switch_memory=1MB,credit=1MB")], tw.Cluster(8, "25Gbps"))
     assert e.value.args[0] == "jobs[0].strategy.credit"
+
+
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [
+        ({"iterations": 0}, "iterations"),
+        ({"latency": -1.0}, "latency"),
+        ({"per_message_overhead": -1.0}, "per_message_overhead"),
+    ],
+)
+def test_the_core_names_each_shared_run_setting(setting: dict[str, float], field: str) -> None:
+    # A single run and a multi-job run check their shared settings alike, each by its name.
+    w = tw.load_model("resnet50")
+    top = tw.Cluster(4, "25Gbps").core
+    args = {"latency": 0.0, **setting}
+    with pytest.raises(tw.InputError) as jobs:
+        _core.simulate_jobs([("a", w.core, 4, tw.Strategy("ring").core, None)], 4, 25e9 / 8, topology=top, **args)
+    latency = args.pop("latency")
+    with pytest.raises(tw.InputError) as alone:
+        _core.Scenario(w.core, 4, tw.Strategy("ring").core, 25e9 / 8, latency, top, **args)
+    assert jobs.value.args[0] == alone.value.args[0] == field
 
 
 def test_a_parameter_server_job_takes_a_host_per_server() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import tensorwire as tw
@@ -62,11 +63,11 @@ def test_bad_jobs_name_the_field() -> None:
         ({"per_message_overhead": -1.0}, "per_message_overhead"),
     ],
 )
-def test_the_core_names_each_shared_run_setting(setting: dict[str, float], field: str) -> None:
+def test_the_core_names_each_shared_run_setting(setting: dict[str, Any], field: str) -> None:
     # A single run and a multi-job run check their shared settings alike, each by its name.
     w = tw.load_model("resnet50")
     top = tw.Cluster(4, "25Gbps").core
-    args = {"latency": 0.0, **setting}
+    args: dict[str, Any] = {"latency": 0.0, **setting}
     with pytest.raises(tw.InputError) as jobs:
         _core.simulate_jobs([("a", w.core, 4, tw.Strategy("ring").core, None)], 4, 25e9 / 8, topology=top, **args)
     latency = args.pop("latency")

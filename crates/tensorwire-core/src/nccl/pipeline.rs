@@ -16,9 +16,19 @@
 //!   MiB; an operation smaller than one loop (`nChannels x nRanks x chunk`) runs one partial
 //!   loop whose chunk is `bytes / (nChannels x nRanks)` (`runRing`, `src/device/
 //!   all_reduce.h`). LL and LL128: a chunk is one step (`chunkSteps` = 1): LL 32 KiB of data
-//!   (`DEFAULT_LL_BUFFSIZE` / 8 / 2), LL128 120/128 of 4.7 MiB / 8. The depth is the FIFO's
-//!   NCCL_STEPS = 8 steps (`src/include/device.h`): a connection carries at full rate only
-//!   once its 8 slots are in flight.
+//!   (`DEFAULT_LL_BUFFSIZE` / 8 / 2), LL128 120/128 of 4.7 MiB / 8. The depth depends on
+//!   what carries the ring's steps:
+//!   - Across nodes, and for LL and LL128 everywhere, it is the FIFO's NCCL_STEPS = 8 steps
+//!     (`src/include/device.h`): a network step is posted by the proxy thread once the GPU
+//!     marks it ready, so a connection carries at full rate only once its 8 slots are in
+//!     flight.
+//!   - Simple inside a node (P2P over NVLink/NVSwitch or PCIe, no proxy) fills one slice:
+//!     `SLICESTEPS` = NCCL_STEPS/4 = 2 steps (`src/include/collectives.h`). `genericOp`
+//!     (`src/device/prims_simple.h`) moves a chunk as 2 slices, and a slice waits only for the
+//!     previous rank's same slice of the previous step. A hop's latency (3.4 us,
+//!     `hwLat[NVLINK][RING][SIMPLE]`) is below a slice's time from about 16 MiB up (8.7 us at
+//!     32 MiB on 8 A100s), so the ring streams after its first slice (docs/collectives.md,
+//!     "What was checked"). Below that the hop latency shows, which this fill leaves out.
 //! - **NVLS** (single-node all-reduce, and across nodes with CollNet): the unit is one loop
 //!   of a channel, `nHeads x chunk` with NCCL's NVLS chunk (128 KiB, `NCCL_NVLS_CHUNKSIZE`
 //!   in `src/transport/nvls.cc`, shrunk to 64/32/16 KiB for operations under 64/8/2 loops,
@@ -59,6 +69,10 @@ pub const LL128_BUFFSIZE: f64 = 120.0 * 640.0 * 8.0 * 8.0;
 /// Ring Simple's chunk in FIFO steps (ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS =
 /// NCCL_STEPS / 2, `src/include/collectives.h`).
 pub const RING_CHUNK_STEPS: f64 = NCCL_STEPS / 2.0;
+
+/// Ring Simple's slice in FIFO steps (ALLREDUCE/ALLGATHER/REDUCESCATTER_SLICESTEPS =
+/// NCCL_STEPS / 4, `src/include/collectives.h`): the fill of a Simple ring inside a node.
+pub const RING_SLICE_STEPS: f64 = NCCL_STEPS / 4.0;
 
 /// NCCL's default NVLS chunk, bytes (`NCCL_NVLS_CHUNKSIZE` 128 KiB, `src/transport/nvls.cc`).
 pub const NVLS_CHUNK: f64 = 128.0 * 1024.0;
@@ -139,7 +153,10 @@ pub fn fill_seconds(
             // One partial loop below a full one: its chunk is the channel's share / nRanks.
             let chunk = chunk.min(per_channel / ranks);
             let loops = per_channel / (ranks * chunk);
-            (loops * steps_per_loop * chunk_steps, NCCL_STEPS)
+            // Inside a node, Simple streams after one slice; the network's proxy-driven
+            // steps, and LL/LL128 everywhere, fill the FIFO (module doc).
+            let depth = if fabric.nodes <= 1 && proto == Proto::Simple { RING_SLICE_STEPS } else { NCCL_STEPS };
+            (loops * steps_per_loop * chunk_steps, depth)
         }
         Algo::Nvls => {
             let heads = fabric.gpus_per_node as f64;
@@ -187,21 +204,39 @@ mod tests {
     }
 
     #[test]
-    fn ring_simple_below_one_loop_fills_its_fifo_a_fixed_share() {
-        // One partial loop: 2(n-1) steps x CHUNKSTEPS units, depth NCCL_STEPS: 8 / 56 of the
-        // transfer on 8 ranks, whatever the size below nChannels x nRanks x 2 MiB.
-        let f = rail("dgx-a100", 8);
-        for mib in [32.0, 64.0, 128.0] {
-            let fill = fill_seconds(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, mib * MIB, 24, 1e-3);
-            assert!((fill - 1e-3 * 8.0 / 56.0).abs() < 1e-15, "{mib} {fill}");
+    fn ring_simple_below_one_loop_fills_a_fixed_share() {
+        // One partial loop: 2(n-1) steps x CHUNKSTEPS units, whatever the size below
+        // nChannels x nRanks x 2 MiB. Inside one node Simple fills one slice (2 steps): 2 / 56
+        // of the transfer on 8 ranks; on 2 nodes (16 ranks) the network's FIFO, 8 / 120.
+        for (ranks, depth) in [(8usize, RING_SLICE_STEPS), (16, NCCL_STEPS)] {
+            let f = rail("dgx-a100", ranks);
+            let units = 2.0 * (ranks as f64 - 1.0) * RING_CHUNK_STEPS;
+            for mib in [32.0, 64.0, 128.0] {
+                let fill = fill_seconds(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, mib * MIB, 24, 1e-3);
+                assert!((fill - 1e-3 * depth / units).abs() < 1e-15, "{ranks} {mib} {fill}");
+            }
         }
     }
 
     #[test]
+    fn only_simple_inside_a_node_fills_one_slice() {
+        // The same partial loop on one node: LL and LL128 (one step per chunk, no slices) keep
+        // the FIFO's depth; Simple's fill is a quarter of it. All-gather: (n-1) x 4 units.
+        let f = rail("dgx-h100", 4);
+        let fill = |p| fill_seconds(&f, Collective::AllGather, Algo::Ring, p, 64.0 * MIB, 24, 1e-3);
+        assert!((fill(Proto::Simple) - 1e-3 * 2.0 / 12.0).abs() < 1e-15);
+        // LL's chunk (32 KiB of data) is larger than this loop's share: one partial loop of
+        // (n-1) steps, filled to its 8 slots, capped at the transfer.
+        let ll = fill_seconds(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 96.0 * 1024.0, 24, 1e-3);
+        assert!((ll - 1e-3).abs() < 1e-15, "{ll}");
+        assert!(fill(Proto::Ll128) > fill(Proto::Simple));
+    }
+
+    #[test]
     fn at_the_largest_chunk_the_fill_is_a_constant() {
-        // Full 2 MiB chunks (>= 24 x 8 x 2 MiB): fill = 8 steps of 512 KiB at the channel's
-        // rate = 8 x 512 KiB x 24 channels x 14 steps-per-loop / (8 chunks per loop x ...):
-        // closed form: wire x 8 / (loops x 56) with loops = bytes / (24 x 8 x 2 MiB).
+        // Full 2 MiB chunks (>= 24 x 8 x 2 MiB) on one node: fill = one slice (2 steps of
+        // 512 KiB) at the channel's rate; closed form: wire x 2 / (loops x 56) with loops =
+        // bytes / (24 x 8 x 2 MiB).
         let f = rail("dgx-a100", 8);
         let rate = 240e9 * 8.0 / 14.0; // NCCL's algorithm bandwidth, bytes/s
         let mut fills = vec![];
@@ -210,7 +245,7 @@ mod tests {
             let wire = bytes / rate;
             let fill = fill_seconds(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, bytes, 24, wire);
             let loops = bytes / (24.0 * 8.0 * 2.0 * MIB);
-            assert!((fill - wire * 8.0 / (loops * 56.0)).abs() < 1e-12);
+            assert!((fill - wire * 2.0 / (loops * 56.0)).abs() < 1e-12);
             fills.push(fill);
         }
         assert!((fills[0] - fills[2]).abs() < 1e-12, "{fills:?}");

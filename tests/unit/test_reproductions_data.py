@@ -274,6 +274,22 @@ def test_allreduce_and_allgather_have_multi_node_sweeps() -> None:
         ), coll
 
 
+def test_reducescatter_and_alltoall_have_measured_sweeps_on_one_and_many_nodes() -> None:
+    # Every collective is measured across nodes and on a full node, as a sweep over the
+    # sizes from 32 MiB to 16 GiB that a training job's buckets and shards span.
+    span = {2**k for k in range(25, 35)}
+    for coll in ("reducescatter", "alltoall"):
+        for nodes_wanted in (lambda n: n == 1, lambda n: n >= 2):
+            assert any(
+                s["collective"] == coll
+                and nodes_wanted(s["nodes"])
+                and s["gpus_per_node"] == 8
+                and s.get("kind", "measurement") == "measurement"
+                and span <= {r[0] for r in s["rows"]}
+                for s in NCCL["series"]
+            ), coll
+
+
 def test_an_algorithm_published_from_a_size_up_is_blank_below_it() -> None:
     mod = _script("nccl_tests")
     by_id = {s["id"]: s for s in NCCL["series"]}

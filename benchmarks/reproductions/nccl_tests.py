@@ -20,12 +20,15 @@ the harness). ``--only ID`` and ``--max-rows N`` run a subset (the unit test doe
 
 Cross-calibration (column "cross-calibrated"): where two publishers measured the same node
 (single-node A100: Azure ND A100 v4 and ml-engineering; single-node H100/H200: Azure ND
-H100 v5, Azure ND H200 v5 and ml-engineering's H200), a series is also predicted with the
+H100 v5, Azure ND H200 v5 and ml-engineering's H200) or the same class of cluster (H100
+and H200 nodes with 8 x 400 Gbit/s NICs: nccl-tests#309's 8 nodes, xxrjun's 10 nodes,
+NVIDIA's, CoreWeave's and Google's A3 Ultra), a series is also predicted with the
 calibration ``tensorwire calibrate nccl-tests`` fits (``tensorwire.calibrate.fit.fit``) on
 the *other* source's all-reduce sweep (:data:`CALIBRATE_ON`), written into the topology as
-``intra_efficiency=...,intra_latency=...,intra_fill=...``. A series is never predicted with a calibration
-fitted on its own rows. This is what a user gets from calibrating on their own cluster and
-predicting a run they have not measured.
+``intra_efficiency=...,intra_latency=...,intra_fill=...`` (one node) or
+``inter_efficiency=...,inter_latency=...,inter_fill=...`` (across nodes). A series is never
+predicted with a calibration fitted on its own rows. This is what a user gets from
+calibrating on their own cluster and predicting a run they have not measured.
 """
 
 from __future__ import annotations
@@ -90,13 +93,24 @@ def strategy_for(series: dict[str, Any], base: str) -> str:
 #: that matches the series id): the series on the right is the all-reduce sweep the calibration
 #: is fitted on. H100 and H200 share the node's NVLink 4 / NVSwitch (900 GB/s per GPU), so one
 #: calibrates the other; Azure's H200 page is calibrated on Azure's H100 page (same publisher,
-#: another machine and NCCL release), Azure's H100 on ml-engineering's H200.
+#: another machine and NCCL release), Azure's H100 on ml-engineering's H200. Across nodes the
+#: class is the NICs' as well as the node's: H100/H200 nodes with 8 x 400 Gbit/s NICs. Two
+#: publishers swept all-reduce on such clusters: nccl-tests#309 (8 nodes, InfiniBand) and
+#: xxrjun (10 nodes, fabric not named). #309 is calibrated on xxrjun's sweep; every other
+#: series of the class (xxrjun's, NVIDIA's, CoreWeave's, Google's A3 Ultra) on #309's, the
+#: one whose fabric is named.
 CALIBRATE_ON: tuple[tuple[str, str], ...] = (
     ("azure-nda100v4-allreduce", "mle-a100-allreduce"),
     ("mle-a100-allreduce", "azure-nda100v4-allreduce"),
     ("azure-ndh100v5-allreduce", "mle-h200-allreduce-sweep"),
     ("azure-ndh200v5-allreduce", "azure-ndh100v5-allreduce"),
     ("mle-h200-", "azure-ndh100v5-allreduce"),
+    ("nccltests309-h100-8x8-allreduce", "xxrjun-h100-10x8-allreduce"),
+    ("xxrjun-h100-10x8-", "nccltests309-h100-8x8-allreduce"),
+    ("nvidia-h100-multinode-ring", "nccltests309-h100-8x8-allreduce"),
+    ("nvidia-h100-6node-alltoall", "nccltests309-h100-8x8-allreduce"),
+    ("coreweave-h100-12x8-sharp", "nccltests309-h100-8x8-allreduce"),
+    ("gcp-a3ultra-2x8-allgather", "nccltests309-h100-8x8-allreduce"),
 )
 #: Short names of the calibration sources for the table.
 SOURCE_NAME = {
@@ -104,13 +118,13 @@ SOURCE_NAME = {
     "azure-nda100v4-allreduce": "Azure A100",
     "mle-h200-allreduce-sweep": "ml-eng H200",
     "azure-ndh100v5-allreduce": "Azure H100",
+    "nccltests309-h100-8x8-allreduce": "#309 8x8 H100",
+    "xxrjun-h100-10x8-allreduce": "xxrjun 10x8 H100",
 }
 
 
 def calibration_source(series: dict[str, Any]) -> Optional[str]:
     """The id of the series whose fit calibrates ``series`` (:data:`CALIBRATE_ON`), or None."""
-    if series["nodes"] != 1:
-        return None
     for prefix, source in CALIBRATE_ON:
         if series["id"].startswith(prefix) and source != series["id"]:
             return source
@@ -155,14 +169,17 @@ class Calibrated:
 
 
 def fit_calibration(series: dict[str, Any]) -> Calibrated:
-    """``tensorwire calibrate nccl-tests``' fit on one single-node series: the intra-node
-    efficiency and latency as topology options."""
+    """``tensorwire calibrate nccl-tests``' fit on one series, as topology options: the
+    intra-node efficiency, latency and fill of a single-node series, the inter-node ones of a
+    multi-node series (its intra-node triple stays NCCL's, as ``calibrate`` leaves it when
+    no single-node log is given)."""
     f = calibrate_runs([as_run(series)], series["topology"], None, series.get("transport", "rdma"))
     c = f.calibration.rounded()
-    options = (
-        f"intra_efficiency={c.intra_efficiency:.6g},intra_latency={round(c.intra_latency_s * 1e9)}ns,"
-        f"intra_fill={c.intra_fill:.6g}"
-    )
+    if series["nodes"] == 1:
+        eff, lat, fill, regime = c.intra_efficiency, c.intra_latency_s, c.intra_fill, "intra"
+    else:
+        eff, lat, fill, regime = c.inter_efficiency, c.inter_latency_s, c.inter_fill, "inter"
+    options = f"{regime}_efficiency={eff:.6g},{regime}_latency={round(lat * 1e9)}ns,{regime}_fill={fill:.6g}"
     errs = [abs(r.error) for r in f.rows]
     return Calibrated(series["id"], options, len(errs), statistics.median(errs), max(errs))
 
@@ -181,6 +198,7 @@ class Row:
     counted: bool
     cross: Optional[float] = None
     cross_source: str = ""
+    nodes: int = 1
 
     @property
     def error(self) -> Optional[float]:
@@ -297,6 +315,7 @@ def run_series(
                 series.get("kind", "measurement") == "measurement",
                 cross,
                 calibration.source if calibration and cross is not None else "",
+                series["nodes"],
             )
         )
     return out
@@ -367,7 +386,8 @@ def markdown(rows: Sequence[Row], strategy: str, calibrations: Sequence[Calibrat
         f"Strategy: `{strategy}`. busbw in GB/s (1e9 B/s), nccl-tests' definitions; error = predicted / published - 1;"
         " target 10% from 64 MiB up, 25% below. Algorithms: published where the source says, ours from"
         " `_core.nccl_predict`. Cross-calibrated: predicted busbw (error; the source calibrated on) with the"
-        " calibration fitted on another publisher's all-reduce sweep of the same node.",
+        " calibration fitted on another publisher's all-reduce sweep of the same node (one node) or of the same"
+        " node and NICs (across nodes).",
         "",
         "| series | collective | GPUs | size | published | predicted | error | in target | NCCL chose | tensorwire chose"
         " | cross-calibrated |",
@@ -399,9 +419,13 @@ def markdown(rows: Sequence[Row], strategy: str, calibrations: Sequence[Calibrat
                 f"| {SOURCE_NAME.get(c.source, c.source)} | {c.source} | {c.rows} | `{c.options}`"
                 f" | {c.own_median:.1%}, {c.own_max:.1%} |"
             )
-        cross = cross_summary_lines(cross_summary(rows))
-        if cross:
-            lines += ["", "Cross-calibration, on the rows that have one:", ""] + [f"- {x}" for x in cross]
+        for label, group in (
+            ("one node", [r for r in rows if r.nodes == 1]),
+            ("across nodes", [r for r in rows if r.nodes > 1]),
+        ):
+            cross = cross_summary_lines(cross_summary(group))
+            if cross:
+                lines += ["", f"Cross-calibration, {label}, on the rows that have one:", ""] + [f"- {x}" for x in cross]
     notes = sorted({f"{r.series}: {r.note}" for r in rows if r.note})
     if notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]

@@ -67,7 +67,8 @@ fn real(field: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
 /// What NCCL runs for `collective` over a buffer of `bytes` (nccl-tests' "size") on `gpus`
 /// GPUs of `topology` (host links at `bandwidth` bytes/s, or the fabric's own), restricted
 /// by `algo`, `proto` and `channels` as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS
-/// restrict it. Returns a dict: algo, proto, channels, seconds (one collective), algbw
+/// restrict it. Returns a dict: algo (`p2p` for all-to-all, which NCCL runs as sends and
+/// receives), proto, channels, seconds (one collective), algbw
 /// (bytes / seconds, bytes/s; 0 when the collective takes no time) and busbw (algbw x
 /// nccl-tests' bus factor, bytes/s; NVIDIA/nccl-tests doc/PERFORMANCE.md). Bad values,
 /// also ints out of range and strings with lone surrogates, raise `InputError(field, ...)`;
@@ -148,7 +149,7 @@ pub fn nccl_predict<'py>(
     })?;
     let algbw = if choice.seconds > 0.0 { choice.algbw(bytes) } else { 0.0 };
     let out = PyDict::new(py);
-    out.set_item("algo", choice.algo.name())?;
+    out.set_item("algo", choice.algo_name())?;
     out.set_item("proto", choice.proto.name())?;
     out.set_item("channels", choice.channels)?;
     out.set_item("seconds", choice.seconds)?;

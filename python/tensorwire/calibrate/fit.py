@@ -29,7 +29,13 @@ from typing import Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.calibrate.logs import Run, clip
-from tensorwire.calibrate.predict import CALIBRATION_OPTIONS, Prediction, calibration_supported, nccl_predict
+from tensorwire.calibrate.predict import (
+    CALIBRATION_OPTIONS,
+    POINT_TO_POINT,
+    Prediction,
+    calibration_supported,
+    nccl_predict,
+)
 from tensorwire.workload import bus_factor
 
 #: Rounds of (choose, fit) at most.
@@ -126,6 +132,8 @@ class Model:
         cal = cal.rounded()
 
         def core(topology: str, s: float, pin: Optional[Prediction]) -> Prediction:
+            if pin is not None and pin.algo == POINT_TO_POINT:
+                pin = None  # all-to-all: nothing to pin, NCCL_ALGO does not apply
             return nccl_predict(
                 topology,
                 run.ranks,

@@ -21,6 +21,11 @@ CALIBRATION_OPTIONS: tuple[str, ...] = (
 )
 
 
+#: The ``algo`` NCCL's model reports for all-to-all: point-to-point sends and receives, which
+#: NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS do not restrict.
+POINT_TO_POINT = "p2p"
+
+
 @dataclass(frozen=True)
 class Prediction:
     """What NCCL runs for one collective and what nccl-tests would print for it: ``seconds``
@@ -52,12 +57,17 @@ def nccl_predict(
     bytes (nccl-tests' "size": the whole buffer, also for all-gather and reduce-scatter) on
     ``gpus`` GPUs of ``topology`` (host links at ``bandwidth`` bytes/s, or the fabric's own
     NICs), over ``transport`` (``rdma`` or ``tcp``). ``algo``, ``proto`` and ``channels``
-    restrict the choice as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS do. Bad input raises
+    restrict the choice as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS do. All-to-all has no
+    NCCL_ALGO algorithm: NCCL runs it as point-to-point sends and receives, reported as
+    ``p2p``/``simple`` on NCCL's point-to-point channels. Bad input raises
     ``InputError(field, message)``.
 
     >>> p = nccl_predict("rail:node=dgx-h100", 8, "allreduce", 1 << 30)
     >>> p.algbw == (1 << 30) / p.seconds and abs(p.busbw / p.algbw - 2 * 7 / 8) < 1e-12
     True
+    >>> a2a = nccl_predict("rail:node=dgx-h100", 8, "alltoall", 1 << 30)
+    >>> (a2a.algo == POINT_TO_POINT, a2a.proto, a2a.channels)
+    (True, 'simple', 32)
     >>> nccl_predict("rail", 8, "allreduce", 1e6, proto="fast")
     Traceback (most recent call last):
     tensorwire.InputError: ('strategy.proto', 'unknown "fast"; choose from ll, ll128, simple')

@@ -158,6 +158,24 @@ def test_fit_recovers_the_pipeline_fill_factors(tmp_path: Path) -> None:
     assert "intra_fill=0.5,inter_fill=2.5" in KNOWN_FILL.options()
 
 
+@pytest.mark.skipif(not NATIVE, reason=WHY)
+def test_fit_recovers_efficiency_and_latency_from_all_to_all_logs(tmp_path: Path) -> None:
+    """All-to-all is point-to-point in NCCL (``p2p``, no NCCL_ALGO algorithm): the fit holds
+    each row's choice fixed without restricting the algorithm, and recovers the parameters.
+    (The pipeline fill does not apply to it, so the fill factors are not identified.)"""
+    model = Model("rail:node=dgx-h100", None, "rdma", True)
+    known = Calibration(intra_efficiency=0.7, inter_efficiency=0.9, intra_latency_s=40e-6, inter_latency_s=15e-6)
+    _write_log(tmp_path / "one.log", model, known, 1, "alltoall")
+    _write_log(tmp_path / "two.log", model, known, 2, "alltoall")
+    runs = [parse_log(str(tmp_path / "one.log")), parse_log(str(tmp_path / "two.log"))]
+    result = fit(runs, "rail:node=dgx-h100", None, "rdma")
+    c = result.calibration
+    assert (c.intra_efficiency, c.inter_efficiency) == pytest.approx((0.7, 0.9), rel=1e-4)
+    assert (c.intra_latency_s, c.inter_latency_s) == pytest.approx((40e-6, 15e-6), abs=2e-9)
+    assert max(abs(r.error) for r in result.rows) < 1e-4
+    assert {(r.after.algo, r.after.proto) for r in result.rows} == {("p2p", "simple")}
+
+
 def test_fit_is_deterministic_and_regimes_are_separate(tmp_path: Path) -> None:
     """A single-node log fits the intra pair and leaves the inter pair at its default."""
     runs = [parse_log(str(FIXTURES / "azure-nd-h100-v5-allreduce.log"))]

@@ -288,7 +288,7 @@ fn the_report_counts_what_nccl_chose_for_one_iterations_collectives() {
     let r = simulate(&sc).unwrap();
     assert_eq!(r.nccl_choices.len(), 1, "{:?}", r.nccl_choices);
     let u = r.nccl_choices[0];
-    assert_eq!((u.pick.collective, u.pick.algorithm, u.pick.protocol), ("allreduce", c.algo.name(), c.proto.name()));
+    assert_eq!((u.pick.collective, u.pick.algorithm, u.pick.protocol), ("allreduce", c.algo_name(), c.proto.name()));
     assert_eq!((u.pick.channels, u.count, u.bytes), (c.channels, 1, (64u64 << 20) as f64));
     // The options force NCCL's choice, and the report shows the forced one.
     let forced = simulate(&scenario(workload(&[(0, 0)], &[(64 << 20, 0)]), 16, "nccl:algo=ring,proto=ll128", RAIL));

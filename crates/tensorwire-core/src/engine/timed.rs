@@ -112,7 +112,7 @@ impl Timed {
             pick: Some((
                 NcclPick {
                     collective: collective.name(),
-                    algorithm: choice.algo.name(),
+                    algorithm: choice.algo_name(),
                     protocol: choice.proto.name(),
                     channels: choice.channels,
                 },

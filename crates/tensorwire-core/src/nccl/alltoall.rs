@@ -14,6 +14,19 @@ use super::{Algo, NcclFabric, Proto};
 /// channel (NCCL_MAX_DEV_WORK_P2P_PER_BATCH, `src/include/device.h`).
 pub const P2P_PER_BATCH: usize = 8;
 
+/// The channels NCCL sets up for point-to-point operations on a communicator with
+/// `coll_channels` collective channels: `min(nChannels, NCCL_MAX_P2P_NCHANNELS =` [`t::MAX_CHANNELS`]`)`
+/// rounded up to a power of two (`ncclTopoComputeP2pChannels`, `src/graph/paths.cc`, NCCL
+/// 2.30.7), e.g. 24 -> 32 on one 8-GPU H100 node, as NCCL's INFO log prints ("32 p2p channels").
+///
+/// ```
+/// use tensorwire_core::nccl::alltoall::p2p_channels;
+/// assert_eq!((p2p_channels(24), p2p_channels(16), p2p_channels(1)), (32, 16, 1));
+/// ```
+pub fn p2p_channels(coll_channels: usize) -> usize {
+    coll_channels.clamp(1, t::MAX_CHANNELS).next_power_of_two()
+}
+
 /// Time of an all-to-all of `bytes` per rank (each rank's send buffer; `bytes / n` to each
 /// peer), µs of latency and the bandwidth-bound seconds, both uncalibrated.
 ///

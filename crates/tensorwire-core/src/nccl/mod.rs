@@ -243,8 +243,10 @@ mod parse_tests {
 /// What NCCL runs for one collective, and how long it takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NcclChoice {
-    /// Algorithm.
-    pub algo: Algo,
+    /// Algorithm; `None` for all-to-all, which NCCL runs as point-to-point sends and
+    /// receives to every peer (`ncclAlltoAll` is split into them, `taskAppend` in
+    /// `src/enqueue.cc`), not as one of NCCL_ALGO's algorithms.
+    pub algo: Option<Algo>,
     /// Protocol.
     pub proto: Proto,
     /// Channels used.
@@ -254,6 +256,11 @@ pub struct NcclChoice {
 }
 
 impl NcclChoice {
+    /// The algorithm's name as `nccl:algo=` takes it, or `p2p` for point-to-point.
+    pub fn algo_name(&self) -> &'static str {
+        self.algo.map_or("p2p", Algo::name)
+    }
+
     /// nccl-tests' algorithm bandwidth for a buffer of `bytes` (its "size"), bytes/s.
     pub fn algbw(&self, bytes: f64) -> f64 {
         bytes / self.seconds
@@ -297,14 +304,16 @@ pub fn check(fabric: &NcclFabric, options: &NcclOptions) -> Result<()> {
 /// time, without changing the choice. Across nodes without in-network
 /// reduction the time is at least the network's min cut at line rate (NCCL's model for NVLS
 /// tree on two nodes claims more than the NICs carry). All-to-all has no tuning in
-/// NCCL: `alltoall.rs`, reported as ring/simple. No allocation.
+/// NCCL: `alltoall.rs`, reported as point-to-point (`algo: None`) with Simple on NCCL's
+/// point-to-point channels. No allocation.
 pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: &NcclOptions) -> Result<NcclChoice> {
     check(fabric, options)?;
     let ranks = fabric.nodes * fabric.gpus_per_node;
     let graphs = graph::search(fabric);
     let runtime = options.channels.unwrap_or(graphs.runtime_channels);
     if ranks <= 1 || bytes <= 0.0 {
-        return Ok(NcclChoice { algo: Algo::Ring, proto: Proto::Simple, channels: 1, seconds: 0.0 });
+        let algo = (collective != Collective::AllToAll).then_some(Algo::Ring);
+        return Ok(NcclChoice { algo, proto: Proto::Simple, channels: 1, seconds: 0.0 });
     }
     let multi = fabric.nodes > 1;
     let c = &fabric.calibration;
@@ -324,9 +333,9 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
             secs /= (ch as f64 / graphs.runtime_channels as f64).min(1.0);
         }
         return Ok(NcclChoice {
-            algo: Algo::Ring,
+            algo: None,
             proto: Proto::Simple,
-            channels: runtime,
+            channels: alltoall::p2p_channels(runtime),
             seconds: lat_us * 1e-6 + added + secs / factor,
         });
     }
@@ -373,7 +382,12 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let channels = tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime);
     // NCCL chose by its model; it runs at the speed of its pipeline (`pipeline.rs`).
     let fill = pipeline::fill_seconds(fabric, collective, algo, proto, bytes, channels, bytes / (bw * 1e9));
-    Ok(NcclChoice { algo, proto, channels, seconds: lat * 1e-6 + added + (wire + fill * fill_factor) / factor })
+    Ok(NcclChoice {
+        algo: Some(algo),
+        proto,
+        channels,
+        seconds: lat * 1e-6 + added + (wire + fill * fill_factor) / factor,
+    })
 }
 
 /// `channels=` caps bandwidth: `channels x` the graph's per-channel bandwidth (NCCL's model

@@ -53,13 +53,13 @@ fn ring_busbw_is_the_slowest_link_times_its_efficiency_at_large_sizes() {
     let f = rail("dgx-a100", 8);
     let ch = choose(&f, Collective::AllReduce, 8.0 * GIB, &only(&[Algo::Ring], &[])).unwrap();
     let bus = busbw(&f, Collective::AllReduce, 8.0 * GIB, &ch);
-    assert_eq!((ch.algo, ch.proto), (Algo::Ring, Proto::Simple));
+    assert_eq!((ch.algo, ch.proto), (Some(Algo::Ring), Proto::Simple));
     assert!((bus - 240.0).abs() < 240.0 * 0.01, "{bus}");
     // 4 DGX A100: the NICs, 8 x 200 Gbit/s = 200 GB/s x 0.96 (24 of 25 GB/s) = 192.
     let f = rail("dgx-a100", 32);
     let ch = pick(&f, Collective::AllReduce, 8.0 * GIB);
     let bus = busbw(&f, Collective::AllReduce, 8.0 * GIB, &ch);
-    assert_eq!(ch.algo, Algo::Ring, "{ch:?}");
+    assert_eq!(ch.algo, Some(Algo::Ring), "{ch:?}");
     // (within 2%: NCCL's model's 192 less the pipeline's fill, pipeline.rs)
     assert!(bus <= 192.0 && bus > 192.0 * 0.98, "{bus}");
     // 4 DGX H100: 8 x 400 Gbit/s x 0.96 = 384 (published 364-396 GB/s).
@@ -78,13 +78,13 @@ fn nvls_exceeds_the_ring_bound_on_one_h100_node() {
     for node in ["dgx-h100", "hgx-h200"] {
         let f = rail(node, 8);
         let ch = pick(&f, Collective::AllReduce, 8.0 * GIB);
-        assert_eq!((ch.algo, ch.proto), (Algo::Nvls, Proto::Simple), "{node}");
+        assert_eq!((ch.algo, ch.proto), (Some(Algo::Nvls), Proto::Simple), "{node}");
         let bus = busbw(&f, Collective::AllReduce, 8.0 * GIB, &ch);
         let link = 14.0 / 9.0 * 0.85 * 18.0 * 20.6;
         assert!(bus <= link && bus > link * 0.99, "{bus} {link}");
         assert_eq!(ch.channels, 16, "NVLS runs 16 CTAs on sm90");
         // All-gather stays on the ring: NVLS AG gets (g-1)/g instead of x2.
-        assert_eq!(pick(&f, Collective::AllGather, 8.0 * GIB).algo, Algo::Ring);
+        assert_eq!(pick(&f, Collective::AllGather, 8.0 * GIB).algo, Some(Algo::Ring));
     }
 }
 
@@ -122,8 +122,8 @@ fn pat_runs_only_with_one_gpu_per_node() {
     let want = 68.8e-6 + wire * (1.0 + 8.0f64.min(share / chunk) / (share / chunk));
     assert!((ch.seconds - want).abs() < want * 1e-9, "{} {want}", ch.seconds);
     // Small all-gathers pick PAT (log latency), large ones the ring.
-    assert_eq!(pick(&f, Collective::AllGather, 64.0 * 1024.0).algo, Algo::Pat);
-    assert_eq!(pick(&f, Collective::AllGather, GIB).algo, Algo::Ring);
+    assert_eq!(pick(&f, Collective::AllGather, 64.0 * 1024.0).algo, Some(Algo::Pat));
+    assert_eq!(pick(&f, Collective::AllGather, GIB).algo, Some(Algo::Ring));
     let e = check(&rail("dgx-h100", 16), &only(&[Algo::Pat], &[])).unwrap_err();
     assert_eq!(e.field(), "strategy.algo");
     assert!(e.to_string().contains("one GPU per node"), "{e}");
@@ -134,10 +134,10 @@ fn one_a100_node_picks_protocols_by_size_as_nccls_formulas_do() {
     // Research §1.9: ring LL up to ~2 MB, LL128 to ~24 MB, Simple above.
     let f = rail("dgx-a100", 8);
     let at = |mib: f64| pick(&f, Collective::AllReduce, mib * MIB);
-    assert_eq!((at(1.0).algo, at(1.0).proto), (Algo::Ring, Proto::Ll));
+    assert_eq!((at(1.0).algo, at(1.0).proto), (Some(Algo::Ring), Proto::Ll));
     assert_eq!(at(8.0).proto, Proto::Ll128);
     assert_eq!(at(16.0).proto, Proto::Ll128);
-    assert_eq!((at(64.0).algo, at(64.0).proto), (Algo::Ring, Proto::Simple));
+    assert_eq!((at(64.0).algo, at(64.0).proto), (Some(Algo::Ring), Proto::Simple));
     assert_eq!(at(1024.0).proto, Proto::Simple);
 }
 
@@ -145,9 +145,9 @@ fn one_a100_node_picks_protocols_by_size_as_nccls_formulas_do() {
 fn h100_nodes_pick_nvls_from_mid_sizes_and_four_gpus_the_ring() {
     // ml-engineering's H200 log: "RING LL" to 1 MiB, then "NVLS SIMPLE" from 2 MiB.
     let f = rail("hgx-h200", 8);
-    assert_eq!(pick(&f, Collective::AllReduce, 64.0 * 1024.0).algo, Algo::Ring);
+    assert_eq!(pick(&f, Collective::AllReduce, 64.0 * 1024.0).algo, Some(Algo::Ring));
     for mib in [4.0, 16.0, 256.0, 4096.0] {
-        assert_eq!(pick(&f, Collective::AllReduce, mib * MIB).algo, Algo::Nvls, "{mib} MiB");
+        assert_eq!(pick(&f, Collective::AllReduce, mib * MIB).algo, Some(Algo::Nvls), "{mib} MiB");
     }
 }
 
@@ -169,7 +169,7 @@ fn nvls_against_the_ring_by_gpus_per_node_as_nccl_2_30_formulas_give_it() {
         for (g, want) in [(4, Algo::Ring), (5, Algo::Ring), (6, Algo::Nvls), (7, Algo::Nvls), (8, Algo::Nvls)] {
             let part = NcclFabric { gpus_per_node: g, nics_per_node: g, ..f.clone() };
             let ch = pick(&part, Collective::AllReduce, 8.0 * GIB);
-            assert_eq!(ch.algo, want, "{node} {g} GPUs");
+            assert_eq!(ch.algo, Some(want), "{node} {g} GPUs");
             // NVLS's graph as the search gives it (channels, bwIntra, bwInter).
             let nv = search(&part).nvls;
             let speed = match g {
@@ -208,6 +208,26 @@ fn all_to_all_sends_to_all_peers_through_each_gpus_nic() {
     let ch = pick(&f, Collective::AllToAll, bytes);
     let bus = busbw(&f, Collective::AllToAll, bytes, &ch);
     assert!((bus - 90.0).abs() < 0.5, "{bus}");
+}
+
+#[test]
+fn all_to_all_is_reported_as_point_to_point_on_nccls_p2p_channels() {
+    // NCCL splits ncclAlltoAll into sends and receives (no NCCL_ALGO algorithm) and sets up
+    // pow2Up(nChannels) p2p channels: one DGX H100 has 24 collective channels and NCCL logs
+    // "32 p2p channels" (ncclTopoComputeP2pChannels, NCCL 2.30.7).
+    let one = rail("dgx-h100", 8);
+    for bytes in [1024.0, MIB, 8.0 * GIB] {
+        let ch = pick(&one, Collective::AllToAll, bytes);
+        assert_eq!((ch.algo, ch.algo_name(), ch.proto, ch.channels), (None, "p2p", Proto::Simple, 32), "{bytes}");
+    }
+    assert_eq!(pick(&one, Collective::AllReduce, GIB).algo_name(), "nvls");
+    // The collective channels a 16-channel fabric runs are already a power of two.
+    let two = rail("dgx-h100", 16);
+    let coll = pick(&two, Collective::AllReduce, GIB).channels;
+    assert_eq!(pick(&two, Collective::AllToAll, GIB).channels, coll.next_power_of_two());
+    // NCCL_ALGO does not apply to point-to-point: restricting it changes nothing.
+    let ring = choose(&one, Collective::AllToAll, GIB, &only(&[Algo::Ring], &[])).unwrap();
+    assert_eq!(ring, pick(&one, Collective::AllToAll, GIB));
 }
 
 #[test]
@@ -305,8 +325,8 @@ fn from_topology_derives_the_machines() {
 /// NCCL's tuning-model time (µs) of the pair `ch` runs: latency + bytes / bandwidth.
 fn model_time(f: &NcclFabric, c: Collective, bytes: f64, ch: NcclChoice) -> f64 {
     let g = search(f);
-    let (l, b) = tuning::entry(f, &g, c, ch.algo, ch.proto);
-    let (l, b) = tuning::parts(f, &g, c, ch.algo, ch.proto, bytes, l, b);
+    let (l, b) = tuning::entry(f, &g, c, ch.algo.expect("a collective algorithm"), ch.proto);
+    let (l, b) = tuning::parts(f, &g, c, ch.algo.expect("a collective algorithm"), ch.proto, bytes, l, b);
     l + bytes / (1000.0 * b)
 }
 

@@ -221,10 +221,11 @@ fn all_to_all_is_reported_as_point_to_point_on_nccls_p2p_channels() {
         assert_eq!((ch.algo, ch.algo_name(), ch.proto, ch.channels), (None, "p2p", Proto::Simple, 32), "{bytes}");
     }
     assert_eq!(pick(&one, Collective::AllReduce, GIB).algo_name(), "nvls");
-    // The collective channels a 16-channel fabric runs are already a power of two.
+    // Across nodes the communicator runs 16 collective channels (one ring per NIC, doubled),
+    // already a power of two: 16 p2p channels.
     let two = rail("dgx-h100", 16);
-    let coll = pick(&two, Collective::AllReduce, GIB).channels;
-    assert_eq!(pick(&two, Collective::AllToAll, GIB).channels, coll.next_power_of_two());
+    assert_eq!(search(&two).runtime_channels, 16);
+    assert_eq!(pick(&two, Collective::AllToAll, GIB).channels, 16);
     // NCCL_ALGO does not apply to point-to-point: restricting it changes nothing.
     let ring = choose(&one, Collective::AllToAll, GIB, &only(&[Algo::Ring], &[])).unwrap();
     assert_eq!(ring, pick(&one, Collective::AllToAll, GIB));

@@ -41,6 +41,13 @@
 //! - **Tree, PAT, CollNet**: one chunk of `buffSize / NCCL_STEPS` per step (Simple 512 KiB
 //!   (CollNet chain 256 KiB, PAT halved while under 32/16 chunks per channel), LL 32 KiB,
 //!   LL128 as above), FIFO depth NCCL_STEPS.
+//! - **Tree inside one node, Simple**: the tree is a chain of the node's ranks
+//!   (`ncclTopoPreset`, `src/graph/connect.cc`), and all-reduce runs it with
+//!   `ProtoSimple<1, 1>` (a chunk is one slice of one step, `calcCollChunking` keeps 512 KiB)
+//!   in `runTreeSplit` (`src/device/all_reduce.h`): half the threads reduce up the chain while
+//!   the other half broadcast down it, and the root turns each chunk around. A chunk is
+//!   forwarded once its whole step has arrived, so a chunk crosses `n - 1` hops up and
+//!   `n - 1` down, one step each: the fill is `2(n - 1) - 1` steps behind the first.
 //!
 //! The fill never exceeds the operation's own transfer time (a pipeline with fewer units
 //! than its depth never fills: then the operation is latency-bound, which NCCL's latency
@@ -118,6 +125,12 @@ fn nvls_tree_chunk(per_channel: f64, heads: f64, nodes: usize) -> f64 {
     c
 }
 
+/// The fill, in steps, of a Simple tree all-reduce on a chain of `ranks` ranks (one node):
+/// a step crosses `ranks - 1` hops up and `ranks - 1` down, forwarded whole at each.
+fn tree_chain_depth(ranks: f64) -> f64 {
+    (2.0 * (ranks - 1.0) - 1.0).max(1.0)
+}
+
 /// The pipeline's fill and drain, seconds, of `(algo, proto)` running `collective` over
 /// `bytes` on `channels` channels of `fabric`, whose transfer takes `wire_s` seconds at NCCL's
 /// modelled bandwidth (`bytes / bandwidth`). `0 <= fill <= wire_s`; at NCCL's largest chunk
@@ -179,7 +192,10 @@ pub fn fill_seconds(
                     chunk /= 2.0;
                 }
             }
-            (per_channel / chunk, NCCL_STEPS)
+            // A chain inside one node forwards whole steps up and down it (module doc).
+            let chain = algo == Algo::Tree && fabric.nodes <= 1 && proto == Proto::Simple;
+            let depth = if chain { tree_chain_depth(ranks) } else { NCCL_STEPS };
+            (per_channel / chunk, depth)
         }
     };
     if units.is_nan() || units <= 0.0 {
@@ -230,6 +246,26 @@ mod tests {
         let ll = fill_seconds(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 96.0 * 1024.0, 24, 1e-3);
         assert!((ll - 1e-3).abs() < 1e-15, "{ll}");
         assert!(fill(Proto::Ll128) > fill(Proto::Simple));
+    }
+
+    #[test]
+    fn a_tree_inside_one_node_fills_its_chain_up_and_down() {
+        // Simple tree all-reduce on one node: 512 KiB steps, fill 2(n-1)-1 steps (5 on 4
+        // ranks, 13 on 8). Closed form: wire x depth / (bytes / channels / 512 KiB). Across
+        // nodes the network's FIFO depth stays (8 steps).
+        let step = SIMPLE_BUFFSIZE / NCCL_STEPS;
+        for (ranks, depth) in [(4usize, 5.0), (8, 13.0), (16, NCCL_STEPS)] {
+            let f = rail("dgx-h100", ranks);
+            let bytes = 256.0 * MIB;
+            let fill = fill_seconds(&f, Collective::AllReduce, Algo::Tree, Proto::Simple, bytes, 24, 1e-3);
+            let units = bytes / 24.0 / step;
+            assert!((fill - 1e-3 * depth / units).abs() < 1e-15, "{ranks} {fill}");
+        }
+        // LL and LL128 trees keep the FIFO's depth.
+        let f = rail("dgx-h100", 4);
+        let ll = fill_seconds(&f, Collective::AllReduce, Algo::Tree, Proto::Ll, 256.0 * MIB, 24, 1e-3);
+        let units = 256.0 * MIB / 24.0 / step_data(Proto::Ll);
+        assert!((ll - 1e-3 * NCCL_STEPS / units).abs() < 1e-15, "{ll}");
     }
 
     #[test]

@@ -108,8 +108,9 @@ def simulate_jobs(
 ) -> list[Report]: ...
 def check(strategy: Strategy, topology: Topology, workers: int, network: str = "flow") -> None: ...
 
-#: NCCL's choice for a collective: (collective, algorithm, protocol, channels).
-PickTuple = tuple[str, str, str, int]
+#: NCCL's choice for a collective: (collective, algorithm, protocol, channels, channels per
+#: peer of an all-to-all or None).
+PickTuple = tuple[str, str, str, int, Optional[int]]
 
 #: (kind, host, to hosts, label, links, start s, end s, bytes, NCCL's choice of a timed
 #: collective or None) of one recorded span.

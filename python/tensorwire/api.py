@@ -10,7 +10,7 @@ from tensorwire._core import InputError
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_text, is_int
-from tensorwire.result import Result
+from tensorwire.result import Result, nccl_channels_text
 from tensorwire.strategy import Strategy
 from tensorwire.workload import Workload
 
@@ -190,14 +190,22 @@ def _result(raw: _core.Report, workload: Workload, workers: int, bandwidth: floa
     taken["completions_s"] = tuple(taken["completions_s"])
     taken["timeline"] = tuple(_spans(taken["timeline"], workload, workers))
     taken["nccl_choices"] = tuple(
-        {"collective": c, "algorithm": a, "protocol": p, "channels": ch, "count": count, "bytes": nbytes}
-        for (c, a, p, ch), count, nbytes in taken["nccl_choices"]
+        {
+            "collective": c,
+            "algorithm": a,
+            "protocol": p,
+            "channels": ch,
+            "peer_channels": per_peer,
+            "count": count,
+            "bytes": nbytes,
+        }
+        for (c, a, p, ch, per_peer), count, nbytes in taken["nccl_choices"]
     )
     return Result(model=workload.name, workers=workers, bandwidth=bandwidth, strategy=spec, **taken)
 
 
 def _spans(
-    raw: list[tuple[str, int, list[int], str, list[str], float, float, float, Optional[tuple[str, str, str, int]]]],
+    raw: list[tuple[str, int, list[int], str, list[str], float, float, float, Optional[_core.PickTuple]]],
     workload: Workload,
     workers: int,
 ) -> list[dict[str, object]]:
@@ -213,8 +221,12 @@ def _spans(
     out: list[dict[str, object]] = []
     for kind, src, to, label, links, start, end, nbytes, pick in raw:
         if kind == "collective":
-            nccl = None if pick is None else {"algorithm": pick[1], "protocol": pick[2], "channels": pick[3]}
-            detail = "" if nccl is None else f" ({nccl['algorithm']}/{nccl['protocol']}, {nccl['channels']} channels)"
+            nccl = (
+                None
+                if pick is None
+                else {"algorithm": pick[1], "protocol": pick[2], "channels": pick[3], "peer_channels": pick[4]}
+            )
+            detail = "" if nccl is None else f" ({nccl['algorithm']}/{nccl['protocol']}, {nccl_channels_text(nccl)})"
             out.append(
                 {
                     "kind": "collective",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,11 @@ class Result:
 
     ``nccl_choices``: for collectives timed by NCCL's model, what NCCL chose for those rank
     0 started in one iteration (the last; a microbenchmark: its collective), one dict per
-    choice (``collective``, ``algorithm``, ``protocol``, ``channels``, ``count``, ``bytes``:
-    the buffers' sizes together), the most used first; empty otherwise. The timeline then
-    holds each rank's collectives as spans of kind ``collective`` (with ``nccl``: the
-    algorithm, protocol and channels).
+    choice (``collective``, ``algorithm``, ``protocol``, ``channels``, ``peer_channels``:
+    for an all-to-all, which NCCL runs as point-to-point sends, the channels each peer's send
+    is striped over, else None; ``count``, ``bytes``: the buffers' sizes together), the most
+    used first; empty otherwise. The timeline then holds each rank's collectives as spans of
+    kind ``collective`` (with ``nccl``: the algorithm, protocol and channels).
     """
 
     model: str
@@ -97,3 +98,17 @@ def _natural(name: str) -> tuple[tuple[int, str], ...]:
     ['h1->sw', 'h2->sw', 'h10->sw', 'leaf0->spine1']
     """
     return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"(\d+)", name) if p)
+
+
+def nccl_channels_text(choice: Mapping[str, Any]) -> str:
+    """The channels of one of NCCL's choices as the CLI and the timeline say them: an
+    all-to-all's point-to-point channels with the channels each peer's send is striped over.
+
+    >>> nccl_channels_text({"channels": 24, "peer_channels": None})
+    '24 channels'
+    >>> nccl_channels_text({"channels": 32, "peer_channels": 4})
+    '32 channels, 4 per peer'
+    """
+    text = f"{choice['channels']} channels"
+    per_peer = choice.get("peer_channels")
+    return text if per_peer is None else f"{text}, {per_peer} per peer"

@@ -25,8 +25,11 @@ pub struct NcclPick {
     pub algorithm: &'static str,
     /// Its protocol (NCCL_PROTO's name: `ll`, `ll128`, `simple`).
     pub protocol: &'static str,
-    /// Channels it runs on.
+    /// Channels it runs on (all-to-all: the point-to-point channels).
     pub channels: usize,
+    /// All-to-all: the channels each peer's send is striped over; `None` for a collective
+    /// algorithm.
+    pub peer_channels: Option<usize>,
 }
 
 /// How many of one iteration's collectives ran with one [`NcclPick`], and their bytes.

@@ -152,6 +152,7 @@ pub fn nccl_predict<'py>(
     out.set_item("algo", choice.algo_name())?;
     out.set_item("proto", choice.proto.name())?;
     out.set_item("channels", choice.channels)?;
+    out.set_item("peer_channels", choice.peer_channels)?;
     out.set_item("seconds", choice.seconds)?;
     out.set_item("algbw", algbw)?;
     out.set_item("busbw", algbw * factor)?;

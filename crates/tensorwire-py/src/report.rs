@@ -8,15 +8,16 @@ use pyo3::prelude::*;
 use tensorwire_core::metrics::{NcclPick, SpanKind};
 use tensorwire_core::Report;
 
-/// NCCL's choice as it crosses: (collective, algorithm, protocol, channels).
-type PickTuple = (&'static str, &'static str, &'static str, usize);
+/// NCCL's choice as it crosses: (collective, algorithm, protocol, channels, channels per
+/// peer of an all-to-all or None).
+type PickTuple = (&'static str, &'static str, &'static str, usize, Option<usize>);
 
 /// A span as it crosses: (kind, host, to hosts, label, links, start s, end s, bytes, NCCL's
 /// choice for a timed collective).
 type SpanTuple = (&'static str, usize, Vec<usize>, String, Vec<String>, f64, f64, f64, Option<PickTuple>);
 
 fn pick(p: &NcclPick) -> PickTuple {
-    (p.collective, p.algorithm, p.protocol, p.channels)
+    (p.collective, p.algorithm, p.protocol, p.channels, p.peer_channels)
 }
 
 /// What one simulated job reports (see `tensorwire.Result` for the meaning of each field).

@@ -38,6 +38,9 @@ class Prediction:
     seconds: float
     algbw: float
     busbw: float
+    #: All-to-all: the channels each peer's send is striped over (NCCL's ``addP2pToPlan``);
+    #: None for a collective algorithm.
+    peer_channels: Optional[int] = None
 
 
 def nccl_predict(
@@ -59,15 +62,17 @@ def nccl_predict(
     NICs), over ``transport`` (``rdma`` or ``tcp``). ``algo``, ``proto`` and ``channels``
     restrict the choice as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS do. All-to-all has no
     NCCL_ALGO algorithm: NCCL runs it as point-to-point sends and receives, reported as
-    ``p2p``/``simple`` on NCCL's point-to-point channels. Bad input raises
+    ``p2p``/``simple`` on NCCL's point-to-point channels, with the channels each peer's
+    send is striped over (``peer_channels``, which grows with the size as NCCL's
+    ``addP2pToPlan`` doubles it). Bad input raises
     ``InputError(field, message)``.
 
     >>> p = nccl_predict("rail:node=dgx-h100", 8, "allreduce", 1 << 30)
     >>> p.algbw == (1 << 30) / p.seconds and abs(p.busbw / p.algbw - 2 * 7 / 8) < 1e-12
     True
     >>> a2a = nccl_predict("rail:node=dgx-h100", 8, "alltoall", 1 << 30)
-    >>> (a2a.algo == POINT_TO_POINT, a2a.proto, a2a.channels)
-    (True, 'simple', 32)
+    >>> (a2a.algo == POINT_TO_POINT, a2a.proto, a2a.channels, a2a.peer_channels)
+    (True, 'simple', 32, 8)
     >>> nccl_predict("rail", 8, "allreduce", 1e6, proto="fast")
     Traceback (most recent call last):
     tensorwire.InputError: ('strategy.proto', 'unknown "fast"; choose from ll, ll128, simple')
@@ -90,6 +95,7 @@ def nccl_predict(
         seconds=float(d["seconds"]),
         algbw=float(d["algbw"]),
         busbw=float(d["busbw"]),
+        peer_channels=None if d["peer_channels"] is None else int(d["peer_channels"]),
     )
 
 

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from tensorwire.api import Progress as RunProgress
 from tensorwire.cluster import Cluster
-from tensorwire.result import Result
+from tensorwire.result import Result, nccl_channels_text
 from tensorwire.strategy import OptionInfo, StrategyInfo
 from tensorwire.units import format_bytes, format_rate, format_seconds
 from tensorwire.workload import Workload
@@ -203,7 +203,7 @@ def nccl_rows(r: Result, bench: bool) -> list[tuple[str, str]]:
         return []
 
     def what(u: dict[str, Any]) -> str:
-        return f"{u['algorithm']} / {u['protocol']}, {u['channels']} channels"
+        return f"{u['algorithm']} / {u['protocol']}, {nccl_channels_text(u)}"
 
     if bench and len(uses) == 1:
         return [("NCCL's choice (algorithm / protocol)", what(uses[0]))]

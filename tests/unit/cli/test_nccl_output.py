@@ -42,6 +42,21 @@ def test_a_microbenchmark_shows_what_nccl_chose() -> None:
     assert render.NO_LINKS in table
 
 
+def test_an_all_to_all_shows_the_channels_each_peer_is_striped_over() -> None:
+    # NCCL stripes each peer's send over more channels as it grows (addP2pToPlan): on one
+    # H100 node 4 per peer up to 64 MiB per peer, 8 at 128 MiB (nccl-tests' 1 GiB).
+    for size, per_peer in (("512MiB", 4), ("1GiB", 8)):
+        args = ("simulate", "--collective", f"alltoall:{size}", "-s", "nccl", "--topology", RAIL, "-n", "8")
+        done = _tw(*args, "--json")
+        assert done.returncode == 0, done.stderr
+        (choice,) = json.loads(done.stdout)["nccl_choices"]
+        assert (choice["algorithm"], choice["channels"], choice["peer_channels"]) == ("p2p", 32, per_peer)
+        assert f"p2p / simple, 32 channels, {per_peer} per peer" in _tw(*args).stdout
+    # A collective algorithm has none.
+    r = tw.simulate(tw.load_model("resnet50"), tw.Cluster(16, "400Gbps", topology=RAIL), "ddp")
+    assert {c["peer_channels"] for c in r.nccl_choices} == {None}
+
+
 def test_a_training_run_counts_one_iterations_choices() -> None:
     w = tw.load_model("resnet50")
     r = tw.simulate(w, tw.Cluster(16, "400Gbps", topology=RAIL), "ddp")

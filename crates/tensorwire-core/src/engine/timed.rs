@@ -115,6 +115,7 @@ impl Timed {
                     algorithm: choice.algo_name(),
                     protocol: choice.proto.name(),
                     channels: choice.channels,
+                    peer_channels: choice.peer_channels,
                 },
                 size,
             )),
@@ -330,7 +331,7 @@ mod tests {
     const NVL: Resource = Resource::NvLink;
 
     fn pick() -> NcclPick {
-        NcclPick { collective: "allreduce", algorithm: "ring", protocol: "simple", channels: 4 }
+        NcclPick { collective: "allreduce", algorithm: "ring", protocol: "simple", channels: 4, peer_channels: None }
     }
 
     /// What a run of `ops` (start, duration alone, resource; operation `i` is schedule

@@ -7,8 +7,8 @@
 //! single NIC", sjeaugey, <https://github.com/NVIDIA/nccl-tests/issues/267>).
 
 use super::graph::{gpu_gbs, nic_gbs, Graphs};
-use super::tables::{self as t, HW_LATENCY_US as HW};
-use super::{Algo, NcclFabric, Proto};
+use super::tables::{self as t, HW_LATENCY_US as HW, NVLINK_LANE_LINE_GBS};
+use super::{Algo, IntraLink, NcclFabric, Proto};
 
 /// Peers per round: NCCL puts up to 8 point-to-point operations in one work batch per
 /// channel (NCCL_MAX_DEV_WORK_P2P_PER_BATCH, `src/include/device.h`).
@@ -25,6 +25,112 @@ pub const P2P_PER_BATCH: usize = 8;
 /// ```
 pub fn p2p_channels(coll_channels: usize) -> usize {
     coll_channels.clamp(1, t::MAX_CHANNELS).next_power_of_two()
+}
+
+/// NCCL's point-to-point chunk, bytes (`computeBuffSizes`, `src/init.cc`): NCCL_P2P_NET_CHUNKSIZE
+/// 128 KiB across nodes, NCCL_P2P_NVL_CHUNKSIZE 512 KiB on one node joined by NVLink only,
+/// NCCL_P2P_PCI_CHUNKSIZE 128 KiB otherwise (none above Simple's step of 4 MiB / 8 = 512 KiB).
+pub fn p2p_chunk(f: &NcclFabric) -> f64 {
+    let nvlink_only = f.nodes <= 1 && matches!(f.intra, IntraLink::NvSwitch | IntraLink::NvLink);
+    if nvlink_only {
+        512.0 * 1024.0
+    } else {
+        128.0 * 1024.0
+    }
+}
+
+/// NCCL_P2P_PER_CHANNEL_NET_BW: what one channel to a network peer is expected to carry, GB/s
+/// (`src/graph/paths.cc`).
+pub const P2P_PER_CHANNEL_NET_GBS: f64 = 14.0;
+
+/// The communicator's most channels per peer (`p2pnChannelsPerPeer`) on `p2p` point-to-point
+/// channels ([`p2p_channels`]), NCCL 2.30.7 (`ncclTopoGetNchannels`,
+/// `ncclTopoComputeP2pChannelsPerPeer` and `ncclTopoComputeP2pChannels`, `src/graph/paths.cc`):
+/// the fewest any peer asks for, rounded up to a power of two. An NVLink peer asks for
+/// 2 x its NVLink lanes (NVSwitch: all the GPU's lanes; direct NVLink: tensorwire takes the
+/// GPU's lanes shared evenly among its peers, as the node's wiring is not modelled), a PCIe
+/// peer for 2, a network peer for `max(local NICs, ceil(their GB/s / 14))`. On one node that
+/// is capped at `p2p`; across nodes it is halved while it x `ceil(ranks / 8)` exceeds `p2p`,
+/// so that every peer fits in one round of 8-peer batches.
+///
+/// ```
+/// use tensorwire_core::nccl::{alltoall::peer_channel_limit, NcclFabric, Transport};
+/// use tensorwire_core::topology::TopologySpec;
+/// let spec = TopologySpec::parse("rail:node=dgx-h100").unwrap();
+/// let fabric = |ranks| NcclFabric::from_topology(&spec, ranks, spec.host_rate(None).unwrap(), Transport::Rdma).unwrap();
+/// // One H100 node: 2 x 18 lanes = 36 -> 64, capped at 32 p2p channels. 10 nodes: a
+/// // 400 Gbit/s NIC asks for ceil(50 / 14) = 4, halved to 1 so that 1 x 10 <= 16.
+/// assert_eq!((peer_channel_limit(&fabric(8), 32), peer_channel_limit(&fabric(80), 16)), (32, 1));
+/// ```
+pub fn peer_channel_limit(f: &NcclFabric, p2p: usize) -> usize {
+    let gpn = f.gpus_per_node.max(1);
+    let mut asked = usize::MAX;
+    if gpn > 1 {
+        let lanes = (f.intra_bytes_per_s / 1e9 / NVLINK_LANE_LINE_GBS).round() as usize;
+        asked = match f.intra {
+            IntraLink::NvSwitch => 2 * lanes.max(1),
+            IntraLink::NvLink => 2 * (lanes / (gpn - 1)).max(1),
+            IntraLink::Pcie => 2,
+        };
+    }
+    if f.nodes > 1 {
+        let local_nics = (f.nics_per_node / gpn).max(1);
+        let net_gbs = local_nics as f64 * nic_gbs(f);
+        let net = local_nics.max((net_gbs.floor() / P2P_PER_CHANNEL_NET_GBS).ceil() as usize);
+        asked = asked.min(net);
+    }
+    let mut per_peer = asked.clamp(1, t::MAX_CHANNELS).next_power_of_two();
+    let ranks = f.nodes * gpn;
+    if f.nodes > 1 {
+        while per_peer * ranks.div_ceil(P2P_PER_BATCH) > p2p && per_peer > 1 {
+            per_peer /= 2;
+        }
+    } else {
+        per_peer = per_peer.min(p2p);
+    }
+    per_peer
+}
+
+/// The channels NCCL stripes one peer's send of `bytes_per_peer` bytes over
+/// (`scheduleP2pTasksToPlan` and `addP2pToPlan`, `src/enqueue.cc`, NCCL 2.30.7), on `p2p`
+/// point-to-point channels: it starts from [`peer_channel_limit`] halved until every rank's
+/// share fits the `p2p` channels, never above what the bytes fill at a part of a
+/// [`p2p_chunk`] / 8 (one node) or / 2 (across nodes), and doubles, up to the limit, while
+/// a channel's part exceeds 32 chunks (one node) or one chunk (across nodes).
+///
+/// ```
+/// use tensorwire_core::nccl::{alltoall::channels_per_peer, NcclFabric, Transport};
+/// use tensorwire_core::topology::TopologySpec;
+/// let spec = TopologySpec::parse("rail:node=dgx-h100").unwrap();
+/// let node = NcclFabric::from_topology(&spec, 8, spec.host_rate(None).unwrap(), Transport::Rdma).unwrap();
+/// // nccl-tests' all-to-all of S on 8 GPUs sends S / 8 to each peer: 4 channels up to
+/// // S = 512 MiB (64 MiB per peer, 16 MiB = 32 x 512 KiB per channel), then 8, 16, 32.
+/// let mib = 1024.0 * 1024.0;
+/// let per_peer: Vec<usize> = [32.0, 512.0, 1024.0, 2048.0, 4096.0, 16384.0]
+///     .iter()
+///     .map(|s| channels_per_peer(&node, 32, s * mib / 8.0))
+///     .collect();
+/// assert_eq!(per_peer, [4, 4, 8, 16, 32, 32]);
+/// ```
+pub fn channels_per_peer(f: &NcclFabric, p2p: usize, bytes_per_peer: f64) -> usize {
+    let ranks = (f.nodes * f.gpus_per_node).max(1);
+    let most = peer_channel_limit(f, p2p);
+    let mut least = most;
+    while least * ranks > p2p && least > 1 {
+        least /= 2;
+    }
+    if bytes_per_peer.is_nan() || bytes_per_peer <= 0.0 {
+        return 1;
+    }
+    let step = p2p_chunk(f);
+    let (min_part, max_part) = if f.nodes > 1 { (step / 2.0, step) } else { (step / 8.0, step * 32.0) };
+    let mut channels = least.min((bytes_per_peer / min_part).ceil() as usize).max(1);
+    let mut part = min_part.max((bytes_per_peer / channels as f64).ceil());
+    while part > max_part && channels <= most / 2 {
+        channels *= 2;
+        part = (bytes_per_peer / channels as f64).ceil();
+    }
+    channels
 }
 
 /// Time of an all-to-all of `bytes` per rank (each rank's send buffer; `bytes / n` to each
@@ -65,4 +171,32 @@ pub fn time(f: &NcclFabric, g: &Graphs, bytes: f64, pxn: bool) -> (f64, f64) {
     };
     let rounds = (n - 1).div_ceil(P2P_PER_BATCH) as f64;
     (t::BASE_LATENCY_US[ai][pi] + rounds * hop, intra_s.max(inter_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nccl::Transport;
+    use crate::topology::TopologySpec;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn channels_per_peer_stay_within_the_planners_bounds_and_grow_with_bytes(
+            node in prop::sample::select(crate::topology::node::NODE_NAMES.to_vec()),
+            ranks in 2usize..200,
+            p2p_log in 0u32..7,
+            bytes in 1.0f64..1e11,
+            k in 1.0f64..64.0,
+        ) {
+            let spec = TopologySpec::parse(&format!("rail:node={node}")).unwrap();
+            let f = NcclFabric::from_topology(&spec, ranks, spec.host_rate(None).unwrap(), Transport::Rdma).unwrap();
+            let p2p = 1usize << p2p_log;
+            let most = peer_channel_limit(&f, p2p);
+            prop_assert!(most.is_power_of_two() && most <= p2p.max(1), "{most} {p2p}");
+            let (small, large) = (channels_per_peer(&f, p2p, bytes), channels_per_peer(&f, p2p, bytes * k));
+            prop_assert!(small >= 1 && large <= most, "{small} {large} {most}");
+            prop_assert!(small <= large, "{small} {large}");
+        }
+    }
 }

@@ -249,8 +249,11 @@ pub struct NcclChoice {
     pub algo: Option<Algo>,
     /// Protocol.
     pub proto: Proto,
-    /// Channels used.
+    /// Channels used (all-to-all: the communicator's point-to-point channels).
     pub channels: usize,
+    /// All-to-all: the channels each peer's send is striped over
+    /// ([`alltoall::channels_per_peer`]); `None` for a collective algorithm.
+    pub peer_channels: Option<usize>,
     /// Time of the collective, seconds.
     pub seconds: f64,
 }
@@ -313,7 +316,8 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let runtime = options.channels.unwrap_or(graphs.runtime_channels);
     if ranks <= 1 || bytes <= 0.0 {
         let algo = (collective != Collective::AllToAll).then_some(Algo::Ring);
-        return Ok(NcclChoice { algo, proto: Proto::Simple, channels: 1, seconds: 0.0 });
+        let peer_channels = algo.is_none().then_some(1);
+        return Ok(NcclChoice { algo, proto: Proto::Simple, channels: 1, peer_channels, seconds: 0.0 });
     }
     let multi = fabric.nodes > 1;
     let c = &fabric.calibration;
@@ -332,10 +336,12 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         if let Some(ch) = options.channels {
             secs /= (ch as f64 / graphs.runtime_channels as f64).min(1.0);
         }
+        let p2p = alltoall::p2p_channels(runtime);
         return Ok(NcclChoice {
             algo: None,
             proto: Proto::Simple,
-            channels: alltoall::p2p_channels(runtime),
+            channels: p2p,
+            peer_channels: Some(alltoall::channels_per_peer(fabric, p2p, bytes / ranks as f64)),
             seconds: lat_us * 1e-6 + added + secs / factor,
         });
     }
@@ -386,6 +392,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         algo: Some(algo),
         proto,
         channels,
+        peer_channels: None,
         seconds: lat * 1e-6 + added + (wire + fill * fill_factor) / factor,
     })
 }

@@ -229,6 +229,36 @@ fn all_to_all_is_reported_as_point_to_point_on_nccls_p2p_channels() {
     // NCCL_ALGO does not apply to point-to-point: restricting it changes nothing.
     let ring = choose(&one, Collective::AllToAll, GIB, &only(&[Algo::Ring], &[])).unwrap();
     assert_eq!(ring, pick(&one, Collective::AllToAll, GIB));
+    // Collectives have no channels per peer.
+    assert_eq!(pick(&one, Collective::AllReduce, GIB).peer_channels, None);
+}
+
+#[test]
+fn all_to_all_stripes_each_peer_as_nccls_p2p_planner_does() {
+    // One DGX H100 (32 p2p channels, 36 asked per NVLink peer -> 32 per peer at most):
+    // 32 / 8 ranks = 4 to start; each peer's S / 8 doubles its channels while a channel's
+    // part exceeds 32 x 512 KiB = 16 MiB: 4 up to S = 512 MiB, 8 at 1 GiB, 16 at 2 GiB, 32 from 4 GiB.
+    let one = rail("dgx-h100", 8);
+    let per_peer = |f: &NcclFabric, s: f64| pick(f, Collective::AllToAll, s).peer_channels;
+    let got: Vec<_> =
+        [32.0 * MIB, 512.0 * MIB, GIB, 2.0 * GIB, 4.0 * GIB, 16.0 * GIB].iter().map(|&s| per_peer(&one, s)).collect();
+    assert_eq!(got, [Some(4), Some(4), Some(8), Some(16), Some(32), Some(32)]);
+    // Two nodes (16 p2p channels): a 400 Gbit/s NIC asks for ceil(50 / 14) = 4 channels per
+    // network peer, 4 x ceil(16 / 8) = 8 <= 16 keeps 4; 4 x 16 ranks > 16 starts each peer at 1,
+    // doubling while a part exceeds one 128 KiB network chunk: S / 16 of 1 MiB, 2 MiB -> 1,
+    // 4 MiB -> 2, 8 MiB and up -> 4.
+    let two = rail("dgx-h100", 16);
+    let got: Vec<_> = [MIB, 2.0 * MIB, 4.0 * MIB, 8.0 * MIB, GIB].iter().map(|&s| per_peer(&two, s)).collect();
+    assert_eq!(got, [Some(1), Some(1), Some(2), Some(4), Some(4)]);
+    // 10 nodes (80 ranks): 4 x ceil(80 / 8) = 40 > 16 halves to 1 channel per peer.
+    assert_eq!(per_peer(&rail("dgx-h100", 80), 16.0 * GIB), Some(1));
+    // A PCIe node asks for 2 per peer: 8 ranks x 2 fit its p2p channels, so 2 up to where a
+    // part exceeds 32 x 128 KiB, never more.
+    let spec = TopologySpec::parse("nodes:machine=pcie-8").unwrap();
+    let pcie = NcclFabric::from_topology(&spec, 8, 12.5e9, Transport::Rdma).unwrap();
+    assert_eq!(pcie.intra, crate::nccl::IntraLink::Pcie);
+    assert_eq!(crate::nccl::alltoall::peer_channel_limit(&pcie, 16), 2);
+    assert!(per_peer(&pcie, 16.0 * GIB).unwrap() <= 2);
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //! bandwidth of multiple NICs, so the performance you should see is the performance of a
 //! single NIC", sjeaugey, <https://github.com/NVIDIA/nccl-tests/issues/267>).
 
-use super::graph::{gpu_gbs, nic_gbs, Graphs};
-use super::tables::{self as t, HW_LATENCY_US as HW, NVLINK_LANE_LINE_GBS};
+use super::graph::{gpu_gbs, nic_gbs, nvlink_lanes, Graphs};
+use super::tables::{self as t, HW_LATENCY_US as HW};
 use super::{Algo, IntraLink, NcclFabric, Proto};
 
 /// Peers per round: NCCL puts up to 8 point-to-point operations in one work batch per
@@ -66,7 +66,7 @@ pub fn peer_channel_limit(f: &NcclFabric, p2p: usize) -> usize {
     let gpn = f.gpus_per_node.max(1);
     let mut asked = usize::MAX;
     if gpn > 1 {
-        let lanes = (f.intra_bytes_per_s / 1e9 / NVLINK_LANE_LINE_GBS).round() as usize;
+        let lanes = nvlink_lanes(f).round() as usize;
         asked = match f.intra {
             IntraLink::NvSwitch => 2 * lanes.max(1),
             IntraLink::NvLink => 2 * (lanes / (gpn - 1)).max(1),
@@ -113,14 +113,14 @@ pub fn peer_channel_limit(f: &NcclFabric, p2p: usize) -> usize {
 /// assert_eq!(per_peer, [4, 4, 8, 16, 32, 32]);
 /// ```
 pub fn channels_per_peer(f: &NcclFabric, p2p: usize, bytes_per_peer: f64) -> usize {
+    if bytes_per_peer.is_nan() || bytes_per_peer <= 0.0 {
+        return 1;
+    }
     let ranks = (f.nodes * f.gpus_per_node).max(1);
     let most = peer_channel_limit(f, p2p);
     let mut least = most;
     while least * ranks > p2p && least > 1 {
         least /= 2;
-    }
-    if bytes_per_peer.is_nan() || bytes_per_peer <= 0.0 {
-        return 1;
     }
     let step = p2p_chunk(f);
     let (min_part, max_part) = if f.nodes > 1 { (step / 2.0, step) } else { (step / 8.0, step * 32.0) };

@@ -67,16 +67,18 @@ pub struct Graphs {
     pub nvlink: bool,
 }
 
-/// NCCL's figure for each GPU's intra-node bandwidth, GB/s: NVLink lanes (line rate / 25
-/// GB/s per lane) x NCCL's per-lane figure ([`NVLINK_LANE_GBS`]), or PCIe at NCCL's 0.75 of
-/// the raw rate.
+/// Each GPU's NVLink lanes: its intra-node line rate over 25 GB/s per lane
+/// ([`NVLINK_LANE_LINE_GBS`]; 18 on H100, 12 on A100). Meaningful for NVLink fabrics only.
+pub fn nvlink_lanes(f: &NcclFabric) -> f64 {
+    f.intra_bytes_per_s / 1e9 / NVLINK_LANE_LINE_GBS
+}
+
+/// NCCL's figure for each GPU's intra-node bandwidth, GB/s: NVLink lanes ([`nvlink_lanes`])
+/// x NCCL's per-lane figure ([`NVLINK_LANE_GBS`]), or PCIe at NCCL's 0.75 of the raw rate.
 pub fn gpu_gbs(f: &NcclFabric) -> f64 {
-    let line = f.intra_bytes_per_s / 1e9;
     match f.intra {
-        IntraLink::NvSwitch | IntraLink::NvLink => {
-            line / NVLINK_LANE_LINE_GBS * NVLINK_LANE_GBS[tables::arch_index(f.arch)]
-        }
-        IntraLink::Pcie => line * tables::PCIE_EFFICIENCY,
+        IntraLink::NvSwitch | IntraLink::NvLink => nvlink_lanes(f) * NVLINK_LANE_GBS[tables::arch_index(f.arch)],
+        IntraLink::Pcie => f.intra_bytes_per_s / 1e9 * tables::PCIE_EFFICIENCY,
     }
 }
 

@@ -190,18 +190,17 @@ def _result(raw: _core.Report, workload: Workload, workers: int, bandwidth: floa
     taken["completions_s"] = tuple(taken["completions_s"])
     taken["timeline"] = tuple(_spans(taken["timeline"], workload, workers))
     taken["nccl_choices"] = tuple(
-        {
-            "collective": c,
-            "algorithm": a,
-            "protocol": p,
-            "channels": ch,
-            "peer_channels": per_peer,
-            "count": count,
-            "bytes": nbytes,
-        }
-        for (c, a, p, ch, per_peer), count, nbytes in taken["nccl_choices"]
+        {"collective": pick[0], **_nccl_pick(pick), "count": count, "bytes": nbytes}
+        for pick, count, nbytes in taken["nccl_choices"]
     )
     return Result(model=workload.name, workers=workers, bandwidth=bandwidth, strategy=spec, **taken)
+
+
+def _nccl_pick(pick: _core.PickTuple) -> dict[str, Any]:
+    """What NCCL chose, as ``nccl_choices`` and a timed collective's span both name it:
+    ``algorithm``, ``protocol``, ``channels``, ``peer_channels`` (None but for all-to-all)."""
+    _, algorithm, protocol, channels, peer_channels = pick
+    return {"algorithm": algorithm, "protocol": protocol, "channels": channels, "peer_channels": peer_channels}
 
 
 def _spans(
@@ -213,7 +212,7 @@ def _spans(
     sender is ``worker`` (a rank) or ``server`` (a parameter server's index); the other is
     None, as both are on a link's copy of the flow. A collective timed by NCCL's model
     (kind ``collective``) is on its rank (``worker``), with no link, ``bytes`` its buffer
-    and ``nccl`` what NCCL chose (algorithm, protocol, channels)."""
+    and ``nccl`` what NCCL chose (algorithm, protocol, channels, channels per peer)."""
 
     def host(h: int) -> str:
         return f"worker {h}" if h < workers else f"server {h - workers}"
@@ -221,11 +220,7 @@ def _spans(
     out: list[dict[str, object]] = []
     for kind, src, to, label, links, start, end, nbytes, pick in raw:
         if kind == "collective":
-            nccl = (
-                None
-                if pick is None
-                else {"algorithm": pick[1], "protocol": pick[2], "channels": pick[3], "peer_channels": pick[4]}
-            )
+            nccl = None if pick is None else _nccl_pick(pick)
             detail = "" if nccl is None else f" ({nccl['algorithm']}/{nccl['protocol']}, {nccl_channels_text(nccl)})"
             out.append(
                 {

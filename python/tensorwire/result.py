@@ -33,7 +33,8 @@ class Result:
     for an all-to-all, which NCCL runs as point-to-point sends, the channels each peer's send
     is striped over, else None; ``count``, ``bytes``: the buffers' sizes together), the most
     used first; empty otherwise. The timeline then holds each rank's collectives as spans of
-    kind ``collective`` (with ``nccl``: the algorithm, protocol and channels).
+    kind ``collective`` (with ``nccl``: the algorithm, protocol, channels and channels per
+    peer).
     """
 
     model: str

@@ -534,6 +534,7 @@ TOPOLOGY_TEXTS = (
     "rail:inter_efficiency=1e308",
     "rail:inter_latency=1e300s",
     "rail:intra_fill=11",
+    "rail:inter_step=2ms",
     "nodes:machine=dgx-h100",
     "star",
     "",

@@ -133,6 +133,8 @@ RAIL_KEYS: dict[str, st.SearchStrategy[str]] = {
     "inter_latency": TIMES,
     "intra_fill": FLOATS,
     "inter_fill": FLOATS,
+    "intra_step": TIMES,
+    "inter_step": TIMES,
     "nodes_per_group": INTS,
     "spines": INTS,
     "oversubscription": FLOATS,
@@ -428,6 +430,8 @@ VALID_TOPOLOGIES = st.tuples(
                 "inter_latency=0ns",
                 "intra_fill=0",
                 "inter_fill=10",
+                "intra_step=500ns",
+                "inter_step=1ms",
                 "nodes_per_group=2",
                 "oversubscription=4",
             )

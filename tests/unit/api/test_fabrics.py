@@ -21,6 +21,8 @@ def test_rail_is_listed_with_its_options() -> None:
         "inter_latency",
         "intra_fill",
         "inter_fill",
+        "intra_step",
+        "inter_step",
     }
     assert "dgx-h100" in rail["options"][0]["accepts"] and "dgx-a100" in rail["options"][0]["accepts"]
 

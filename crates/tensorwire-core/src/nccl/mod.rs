@@ -58,9 +58,11 @@ pub enum Transport {
 }
 
 /// Measured corrections of a fabric (`tensorwire calibrate`): factors on NCCL's bandwidths,
-/// latencies added to NCCL's, and factors on the pipeline's fill and drain
-/// ([`pipeline::fill_seconds`]: how much of it the measured cluster shows), inside a node and
-/// across nodes. The defaults change nothing.
+/// latencies added to NCCL's, factors on the pipeline's fill and drain
+/// ([`pipeline::fill_seconds`]: how much of it the measured cluster shows), and a cost per
+/// pipeline step ([`pipeline::Shape::steps`]: a hand-off between two GPUs, whose
+/// synchronisation the cluster's hardware sets and NCCL publishes no figure for), inside a
+/// node and across nodes. The defaults change nothing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
     /// Factor on the intra-node (NVLink/PCIe) bandwidth NCCL's model gives.
@@ -75,6 +77,10 @@ pub struct Calibration {
     pub intra_fill: f64,
     /// Factor (>= 0) on the pipeline's fill and drain of multi-node collectives.
     pub inter_fill: f64,
+    /// Seconds (>= 0) each pipeline step of a single-node collective costs beyond its bytes.
+    pub intra_step_s: f64,
+    /// Seconds (>= 0) each pipeline step of a multi-node collective costs beyond its bytes.
+    pub inter_step_s: f64,
 }
 
 impl Default for Calibration {
@@ -86,6 +92,8 @@ impl Default for Calibration {
             inter_latency_s: 0.0,
             intra_fill: 1.0,
             inter_fill: 1.0,
+            intra_step_s: 0.0,
+            inter_step_s: 0.0,
         }
     }
 }
@@ -304,7 +312,8 @@ pub fn check(fabric: &NcclFabric, options: &NcclOptions) -> Result<()> {
 /// rather than the search's rounded speed ([`tuning::run_bandwidth`]). The chosen pair runs
 /// at the speed of NCCL's pipeline: its fill and drain ([`pipeline::fill_seconds`], from the chunk
 /// NCCL picks for the size, times the calibration's fill factor) is added to the model's
-/// time, without changing the choice. Across nodes without in-network
+/// time, and so is the calibration's cost per step times the steps a channel runs
+/// ([`pipeline::Shape::steps`]), without changing the choice. Across nodes without in-network
 /// reduction the time is at least the network's min cut at line rate (NCCL's model for NVLS
 /// tree on two nodes claims more than the NICs carry). All-to-all has no tuning in
 /// NCCL: `alltoall.rs`, reported as point-to-point (`algo: None`) with Simple on NCCL's
@@ -321,15 +330,16 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     }
     let multi = fabric.nodes > 1;
     let c = &fabric.calibration;
-    let (factor, added, fill_factor) = if multi {
+    let (factor, added, fill_factor, step_s) = if multi {
         let tcp = fabric.transport == Transport::Tcp;
         (
             c.inter_bandwidth * if tcp { tables::TCP_EFFICIENCY } else { 1.0 },
             c.inter_latency_s + if tcp { tables::TCP_EXTRA_LATENCY_S } else { 0.0 },
             c.inter_fill,
+            c.inter_step_s,
         )
     } else {
-        (c.intra_bandwidth, c.intra_latency_s, c.intra_fill)
+        (c.intra_bandwidth, c.intra_latency_s, c.intra_fill, c.intra_step_s)
     };
     if collective == Collective::AllToAll {
         let (lat_us, mut secs) = alltoall::time(fabric, &graphs, bytes, options.pxn);
@@ -387,13 +397,15 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     }
     let channels = tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime);
     // NCCL chose by its model; it runs at the speed of its pipeline (`pipeline.rs`).
-    let fill = pipeline::fill_seconds(fabric, collective, algo, proto, bytes, channels, bytes / (bw * 1e9));
+    let shape = pipeline::shape(fabric, collective, algo, proto, bytes, channels);
+    let fill = pipeline::fill_seconds(shape, bytes / (bw * 1e9));
+    let steps = shape.map_or(0.0, |s| s.steps());
     Ok(NcclChoice {
         algo: Some(algo),
         proto,
         channels,
         peer_channels: None,
-        seconds: lat * 1e-6 + added + (wire + fill * fill_factor) / factor,
+        seconds: lat * 1e-6 + added + (wire + fill * fill_factor) / factor + steps * step_s,
     })
 }
 

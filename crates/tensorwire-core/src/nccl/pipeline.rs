@@ -131,28 +131,56 @@ fn tree_chain_depth(ranks: f64) -> f64 {
     (2.0 * (ranks - 1.0) - 1.0).max(1.0)
 }
 
-/// The pipeline's fill and drain, seconds, of `(algo, proto)` running `collective` over
-/// `bytes` on `channels` channels of `fabric`, whose transfer takes `wire_s` seconds at NCCL's
-/// modelled bandwidth (`bytes / bandwidth`). `0 <= fill <= wire_s`; at NCCL's largest chunk
-/// it is a constant (see the module doc). All-to-all and broadcast: 0 (not modelled).
-pub fn fill_seconds(
+/// The shape of NCCL's pipeline for one operation on one channel: how many pipeline units
+/// the channel runs in sequence, how many of them fill the pipeline before it streams, and
+/// how many hand-offs between two GPUs each unit is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// Pipeline units one channel runs (ring: FIFO steps; NVLS and NVLS tree: loops of
+    /// `nHeads` chunks; tree, PAT, CollNet: chunks), > 0.
+    pub units: f64,
+    /// Units that fill the pipeline before it streams (module doc).
+    pub depth: f64,
+    /// Hand-offs per unit: the times a GPU waits for a peer's data and signals its own, which
+    /// each cost a synchronisation over the link whatever the bytes. A Simple ring hands off
+    /// a slice (SLICESTEPS = 2 FIFO steps, so 1/2 per step); LL and LL128 one step; NVLS
+    /// copies a loop's chunk to and from each of its `nHeads` heads one after another
+    /// (`ScatterGatherOp`, `src/device/prims_simple.h`): `nHeads` per loop; tree, PAT and
+    /// CollNet one chunk.
+    pub handoffs_per_unit: f64,
+}
+
+impl Shape {
+    /// Hand-offs one channel makes in sequence over the operation: what a calibrated cost
+    /// per step (`intra_step=`, `inter_step=`) multiplies. At least one unit's: a channel
+    /// whose share is below one chunk still hands that partial chunk off.
+    pub fn steps(&self) -> f64 {
+        self.units.max(1.0) * self.handoffs_per_unit
+    }
+}
+
+/// The pipeline [`Shape`] of `(algo, proto)` running `collective` over `bytes` on `channels`
+/// channels of `fabric`, from the chunk NCCL picks for the size (module doc). None where
+/// nothing runs through NCCL's collective pipeline: no bytes, all-to-all (point-to-point)
+/// and broadcast (not modelled).
+pub fn shape(
     fabric: &NcclFabric,
     collective: Collective,
     algo: Algo,
     proto: Proto,
     bytes: f64,
     channels: usize,
-    wire_s: f64,
-) -> f64 {
-    if !(bytes > 0.0 && wire_s > 0.0) || matches!(collective, Collective::AllToAll | Collective::Broadcast) {
-        return 0.0;
+) -> Option<Shape> {
+    if bytes.is_nan() || bytes <= 0.0 || matches!(collective, Collective::AllToAll | Collective::Broadcast) {
+        return None;
     }
     let ranks = (fabric.nodes * fabric.gpus_per_node).max(1) as f64;
+    let heads = fabric.gpus_per_node as f64;
     let ch = channels.max(1) as f64;
     let per_channel = bytes / ch;
-    // (units of the operation per channel, depth in units) where a unit is the bytes of the
-    // buffer one channel covers per pipeline unit.
-    let (units, depth) = match algo {
+    // (units of the operation per channel, depth in units, hand-offs per unit) where a unit
+    // is the bytes of the buffer one channel covers per pipeline unit.
+    let (units, depth, handoffs_per_unit) = match algo {
         Algo::Ring => {
             // A loop covers nRanks chunks; steps per loop: 2(n-1) for all-reduce, n-1 else.
             let steps_per_loop = match collective {
@@ -169,17 +197,16 @@ pub fn fill_seconds(
             // Inside a node, Simple streams after one slice; the network's proxy-driven
             // steps, and LL/LL128 everywhere, fill the FIFO (module doc).
             let depth = if fabric.nodes <= 1 && proto == Proto::Simple { RING_SLICE_STEPS } else { NCCL_STEPS };
-            (loops * steps_per_loop * chunk_steps, depth)
+            let handoffs = if proto == Proto::Simple { 1.0 / RING_SLICE_STEPS } else { 1.0 };
+            (loops * steps_per_loop * chunk_steps, depth, handoffs)
         }
         Algo::Nvls => {
-            let heads = fabric.gpus_per_node as f64;
             let chunk = nvls_chunk(per_channel, heads);
-            (per_channel / (heads * chunk), NVLS_STAGES - 1.0)
+            (per_channel / (heads * chunk), NVLS_STAGES - 1.0, heads)
         }
         Algo::NvlsTree => {
-            let heads = fabric.gpus_per_node as f64;
             let chunk = nvls_tree_chunk(per_channel, heads, fabric.nodes);
-            (per_channel / (heads * chunk), NVLS_TREE_STAGES - 1.0)
+            (per_channel / (heads * chunk), NVLS_TREE_STAGES - 1.0, heads)
         }
         Algo::Tree | Algo::Pat | Algo::CollNetDirect | Algo::CollNetChain => {
             let mut chunk = step_data(proto);
@@ -195,14 +222,22 @@ pub fn fill_seconds(
             // A chain inside one node forwards whole steps up and down it (module doc).
             let chain = algo == Algo::Tree && fabric.nodes <= 1 && proto == Proto::Simple;
             let depth = if chain { tree_chain_depth(ranks) } else { NCCL_STEPS };
-            (per_channel / chunk, depth)
+            (per_channel / chunk, depth, 1.0)
         }
     };
-    if units.is_nan() || units <= 0.0 {
-        return 0.0;
+    (units.is_finite() && units > 0.0).then_some(Shape { units, depth, handoffs_per_unit })
+}
+
+/// The pipeline's fill and drain, seconds, of an operation of pipeline `shape` whose transfer
+/// takes `wire_s` seconds at NCCL's modelled bandwidth (`bytes / bandwidth`): `depth x` the
+/// time of one unit, never more than the transfer (a pipeline with fewer units than its depth
+/// never fills), so `0 <= fill <= wire_s`; at NCCL's largest chunk it is a constant (module
+/// doc). No shape (all-to-all, broadcast, no bytes): 0.
+pub fn fill_seconds(shape: Option<Shape>, wire_s: f64) -> f64 {
+    match shape {
+        Some(s) if wire_s > 0.0 => wire_s * s.depth.min(s.units) / s.units,
+        _ => 0.0,
     }
-    // Each unit takes wire_s / units; a pipeline with fewer units than its depth never fills.
-    wire_s * depth.min(units) / units
 }
 
 #[cfg(test)]
@@ -213,6 +248,11 @@ mod tests {
     use proptest::prelude::*;
 
     const MIB: f64 = 1024.0 * 1024.0;
+
+    /// The fill of `(a, p)` over `bytes` on `ch` channels whose transfer takes `wire` s.
+    fn fill(f: &NcclFabric, c: Collective, a: Algo, p: Proto, bytes: f64, ch: usize, wire: f64) -> f64 {
+        fill_seconds(shape(f, c, a, p, bytes, ch), wire)
+    }
 
     fn rail(node: &str, ranks: usize) -> NcclFabric {
         let spec = TopologySpec::parse(&format!("rail:node={node}")).unwrap();
@@ -228,7 +268,7 @@ mod tests {
             let f = rail("dgx-a100", ranks);
             let units = 2.0 * (ranks as f64 - 1.0) * RING_CHUNK_STEPS;
             for mib in [32.0, 64.0, 128.0] {
-                let fill = fill_seconds(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, mib * MIB, 24, 1e-3);
+                let fill = fill(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, mib * MIB, 24, 1e-3);
                 assert!((fill - 1e-3 * depth / units).abs() < 1e-15, "{ranks} {mib} {fill}");
             }
         }
@@ -239,13 +279,13 @@ mod tests {
         // The same partial loop on one node: LL and LL128 (one step per chunk, no slices) keep
         // the FIFO's depth; Simple's fill is a quarter of it. All-gather: (n-1) x 4 units.
         let f = rail("dgx-h100", 4);
-        let fill = |p| fill_seconds(&f, Collective::AllGather, Algo::Ring, p, 64.0 * MIB, 24, 1e-3);
-        assert!((fill(Proto::Simple) - 1e-3 * 2.0 / 12.0).abs() < 1e-15);
+        let fill_of = |p| fill(&f, Collective::AllGather, Algo::Ring, p, 64.0 * MIB, 24, 1e-3);
+        assert!((fill_of(Proto::Simple) - 1e-3 * 2.0 / 12.0).abs() < 1e-15);
         // LL's chunk (32 KiB of data) is larger than this loop's share: one partial loop of
         // (n-1) steps, filled to its 8 slots, capped at the transfer.
-        let ll = fill_seconds(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 96.0 * 1024.0, 24, 1e-3);
+        let ll = fill(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 96.0 * 1024.0, 24, 1e-3);
         assert!((ll - 1e-3).abs() < 1e-15, "{ll}");
-        assert!(fill(Proto::Ll128) > fill(Proto::Simple));
+        assert!(fill_of(Proto::Ll128) > fill_of(Proto::Simple));
     }
 
     #[test]
@@ -257,13 +297,13 @@ mod tests {
         for (ranks, depth) in [(4usize, 5.0), (8, 13.0), (16, NCCL_STEPS)] {
             let f = rail("dgx-h100", ranks);
             let bytes = 256.0 * MIB;
-            let fill = fill_seconds(&f, Collective::AllReduce, Algo::Tree, Proto::Simple, bytes, 24, 1e-3);
+            let fill = fill(&f, Collective::AllReduce, Algo::Tree, Proto::Simple, bytes, 24, 1e-3);
             let units = bytes / 24.0 / step;
             assert!((fill - 1e-3 * depth / units).abs() < 1e-15, "{ranks} {fill}");
         }
         // LL and LL128 trees keep the FIFO's depth.
         let f = rail("dgx-h100", 4);
-        let ll = fill_seconds(&f, Collective::AllReduce, Algo::Tree, Proto::Ll, 256.0 * MIB, 24, 1e-3);
+        let ll = fill(&f, Collective::AllReduce, Algo::Tree, Proto::Ll, 256.0 * MIB, 24, 1e-3);
         let units = 256.0 * MIB / 24.0 / step_data(Proto::Ll);
         assert!((ll - 1e-3 * NCCL_STEPS / units).abs() < 1e-15, "{ll}");
     }
@@ -279,7 +319,7 @@ mod tests {
         for gib in [1.0, 4.0, 16.0] {
             let bytes = gib * 1024.0 * MIB;
             let wire = bytes / rate;
-            let fill = fill_seconds(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, bytes, 24, wire);
+            let fill = fill(&f, Collective::AllReduce, Algo::Ring, Proto::Simple, bytes, 24, wire);
             let loops = bytes / (24.0 * 8.0 * 2.0 * MIB);
             assert!((fill - wire * 2.0 / (loops * 56.0)).abs() < 1e-12);
             fills.push(fill);
@@ -289,7 +329,7 @@ mod tests {
         let f = rail("dgx-h100", 8);
         let bytes = 8.0 * 1024.0 * MIB;
         let wire = 1e-2;
-        let fill = fill_seconds(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, bytes, 16, wire);
+        let fill = fill(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, bytes, 16, wire);
         assert!((fill - wire * 2.0 * 8.0 * NVLS_CHUNK * 16.0 / bytes).abs() < 1e-15);
     }
 
@@ -309,6 +349,33 @@ mod tests {
         };
         let model = lat * 1e-6 + big / (bw * 1e9);
         assert!(c.seconds >= model && c.seconds <= model * 1.001, "{} {model}", c.seconds);
+    }
+
+    #[test]
+    fn steps_count_the_hand_offs_a_channel_makes() {
+        // NVLS on 8 H100 at 8 GiB, 16 channels: a channel's 512 MiB is 512 loops of 8 heads x
+        // 128 KiB, each loop a hand-off to and from every head: 4,096 steps.
+        let h = rail("dgx-h100", 8);
+        let s = shape(&h, Collective::AllReduce, Algo::Nvls, Proto::Simple, 8.0 * 1024.0 * MIB, 16).unwrap();
+        assert_eq!((s.units, s.handoffs_per_unit, s.steps()), (512.0, 8.0, 4096.0));
+        // A Simple ring below one loop on 8 ranks: 2(n-1) = 14 chunk steps of CHUNKSTEPS = 4
+        // FIFO steps, handed off a slice (2 steps) at a time: 28. LL: 14, one per step.
+        let a = rail("dgx-a100", 8);
+        let ring = |p, mib| shape(&a, Collective::AllReduce, Algo::Ring, p, mib * MIB, 24).unwrap().steps();
+        assert_eq!((ring(Proto::Simple, 32.0), ring(Proto::Ll, 1.0)), (28.0, 14.0));
+        // LL's chunk is 32 KiB: at 32 MiB a channel's 1.33 MiB is 16/3 loops of 8 chunks.
+        assert!((ring(Proto::Ll, 32.0) - 14.0 * 16.0 / 3.0).abs() < 1e-9);
+        // All-gather's loop is n-1 steps: half the all-reduce's hand-offs.
+        let ag = shape(&a, Collective::AllGather, Algo::Ring, Proto::Simple, 32.0 * MIB, 24).unwrap();
+        assert_eq!(ag.steps(), 14.0);
+        // A tree moves one 512 KiB chunk per step: 256 MiB on 16 channels is 32 per channel;
+        // a share below one chunk is still one step.
+        let t = |mib| shape(&a, Collective::AllReduce, Algo::Tree, Proto::Simple, mib * MIB, 16).unwrap().steps();
+        assert_eq!((t(256.0), t(1.0)), (32.0, 1.0));
+        // No collective pipeline: all-to-all, broadcast, no bytes.
+        for (c, b) in [(Collective::AllToAll, MIB), (Collective::Broadcast, MIB), (Collective::AllReduce, 0.0)] {
+            assert_eq!(shape(&a, c, Algo::Ring, Proto::Simple, b, 24), None, "{c:?} {b}");
+        }
     }
 
     #[test]
@@ -357,10 +424,15 @@ mod tests {
         ) {
             let f = rail(node, ranks);
             let rate = 1e11;
-            let fill = |b: f64| fill_seconds(&f, coll, a, p, b, ch, b / rate);
+            let fill = |b: f64| fill(&f, coll, a, p, b, ch, b / rate);
             let (small, large) = (fill(bytes), fill(bytes * k));
             prop_assert!(small >= 0.0 && small <= bytes / rate * (1.0 + 1e-12));
             prop_assert!(large + 1e-18 >= small, "{small} {large}");
+            // Twice the bytes never take fewer steps: NCCL's chunk at most doubles with them
+            // (a larger chunk between two sizes can take fewer, as NCCL's does), and at least one.
+            let steps = |b: f64| shape(&f, coll, a, p, b, ch).map_or(0.0, |s| s.steps());
+            prop_assert!(steps(bytes * 2.0) + 1e-9 >= steps(bytes), "{} {}", steps(bytes), steps(bytes * 2.0));
+            prop_assert!(steps(bytes) >= 1.0 / RING_SLICE_STEPS);
         }
     }
 }

@@ -306,6 +306,40 @@ fn the_fill_factor_scales_the_pipelines_fill_and_nothing_else() {
 }
 
 #[test]
+fn the_step_cost_adds_step_times_the_steps_a_channel_runs_and_nothing_else() {
+    // t(S) = t(0) + S x steps, steps from the pipeline's shape at NCCL's choice; the other
+    // regime's step cost, and all-to-all (point-to-point, no collective pipeline), unchanged.
+    let at = |opts: &str, ranks: usize, c: Collective, bytes: f64| {
+        let spec = TopologySpec::parse(&format!("rail:node=dgx-h100{opts}")).unwrap();
+        let f = NcclFabric::from_topology(&spec, ranks, 50e9, Transport::Rdma).unwrap();
+        (pick(&f, c, bytes), f)
+    };
+    for (ranks, regime, other) in [(8, "intra", "inter"), (32, "inter", "intra")] {
+        for bytes in [MIB, 32.0 * MIB, 8.0 * GIB] {
+            let (base, f) = at("", ranks, Collective::AllReduce, bytes);
+            let (stepped, _) = at(&format!(",{regime}_step=2us"), ranks, Collective::AllReduce, bytes);
+            assert_eq!((stepped.algo, stepped.proto, stepped.channels), (base.algo, base.proto, base.channels));
+            let steps =
+                pipeline::shape(&f, Collective::AllReduce, base.algo.unwrap(), base.proto, bytes, base.channels)
+                    .unwrap()
+                    .steps();
+            let added = stepped.seconds - base.seconds;
+            assert!((added - 2e-6 * steps).abs() < 1e-12 * base.seconds.max(1.0), "{regime} {bytes}: {added} {steps}");
+            assert!(steps >= 1.0, "{regime} {bytes}: {steps}");
+            let (o, _) = at(&format!(",{other}_step=2us"), ranks, Collective::AllReduce, bytes);
+            assert_eq!(o.seconds, base.seconds, "{regime}: the other regime's step");
+        }
+        let a2a = |opts: &str| at(opts, ranks, Collective::AllToAll, 64.0 * MIB).0.seconds;
+        assert_eq!(a2a(&format!(",{regime}_step=2us")), a2a(""), "{regime}: all-to-all has no pipeline steps");
+    }
+    for (bad, field) in [("intra_step=1.5ms", "topology.intra_step"), ("inter_step=-1us", "topology.inter_step")] {
+        let e = TopologySpec::parse(&format!("rail:node=dgx-h100,{bad}")).unwrap_err();
+        assert_eq!(e.field(), field, "{bad}");
+    }
+    assert!(TopologySpec::parse("nodes:inter_step=1ms").is_ok(), "1 ms is the largest allowed");
+}
+
+#[test]
 fn refusals_name_the_field() {
     let a100 = rail("dgx-a100", 8);
     let e = check(&a100, &only(&[Algo::Nvls], &[])).unwrap_err();

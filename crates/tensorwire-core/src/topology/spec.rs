@@ -2,13 +2,18 @@
 //! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`;
 //! `nodes` and `rail` also take NCCL's fabric options (`sharp=`, `nvls=`) and calibration
 //! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`,
-//! `intra_fill=`, `inter_fill=`).
+//! `intra_fill=`, `inter_fill=`, `intra_step=`, `inter_step=`).
 
 use super::Topology;
 use crate::error::{Error, Result};
 use crate::limits::{self, MAX_LINKS, MAX_SERVERS, MAX_SWITCHES, MAX_WORKERS};
 use crate::spec::{self, OptionInfo, OptionKind, Spec};
 use crate::units::Nanos;
+
+/// The largest calibrated cost of one pipeline step (`intra_step=`, `inter_step=`), seconds:
+/// a hand-off between two GPUs is a synchronisation of microseconds, so a millisecond or more
+/// is an input mistake (and would multiply into hours over a large operation's steps).
+pub const MAX_STEP_S: f64 = 1e-3;
 
 // The options of GPU fabrics (`nodes`, `rail`) that NCCL's model reads
 // (`crate::nccl::NcclFabric::from_topology`), in both tables.
@@ -103,6 +108,20 @@ static NCCL_FABRIC: &[OptionInfo] = &[
         kind: OptionKind::NonNegativeReal,
         default: "1",
         help: "calibration: factor in [0, 10] on NCCL's pipeline fill and drain (multi-node collectives)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "intra_step",
+        kind: OptionKind::Duration,
+        default: "0s",
+        help: "calibration: cost of each pipeline step (a hand-off between two GPUs), at most 1ms (single-node collectives)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "inter_step",
+        kind: OptionKind::Duration,
+        default: "0s",
+        help: "calibration: cost of each pipeline step (a hand-off between two GPUs), at most 1ms (multi-node collectives)",
         aliases: &[],
     },
 ];
@@ -203,7 +222,7 @@ impl TopologySpec {
 
     /// Refuses NCCL options the fabric cannot have: `nvls=true` where the node has no NVLink
     /// SHARP, calibration factors outside (0, 2], latencies past the simulation horizon, fill
-    /// factors above 10.
+    /// factors above 10, step costs above [`MAX_STEP_S`].
     fn check_nccl_options(&self) -> Result<()> {
         // (option, largest value, allowed range, what the factor scales); the lower bounds
         // are the option kinds' (`Real` > 0, `NonNegativeReal` >= 0), checked when parsed.
@@ -218,6 +237,17 @@ impl TopologySpec {
                 return Err(Error::invalid(
                     format!("topology.{option}"),
                     format!("{x} is outside {range}; a factor on {what}"),
+                ));
+            }
+        }
+        for option in ["intra_step", "inter_step"] {
+            if let Some(x) = self.0.duration(option).filter(|&x| x > MAX_STEP_S) {
+                return Err(Error::invalid(
+                    format!("topology.{option}"),
+                    format!(
+                        "{} s is outside [0, 1ms]; the cost of one pipeline step of NCCL (microseconds on real hardware)",
+                        crate::units::format_number(x)
+                    ),
                 ));
             }
         }
@@ -271,6 +301,8 @@ impl TopologySpec {
             inter_latency_s: self.0.duration("inter_latency").unwrap_or(0.0),
             intra_fill: self.0.real("intra_fill").unwrap_or(1.0),
             inter_fill: self.0.real("inter_fill").unwrap_or(1.0),
+            intra_step_s: self.0.duration("intra_step").unwrap_or(0.0),
+            inter_step_s: self.0.duration("inter_step").unwrap_or(0.0),
         }
     }
 

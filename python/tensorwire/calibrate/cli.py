@@ -78,9 +78,11 @@ def _show(result: Fit) -> None:
         ("intra_efficiency", f"{c.intra_efficiency:.4g}", "intra"),
         ("intra_latency", format_seconds(c.intra_latency_s), "intra"),
         ("intra_fill", f"{c.intra_fill:.4g}", "intra"),
+        ("intra_step", format_seconds(c.intra_step_s), "intra"),
         ("inter_efficiency", f"{c.inter_efficiency:.4g}", "inter"),
         ("inter_latency", format_seconds(c.inter_latency_s), "inter"),
         ("inter_fill", f"{c.inter_fill:.4g}", "inter"),
+        ("inter_step", format_seconds(c.inter_step_s), "inter"),
     ):
         measured = regime in result.fitted
         p.add_row(

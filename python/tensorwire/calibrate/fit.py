@@ -1,22 +1,27 @@
 """Fitting a fabric's calibration to nccl-tests runs.
 
-The calibration is six numbers the topology spec carries (``rail``/``nodes`` options), three
+The calibration is eight numbers the topology spec carries (``rail``/``nodes`` options), four
 per regime: ``intra_efficiency`` and ``inter_efficiency``, factors on the bandwidths NCCL's
 model gives inside a node and across nodes; ``intra_latency`` and ``inter_latency``, added
 to each single-node and multi-node collective; ``intra_fill`` and ``inter_fill``, factors on
 NCCL's pipeline fill and drain (``nccl/pipeline.rs``: how much of the fill the measured
-cluster shows; 1 = the depths and chunk sizes of NCCL's source, 0 = none). Single-node runs
-fix the intra triple, multi-node runs the inter triple (with the intra triple fixed first).
+cluster shows; 1 = the depths and chunk sizes of NCCL's source, 0 = none); ``intra_step`` and
+``inter_step``, the cost of each pipeline step (a hand-off between two GPUs on a channel:
+a synchronisation whose cost is the hardware's, which NCCL publishes no figure for; 0 =
+none). Single-node runs fix the intra four, multi-node runs the inter four (with the intra
+four fixed first).
 
 The method is small and exact rather than a general optimiser. For a fixed choice of
-algorithm, protocol and channels, NCCL's time for a row is ``t = c + L + k * (w + F * f)``
-with ``k`` the inverse efficiency, ``L`` the added latency, ``F`` the fill factor, ``w`` the
-transfer and ``f`` the fill at NCCL's figures: affine in ``L``, ``a = k`` and ``b = k * F``.
-For each regime, at the current parameters, the model's own choice for every row is taken,
-the slopes are read off the model by finite differences (exact for an affine model), and
-``L``, ``a`` and ``b`` follow from weighted linear least squares of the measured times with
+algorithm, protocol and channels, NCCL's time for a row is ``t = c + L + k * (w + F * f) +
+S * n`` with ``k`` the inverse efficiency, ``L`` the added latency, ``F`` the fill factor,
+``w`` the transfer and ``f`` the fill at NCCL's figures, ``S`` the step cost and ``n`` the
+steps a channel runs: affine in ``L``, ``a = k``, ``b = k * F`` and ``S``. For each regime,
+at the current parameters, the model's own choice for every row is taken, the slopes are
+read off the model by finite differences (exact for an affine model), and ``L``, ``a``,
+``b`` and ``S`` follow from weighted linear least squares of the measured times with
 weights 1/t (relative errors, so that 1 MiB rows count as much as 8 GiB rows), ``L >= 0``,
-``a > 0``, ``b >= 0`` (every active set tried, the feasible one of least squares kept).
+``a > 0``, ``b >= 0``, ``S >= 0`` (every active set tried, the feasible one of least
+squares kept).
 Since the choice depends on the parameters, this repeats until none changes (at most
 :data:`MAX_ITERATIONS` rounds; the best round by largest relative error is kept). On a core
 without the options the fill stays at 1 (``Model.native``).
@@ -40,8 +45,12 @@ from tensorwire.workload import bus_factor
 
 #: Rounds of (choose, fit) at most.
 MAX_ITERATIONS = 30
+#: The largest efficiency factor the topology specs take (``intra_efficiency``/``inter_efficiency``).
+MAX_EFFICIENCY = 2.0
 #: The largest fill factor the topology specs take (``intra_fill``/``inter_fill``).
 MAX_FILL = 10.0
+#: The largest step cost the topology specs take (``intra_step``/``inter_step``), seconds.
+MAX_STEP_S = 1e-3
 #: The node preset for a GPU name in the log (the first that matches), as ``--topology``'s
 #: default; ``hgx-h200`` falls back to ``dgx-h100`` where the core has no such preset.
 GPU_NODES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -61,31 +70,38 @@ class Calibration:
     inter_latency_s: float = 0.0
     intra_fill: float = 1.0
     inter_fill: float = 1.0
+    intra_step_s: float = 0.0
+    inter_step_s: float = 0.0
 
     def rounded(self) -> Calibration:
         """As :meth:`options` writes it: efficiencies and fill factors to 6 significant
-        digits (fill factors in [0, :data:`MAX_FILL`]), latencies to whole nanoseconds (the
-        engine's unit)."""
+        digits (efficiencies at most :data:`MAX_EFFICIENCY`, fill factors in [0,
+        :data:`MAX_FILL`]: the ranges the topology specs take), latencies to whole nanoseconds (the
+        engine's unit), step costs to picoseconds (a step is a fraction of a microsecond, and
+        large operations run thousands of them) in [0, :data:`MAX_STEP_S`]."""
         return Calibration(
-            float(f"{self.intra_efficiency:.6g}"),
-            float(f"{self.inter_efficiency:.6g}"),
+            float(f"{min(self.intra_efficiency, MAX_EFFICIENCY):.6g}"),
+            float(f"{min(self.inter_efficiency, MAX_EFFICIENCY):.6g}"),
             round(self.intra_latency_s * 1e9) / 1e9,
             round(self.inter_latency_s * 1e9) / 1e9,
             float(f"{min(max(self.intra_fill, 0.0), MAX_FILL):.6g}"),
             float(f"{min(max(self.inter_fill, 0.0), MAX_FILL):.6g}"),
+            round(min(max(self.intra_step_s, 0.0), MAX_STEP_S) * 1e12) / 1e12,
+            round(min(max(self.inter_step_s, 0.0), MAX_STEP_S) * 1e12) / 1e12,
         )
 
     def options(self) -> str:
-        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_fill=1``.
+        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_step=0ns``.
 
-        >>> Calibration(0.8, 0.95, 2.5e-6, 1e-5, 0.5).options()
-        'intra_efficiency=0.8,inter_efficiency=0.95,intra_latency=2500ns,inter_latency=10000ns,intra_fill=0.5,inter_fill=1'
+        >>> Calibration(0.8, 0.95, 2.5e-6, 1e-5, 0.5, intra_step_s=4.25e-7).options()
+        'intra_efficiency=0.8,inter_efficiency=0.95,intra_latency=2500ns,inter_latency=10000ns,intra_fill=0.5,inter_fill=1,intra_step=425ns,inter_step=0ns'
         """
         r = self.rounded()
         return (
             f"intra_efficiency={r.intra_efficiency:.6g},inter_efficiency={r.inter_efficiency:.6g},"
             f"intra_latency={round(r.intra_latency_s * 1e9)}ns,inter_latency={round(r.inter_latency_s * 1e9)}ns,"
-            f"intra_fill={r.intra_fill:.6g},inter_fill={r.inter_fill:.6g}"
+            f"intra_fill={r.intra_fill:.6g},inter_fill={r.inter_fill:.6g},"
+            f"intra_step={_ns(r.intra_step_s)}ns,inter_step={_ns(r.inter_step_s)}ns"
         )
 
     def as_dict(self) -> dict[str, float]:
@@ -97,7 +113,14 @@ class Calibration:
             "inter_latency_s": r.inter_latency_s,
             "intra_fill": r.intra_fill,
             "inter_fill": r.inter_fill,
+            "intra_step_s": r.intra_step_s,
+            "inter_step_s": r.inter_step_s,
         }
+
+
+def _ns(seconds: float) -> str:
+    """Seconds as nanoseconds to the picosecond, without trailing zeros: 4.25e-7 -> '425'."""
+    return f"{seconds * 1e9:.3f}".rstrip("0").rstrip(".")
 
 
 def with_options(topology: str, options: str) -> str:
@@ -278,17 +301,24 @@ def check_restriction(
 
 def _lstsq(rows: Sequence[tuple[float, ...]], free: Sequence[int]) -> Optional[list[float]]:
     """Weighted least squares of ``y = sum x_j * col_j`` over the columns ``free`` of rows
-    ``(y, col_0, col_1, col_2, w)`` (the other unknowns 0), by the normal equations;
-    None when they are singular."""
+    ``(y, col_0, ..., col_m, w)`` (the other unknowns 0), by the normal equations;
+    None when they are singular.
+
+    The columns are equilibrated first (the normal matrix scaled to a unit diagonal): their
+    units differ by orders of magnitude (seconds per second of latency, per unit of inverse
+    efficiency, per second of step cost: 1, 1e-5..1e-1 and 1..1e4), and unscaled the
+    elimination would take a well-determined system for a singular one."""
     n = len(free)
     a = [[sum(r[-1] ** 2 * r[1 + i] * r[1 + j] for r in rows) for j in free] for i in free]
     b = [sum(r[-1] ** 2 * r[1 + i] * r[0] for r in rows) for i in free]
-    scale = max((abs(a[i][i]) for i in range(n)), default=0.0)
-    if scale <= 0:
-        return None
+    if any(a[i][i] <= 0 for i in range(n)):
+        return None  # a column of zeros: that unknown is not determined
+    d = [a[i][i] ** 0.5 for i in range(n)]
+    a = [[a[i][j] / (d[i] * d[j]) for j in range(n)] for i in range(n)]
+    b = [b[i] / d[i] for i in range(n)]
     for c in range(n):  # Gaussian elimination with partial pivoting
         p = max(range(c, n), key=lambda r: abs(a[r][c]))
-        if abs(a[p][c]) <= 1e-12 * scale:
+        if abs(a[p][c]) <= 1e-12:
             return None
         a[c], a[p], b[c], b[p] = a[p], a[c], b[p], b[c]
         for r in range(c + 1, n):
@@ -298,25 +328,36 @@ def _lstsq(rows: Sequence[tuple[float, ...]], free: Sequence[int]) -> Optional[l
     x = [0.0] * n
     for c in reversed(range(n)):
         x[c] = (b[c] - sum(a[c][j] * x[j] for j in range(c + 1, n))) / a[c][c]
-    out = [0.0, 0.0, 0.0]
+    x = [x[i] / d[i] for i in range(n)]
+    out = [0.0] * (len(rows[0]) - 2)
     for i, j in enumerate(free):
         out[j] = x[i]
     return out
 
 
-def _solve(rows: Sequence[tuple[float, float, float, float, float]]) -> Optional[tuple[float, float, float]]:
-    """Weighted least squares of ``y = dl * L + s * a + sf * b`` over rows (y, dl, s, sf,
-    w), ``L >= 0``, ``a > 0``, ``b >= 0``: every active set of the two bounded unknowns
-    (L, b) is solved and the feasible solution of least squares kept (exact for this convex
-    problem); None when the rows do not determine ``a``."""
-    best: Optional[tuple[float, tuple[float, float, float]]] = None
-    for free in ((0, 1, 2), (1, 2), (0, 1), (1,)):
+#: The sets of unknowns of :func:`_solve` left free, ``a`` (1) always: every active set of
+#: the three bounded ones (``L`` 0, ``b`` 2, ``S`` 3), the unconstrained problem first.
+_FREE_SETS: tuple[tuple[int, ...], ...] = tuple(
+    tuple(j for j in range(4) if j == 1 or j in bounded)
+    for bounded in ((0, 2, 3), (2, 3), (0, 3), (0, 2), (3,), (2,), (0,), ())
+)
+
+
+def _solve(
+    rows: Sequence[tuple[float, float, float, float, float, float]],
+) -> Optional[tuple[float, float, float, float]]:
+    """Weighted least squares of ``y = dl * L + s * a + sf * b + sn * S`` over rows (y, dl,
+    s, sf, sn, w), ``L >= 0``, ``a > 0``, ``b >= 0``, ``S >= 0``: every active set of the
+    three bounded unknowns is solved and the feasible solution of least squares kept (exact
+    for this convex problem); None when the rows do not determine ``a``."""
+    best: Optional[tuple[float, tuple[float, float, float, float]]] = None
+    for free in _FREE_SETS:
         x = _lstsq(rows, free)
-        if x is None or x[1] <= 0 or x[0] < 0 or x[2] < 0:
+        if x is None or x[1] <= 0 or x[0] < 0 or x[2] < 0 or x[3] < 0:
             continue
-        sse = sum(r[-1] ** 2 * (r[0] - x[0] * r[1] - x[1] * r[2] - x[2] * r[3]) ** 2 for r in rows)
+        sse = sum(r[-1] ** 2 * (r[0] - sum(x[j] * r[1 + j] for j in range(4))) ** 2 for r in rows)
         if best is None or sse < best[0] - 1e-15 * abs(sse):
-            best = (sse, (x[0], x[1], x[2]))
+            best = (sse, (x[0], x[1], x[2], x[3]))
     return None if best is None else best[1]
 
 
@@ -325,38 +366,40 @@ def _score(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibrati
 
 
 def _fit_regime(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str) -> Calibration:
-    def set_(c: Calibration, eff: float, lat: float, fill: float) -> Calibration:
+    def set_(c: Calibration, eff: float, lat: float, fill: float, step: float) -> Calibration:
         if regime == "intra":
-            return replace(c, intra_efficiency=eff, intra_latency_s=lat, intra_fill=fill).rounded()
-        return replace(c, inter_efficiency=eff, inter_latency_s=lat, inter_fill=fill).rounded()
+            return replace(c, intra_efficiency=eff, intra_latency_s=lat, intra_fill=fill, intra_step_s=step).rounded()
+        return replace(c, inter_efficiency=eff, inter_latency_s=lat, inter_fill=fill, inter_step_s=step).rounded()
 
-    def get(c: Calibration) -> tuple[float, float, float]:
+    def get(c: Calibration) -> tuple[float, float, float, float]:
         if regime == "intra":
-            return c.intra_efficiency, c.intra_latency_s, c.intra_fill
-        return c.inter_efficiency, c.inter_latency_s, c.inter_fill
+            return c.intra_efficiency, c.intra_latency_s, c.intra_fill, c.intra_step_s
+        return c.inter_efficiency, c.inter_latency_s, c.inter_fill, c.inter_step_s
 
     best, best_score = cal, _score(model, pairs, cal)
     for _ in range(MAX_ITERATIONS):
-        eff, lat, fill = get(cal)
+        eff, lat, fill, step = get(cal)
         k = 1 / eff
         system = []
         for run, size, measured in pairs:
             choice = model.predict(run, size, cal)
-            # t = c + L + k (w + F f) at this choice: the slopes in L, a = k and b = k F.
-            t_f0 = model.predict(run, size, set_(cal, eff, lat, 0.0), choice).seconds
-            t_f1 = model.predict(run, size, set_(cal, eff, lat, 1.0), choice).seconds
-            t_k = model.predict(run, size, set_(cal, 1 / (2 * k), lat, 0.0), choice).seconds
-            t_l = model.predict(run, size, set_(cal, eff, lat + 1e-6, 0.0), choice).seconds
+            # t = c + L + k (w + F f) + S n at this choice: the slopes in L, a = k, b = k F, S.
+            t_f0 = model.predict(run, size, set_(cal, eff, lat, 0.0, 0.0), choice).seconds
+            t_f1 = model.predict(run, size, set_(cal, eff, lat, 1.0, 0.0), choice).seconds
+            t_k = model.predict(run, size, set_(cal, 1 / (2 * k), lat, 0.0, 0.0), choice).seconds
+            t_l = model.predict(run, size, set_(cal, eff, lat + 1e-6, 0.0, 0.0), choice).seconds
+            t_s = model.predict(run, size, set_(cal, eff, lat, 0.0, 1e-6), choice).seconds
             sf = (t_f1 - t_f0) / k
             s = (t_k - t_f0) / k
             dl = (t_l - t_f0) / 1e-6
+            sn = (t_s - t_f0) / 1e-6
             c0 = t_f0 - dl * lat - s * k
-            system.append((measured - c0, dl, s, sf, 1 / measured))
+            system.append((measured - c0, dl, s, sf, sn, 1 / measured))
         solved = _solve(system)
         if solved is None:
             break
-        lat_new, a, b = solved
-        new = set_(cal, 1 / a, lat_new, b / a if model.native else fill)
+        lat_new, a, b, step_new = solved
+        new = set_(cal, 1 / a, lat_new, b / a if model.native else fill, step_new if model.native else step)
         score = _score(model, pairs, new)
         if score < best_score:
             best, best_score = new, score

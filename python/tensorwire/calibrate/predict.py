@@ -10,7 +10,8 @@ from tensorwire._core import InputError
 
 #: The topology options that carry a calibration (``rail`` and ``nodes`` specs): factors on
 #: NCCL's intra-node and inter-node bandwidths, latencies added to each single-node and
-#: multi-node collective, and factors on NCCL's pipeline fill and drain.
+#: multi-node collective, factors on NCCL's pipeline fill and drain, and the cost of each
+#: pipeline step.
 CALIBRATION_OPTIONS: tuple[str, ...] = (
     "intra_efficiency",
     "inter_efficiency",
@@ -18,6 +19,8 @@ CALIBRATION_OPTIONS: tuple[str, ...] = (
     "inter_latency",
     "intra_fill",
     "inter_fill",
+    "intra_step",
+    "inter_step",
 )
 
 
@@ -104,7 +107,7 @@ def calibration_supported(topology: str = "rail:node=dgx-h100") -> bool:
     (:data:`CALIBRATION_OPTIONS`) on ``topology``'s builder."""
     try:
         _core.check_topology(
-            f"{topology}{',' if ':' in topology else ':'}intra_efficiency=1,inter_latency=0us,intra_fill=1"
+            f"{topology}{',' if ':' in topology else ':'}intra_efficiency=1,inter_latency=0us,intra_fill=1,intra_step=0ns"
         )
     except InputError:
         return False

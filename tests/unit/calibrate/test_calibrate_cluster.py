@@ -144,3 +144,28 @@ def test_calibrate_then_simulate_round_trip(tmp_path: Path, capsys: pytest.Captu
     assert rc == 0, err
     rc, b, _ = _run(capsys, *sim, "--topology", data["topology"], "--latency", f"{data['latency_s'] * 1e9:.0f}ns")
     assert json.loads(a) == json.loads(b)
+
+
+@pytest.mark.skipif(not calibration_supported(), reason="the core's topology specs do not take the calibration options")
+def test_a_calibrated_step_cost_reaches_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Azure H100 fit has a cost per pipeline step; the cluster file carries it, and
+    ``simulate --cluster`` times each row as calibrate's "after" column did (to the engine's
+    nanosecond)."""
+    log, out = str(FIXTURES / "azure-nd-h100-v5-allreduce.log"), tmp_path / "az.json"
+    rc, text, err = _run(capsys, "calibrate", "nccl-tests", log, "--json", "--out", str(out))
+    assert rc == 0, err
+    fitted = json.loads(text)
+    assert fitted["calibration"]["intra_step_s"] > 0
+    assert "intra_step=" in json.loads(out.read_text())["topology"]
+    for row in fitted["rows"][1::4]:
+        sim = ("simulate", "-n", "8", "-s", "nccl", "--collective", f"allreduce:{row['size']}B", "--json")
+        rc, a, err = _run(capsys, *sim, "--cluster", str(out))
+        assert rc == 0, err
+        assert json.loads(a)["busbw_bytes_per_s"] == pytest.approx(row["after_busbw"], rel=1e-4)
+
+
+@pytest.mark.parametrize("option", ["intra_step=2ms", "inter_step=-1us", "intra_step=fast"])
+def test_a_bad_step_cost_is_one_line(capsys: pytest.CaptureFixture[str], option: str) -> None:
+    rc, _, err = _run(capsys, *SIM, "--topology", f"rail:node=dgx-h100,{option}")
+    field = option.split("=")[0]
+    assert rc == 2 and err.count("\n") == 1 and err.startswith(f"tensorwire: error: topology.{field}: "), err

@@ -25,8 +25,8 @@ and H200 nodes with 8 x 400 Gbit/s NICs: nccl-tests#309's 8 nodes, xxrjun's 10 n
 NVIDIA's, CoreWeave's and Google's A3 Ultra), a series is also predicted with the
 calibration ``tensorwire calibrate nccl-tests`` fits (``tensorwire.calibrate.fit.fit``) on
 the *other* source's all-reduce sweep (:data:`CALIBRATE_ON`), written into the topology as
-``intra_efficiency=...,intra_latency=...,intra_fill=...`` (one node) or
-``inter_efficiency=...,inter_latency=...,inter_fill=...`` (across nodes). A series is never
+``intra_efficiency=...,intra_latency=...,intra_fill=...,intra_step=...`` (one node) or
+``inter_efficiency=...,inter_latency=...,inter_fill=...,inter_step=...`` (across nodes). A series is never
 predicted with a calibration fitted on its own rows. This is what a user gets from
 calibrating on their own cluster and predicting a run they have not measured.
 """
@@ -170,16 +170,13 @@ class Calibrated:
 
 def fit_calibration(series: dict[str, Any]) -> Calibrated:
     """``tensorwire calibrate nccl-tests``' fit on one series, as topology options: the
-    intra-node efficiency, latency and fill of a single-node series, the inter-node ones of a
-    multi-node series (its intra-node triple stays NCCL's, as ``calibrate`` leaves it when
-    no single-node log is given)."""
+    intra-node efficiency, latency, fill and step cost of a single-node series, the inter-node
+    ones of a multi-node series (its intra-node four stay NCCL's, as ``calibrate`` leaves them
+    when no single-node log is given)."""
     f = calibrate_runs([as_run(series)], series["topology"], None, series.get("transport", "rdma"))
-    c = f.calibration.rounded()
-    if series["nodes"] == 1:
-        eff, lat, fill, regime = c.intra_efficiency, c.intra_latency_s, c.intra_fill, "intra"
-    else:
-        eff, lat, fill, regime = c.inter_efficiency, c.inter_latency_s, c.inter_fill, "inter"
-    options = f"{regime}_efficiency={eff:.6g},{regime}_latency={round(lat * 1e9)}ns,{regime}_fill={fill:.6g}"
+    regime = "intra" if series["nodes"] == 1 else "inter"
+    # The fitted regime's options as calibrate writes them (the other regime keeps NCCL's).
+    options = ",".join(o for o in f.calibration.options().split(",") if o.startswith(f"{regime}_"))
     errs = [abs(r.error) for r in f.rows]
     return Calibrated(series["id"], options, len(errs), statistics.median(errs), max(errs))
 

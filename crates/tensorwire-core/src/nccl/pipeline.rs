@@ -53,6 +53,11 @@
 //! than its depth never fills: then the operation is latency-bound, which NCCL's latency
 //! term already covers), so `0 <= fill <= bytes / bandwidth`.
 //!
+//! The same shape counts the **steps** a channel runs in sequence ([`Shape::steps`]): each a
+//! hand-off of a chunk between two GPUs, which costs a synchronisation whatever its bytes. What
+//! one costs is the hardware's and NCCL publishes no figure for it, so the model adds none;
+//! a calibration measures it (`intra_step=`, `inter_step=`; `tensorwire calibrate`).
+//!
 //! No constant here is fitted to a measurement: the depths and sizes are NCCL's. What the
 //! model leaves out is said in `docs/collectives.md`.
 

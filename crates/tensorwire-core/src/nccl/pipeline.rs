@@ -49,9 +49,16 @@
 //!   forwarded once its whole step has arrived, so a chunk crosses `n - 1` hops up and
 //!   `n - 1` down, one step each: the fill is `2(n - 1) - 1` steps behind the first.
 //!
-//! The fill never exceeds the operation's own transfer time (a pipeline with fewer units
-//! than its depth never fills: then the operation is latency-bound, which NCCL's latency
-//! term already covers), so `0 <= fill <= bytes / bandwidth`.
+//! Where the depth is a FIFO's slots (ring, tree, PAT, CollNet), the fill never exceeds the
+//! operation's own transfer time: a connection with fewer steps than its slots never fills,
+//! and what it then waits for is the round trip of a step, a latency that NCCL's latency
+//! term already covers; so `0 <= fill <= bytes / bandwidth`. Where the depth counts *stages*
+//! that every unit passes through in turn (NVLS and NVLS tree: warp groups joined by FIFOs),
+//! the wait is work on the unit's bytes, not a latency: one unit takes `stages` unit times
+//! however few units there are, so an operation of `u` units takes `(max(u, 1) + depth)` unit
+//! times and the fill is `depth` unit times even below `depth` units (at most `depth x` the
+//! transfer). On 8 H100 this is what separates 2 MiB (one loop of 16 KiB chunks: 3 unit
+//! times for 1 of data) from 4 MiB (two loops: 4 for 2).
 //!
 //! The same shape counts the **steps** a channel runs in sequence ([`Shape::steps`]): each a
 //! hand-off of a chunk between two GPUs, which costs a synchronisation whatever its bytes. What
@@ -153,6 +160,10 @@ pub struct Shape {
     /// (`ScatterGatherOp`, `src/device/prims_simple.h`): `nHeads` per loop; tree, PAT and
     /// CollNet one chunk.
     pub handoffs_per_unit: f64,
+    /// The depth counts stages every unit passes through in turn (NVLS, NVLS tree), not a
+    /// FIFO's slots (ring, tree, PAT, CollNet): the fill is then `depth` units however few
+    /// units there are, where a FIFO's is at most the transfer (module doc).
+    pub staged: bool,
 }
 
 impl Shape {
@@ -183,9 +194,10 @@ pub fn shape(
     let heads = fabric.gpus_per_node as f64;
     let ch = channels.max(1) as f64;
     let per_channel = bytes / ch;
-    // (units of the operation per channel, depth in units, hand-offs per unit) where a unit
-    // is the bytes of the buffer one channel covers per pipeline unit.
-    let (units, depth, handoffs_per_unit) = match algo {
+    // (units of the operation per channel, depth in units, hand-offs per unit, whether the
+    // depth counts stages) where a unit is the bytes of the buffer one channel covers per
+    // pipeline unit.
+    let (units, depth, handoffs_per_unit, staged) = match algo {
         Algo::Ring => {
             // A loop covers nRanks chunks; steps per loop: 2(n-1) for all-reduce, n-1 else.
             let steps_per_loop = match collective {
@@ -203,15 +215,15 @@ pub fn shape(
             // steps, and LL/LL128 everywhere, fill the FIFO (module doc).
             let depth = if fabric.nodes <= 1 && proto == Proto::Simple { RING_SLICE_STEPS } else { NCCL_STEPS };
             let handoffs = if proto == Proto::Simple { 1.0 / RING_SLICE_STEPS } else { 1.0 };
-            (loops * steps_per_loop * chunk_steps, depth, handoffs)
+            (loops * steps_per_loop * chunk_steps, depth, handoffs, false)
         }
         Algo::Nvls => {
             let chunk = nvls_chunk(per_channel, heads);
-            (per_channel / (heads * chunk), NVLS_STAGES - 1.0, heads)
+            (per_channel / (heads * chunk), NVLS_STAGES - 1.0, heads, true)
         }
         Algo::NvlsTree => {
             let chunk = nvls_tree_chunk(per_channel, heads, fabric.nodes);
-            (per_channel / (heads * chunk), NVLS_TREE_STAGES - 1.0, heads)
+            (per_channel / (heads * chunk), NVLS_TREE_STAGES - 1.0, heads, true)
         }
         Algo::Tree | Algo::Pat | Algo::CollNetDirect | Algo::CollNetChain => {
             let mut chunk = step_data(proto);
@@ -227,19 +239,23 @@ pub fn shape(
             // A chain inside one node forwards whole steps up and down it (module doc).
             let chain = algo == Algo::Tree && fabric.nodes <= 1 && proto == Proto::Simple;
             let depth = if chain { tree_chain_depth(ranks) } else { NCCL_STEPS };
-            (per_channel / chunk, depth, 1.0)
+            (per_channel / chunk, depth, 1.0, false)
         }
     };
-    (units.is_finite() && units > 0.0).then_some(Shape { units, depth, handoffs_per_unit })
+    (units.is_finite() && units > 0.0).then_some(Shape { units, depth, handoffs_per_unit, staged })
 }
 
 /// The pipeline's fill and drain, seconds, of an operation of pipeline `shape` whose transfer
 /// takes `wire_s` seconds at NCCL's modelled bandwidth (`bytes / bandwidth`): `depth x` the
-/// time of one unit, never more than the transfer (a pipeline with fewer units than its depth
-/// never fills), so `0 <= fill <= wire_s`; at NCCL's largest chunk it is a constant (module
-/// doc). No shape (all-to-all, broadcast, no bytes): 0.
+/// time of one unit (a partial unit's time below one unit). A FIFO's fill is never more than
+/// the transfer (a connection with fewer steps than its slots never fills), so `0 <= fill <=
+/// wire_s`; a stage pipeline's is `depth` units whatever the units, so `0 <= fill <= depth x
+/// wire_s`. At NCCL's largest chunk it is a constant (module doc). No shape (all-to-all,
+/// broadcast, no bytes): 0.
 pub fn fill_seconds(shape: Option<Shape>, wire_s: f64) -> f64 {
     match shape {
+        // (max(u, 1) + depth) unit times in all: the fill is depth of them (module doc).
+        Some(s) if wire_s > 0.0 && s.staged => wire_s * s.depth / s.units.max(1.0),
         Some(s) if wire_s > 0.0 => wire_s * s.depth.min(s.units) / s.units,
         _ => 0.0,
     }
@@ -339,6 +355,28 @@ mod tests {
     }
 
     #[test]
+    fn an_nvls_unit_passes_every_stage_however_few_units_there_are() {
+        // 8 H100, 16 channels, 8 heads: below 2 loops of 16 KiB chunks (4 MiB) NCCL keeps
+        // 16 KiB. A loop passes 3 stages (scatter, multimem reduce, gather), so u loops take
+        // (max(u, 1) + 2) loop times: the fill is 2 loop times, twice the transfer at 1 loop
+        // (2 MiB) and at half a loop (1 MiB, one partial chunk), the transfer at 2 loops.
+        let f = rail("dgx-h100", 8);
+        let wire = 1e-5;
+        for (mib, share) in [(1.0, 2.0), (2.0, 2.0), (4.0, 1.0)] {
+            let s = shape(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, mib * MIB, 16).unwrap();
+            assert!(s.staged && s.depth == 2.0, "{s:?}");
+            let fill = fill(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, mib * MIB, 16, wire);
+            assert!((fill - share * wire).abs() < 1e-18, "{mib} MiB: {fill}");
+        }
+        // A ring's FIFO with fewer steps than its slots never fills: at most the transfer.
+        // LL all-gather on 2 ranks (1 step a loop, 8 slots): the fill is the transfer.
+        let f = rail("dgx-h100", 2);
+        let s = shape(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 64.0 * 1024.0, 1).unwrap();
+        assert!(!s.staged && s.units < s.depth, "{s:?}");
+        assert_eq!(fill(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 64.0 * 1024.0, 1, wire), wire);
+    }
+
+    #[test]
     fn large_sizes_tend_to_the_tuning_models_bandwidth() {
         // (at the rate the chosen algorithm runs, `tuning::run_bandwidth`: NVLS here)
         let f = rail("dgx-h100", 8);
@@ -431,7 +469,12 @@ mod tests {
             let rate = 1e11;
             let fill = |b: f64| fill(&f, coll, a, p, b, ch, b / rate);
             let (small, large) = (fill(bytes), fill(bytes * k));
-            prop_assert!(small >= 0.0 && small <= bytes / rate * (1.0 + 1e-12));
+            // A FIFO's fill is at most the transfer; a stage pipeline's, depth transfers.
+            let most = match shape(&f, coll, a, p, bytes, ch) {
+                Some(s) if s.staged => s.depth,
+                _ => 1.0,
+            };
+            prop_assert!(small >= 0.0 && small <= most * bytes / rate * (1.0 + 1e-12));
             prop_assert!(large + 1e-18 >= small, "{small} {large}");
             // Twice the bytes never take fewer steps: NCCL's chunk at most doubles with them
             // (a larger chunk between two sizes can take fewer, as NCCL's does), and at least one.

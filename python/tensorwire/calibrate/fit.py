@@ -19,9 +19,12 @@ steps a channel runs: affine in ``L``, ``a = k``, ``b = k * F`` and ``S``. For e
 at the current parameters, the model's own choice for every row is taken, the slopes are
 read off the model by finite differences (exact for an affine model), and ``L``, ``a``,
 ``b`` and ``S`` follow from weighted linear least squares of the measured times with
-weights 1/t (relative errors, so that 1 MiB rows count as much as 8 GiB rows), ``L >= 0``,
-``a > 0``, ``b >= 0``, ``S >= 0`` (every active set tried, the feasible one of least
-squares kept).
+weights 1/t (relative errors, so that 1 MiB rows count as much as 8 GiB rows) within the
+ranges the topology specs take: ``L >= 0``, ``a >= 1/2`` (efficiency at most 2), ``0 <= b <=
+10 a`` (fill in [0, 10]), ``0 <= S <= 1 ms``. Every way of pinning the unknowns to those
+bounds is solved and the feasible solution of least squares kept, which is exact for this
+convex problem; clamping an unbounded solution instead can land far from the best point
+within the bounds (on GCP A3 Mega's log it left every row from 64 MiB up 25% slow).
 Since the choice depends on the parameters, this repeats until none changes (at most
 :data:`MAX_ITERATIONS` rounds; the best round by largest relative error is kept). On a core
 without the options the fill stays at 1 (``Model.native``).
@@ -29,6 +32,7 @@ without the options the fill stays at 1 (``Model.native``).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
@@ -335,29 +339,82 @@ def _lstsq(rows: Sequence[tuple[float, ...]], free: Sequence[int]) -> Optional[l
     return out
 
 
-#: The sets of unknowns of :func:`_solve` left free, ``a`` (1) always: every active set of
-#: the three bounded ones (``L`` 0, ``b`` 2, ``S`` 3), the unconstrained problem first.
-_FREE_SETS: tuple[tuple[int, ...], ...] = tuple(
-    tuple(j for j in range(4) if j == 1 or j in bounded)
-    for bounded in ((0, 2, 3), (2, 3), (0, 3), (0, 2), (3,), (2,), (0,), ())
+#: The ways each unknown of :func:`_solve` (``L, a, b, S``) may be pinned at the solution: free
+#: (``None``), at a bound (a number), or, for ``b = a x fill``, at the largest fill
+#: (``"ratio"``: ``b = MAX_FILL x a``). The bounds are the ranges the topology specs take:
+#: ``L >= 0``, ``a >= 1 / MAX_EFFICIENCY``, ``0 <= b <= MAX_FILL x a``, ``0 <= S <= MAX_STEP_S``.
+_PINS: tuple[tuple[object, ...], ...] = (
+    (None, 0.0),
+    (None, 1 / MAX_EFFICIENCY),
+    (None, 0.0, "ratio"),
+    (None, 0.0, MAX_STEP_S),
 )
+
+
+def _feasible(x: Sequence[float]) -> bool:
+    """``x = (L, a, b, S)`` within the specs' ranges (to rounding)."""
+    tol = 1e-12
+    lat, a, b, step = x
+    return (
+        lat >= -tol
+        and a >= 1 / MAX_EFFICIENCY * (1 - tol)
+        and -tol <= b <= MAX_FILL * a * (1 + tol)
+        and -tol * MAX_STEP_S <= step <= MAX_STEP_S * (1 + tol)
+    )
+
+
+def _pinned_solution(
+    rows: Sequence[tuple[float, float, float, float, float, float]], pins: Sequence[object]
+) -> Optional[list[float]]:
+    """Least squares of :func:`_solve`'s rows with the unknowns pinned as ``pins`` say
+    (:data:`_PINS`) and the others free: each unknown is ``x_j = c_j + sum_k M_jk z_k`` in the
+    free ``z``, the rows are rewritten in ``z`` and solved; None where they do not determine
+    ``z``."""
+    c = [0.0] * 4
+    m: list[list[float]] = []  # m[j]: x_j's coefficients on the free unknowns
+    free = [j for j in range(4) if pins[j] is None]
+    for j in range(4):
+        pin = pins[j]
+        if pin is None:
+            m.append([1.0 if k == j else 0.0 for k in free])
+        elif pin == "ratio":  # b = MAX_FILL x a (a comes first)
+            c[j] = MAX_FILL * c[1]
+            m.append([MAX_FILL * v for v in m[1]])
+        else:
+            c[j] = float(pin)  # type: ignore[arg-type]
+            m.append([0.0] * len(free))
+    if not free:
+        return c
+    reduced = [
+        (
+            r[0] - sum(c[j] * r[1 + j] for j in range(4)),
+            *(sum(m[j][k] * r[1 + j] for j in range(4)) for k in range(len(free))),
+            r[-1],
+        )
+        for r in rows
+    ]
+    z = _lstsq(reduced, range(len(free)))
+    if z is None:
+        return None
+    return [c[j] + sum(m[j][k] * z[k] for k in range(len(free))) for j in range(4)]
 
 
 def _solve(
     rows: Sequence[tuple[float, float, float, float, float, float]],
 ) -> Optional[tuple[float, float, float, float]]:
     """Weighted least squares of ``y = dl * L + s * a + sf * b + sn * S`` over rows (y, dl,
-    s, sf, sn, w), ``L >= 0``, ``a > 0``, ``b >= 0``, ``S >= 0``: every active set of the
-    three bounded unknowns is solved and the feasible solution of least squares kept (exact
-    for this convex problem); None when the rows do not determine ``a``."""
+    s, sf, sn, w) within the specs' ranges (:data:`_PINS`): every way of pinning the
+    unknowns to their bounds is solved and the feasible solution of least squares kept (exact
+    for this convex problem: its optimum is the least squares solution on its own active
+    set); None when no feasible solution is determined."""
     best: Optional[tuple[float, tuple[float, float, float, float]]] = None
-    for free in _FREE_SETS:
-        x = _lstsq(rows, free)
-        if x is None or x[1] <= 0 or x[0] < 0 or x[2] < 0 or x[3] < 0:
+    for pins in itertools.product(*_PINS):
+        x = _pinned_solution(rows, pins)
+        if x is None or not _feasible(x):
             continue
         sse = sum(r[-1] ** 2 * (r[0] - sum(x[j] * r[1 + j] for j in range(4))) ** 2 for r in rows)
         if best is None or sse < best[0] - 1e-15 * abs(sse):
-            best = (sse, (x[0], x[1], x[2], x[3]))
+            best = (sse, (max(x[0], 0.0), x[1], max(x[2], 0.0), min(max(x[3], 0.0), MAX_STEP_S)))
     return None if best is None else best[1]
 
 

@@ -401,12 +401,12 @@ def _pinned_solution(
 
 def _solve(
     rows: Sequence[tuple[float, float, float, float, float, float]],
-) -> Optional[tuple[float, float, float, float]]:
+) -> tuple[float, float, float, float]:
     """Weighted least squares of ``y = dl * L + s * a + sf * b + sn * S`` over rows (y, dl,
     s, sf, sn, w) within the specs' ranges (:data:`_PINS`): every way of pinning the
     unknowns to their bounds is solved and the feasible solution of least squares kept (exact
     for this convex problem: its optimum is the least squares solution on its own active
-    set); None when no feasible solution is determined."""
+    set). There always is one: every unknown at a bound is a feasible point."""
     best: Optional[tuple[float, tuple[float, float, float, float]]] = None
     for pins in itertools.product(*_PINS):
         x = _pinned_solution(rows, pins)
@@ -415,7 +415,8 @@ def _solve(
         sse = sum(r[-1] ** 2 * (r[0] - sum(x[j] * r[1 + j] for j in range(4))) ** 2 for r in rows)
         if best is None or sse < best[0] - 1e-15 * abs(sse):
             best = (sse, (max(x[0], 0.0), x[1], max(x[2], 0.0), min(max(x[3], 0.0), MAX_STEP_S)))
-    return None if best is None else best[1]
+    assert best is not None  # the point with every unknown pinned is always feasible
+    return best[1]
 
 
 def _score(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration) -> float:
@@ -452,10 +453,7 @@ def _fit_regime(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Cali
             sn = (t_s - t_f0) / 1e-6
             c0 = t_f0 - dl * lat - s * k
             system.append((measured - c0, dl, s, sf, sn, 1 / measured))
-        solved = _solve(system)
-        if solved is None:
-            break
-        lat_new, a, b, step_new = solved
+        lat_new, a, b, step_new = _solve(system)
         new = set_(cal, 1 / a, lat_new, b / a if model.native else fill, step_new if model.native else step)
         score = _score(model, pairs, new)
         if score < best_score:

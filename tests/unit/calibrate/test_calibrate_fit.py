@@ -191,9 +191,7 @@ def test_the_solver_keeps_well_determined_columns_of_any_scale() -> None:
     for s, sf, sn in slopes:
         y = truth[0] + truth[1] * s + truth[2] * sf + truth[3] * sn
         rows.append((y, 1.0, s, sf, sn, 1 / y))
-    solved = _solve(rows)
-    assert solved is not None
-    assert solved == pytest.approx(truth, rel=1e-8)
+    assert _solve(rows) == pytest.approx(truth, rel=1e-8)
 
 
 def _sse(rows: list[tuple[float, ...]], x: tuple[float, float, float, float]) -> float:
@@ -230,7 +228,6 @@ def test_the_solver_finds_the_least_squares_within_the_specs_ranges(
         y = (truth[0] + truth[1] * s + truth[2] * sf + truth[3] * sn) * (1 + e) + 1e-6
         rows.append((y, 1.0, s, sf, sn, 1 / y))
     solved = _solve(rows)
-    assert solved is not None
     lat, a, b, step = solved
     assert lat >= 0 and a >= 1 / MAX_EFFICIENCY * (1 - 1e-12)
     assert 0 <= b <= MAX_FILL * a * (1 + 1e-12) and 0 <= step <= MAX_STEP_S

@@ -68,6 +68,7 @@ def _show(result: Fit) -> None:
             )
         render.console.print(t)
     c = result.calibration
+    at_bound = c.at_upper_bounds()
     p = Table(
         title="fitted calibration"
         + ("" if result.model.native else " (applied outside the core: see docs/calibration.md)")
@@ -88,9 +89,8 @@ def _show(result: Fit) -> None:
         p.add_row(
             name,
             value,
-            "single-node rows"
-            if regime == "intra" and measured
-            else "multi-node rows"
+            ("single-node rows" if regime == "intra" else "multi-node rows")
+            + (", [red]at the specs' largest value[/red]" if name in at_bound else "")
             if measured
             else "not measured (default)",
         )
@@ -101,6 +101,12 @@ def _show(result: Fit) -> None:
         f"{within} of {len(result.rows)} rows within 5%; largest error {worst.error:+.1%} at {format_bytes(worst.size)} "
         f"({worst.run.path}). Topology: {result.topology}"
     )
+    if at_bound:
+        click.echo(
+            f"{', '.join(at_bound)} stopped at the largest value the topology specs take: the measured curve has "
+            "a shape NCCL's model does not give, and the fit describes that shape, not the fabric "
+            "(docs/calibration.md)"
+        )
     skipped = _skipped(result)
     if skipped:
         logs = ", ".join(dict.fromkeys(log for log, _ in skipped))
@@ -245,6 +251,7 @@ def nccl_tests(
                     "topology": result.topology,
                     "native": result.model.native,
                     "calibration": result.calibration.as_dict(),
+                    "at_upper_bounds": result.calibration.at_upper_bounds(),
                     "strategy": _restricted_strategy(result),
                     "rows": [
                         {

@@ -108,6 +108,25 @@ class Calibration:
             f"intra_step={_ns(r.intra_step_s)}ns,inter_step={_ns(r.inter_step_s)}ns"
         )
 
+    def at_upper_bounds(self) -> list[str]:
+        """The parameters at the largest value the topology specs take (efficiency
+        :data:`MAX_EFFICIENCY`, fill :data:`MAX_FILL`, step :data:`MAX_STEP_S`): where the
+        fit stops there, the measured curve has a shape NCCL's model does not give, and the
+        numbers describe that shape rather than the fabric (docs/calibration.md)."""
+        r = self.rounded()
+        return [
+            name
+            for name, value, bound in (
+                ("intra_efficiency", r.intra_efficiency, MAX_EFFICIENCY),
+                ("intra_fill", r.intra_fill, MAX_FILL),
+                ("intra_step", r.intra_step_s, MAX_STEP_S),
+                ("inter_efficiency", r.inter_efficiency, MAX_EFFICIENCY),
+                ("inter_fill", r.inter_fill, MAX_FILL),
+                ("inter_step", r.inter_step_s, MAX_STEP_S),
+            )
+            if value >= bound * (1 - 1e-9)
+        ]
+
     def as_dict(self) -> dict[str, float]:
         r = self.rounded()
         return {

@@ -322,18 +322,17 @@ def check_restriction(
             raise InputError(name, f"{run.path}: {message}") from None
 
 
-def _lstsq(rows: Sequence[tuple[float, ...]], free: Sequence[int]) -> Optional[list[float]]:
-    """Weighted least squares of ``y = sum x_j * col_j`` over the columns ``free`` of rows
-    ``(y, col_0, ..., col_m, w)`` (the other unknowns 0), by the normal equations;
-    None when they are singular.
+def _lstsq(rows: Sequence[tuple[float, ...]]) -> Optional[list[float]]:
+    """Weighted least squares of ``y = sum x_j * col_j`` over rows ``(y, col_0, ..., col_m,
+    w)``, by the normal equations; None when they are singular.
 
     The columns are equilibrated first (the normal matrix scaled to a unit diagonal): their
     units differ by orders of magnitude (seconds per second of latency, per unit of inverse
     efficiency, per second of step cost: 1, 1e-5..1e-1 and 1..1e4), and unscaled the
     elimination would take a well-determined system for a singular one."""
-    n = len(free)
-    a = [[sum(r[-1] ** 2 * r[1 + i] * r[1 + j] for r in rows) for j in free] for i in free]
-    b = [sum(r[-1] ** 2 * r[1 + i] * r[0] for r in rows) for i in free]
+    n = len(rows[0]) - 2
+    a = [[sum(r[-1] ** 2 * r[1 + i] * r[1 + j] for r in rows) for j in range(n)] for i in range(n)]
+    b = [sum(r[-1] ** 2 * r[1 + i] * r[0] for r in rows) for i in range(n)]
     if any(a[i][i] <= 0 for i in range(n)):
         return None  # a column of zeros: that unknown is not determined
     d = [a[i][i] ** 0.5 for i in range(n)]
@@ -351,11 +350,7 @@ def _lstsq(rows: Sequence[tuple[float, ...]], free: Sequence[int]) -> Optional[l
     x = [0.0] * n
     for c in reversed(range(n)):
         x[c] = (b[c] - sum(a[c][j] * x[j] for j in range(c + 1, n))) / a[c][c]
-    x = [x[i] / d[i] for i in range(n)]
-    out = [0.0] * (len(rows[0]) - 2)
-    for i, j in enumerate(free):
-        out[j] = x[i]
-    return out
+    return [x[i] / d[i] for i in range(n)]
 
 
 #: The ways each unknown of :func:`_solve` (``L, a, b, S``) may be pinned at the solution: free
@@ -412,7 +407,7 @@ def _pinned_solution(
         )
         for r in rows
     ]
-    z = _lstsq(reduced, range(len(free)))
+    z = _lstsq(reduced)
     if z is None:
         return None
     return [c[j] + sum(m[j][k] * z[k] for k in range(len(free))) for j in range(4)]

@@ -243,7 +243,7 @@ def test_the_solver_finds_the_least_squares_within_the_specs_ranges(
 
 def _solve_clamped(rows: list[tuple[float, ...]]) -> tuple[float, float, float, float] | None:
     """Plain least squares in all four unknowns, then each clamped into the specs' ranges."""
-    x = _lstsq(rows, range(4))
+    x = _lstsq(rows)
     if x is None:
         return None
     a = max(x[1], 1 / MAX_EFFICIENCY)

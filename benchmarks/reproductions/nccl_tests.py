@@ -25,7 +25,8 @@ and H200 nodes with 8 x 400 Gbit/s NICs: nccl-tests#309's 8 nodes, xxrjun's 10 n
 NVIDIA's, CoreWeave's and Google's A3 Ultra), a series is also predicted with the
 calibration ``tensorwire calibrate nccl-tests`` fits (``tensorwire.calibrate.fit.fit``) on
 the *other* source's all-reduce sweep (:data:`CALIBRATE_ON`), written into the topology as
-``intra_efficiency=...,intra_latency=...,intra_fill=...,intra_step=...`` (one node) or
+``intra_efficiency=...,intra_latency=...,intra_fill=...,intra_step=...`` (one node, with NVLS's
+``nvls_efficiency=...,nvls_fill=...`` where the sweep ran NVLS) or
 ``inter_efficiency=...,inter_latency=...,inter_fill=...,inter_step=...`` (across nodes). A series is never
 predicted with a calibration fitted on its own rows. This is what a user gets from
 calibrating on their own cluster and predicting a run they have not measured.
@@ -176,7 +177,11 @@ def fit_calibration(series: dict[str, Any]) -> Calibrated:
     f = calibrate_runs([as_run(series)], series["topology"], None, series.get("transport", "rdma"))
     regime = "intra" if series["nodes"] == 1 else "inter"
     # The fitted regime's options as calibrate writes them (the other regime keeps NCCL's).
-    options = ",".join(o for o in f.calibration.options().split(",") if o.startswith(f"{regime}_"))
+    options = ",".join(
+        o
+        for o in f.calibration.options().split(",")
+        if o.startswith(f"{regime}_") or regime == "intra" and o.startswith("nvls_")
+    )
     errs = [abs(r.error) for r in f.rows]
     return Calibrated(series["id"], options, len(errs), statistics.median(errs), max(errs))
 

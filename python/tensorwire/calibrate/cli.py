@@ -75,23 +75,39 @@ def _show(result: Fit) -> None:
     )
     for column in ("parameter", "value", "from"):
         p.add_column(column)
-    for name, value, regime in (
-        ("intra_efficiency", f"{c.intra_efficiency:.4g}", "intra"),
-        ("intra_latency", format_seconds(c.intra_latency_s), "intra"),
-        ("intra_fill", f"{c.intra_fill:.4g}", "intra"),
-        ("intra_step", format_seconds(c.intra_step_s), "intra"),
-        ("inter_efficiency", f"{c.inter_efficiency:.4g}", "inter"),
-        ("inter_latency", format_seconds(c.inter_latency_s), "inter"),
-        ("inter_fill", f"{c.inter_fill:.4g}", "inter"),
-        ("inter_step", format_seconds(c.inter_step_s), "inter"),
+    # (parameter, value, regime, family: the efficiency family a factor belongs to, or None
+    # for the regime's shared latency and step cost)
+    for name, value, regime, family in (
+        ("intra_efficiency", f"{c.intra_efficiency:.4g}", "intra", "intra"),
+        ("intra_latency", format_seconds(c.intra_latency_s), "intra", None),
+        ("intra_fill", f"{c.intra_fill:.4g}", "intra", "intra"),
+        ("intra_step", format_seconds(c.intra_step_s), "intra", None),
+        ("nvls_efficiency", f"{c.nvls_efficiency:.4g}", "intra", "nvls"),
+        ("nvls_fill", f"{c.nvls_fill:.4g}", "intra", "nvls"),
+        ("inter_efficiency", f"{c.inter_efficiency:.4g}", "inter", "inter"),
+        ("inter_latency", format_seconds(c.inter_latency_s), "inter", None),
+        ("inter_fill", f"{c.inter_fill:.4g}", "inter", "inter"),
+        ("inter_step", format_seconds(c.inter_step_s), "inter", None),
     ):
-        measured = regime in result.fitted
+        if family == "nvls" and "nvls" not in result.families and (c.nvls_efficiency, c.nvls_fill) == (1.0, 1.0):
+            continue  # no NVLS row: nothing to say about it
+        measured = regime in result.fitted and (family is None or family in result.families)
         p.add_row(
             name,
             value,
-            ("single-node rows" if regime == "intra" else "multi-node rows")
-            + (", [red]at the specs' largest value[/red]" if name in at_bound else "")
+            (
+                (
+                    "single-node NVLS rows"
+                    if family == "nvls"
+                    else "single-node rows"
+                    if regime == "intra"
+                    else "multi-node rows"
+                )
+                + (", [red]at the specs' largest value[/red]" if name in at_bound else "")
+            )
             if measured
+            else "kept (NCCL's figure): its rows are latency-bound"
+            if regime in result.fitted
             else "not measured (default)",
         )
     render.console.print(p)

@@ -1,6 +1,6 @@
 """Fitting a fabric's calibration to nccl-tests runs.
 
-The calibration is eight numbers the topology spec carries (``rail``/``nodes`` options), four
+The calibration is ten numbers the topology spec carries (``rail``/``nodes`` options), four
 per regime: ``intra_efficiency`` and ``inter_efficiency``, factors on the bandwidths NCCL's
 model gives inside a node and across nodes; ``intra_latency`` and ``inter_latency``, added
 to each single-node and multi-node collective; ``intra_fill`` and ``inter_fill``, factors on
@@ -8,17 +8,28 @@ NCCL's pipeline fill and drain (``nccl/pipeline.rs``: how much of the fill the m
 cluster shows; 1 = the depths and chunk sizes of NCCL's source, 0 = none); ``intra_step`` and
 ``inter_step``, the cost of each pipeline step (a hand-off between two GPUs on a channel:
 a synchronisation whose cost is the hardware's, which NCCL publishes no figure for; 0 =
-none). Single-node runs fix the intra four, multi-node runs the inter four (with the intra
-four fixed first).
+none); and single-node NVLS's own efficiency and fill, ``nvls_efficiency`` and ``nvls_fill``
+(NVLS reduces in the NVSwitches through a pipeline of warp-group stages, where rings, trees
+and PAT copy over the links through FIFOs; NCCL too gives it its own efficiency). Single-node
+runs fix the intra four and NVLS's two, multi-node runs the inter four (with the intra ones
+fixed first).
+
+Each regime's rows fall into efficiency families (:data:`FAMILIES`: inside a node, NVLS and
+the rest) that share the latency and step cost. A family's efficiency and fill are fitted
+only where at least :data:`MIN_BANDWIDTH_ROWS` of its rows spend half their time or more on
+the transfer; a family seen only in latency-bound rows keeps NCCL's figures (1 and 1). So an
+all-reduce sweep on an NVLS node (a ring at 1 MiB, NVLS above) fits NVLS and leaves the rings
+that all-gather and reduce-scatter run at NCCL's bandwidth, rather than carrying NVLS's factor
+over to them.
 
 The method is small and exact rather than a general optimiser. For a fixed choice of
 algorithm, protocol and channels, NCCL's time for a row is ``t = c + L + k * (w + F * f) +
-S * n`` with ``k`` the inverse efficiency, ``L`` the added latency, ``F`` the fill factor,
+S * n`` with ``k`` the inverse efficiency of the row's family, ``L`` the added latency, ``F`` the fill factor,
 ``w`` the transfer and ``f`` the fill at NCCL's figures, ``S`` the step cost and ``n`` the
 steps a channel runs: affine in ``L``, ``a = k``, ``b = k * F`` and ``S``. For each regime,
 at the current parameters, the model's own choice for every row is taken, the slopes are
 read off the model by finite differences (exact for an affine model), and ``L``, ``a``,
-``b`` and ``S`` follow from weighted linear least squares of the measured times with
+``b`` and ``S`` (an ``a`` and ``b`` per fitted family) follow from weighted linear least squares of the measured times with
 weights 1/t (relative errors, so that 1 MiB rows count as much as 8 GiB rows) within the
 ranges the topology specs take: ``L >= 0``, ``a >= 1/2`` (efficiency at most 2), ``0 <= b <=
 10 a`` (fill in [0, 10]), ``0 <= S <= 1 ms``. Every way of pinning the unknowns to those
@@ -76,6 +87,10 @@ class Calibration:
     inter_fill: float = 1.0
     intra_step_s: float = 0.0
     inter_step_s: float = 0.0
+    #: Single-node NVLS's own efficiency and fill factor (``nvls_efficiency``, ``nvls_fill``):
+    #: ``intra_efficiency`` and ``intra_fill`` cover the other single-node algorithms.
+    nvls_efficiency: float = 1.0
+    nvls_fill: float = 1.0
 
     def rounded(self) -> Calibration:
         """As :meth:`options` writes it: efficiencies and fill factors to 6 significant
@@ -92,20 +107,27 @@ class Calibration:
             float(f"{min(max(self.inter_fill, 0.0), MAX_FILL):.6g}"),
             round(min(max(self.intra_step_s, 0.0), MAX_STEP_S) * 1e12) / 1e12,
             round(min(max(self.inter_step_s, 0.0), MAX_STEP_S) * 1e12) / 1e12,
+            float(f"{min(self.nvls_efficiency, MAX_EFFICIENCY):.6g}"),
+            float(f"{min(max(self.nvls_fill, 0.0), MAX_FILL):.6g}"),
         )
 
     def options(self) -> str:
-        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_step=0ns``.
+        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_step=0ns``; NVLS's pair
+        where it is not NCCL's own (both 1).
 
         >>> Calibration(0.8, 0.95, 2.5e-6, 1e-5, 0.5, intra_step_s=4.25e-7).options()
         'intra_efficiency=0.8,inter_efficiency=0.95,intra_latency=2500ns,inter_latency=10000ns,intra_fill=0.5,inter_fill=1,intra_step=425ns,inter_step=0ns'
+        >>> Calibration(nvls_efficiency=1.07).options().split(",")[-2:]
+        ['nvls_efficiency=1.07', 'nvls_fill=1']
         """
         r = self.rounded()
+        nvls = (r.nvls_efficiency, r.nvls_fill) != (1.0, 1.0)
         return (
             f"intra_efficiency={r.intra_efficiency:.6g},inter_efficiency={r.inter_efficiency:.6g},"
             f"intra_latency={round(r.intra_latency_s * 1e9)}ns,inter_latency={round(r.inter_latency_s * 1e9)}ns,"
             f"intra_fill={r.intra_fill:.6g},inter_fill={r.inter_fill:.6g},"
             f"intra_step={_ns(r.intra_step_s)}ns,inter_step={_ns(r.inter_step_s)}ns"
+            + (f",nvls_efficiency={r.nvls_efficiency:.6g},nvls_fill={r.nvls_fill:.6g}" if nvls else "")
         )
 
     def at_upper_bounds(self) -> list[str]:
@@ -120,6 +142,8 @@ class Calibration:
                 ("intra_efficiency", r.intra_efficiency, MAX_EFFICIENCY),
                 ("intra_fill", r.intra_fill, MAX_FILL),
                 ("intra_step", r.intra_step_s, MAX_STEP_S),
+                ("nvls_efficiency", r.nvls_efficiency, MAX_EFFICIENCY),
+                ("nvls_fill", r.nvls_fill, MAX_FILL),
                 ("inter_efficiency", r.inter_efficiency, MAX_EFFICIENCY),
                 ("inter_fill", r.inter_fill, MAX_FILL),
                 ("inter_step", r.inter_step_s, MAX_STEP_S),
@@ -138,6 +162,8 @@ class Calibration:
             "inter_fill": r.inter_fill,
             "intra_step_s": r.intra_step_s,
             "inter_step_s": r.inter_step_s,
+            "nvls_efficiency": r.nvls_efficiency,
+            "nvls_fill": r.nvls_fill,
         }
 
 
@@ -236,7 +262,10 @@ class Fit:
     calibration: Calibration
     model: Model
     rows: tuple[RowFit, ...]
-    fitted: tuple[str, ...]  # the regimes measured: "intra", "inter"
+    fitted: tuple[str, ...]  # the regimes measured (latency and step cost): "intra", "inter"
+    #: The efficiency families whose efficiency and fill were fitted (:data:`FAMILIES`):
+    #: "intra" (single-node algorithms but NVLS, and all-to-all), "nvls", "inter".
+    families: tuple[str, ...] = ()
 
     @property
     def topology(self) -> str:
@@ -353,47 +382,57 @@ def _lstsq(rows: Sequence[tuple[float, ...]]) -> Optional[list[float]]:
     return [x[i] / d[i] for i in range(n)]
 
 
-#: The ways each unknown of :func:`_solve` (``L, a, b, S``) may be pinned at the solution: free
-#: (``None``), at a bound (a number), or, for ``b = a x fill``, at the largest fill
-#: (``"ratio"``: ``b = MAX_FILL x a``). The bounds are the ranges the topology specs take:
-#: ``L >= 0``, ``a >= 1 / MAX_EFFICIENCY``, ``0 <= b <= MAX_FILL x a``, ``0 <= S <= MAX_STEP_S``.
-_PINS: tuple[tuple[object, ...], ...] = (
-    (None, 0.0),
-    (None, 1 / MAX_EFFICIENCY),
-    (None, 0.0, "ratio"),
-    (None, 0.0, MAX_STEP_S),
-)
+#: The kinds of unknown of :func:`_solve`: an added latency ``L``, an inverse efficiency ``a``,
+#: ``b = a x fill`` (its ``a`` is the unknown just before it) and a step cost ``S``.
+LATENCY, INVERSE_EFFICIENCY, FILL, STEP = "L", "a", "b", "S"
+#: One efficiency family's unknowns: what a regime with one family fits.
+ONE_FAMILY: tuple[str, ...] = (LATENCY, INVERSE_EFFICIENCY, FILL, STEP)
+
+#: The ways each kind of unknown may be pinned at the solution: free (``None``), at a bound (a
+#: number), or, for ``b = a x fill``, at the largest fill (``"ratio"``: ``b = MAX_FILL x a``).
+#: The bounds are the ranges the topology specs take: ``L >= 0``, ``a >= 1 / MAX_EFFICIENCY``,
+#: ``0 <= b <= MAX_FILL x a``, ``0 <= S <= MAX_STEP_S``.
+_PINS: dict[str, tuple[object, ...]] = {
+    LATENCY: (None, 0.0),
+    INVERSE_EFFICIENCY: (None, 1 / MAX_EFFICIENCY),
+    FILL: (None, 0.0, "ratio"),
+    STEP: (None, 0.0, MAX_STEP_S),
+}
 
 
-def _feasible(x: Sequence[float]) -> bool:
-    """``x = (L, a, b, S)`` within the specs' ranges (to rounding)."""
+def _feasible(x: Sequence[float], kinds: Sequence[str]) -> bool:
+    """``x`` (unknowns of ``kinds``) within the specs' ranges (to rounding)."""
     tol = 1e-12
-    lat, a, b, step = x
-    return (
-        lat >= -tol
-        and a >= 1 / MAX_EFFICIENCY * (1 - tol)
-        and -tol <= b <= MAX_FILL * a * (1 + tol)
-        and -tol * MAX_STEP_S <= step <= MAX_STEP_S * (1 + tol)
-    )
+    for j, (v, kind) in enumerate(zip(x, kinds)):
+        ok = {
+            LATENCY: v >= -tol,
+            INVERSE_EFFICIENCY: v >= 1 / MAX_EFFICIENCY * (1 - tol),
+            FILL: -tol <= v <= MAX_FILL * x[j - 1] * (1 + tol),
+            STEP: -tol * MAX_STEP_S <= v <= MAX_STEP_S * (1 + tol),
+        }[kind]
+        if not ok:
+            return False
+    return True
 
 
 def _pinned_solution(
-    rows: Sequence[tuple[float, float, float, float, float, float]], pins: Sequence[object]
+    rows: Sequence[tuple[float, ...]], kinds: Sequence[str], pins: Sequence[object]
 ) -> Optional[list[float]]:
     """Least squares of :func:`_solve`'s rows with the unknowns pinned as ``pins`` say
     (:data:`_PINS`) and the others free: each unknown is ``x_j = c_j + sum_k M_jk z_k`` in the
     free ``z``, the rows are rewritten in ``z`` and solved; None where they do not determine
     ``z``."""
-    c = [0.0] * 4
+    n = len(kinds)
+    c = [0.0] * n
     m: list[list[float]] = []  # m[j]: x_j's coefficients on the free unknowns
-    free = [j for j in range(4) if pins[j] is None]
-    for j in range(4):
+    free = [j for j in range(n) if pins[j] is None]
+    for j in range(n):
         pin = pins[j]
         if pin is None:
             m.append([1.0 if k == j else 0.0 for k in free])
-        elif pin == "ratio":  # b = MAX_FILL x a (a comes first)
-            c[j] = MAX_FILL * c[1]
-            m.append([MAX_FILL * v for v in m[1]])
+        elif pin == "ratio":  # b = MAX_FILL x a (its a comes just before it)
+            c[j] = MAX_FILL * c[j - 1]
+            m.append([MAX_FILL * v for v in m[j - 1]])
         else:
             c[j] = float(pin)  # type: ignore[arg-type]
             m.append([0.0] * len(free))
@@ -401,8 +440,8 @@ def _pinned_solution(
         return c
     reduced = [
         (
-            r[0] - sum(c[j] * r[1 + j] for j in range(4)),
-            *(sum(m[j][k] * r[1 + j] for j in range(4)) for k in range(len(free))),
+            r[0] - sum(c[j] * r[1 + j] for j in range(n)),
+            *(sum(m[j][k] * r[1 + j] for j in range(n)) for k in range(len(free))),
             r[-1],
         )
         for r in rows
@@ -410,25 +449,29 @@ def _pinned_solution(
     z = _lstsq(reduced)
     if z is None:
         return None
-    return [c[j] + sum(m[j][k] * z[k] for k in range(len(free))) for j in range(4)]
+    return [c[j] + sum(m[j][k] * z[k] for k in range(len(free))) for j in range(n)]
 
 
-def _solve(
-    rows: Sequence[tuple[float, float, float, float, float, float]],
-) -> tuple[float, float, float, float]:
-    """Weighted least squares of ``y = dl * L + s * a + sf * b + sn * S`` over rows (y, dl,
-    s, sf, sn, w) within the specs' ranges (:data:`_PINS`): every way of pinning the
-    unknowns to their bounds is solved and the feasible solution of least squares kept (exact
-    for this convex problem: its optimum is the least squares solution on its own active
-    set). There always is one: every unknown at a bound is a feasible point."""
-    best: Optional[tuple[float, tuple[float, float, float, float]]] = None
-    for pins in itertools.product(*_PINS):
-        x = _pinned_solution(rows, pins)
-        if x is None or not _feasible(x):
+def _solve(rows: Sequence[tuple[float, ...]], kinds: Sequence[str] = ONE_FAMILY) -> tuple[float, ...]:
+    """Weighted least squares of ``y = sum x_j * col_j`` over rows ``(y, col_0, ..., w)``, the
+    unknowns ``x`` of ``kinds`` (default ``L, a, b, S``: rows ``(y, dl, s, sf, sn, w)``)
+    within the specs' ranges (:data:`_PINS`): every way of pinning the unknowns to their
+    bounds is solved and the feasible solution of least squares kept (exact for this convex
+    problem: its optimum is the least squares solution on its own active set). There always
+    is one: every unknown at a bound is a feasible point."""
+    n = len(kinds)
+    best: Optional[tuple[float, tuple[float, ...]]] = None
+    for pins in itertools.product(*(_PINS[k] for k in kinds)):
+        x = _pinned_solution(rows, kinds, pins)
+        if x is None or not _feasible(x, kinds):
             continue
-        sse = sum(r[-1] ** 2 * (r[0] - sum(x[j] * r[1 + j] for j in range(4))) ** 2 for r in rows)
+        sse = sum(r[-1] ** 2 * (r[0] - sum(x[j] * r[1 + j] for j in range(n))) ** 2 for r in rows)
         if best is None or sse < best[0] - 1e-15 * abs(sse):
-            best = (sse, (max(x[0], 0.0), x[1], max(x[2], 0.0), min(max(x[3], 0.0), MAX_STEP_S)))
+            clipped = [
+                min(max(v, 0.0), MAX_STEP_S) if k == STEP else v if k == INVERSE_EFFICIENCY else max(v, 0.0)
+                for v, k in zip(x, kinds)
+            ]
+            best = (sse, tuple(clipped))
     assert best is not None  # the point with every unknown pinned is always feasible
     return best[1]
 
@@ -437,45 +480,92 @@ def _score(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibrati
     return max(abs(t / model.predict(run, size, cal).seconds - 1) for run, size, t in pairs)
 
 
-def _fit_regime(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str) -> Calibration:
-    def set_(c: Calibration, eff: float, lat: float, fill: float, step: float) -> Calibration:
-        if regime == "intra":
-            return replace(c, intra_efficiency=eff, intra_latency_s=lat, intra_fill=fill, intra_step_s=step).rounded()
-        return replace(c, inter_efficiency=eff, inter_latency_s=lat, inter_fill=fill, inter_step_s=step).rounded()
+#: The efficiency families of each regime, by the :class:`Calibration` fields of their
+#: efficiency and fill: inside a node NVLS has its own (``nvls_*``), every other algorithm and
+#: all-to-all share ``intra_*``; across nodes one pair covers all.
+FAMILIES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "intra": (("intra", "intra_efficiency", "intra_fill"), ("nvls", "nvls_efficiency", "nvls_fill")),
+    "inter": (("inter", "inter_efficiency", "inter_fill"),),
+}
+#: A family's efficiency and fill are fitted where at least this many of its rows spend at
+#: least :data:`BANDWIDTH_BOUND` of their time on the transfer; one whose rows are all
+#: latency-bound (an all-reduce sweep's 1 MiB ring row beside NVLS from 2 MiB up) says
+#: nothing about its bandwidth and keeps NCCL's figures, unless it is the regime's only one.
+MIN_BANDWIDTH_ROWS = 2
+BANDWIDTH_BOUND = 0.5
 
-    def get(c: Calibration) -> tuple[float, float, float, float]:
-        if regime == "intra":
-            return c.intra_efficiency, c.intra_latency_s, c.intra_fill, c.intra_step_s
-        return c.inter_efficiency, c.inter_latency_s, c.inter_fill, c.inter_step_s
+
+def _family(model: Model, regime: str, algo: str) -> int:
+    """The index in ``FAMILIES[regime]`` of the family a row run with ``algo`` belongs to."""
+    return 1 if regime == "intra" and model.native and algo == "nvls" else 0
+
+
+def _fit_regime(
+    model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str
+) -> tuple[Calibration, tuple[str, ...]]:
+    """The regime's calibration fitted to ``pairs`` and the families whose efficiency and
+    fill it fitted."""
+    lat_field, step_field = f"{regime}_latency_s", f"{regime}_step_s"
+    families = FAMILIES[regime]
+
+    def get(c: Calibration, field: str) -> float:
+        return float(getattr(c, field))
 
     best, best_score = cal, _score(model, pairs, cal)
+    best_families: Optional[tuple[str, ...]] = None
     for _ in range(MAX_ITERATIONS):
-        eff, lat, fill, step = get(cal)
-        k = 1 / eff
-        system = []
-        for run, size, measured in pairs:
+        lat = get(cal, lat_field)
+        # Per row: (family, measured t, c, dl, s, sf, sn, predicted t) with t = c + L + k (w + F f)
+        # + S n at this round's choice: the slopes in L, a = k, b = k F, S.
+        measured: list[tuple[int, float, float, float, float, float, float, float]] = []
+        for run, size, t in pairs:
             choice = model.predict(run, size, cal)
-            # t = c + L + k (w + F f) + S n at this choice: the slopes in L, a = k, b = k F, S.
-            t_f0 = model.predict(run, size, set_(cal, eff, lat, 0.0, 0.0), choice).seconds
-            t_f1 = model.predict(run, size, set_(cal, eff, lat, 1.0, 0.0), choice).seconds
-            t_k = model.predict(run, size, set_(cal, 1 / (2 * k), lat, 0.0, 0.0), choice).seconds
-            t_l = model.predict(run, size, set_(cal, eff, lat + 1e-6, 0.0, 0.0), choice).seconds
-            t_s = model.predict(run, size, set_(cal, eff, lat, 0.0, 1e-6), choice).seconds
-            sf = (t_f1 - t_f0) / k
-            s = (t_k - t_f0) / k
-            dl = (t_l - t_f0) / 1e-6
-            sn = (t_s - t_f0) / 1e-6
-            c0 = t_f0 - dl * lat - s * k
-            system.append((measured - c0, dl, s, sf, sn, 1 / measured))
-        lat_new, a, b, step_new = _solve(system)
-        new = set_(cal, 1 / a, lat_new, b / a if model.native else fill, step_new if model.native else step)
+            fam = _family(model, regime, choice.algo)
+            eff_field, fill_field = families[fam][1], families[fam][2]
+            k = 1 / get(cal, eff_field)
+            base = replace(cal, **{eff_field: 1 / k, fill_field: 0.0, step_field: 0.0})
+
+            def at(c: Calibration, run: Run = run, size: int = size, choice: Prediction = choice) -> float:
+                return model.predict(run, size, c.rounded(), choice).seconds
+
+            t0 = at(base)
+            sf = (at(replace(base, **{fill_field: 1.0})) - t0) / k
+            s = (at(replace(base, **{eff_field: 1 / (2 * k)})) - t0) / k
+            dl = (at(replace(base, **{lat_field: lat + 1e-6})) - t0) / 1e-6
+            sn = (at(replace(base, **{step_field: 1e-6})) - t0) / 1e-6 if model.native else 0.0
+            measured.append((fam, t, t0 - dl * lat - s * k, dl, s, sf, sn, choice.seconds))
+        # The families the rows determine (MIN_BANDWIDTH_ROWS); the others keep NCCL's figures.
+        present = sorted({m[0] for m in measured})
+        bandwidth_rows = {f: sum(m[0] == f and m[4] >= BANDWIDTH_BOUND * m[7] for m in measured) for f in present}
+        free = [f for f in present if bandwidth_rows[f] >= MIN_BANDWIDTH_ROWS] or present
+        kinds = [LATENCY] + [kind for _ in free for kind in (INVERSE_EFFICIENCY, FILL)] + [STEP]
+        system = []
+        for fam, t, c, dl, s, sf, sn, _ in measured:
+            y = t - c if fam in free else t - c - s - sf  # a kept family: a = 1, b = 1
+            cols: list[float] = []
+            for f in free:
+                cols += [s, sf] if f == fam else [0.0, 0.0]
+            system.append((y, dl, *cols, sn, 1 / t))
+        x = _solve(system, kinds)
+        changes: dict[str, float] = {lat_field: x[0]}
+        if model.native:
+            changes[step_field] = x[-1]
+        for i, f in enumerate(free):
+            a, b = x[1 + 2 * i], x[2 + 2 * i]
+            changes[families[f][1]] = 1 / a
+            if model.native:
+                changes[families[f][2]] = b / a
+        new = replace(cal, **changes).rounded()
+        names = tuple(families[f][0] for f in free)
         score = _score(model, pairs, new)
+        if best_families is None:
+            best_families = names
         if score < best_score:
-            best, best_score = new, score
+            best, best_score, best_families = new, score, names
         if new == cal:
             break
         cal = new
-    return best
+    return best, best_families or ()
 
 
 def fit(
@@ -492,12 +582,14 @@ def fit(
     model = Model(topology, bandwidth, transport, calibration_supported(topology), algo, proto)
     start = Calibration()
     cal = start
-    fitted = []
+    fitted: list[str] = []
+    families: list[str] = []
     for regime, chosen in (("intra", [r for r in runs if r.nodes == 1]), ("inter", [r for r in runs if r.nodes > 1])):
         pairs = [(run, row.size, row.seconds) for run in chosen for row in run.rows if row.size > 0]
         if pairs:
-            cal = _fit_regime(model, pairs, cal, regime)
+            cal, regime_families = _fit_regime(model, pairs, cal, regime)
             fitted.append(regime)
+            families += regime_families
     rows = tuple(
         RowFit(
             run=run,
@@ -511,4 +603,4 @@ def fit(
         for row in run.rows
         if row.size > 0
     )
-    return Fit(cal, model, rows, tuple(fitted))
+    return Fit(cal, model, rows, tuple(fitted), tuple(families))

@@ -4,13 +4,24 @@ by the model itself (round trip), and the fixture reproduced within 5%."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorwire._core import InputError
-from tensorwire.calibrate.fit import MAX_EFFICIENCY, MAX_FILL, MAX_STEP_S, Calibration, Model, _lstsq, _solve, fit
+from tensorwire.calibrate.fit import (
+    MAX_EFFICIENCY,
+    MAX_FILL,
+    MAX_STEP_S,
+    Calibration,
+    Model,
+    _lstsq,
+    _solve,
+    fit,
+    with_options,
+)
 from tensorwire.calibrate.logs import parse_log
 from tensorwire.calibrate.predict import calibration_supported, nccl_predict
 
@@ -57,7 +68,11 @@ def test_busbw_is_algbw_times_the_bus_factor(collective: str, gpus: int, size: f
         # Past the engine's bounds: the time was inf (algbw 0) or beyond the horizon.
         ({"gpus": 2**21}, "gpus"),
         ({"size": 1e300}, "bytes"),
-        ({"topology": "rail:node=dgx-h100,intra_efficiency=1e-300", "size": 2**40}, "horizon"),
+        (
+            {"topology": "rail:node=dgx-h100,intra_efficiency=1e-300", "size": 2**40, "collective": "allgather"},
+            "horizon",
+        ),
+        ({"topology": "rail:node=dgx-h100,nvls_efficiency=1e-300", "size": 2**40}, "horizon"),
     ],
 )
 def test_nccl_predict_refuses_bad_input_naming_the_field(kwargs: dict[str, object], field: str) -> None:
@@ -114,21 +129,33 @@ def _write_log(path: Path, model: Model, cal: Calibration, nodes: int, collectiv
     path.write_text("\n".join(lines) + "\n")
 
 
-KNOWN = Calibration(intra_efficiency=0.8, inter_efficiency=0.6, intra_latency_s=25e-6, inter_latency_s=80e-6)
+KNOWN = Calibration(
+    intra_efficiency=0.8, inter_efficiency=0.6, intra_latency_s=25e-6, inter_latency_s=80e-6, nvls_efficiency=0.7
+)
 #: With the pipeline-fill factors too (the core applies them; the fit recovers them).
-KNOWN_FILL = Calibration(0.8, 0.6, 25e-6, 80e-6, intra_fill=0.5, inter_fill=2.5)
-#: All eight, with a cost per pipeline step in each regime.
-KNOWN_STEP = Calibration(0.9, 0.7, 3e-6, 20e-6, intra_fill=0.75, inter_fill=1.5, intra_step_s=4e-7, inter_step_s=1.5e-6)
+KNOWN_FILL = Calibration(0.8, 0.6, 25e-6, 80e-6, intra_fill=0.5, inter_fill=2.5, nvls_efficiency=0.9, nvls_fill=1.5)
+#: All ten, with a cost per pipeline step in each regime.
+KNOWN_STEP = Calibration(
+    0.9, 0.7, 3e-6, 20e-6, intra_fill=0.75, inter_fill=1.5, intra_step_s=4e-7, inter_step_s=1.5e-6,
+    nvls_efficiency=1.1, nvls_fill=0.6,
+)  # fmt: skip
 
 
 def _round_trip(tmp_path: Path, native: bool, known: Calibration = KNOWN) -> None:
+    """Logs made by the model with ``known``: one node's all-reduce (NVLS from 2 MiB up on
+    a native core) and all-gather (rings), and two nodes' all-reduce; the fit gives back
+    every parameter."""
     model = Model("rail:node=dgx-h100", None, "rdma", native)
     _write_log(tmp_path / "one.log", model, known, 1)
+    _write_log(tmp_path / "one-ag.log", model, known, 1, "allgather")
     _write_log(tmp_path / "two.log", model, known, 2)
-    runs = [parse_log(str(tmp_path / "one.log")), parse_log(str(tmp_path / "two.log"))]
+    runs = [parse_log(str(tmp_path / name)) for name in ("one.log", "one-ag.log", "two.log")]
     result = fit(runs, "rail:node=dgx-h100", None, "rdma")
     assert result.model.native is native
     c = result.calibration
+    assert result.families == (("intra", "nvls", "inter") if native else ("intra", "inter"))
+    assert c.nvls_efficiency == pytest.approx(known.nvls_efficiency if native else 1.0, rel=1e-4)
+    assert c.nvls_fill == pytest.approx(known.nvls_fill if native else 1.0, rel=1e-3)
     assert c.intra_efficiency == pytest.approx(known.intra_efficiency, rel=1e-4)
     assert c.inter_efficiency == pytest.approx(known.inter_efficiency, rel=1e-4)
     assert c.intra_latency_s == pytest.approx(known.intra_latency_s, abs=2e-9)
@@ -164,12 +191,12 @@ def test_fit_recovers_the_pipeline_fill_factors(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not NATIVE, reason=WHY)
 def test_fit_recovers_the_step_costs(tmp_path: Path) -> None:
-    """Eight parameters, four per regime: logs made by the core with a cost per pipeline step
-    (400 ns inside a node, 1.5 us across) give every parameter back. The four unknowns'
+    """Ten parameters, four per regime and NVLS's two: logs made by the core with a cost per
+    pipeline step (400 ns inside a node, 1.5 us across) give every parameter back. The four unknowns'
     slopes differ by orders of magnitude (a step cost multiplies thousands of steps), which
     the solver must not take for a singular system."""
     _round_trip(tmp_path, native=True, known=KNOWN_STEP)
-    assert KNOWN_STEP.options().endswith("intra_step=400ns,inter_step=1500ns")
+    assert KNOWN_STEP.options().endswith("intra_step=400ns,inter_step=1500ns,nvls_efficiency=1.1,nvls_fill=0.6")
 
 
 def test_the_solver_keeps_well_determined_columns_of_any_scale() -> None:
@@ -269,7 +296,7 @@ def test_fit_recovers_efficiency_and_latency_from_all_to_all_logs(tmp_path: Path
 
 
 def test_fit_is_deterministic_and_regimes_are_separate(tmp_path: Path) -> None:
-    """A single-node log fits the intra pair and leaves the inter pair at its default."""
+    """A single-node log fits the intra regime and leaves the inter one at its default."""
     runs = [parse_log(str(FIXTURES / "azure-nd-h100-v5-allreduce.log"))]
     a = fit(runs, "rail:node=dgx-h100", None, "rdma")
     b = fit(runs, "rail:node=dgx-h100", None, "rdma")
@@ -280,11 +307,34 @@ def test_fit_is_deterministic_and_regimes_are_separate(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not NATIVE, reason=WHY)
+def test_an_nvls_sweep_fits_nvls_and_keeps_the_rings_at_nccls_figures() -> None:
+    """Azure's 8 x H100 all-reduce runs NVLS from 2 MiB up and a ring only at 1 MiB, where
+    the time is latency: the fit sets NVLS's efficiency and fill and keeps the rings' at 1, so
+    an all-gather (rings) on the calibrated node runs at NCCL's ring bandwidth, slowed only by
+    the regime's shared latency and step cost. (One efficiency for both had the fit's NVLS
+    factor, 1.074, make 16 GiB rings 4-6% faster than ml-engineering measured on H200.)"""
+    runs = [parse_log(str(FIXTURES / "azure-nd-h100-v5-allreduce.log"))]
+    result = fit(runs, "rail:node=dgx-h100", None, "rdma")
+    c = result.calibration
+    assert result.families == ("nvls",)
+    assert (c.intra_efficiency, c.intra_fill) == (1.0, 1.0) and c.nvls_efficiency != 1.0
+    size = 16 << 30
+    plain = nccl_predict("rail:node=dgx-h100", 8, "allgather", size)
+    calibrated = nccl_predict(result.topology, 8, "allgather", size)
+    no_step = nccl_predict(
+        with_options("rail:node=dgx-h100", replace(c, intra_step_s=0.0).options()), 8, "allgather", size
+    )
+    assert calibrated.algo == plain.algo == "ring"
+    assert calibrated.seconds >= plain.seconds  # only latency and step cost added
+    assert no_step.seconds == pytest.approx(plain.seconds + c.intra_latency_s, rel=1e-12)
+
+
+@pytest.mark.skipif(not NATIVE, reason=WHY)
 @pytest.mark.parametrize(
     "log, bound",
     [
-        # Issue 21 asks for 5%: every row is within 4.0% (efficiency 1.074, +0 us, fill 0.68,
-        # 658 ns a step). Before NVLS's fill counted its stages below two loops (pipeline.rs)
+        # Issue 21 asks for 5%: every row is within 4.6% (NVLS efficiency 1.044, NVLS fill 0.74,
+        # +0 us, 501 ns a step; rings keep NCCL's figures). Before NVLS's fill counted its stages below two loops (pipeline.rs)
         # the 4 MiB row missed at -5.02%: NCCL's NVLS chunk (calcCollChunking) is 16 KiB at
         # 2-4 MiB, so 2 MiB is one loop through 3 stages (3 loop times) and 4 MiB two (4), a
         # shape the fill capped at the transfer could not give. Without the step cost the
@@ -307,3 +357,32 @@ def test_fit_reproduces_the_fixture_within_5_percent(log: str, bound: float) -> 
     result = fit(runs, "rail:node=dgx-h100", None, "rdma")
     misses = [(r.size, f"{r.error:+.1%}") for r in result.rows if abs(r.error) > bound]
     assert not misses, misses
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    truth=st.tuples(
+        st.floats(0.0, 5e-5),  # L, s
+        st.floats(0.5, 2.0),  # a of the first family (efficiency 0.5-2)
+        st.floats(0.0, 5.0),  # its fill
+        st.floats(0.5, 2.0),  # a of the second family
+        st.floats(0.0, 5.0),  # its fill
+        st.floats(0.0, 1e-4),  # S, s
+    )
+)
+def test_the_solver_recovers_two_families_that_share_latency_and_step(truth: tuple[float, ...]) -> None:
+    """Single-node rows of two efficiency families (rings, NVLS): each row loads only its own
+    family's ``a`` and ``b = a x fill``, all share ``L`` and ``S``. Exact rows within the specs'
+    ranges give every unknown back."""
+    lat, a1, f1, a2, f2, step = truth
+    x = (lat, a1, a1 * f1, a2, a2 * f2, step)
+    rows: list[tuple[float, ...]] = []
+    slopes = [(1e-5, 7e-6, 8.0), (6e-5, 3e-5, 32.0), (9.6e-4, 6e-5, 256.0), (1.5e-2, 1.2e-4, 2048.0)]
+    for i, (s, sf, sn) in enumerate(slopes * 2):
+        cols = (1.0, s, sf, 0.0, 0.0, sn) if i < 4 else (1.0, 0.0, 0.0, s * 1.3, sf * 0.7, sn * 3)
+        y = sum(xj * cj for xj, cj in zip(x, cols))
+        rows.append((y, *cols, 1 / y))
+    solved = _solve(rows, ("L", "a", "b", "a", "b", "S"))
+    # Each unknown to 1e-6 of itself or of its own scale (seconds, factors, seconds).
+    for got, want, scale in zip(solved, x, (1e-5, 1.0, 1.0, 1.0, 1.0, 1e-6)):
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-6 * scale)

@@ -62,7 +62,12 @@ pub enum Transport {
 /// ([`pipeline::fill_seconds`]: how much of it the measured cluster shows), and a cost per
 /// pipeline step ([`pipeline::Shape::steps`]: a hand-off between two GPUs, whose
 /// synchronisation the cluster's hardware sets and NCCL publishes no figure for), inside a
-/// node and across nodes. The defaults change nothing.
+/// node and across nodes. Inside a node NVLS has its own bandwidth factor and fill factor:
+/// its data goes through the NVSwitches' multimem reductions and a pipeline of warp-group
+/// stages, not the links' point-to-point copies and FIFOs that rings, trees and PAT use, and
+/// NCCL itself gives it its own efficiency (`nvlsEfficiency`, `src/graph/tuning.cc`); so a
+/// fit to an NVLS sweep says nothing about the rings an all-gather runs, and the reverse
+/// (docs/calibration.md). The defaults change nothing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
     /// Factor on the intra-node (NVLink/PCIe) bandwidth NCCL's model gives.
@@ -81,6 +86,11 @@ pub struct Calibration {
     pub intra_step_s: f64,
     /// Seconds (>= 0) each pipeline step of a multi-node collective costs beyond its bytes.
     pub inter_step_s: f64,
+    /// Factor on NVLS's bandwidth in single-node collectives (in place of `intra_bandwidth`).
+    pub nvls_bandwidth: f64,
+    /// Factor (>= 0) on NVLS's fill and drain in single-node collectives (in place of
+    /// `intra_fill`).
+    pub nvls_fill: f64,
 }
 
 impl Default for Calibration {
@@ -94,6 +104,8 @@ impl Default for Calibration {
             inter_fill: 1.0,
             intra_step_s: 0.0,
             inter_step_s: 0.0,
+            nvls_bandwidth: 1.0,
+            nvls_fill: 1.0,
         }
     }
 }
@@ -379,6 +391,9 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let Some((algo, proto, _, lat, bw)) = best else {
         return Err(checks::nothing_for(fabric, collective, options));
     };
+    // Single-node NVLS has its own calibrated bandwidth and fill (`Calibration`).
+    let (factor, fill_factor) =
+        if !multi && algo == Algo::Nvls { (c.nvls_bandwidth, c.nvls_fill) } else { (factor, fill_factor) };
     // NCCL chose by its model; NVLS runs at its links' rate, not the search's rounded
     // per-channel speed (`tuning::run_bandwidth`).
     let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, bw);

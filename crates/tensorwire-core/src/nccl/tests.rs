@@ -280,26 +280,34 @@ fn tcp_and_calibration_change_the_time_not_the_choice() {
 fn the_fill_factor_scales_the_pipelines_fill_and_nothing_else() {
     // t(F) = latency + (wire + F x fill) / efficiency: F = 0 leaves NCCL's model time, and
     // t(2) - t(1) = t(1) - t(0) = fill / efficiency (the fill at 32 MiB is several % of it).
-    let at = |opts: &str, ranks: usize, bytes: f64| {
+    // Inside one 8-GPU H100 node all-reduce runs NVLS (`nvls_*`), all-gather a ring (`intra_*`).
+    let at = |opts: &str, ranks: usize, c: Collective, bytes: f64| {
         let spec = TopologySpec::parse(&format!("rail:node=dgx-h100{opts}")).unwrap();
         let f = NcclFabric::from_topology(&spec, ranks, 50e9, Transport::Rdma).unwrap();
-        pick(&f, Collective::AllReduce, bytes)
+        pick(&f, c, bytes)
     };
-    for (ranks, regime) in [(8, "intra"), (32, "inter")] {
+    let cases = [
+        (8, Collective::AllGather, Algo::Ring, "intra", ["inter", "nvls"]),
+        (8, Collective::AllReduce, Algo::Nvls, "nvls", ["inter", "intra"]),
+        (32, Collective::AllReduce, Algo::NvlsTree, "inter", ["intra", "nvls"]),
+    ];
+    for (ranks, c, algo, regime, others) in cases {
         let bytes = 32.0 * MIB;
-        let t = |fill: &str| at(&format!(",{regime}_efficiency=0.8,{regime}_fill={fill}"), ranks, bytes);
+        let t = |fill: &str| at(&format!(",{regime}_efficiency=0.8,{regime}_fill={fill}"), ranks, c, bytes);
         let (t0, t1, t2) = (t("0"), t("1"), t("2"));
         assert_eq!((t0.algo, t0.proto), (t2.algo, t2.proto), "the choice is NCCL's");
+        assert_eq!(t1.algo, Some(algo), "{regime}");
         let fill = t1.seconds - t0.seconds;
         assert!(fill > 0.01 * t1.seconds, "{regime}: {fill} {}", t1.seconds);
         assert!(((t2.seconds - t1.seconds) - fill).abs() < 1e-12, "{regime}");
-        assert_eq!(t1.seconds, at(&format!(",{regime}_efficiency=0.8"), ranks, bytes).seconds, "default 1");
-        // The other regime's factor changes nothing here.
-        let other = if regime == "intra" { "inter" } else { "intra" };
-        let o = at(&format!(",{regime}_efficiency=0.8,{other}_fill=3"), ranks, bytes);
-        assert_eq!(o.seconds, t1.seconds, "{regime}");
+        assert_eq!(t1.seconds, at(&format!(",{regime}_efficiency=0.8"), ranks, c, bytes).seconds, "default 1");
+        // The other factors change nothing here.
+        for other in others {
+            let o = at(&format!(",{regime}_efficiency=0.8,{other}_fill=3,{other}_efficiency=0.5"), ranks, c, bytes);
+            assert_eq!(o.seconds, t1.seconds, "{regime}: {other}");
+        }
     }
-    for bad in ["intra_fill=11", "inter_fill=-1", "intra_fill=x"] {
+    for bad in ["intra_fill=11", "inter_fill=-1", "intra_fill=x", "nvls_fill=10.5", "nvls_efficiency=0"] {
         let e = TopologySpec::parse(&format!("rail:node=dgx-h100,{bad}")).unwrap_err();
         assert!(e.field().starts_with("topology."), "{bad}: {}", e.field());
     }

@@ -2,7 +2,8 @@
 //! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`;
 //! `nodes` and `rail` also take NCCL's fabric options (`sharp=`, `nvls=`) and calibration
 //! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`,
-//! `intra_fill=`, `inter_fill=`, `intra_step=`, `inter_step=`).
+//! `intra_fill=`, `inter_fill=`, `intra_step=`, `inter_step=`, `nvls_efficiency=`,
+//! `nvls_fill=`).
 
 use super::Topology;
 use crate::error::{Error, Result};
@@ -124,6 +125,20 @@ static NCCL_FABRIC: &[OptionInfo] = &[
         help: "calibration: cost of each pipeline step (a hand-off between two GPUs), at most 1ms (multi-node collectives)",
         aliases: &[],
     },
+    OptionInfo {
+        name: "nvls_efficiency",
+        kind: OptionKind::Real,
+        default: "1",
+        help: "calibration: factor in (0, 2] on NCCL's NVLink SHARP bandwidth (single-node NVLS; intra_efficiency covers the other algorithms)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "nvls_fill",
+        kind: OptionKind::NonNegativeReal,
+        default: "1",
+        help: "calibration: factor in [0, 10] on NVLS's pipeline fill and drain (single-node NVLS; intra_fill covers the other algorithms)",
+        aliases: &[],
+    },
 ];
 
 static RAIL: &[OptionInfo] = &[
@@ -226,8 +241,10 @@ impl TopologySpec {
     fn check_nccl_options(&self) -> Result<()> {
         // (option, largest value, allowed range, what the factor scales); the lower bounds
         // are the option kinds' (`Real` > 0, `NonNegativeReal` >= 0), checked when parsed.
-        const FACTORS: [(&str, f64, &str, &str); 4] = [
+        const FACTORS: [(&str, f64, &str, &str); 6] = [
             ("intra_efficiency", 2.0, "(0, 2]", "NCCL's bandwidth (1 = NCCL's own figure)"),
+            ("nvls_efficiency", 2.0, "(0, 2]", "NCCL's NVLS bandwidth (1 = NCCL's own figure)"),
+            ("nvls_fill", 10.0, "[0, 10]", "NVLS's pipeline fill (1 = NCCL's own)"),
             ("inter_efficiency", 2.0, "(0, 2]", "NCCL's bandwidth (1 = NCCL's own figure)"),
             ("intra_fill", 10.0, "[0, 10]", "NCCL's pipeline fill (1 = NCCL's own)"),
             ("inter_fill", 10.0, "[0, 10]", "NCCL's pipeline fill (1 = NCCL's own)"),
@@ -302,6 +319,8 @@ impl TopologySpec {
             intra_fill: self.0.real("intra_fill").unwrap_or(1.0),
             inter_fill: self.0.real("inter_fill").unwrap_or(1.0),
             intra_step_s: self.0.duration("intra_step").unwrap_or(0.0),
+            nvls_bandwidth: self.0.real("nvls_efficiency").unwrap_or(1.0),
+            nvls_fill: self.0.real("nvls_fill").unwrap_or(1.0),
             inter_step_s: self.0.duration("inter_step").unwrap_or(0.0),
         }
     }
@@ -528,6 +547,8 @@ mod tests {
             ("inter_efficiency", "2", "(0, 2]"),
             ("intra_fill", "10", "[0, 10]"),
             ("inter_fill", "10", "[0, 10]"),
+            ("nvls_efficiency", "2", "(0, 2]"),
+            ("nvls_fill", "10", "[0, 10]"),
         ] {
             let e = TopologySpec::parse(&format!("rail:{option}={max}.5")).unwrap_err();
             assert_eq!(e.field(), format!("topology.{option}"));

@@ -24,6 +24,7 @@ reads the file.
 from __future__ import annotations
 
 import importlib
+import inspect
 import platform
 import statistics
 import time
@@ -47,6 +48,27 @@ def torchvision_models() -> list[str]:
     return sorted(torchvision.models.list_models(module=torchvision.models))
 
 
+#: What ``model`` may be, for the errors that refuse it.
+_MODELS = (
+    "give a torchvision model name (resnet50, vgg16, ...) or package.module:factory, "
+    "a callable that builds a torch.nn.Module with no arguments"
+)
+
+
+def _no_arguments(factory: Any) -> Optional[str]:
+    """Why ``factory`` cannot be called with no arguments, or None if it can (or its
+    signature is unknown)."""
+    if not callable(factory):
+        return f"is a {type(factory).__name__}, not callable"
+    try:
+        inspect.signature(factory).bind()
+    except TypeError as e:
+        return f"needs arguments ({e})"
+    except ValueError:
+        pass  # no signature (some builtins): call it and see
+    return None
+
+
 def load_module(spec: str) -> tuple[torch.nn.Module, str]:
     """A torchvision model by name (random weights), or ``package.module:factory`` called
     with no arguments. Returns the module and a name for the workload."""
@@ -56,9 +78,12 @@ def load_module(spec: str) -> tuple[torch.nn.Module, str]:
             factory = getattr(importlib.import_module(mod_name), attr)
         except (ImportError, AttributeError) as e:
             raise InputError("model", f"cannot load {spec!r}: {e}") from None
+        why = _no_arguments(factory)
+        if why is not None:
+            raise InputError("model", f"{spec!r} {why}; {_MODELS}")
         module = factory()
         if not isinstance(module, torch.nn.Module):
-            raise InputError("model", f"{spec!r} returned {type(module).__name__}, not a torch.nn.Module")
+            raise InputError("model", f"{spec!r} returned {type(module).__name__}, not a torch.nn.Module; {_MODELS}")
         return module, attr
     names = torchvision_models()
     if spec not in names:
@@ -208,7 +233,18 @@ def profile(
             ready_marks.clear()
             clock.settle()
             start_f = clock.now()
-            loss = training_loss(module(*args))
+            try:
+                out = module(*args)
+            except RuntimeError as e:
+                if k or inputs is not None or isinstance(e, torch.cuda.OutOfMemoryError):
+                    raise
+                reason = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+                raise InputError(
+                    "input_shape",
+                    f"{default_name} rejected inputs of shape {'x'.join(map(str, shape))} (batch {batch_size}): "
+                    f"{reason}",
+                ) from None
+            loss = training_loss(out)
             start_b = clock.now()
             loss.backward()  # type: ignore[no-untyped-call]
             clock.settle()

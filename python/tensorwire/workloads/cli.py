@@ -8,6 +8,7 @@ from typing import Optional
 
 import click
 
+from tensorwire._core import InputError
 from tensorwire.api import simulate
 from tensorwire.cli import options
 from tensorwire.cli.render import short
@@ -41,8 +42,9 @@ def import_trace(
     give median per-layer times and must have launched the same collectives. The file is
     written atomically. `tensorwire simulate --workload FILE` reads it (or the traces).
     """
-    check_output(out, "out")
-    fmt = detect_format(traces[0]) if workload_format == "auto" else workload_format
+    if check_output(out, "out").suffix.lower() != ".json":
+        raise InputError("out", f"{out!r}: choose a file ending in .json (a tensorwire-workload/1 file)")
+    fmt = _detect(traces[0]) if workload_format == "auto" else workload_format
     workload = load_workload(list(traces), fmt, step=step, name=name)
     workload.save(out)
     if as_json:
@@ -60,6 +62,20 @@ def import_trace(
     warning = credibility(workload, len(traces))
     if warning:
         click.echo(f"tensorwire: warning: {warning}", err=True)
+
+
+def _detect(path: str) -> str:
+    """:func:`detect_format`, except that a JSON object without a ``"format"`` key (so
+    neither a workload file nor a Chakra trace) is read as a PyTorch profiler trace, whose
+    reader says what a trace needs (``{}`` would otherwise be refused as a workload file
+    missing its format)."""
+    fmt = detect_format(path)
+    if fmt == "tensorwire":
+        with open(path, "rb") as f:
+            head = f.read(65536)
+        if head.lstrip().startswith(b"{") and b'"format"' not in head:
+            return "kineto"
+    return fmt
 
 
 #: A traced step and its simulation further apart than this factor get a warning.

@@ -609,7 +609,8 @@ def _batch_size(events: Iterable[_Ev], start: float, end: float) -> int:
 
 
 def read_steps(paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int] = None) -> list[Step]:
-    """Each rank's step: ``step``, or the last step complete in every trace."""
+    """Each rank's step: ``step``, or the last step complete in every trace (:class:`InputError`
+    for two files of the same rank)."""
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not files:
         raise InputError("workload", "give at least one trace file")
@@ -617,11 +618,20 @@ def read_steps(paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int
         # The last step number complete in every rank's trace.
         lasts = [read_step(f, default_rank=i) for i, f in enumerate(files)]
         common = min(s.step for s in lasts)
-        return [
+        steps = [
             s if s.step == common else read_step(f, step=common, default_rank=i)
             for i, (s, f) in enumerate(zip(lasts, files))
         ]
-    return [read_step(f, step=step, default_rank=i) for i, f in enumerate(files)]
+    else:
+        steps = [read_step(f, step=step, default_rank=i) for i, f in enumerate(files)]
+    seen: dict[int, PathLike] = {}
+    for s, f in zip(steps, files):
+        if s.rank in seen:
+            raise InputError(
+                "workload", f"rank {s.rank} is in two files, {seen[s.rank]} and {f}; give one trace per rank"
+            )
+        seen[s.rank] = f
+    return steps
 
 
 def from_profiler_trace(

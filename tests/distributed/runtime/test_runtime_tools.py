@@ -147,6 +147,46 @@ def test_profile_takes_the_users_module_and_inputs() -> None:
     assert e.value.args[0] == "model"
 
 
+def _profile_refused(capsys: pytest.CaptureFixture[str], args: list[str], out: Path, needle: str) -> str:
+    """``profile ARGS -o OUT`` exits 2 with one line holding ``needle`` and writes nothing."""
+    from tensorwire.cli import main
+
+    assert main(["profile", *args, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("tensorwire: error: ") and "Traceback" not in err, err
+    assert needle in err, err
+    assert not out.exists()
+    return err
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ("torch.nn:Linear", "'torch.nn:Linear' needs arguments (missing a required argument: 'in_features')"),
+        ("os:system", "'os:system' needs arguments (missing a required argument: 'command')"),
+        ("math:pi", "'math:pi' is a float, not callable"),
+        ("os:getcwd", "'os:getcwd' returned str, not a torch.nn.Module"),
+    ],
+)
+def test_profile_refuses_a_model_that_is_not_a_module_factory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, why: str
+) -> None:
+    allowed = "or package.module:factory, a callable that builds a torch.nn.Module with no arguments"
+    err = _profile_refused(capsys, [spec], tmp_path / "p.json", f"tensorwire: error: model: {why}; ")
+    assert allowed in err
+
+
+@pytest.mark.needs_torch
+def test_profile_names_the_input_shape_a_model_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["resnet18", "--batch", "2", "--input-shape", "5x32x32", "--iterations", "1", "--warmup", "0"]
+    needle = (
+        "tensorwire: error: input_shape: resnet18 rejected inputs of shape 5x32x32 (batch 2): "
+        "Given groups=1, weight of size [64, 3, 7, 7], expected input[2, 5, 32, 32] to have 3 channels"
+    )
+    _profile_refused(capsys, args, tmp_path / "p4.json", needle)
+
+
 @pytest.mark.needs_torch
 @pytest.mark.distributed
 def test_measure_reports_scaling_factor_and_network_throughput() -> None:

@@ -216,6 +216,42 @@ def test_a_long_description_is_cut_in_titles(tmp_path: Path, capsys: pytest.Capt
     assert len(capsys.readouterr().out) < 10_000
 
 
+def _import_refused(capsys: pytest.CaptureFixture[str], args: list[str], out: Path, needle: str) -> None:
+    """``import-trace ARGS -o OUT`` exits 2 with one line holding ``needle`` and writes nothing."""
+    assert main(["import-trace", *args, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("tensorwire: error: ") and "Traceback" not in err, err
+    assert needle in err, err
+    assert not out.exists()
+    assert [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")] == []
+
+
+@pytest.mark.parametrize("content", ["{}", '{"foo": 1}', '{"num_nodes": 4, "bandwidth": "10Gbps"}'])
+def test_json_that_is_neither_a_trace_nor_a_workload_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    path = tmp_path / "e.json"
+    path.write_text(content)
+    needle = "workload: e.json: no 'traceEvents' list; expected the JSON of torch.profiler's export_chrome_trace"
+    _import_refused(capsys, [str(path)], tmp_path / "j.json", needle)
+
+
+def test_the_same_rank_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    needle = f"workload: rank 0 is in two files, {RANK0} and {RANK0}; give one trace per rank"
+    _import_refused(capsys, [str(RANK0), str(RANK0)], tmp_path / "j.json", needle)
+    copy = tmp_path / "copy.json.gz"
+    copy.write_bytes(RANK0.read_bytes())
+    _import_refused(capsys, [str(RANK0), str(copy)], tmp_path / "j.json", f"rank 0 is in two files, {RANK0} and {copy}")
+
+
+@pytest.mark.parametrize("name", ["j.csv", "j.json.gz", "j"])
+def test_out_must_be_a_json_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    out = tmp_path / name
+    _import_refused(capsys, [str(RANK0)], out, f"out: {str(out)!r}: choose a file ending in .json")
+    assert main(["import-trace", str(RANK0), "-o", str(tmp_path / "J.JSON")]) == 0
+    assert (tmp_path / "J.JSON").is_file()
+
+
 def _reference(layers: list[Layer], colls: list[Collective]) -> list[Optional[str]]:
     """The old quadratic rule: the first tensor (dict order) whose name ends .KIND#INDEX."""
     owner = {t.name: layer.name for layer in layers for t in layer.tensors}

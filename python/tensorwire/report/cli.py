@@ -11,10 +11,10 @@ from click.core import ParameterSource
 from tensorwire._core import InputError
 from tensorwire.cli import render
 from tensorwire.io import check_output
+from tensorwire.report.sweep_file import read_sweep
 from tensorwire.sweep import options
 from tensorwire.sweep.grid import expand
 from tensorwire.sweep.run import run_configs
-from tensorwire.sweep.table import read_rows
 
 #: What to do when plotly is missing: tensorwire is not on PyPI, so the extra works only from
 #: a checkout; plain plotly works everywhere.
@@ -92,7 +92,7 @@ def report(
             raise click.UsageError(
                 f"--sweep reads finished results; leave out {', '.join(given) or '--jobs/--ray'} (run `tensorwire sweep` for a new grid)"
             )
-        rows = read_rows(sweep_file)
+        rows = read_sweep(sweep_file)
         if ctx.get_parameter_source("models") is ParameterSource.COMMANDLINE:
             wanted = [m.strip() for m in str(grid["models"]).split(",") if m.strip()]
             present = {r["model"] for r in rows}

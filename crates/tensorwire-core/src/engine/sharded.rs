@@ -179,11 +179,19 @@ pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: 
         let groups_on_node = (gpn / per_node).max(1);
         let nics = (full.nics_per_node * per_node / gpn).max(1);
         let nic_total = full.nics_per_node as f64 * full.nic_bytes_per_s;
+        // The `group` replica communicators (one rank of each shard group, `group` ranks
+        // apart) run at once: a cut of `c` consecutive ranks holds `c / group` ranks of each
+        // (at least one) and carries all of them (`HostCut`).
+        let cut = full.cut.map(|c| nccl::HostCut {
+            ranks: (c.ranks / group).max(1),
+            bytes_per_s: c.bytes_per_s / group.min(c.ranks) as f64,
+        });
         list.push(NcclFabric {
             nodes: (replicas / per_node).max(1),
             gpus_per_node: per_node.min(replicas),
             nics_per_node: nics,
             nic_bytes_per_s: nic_total / groups_on_node as f64 / nics as f64,
+            cut: cut.filter(|c| c.ranks < replicas),
             ..full
         });
     }

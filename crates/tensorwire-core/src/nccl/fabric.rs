@@ -6,7 +6,7 @@
 //! at its line rate behind the GPU's PCIe path (24/25 = 0.96 for 200G on A100, 48/50 =
 //! 0.96 for 400G on H100 after the search's speed list).
 
-use super::{Arch, Calibration, IntraLink, NcclFabric, Transport};
+use super::{Arch, Calibration, HostCut, IntraLink, NcclFabric, Transport};
 use crate::error::Result;
 use crate::topology::TopologySpec;
 
@@ -37,6 +37,7 @@ pub(super) fn from_topology(
         nic_bytes_per_s: host_bytes_per_s,
         transport,
         calibration,
+        cut: host_cut(spec, ranks, host_bytes_per_s),
     };
     if let (Some(p), Some(r)) = (spec.node_preset(), spec.rail_params(host_bytes_per_s)) {
         let g = p.gpus.max(1).min(ranks);
@@ -71,4 +72,32 @@ pub(super) fn from_topology(
         });
     }
     Ok(base)
+}
+
+/// The host network's narrowest cut for `ranks` ranks on `spec` ([`HostCut`]), where it
+/// carries less than the NICs on its small side send:
+/// - `leaf-spine`: a leaf's hosts (`hosts_per_leaf`) and its uplinks, `spines x uplink`;
+/// - `ring` (hosts joined in a ring, two links each): half the hosts and the two links that
+///   join the halves;
+/// - `rail`: a rail group's GPUs (`nodes_per_group` nodes) and its leaves' uplinks,
+///   `1 / oversubscription` of their downlinks.
+///
+/// None on `star` and `nodes` (one switch), and where the cut is as wide as the hosts'
+/// links or the ranks fit on its small side.
+fn host_cut(spec: &TopologySpec, ranks: usize, host_bytes_per_s: f64) -> Option<HostCut> {
+    let (side, bytes_per_s, nics) = match spec.name() {
+        "leaf-spine" => {
+            let (per_leaf, spines, uplink) = spec.leaf_spine_params(host_bytes_per_s);
+            (per_leaf, spines as f64 * uplink, per_leaf as f64 * host_bytes_per_s)
+        }
+        "ring" => (ranks / 2, 2.0 * host_bytes_per_s, (ranks / 2) as f64 * host_bytes_per_s),
+        "rail" => {
+            let r = spec.rail_params(host_bytes_per_s)?;
+            let side = r.gpus_per_node * r.nodes_per_group;
+            let down = side as f64 * r.nic_bytes_per_ns * 1e9;
+            (side, down / r.oversubscription, down)
+        }
+        _ => return None,
+    };
+    (side >= 1 && side < ranks && bytes_per_s < nics).then_some(HostCut { ranks: side, bytes_per_s })
 }

@@ -135,6 +135,55 @@ pub struct NcclFabric {
     pub transport: Transport,
     /// Calibrated corrections.
     pub calibration: Calibration,
+    /// The host network's narrowest cut, where it is narrower than the hosts' own links
+    /// (an oversubscribed leaf-spine or rail fabric, a ring of hosts); None where the network
+    /// carries whatever the NICs send, as NCCL's model assumes.
+    pub cut: Option<HostCut>,
+}
+
+/// A cut of the host network that NCCL's model does not see: `ranks` consecutive ranks (a
+/// leaf's hosts, a rail group's GPUs, half a ring of hosts) joined to the others by
+/// `bytes_per_s` per direction. NCCL times collectives from the NICs and NVLinks alone
+/// (`tuning.cc`), which on such a fabric would claim more than the network carries; the cut
+/// gives each collective a floor that holds for any algorithm ([`cut_floor_seconds`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HostCut {
+    /// Ranks on the small side of the cut, >= 1 and below the communicator's.
+    pub ranks: usize,
+    /// What the cut carries per direction, bytes/s.
+    pub bytes_per_s: f64,
+}
+
+/// The least time, seconds, in which `collective` over `bytes` (nccl-tests' size: the whole
+/// buffer for all-gather and reduce-scatter, each rank's send buffer for all-to-all) can move
+/// across `cut` on `ranks` ranks, whatever the algorithm: what must cross it in one direction
+/// over what it carries. With `g` ranks on one side and `n` in all:
+/// - all-to-all: every one of the `g` ranks sends `bytes / n` to each of the `n - g` others;
+/// - all-gather and reduce-scatter: each side's share of the buffer must reach the other
+///   side, `max(g, n - g) / n x bytes` in the busier direction;
+/// - all-reduce and broadcast: each side must learn the whole reduced (or broadcast) buffer
+///   from the other, `bytes` each way.
+///
+/// ```
+/// use tensorwire_core::collectives::Collective;
+/// use tensorwire_core::nccl::{cut_floor_seconds, HostCut};
+/// // 16 ranks, 4 on a leaf with 1 GB/s of uplinks: an all-to-all of 64 MB a rank sends
+/// // 4 x 12 x 4 MB = 192 MB out of the leaf, 0.192 s.
+/// let cut = HostCut { ranks: 4, bytes_per_s: 1e9 };
+/// let t = cut_floor_seconds(cut, 16, Collective::AllToAll, 64e6);
+/// assert!((t - 0.192).abs() < 1e-12);
+/// ```
+pub fn cut_floor_seconds(cut: HostCut, ranks: usize, collective: Collective, bytes: f64) -> f64 {
+    let (g, n) = (cut.ranks.min(ranks) as f64, ranks as f64);
+    if g >= n || cut.bytes_per_s <= 0.0 {
+        return 0.0;
+    }
+    let crossing = match collective {
+        Collective::AllToAll => g * (n - g) * bytes / n,
+        Collective::AllGather | Collective::ReduceScatter => g.max(n - g) * bytes / n,
+        Collective::AllReduce | Collective::Broadcast => bytes,
+    };
+    crossing / cut.bytes_per_s
 }
 
 /// NCCL's algorithms (NCCL_ALGO names, lower case).
@@ -353,8 +402,13 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     } else {
         (c.intra_bandwidth, c.intra_latency_s, c.intra_fill, c.intra_step_s)
     };
+    // The host network's cut, where it is narrower than the NICs (`HostCut`): a floor on the
+    // time whatever NCCL's model (and its calibration) claims.
+    let floor = |c: Collective| fabric.cut.map_or(0.0, |cut| cut_floor_seconds(cut, ranks, c, bytes));
     if collective == Collective::AllToAll {
         let (lat_us, mut secs) = alltoall::time(fabric, &graphs, bytes, options.pxn);
+        // Each GPU's share for other nodes at its NICs' line rate: no factor goes past it.
+        let nic_floor = alltoall::nic_line_seconds(fabric, bytes);
         if let Some(ch) = options.channels {
             secs /= (ch as f64 / graphs.runtime_channels as f64).min(1.0);
         }
@@ -364,7 +418,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
             proto: Proto::Simple,
             channels: p2p,
             peer_channels: Some(alltoall::channels_per_peer(fabric, p2p, bytes / ranks as f64)),
-            seconds: lat_us * 1e-6 + added + secs / factor,
+            seconds: (lat_us * 1e-6 + added + (secs / factor).max(nic_floor)).max(floor(collective)),
         });
     }
     let mut best: Option<(Algo, Proto, f64, f64, f64)> = None;
@@ -398,6 +452,8 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     // per-channel speed (`tuning::run_bandwidth`).
     let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, bw);
     let mut wire = bytes / (bw * 1e9);
+    // The NICs' min cut at line rate, seconds (0 where in-network reduction or one node).
+    let mut nic_floor = 0.0;
     if multi && !matches!(algo, Algo::CollNetDirect | Algo::CollNetChain | Algo::Nvls) {
         // NCCL's model may exceed the network's min cut (NVLS tree on two nodes doubles
         // bwInter): without in-network reduction each node sends at least (N-1)/N of the
@@ -408,7 +464,8 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
             Collective::AllGather | Collective::ReduceScatter => (nodes - 1.0) / nodes,
             _ => 0.0,
         };
-        wire = wire.max(bytes * share / (fabric.nics_per_node.max(1) as f64 * fabric.nic_bytes_per_s));
+        nic_floor = bytes * share / (fabric.nics_per_node.max(1) as f64 * fabric.nic_bytes_per_s);
+        wire = wire.max(nic_floor);
     }
     let channels = tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime);
     // NCCL chose by its model; it runs at the speed of its pipeline (`pipeline.rs`).
@@ -420,7 +477,9 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         proto,
         channels,
         peer_channels: None,
-        seconds: lat * 1e-6 + added + (wire + fill * fill_factor) / factor + steps * step_s,
+        // A calibrated factor above 1 speeds NCCL's figures up, never past the NICs' line rate.
+        seconds: (lat * 1e-6 + added + ((wire + fill * fill_factor) / factor).max(nic_floor) + steps * step_s)
+            .max(floor(collective)),
     })
 }
 

@@ -395,6 +395,64 @@ fn from_topology_derives_the_machines() {
     assert!(!NcclFabric::from_topology(&off, 8, 50e9, Transport::Rdma).unwrap().nvls);
 }
 
+fn on(spec: &str, ranks: usize, host: f64) -> NcclFabric {
+    NcclFabric::from_topology(&TopologySpec::parse(spec).unwrap(), ranks, host, Transport::Rdma).unwrap()
+}
+
+#[test]
+fn a_narrow_host_network_floors_every_collective_at_its_cut() {
+    // 16 hosts at 25 Gbit/s, 4 to a leaf, one 1 Gbit/s uplink a leaf: NCCL's model sees only
+    // the hosts' links; the leaf's uplink carries 0.125 GB/s. All-to-all of 64 MiB a rank
+    // sends 4 x 12 x 4 MiB out of each leaf: the time is that over the uplink, and the flow
+    // simulation of the same fabric gives the same 0.039 GB/s bus bandwidth (README's CLI).
+    let host = 25e9 / 8.0;
+    let narrow = on("leaf-spine:hosts_per_leaf=4,spines=1,uplink=1Gbps", 16, host);
+    let cut = narrow.cut.expect("an oversubscribed leaf is a cut");
+    assert_eq!((cut.ranks, cut.bytes_per_s), (4, 0.125e9));
+    let bytes = 64.0 * MIB;
+    let a2a = pick(&narrow, Collective::AllToAll, bytes);
+    assert!((a2a.seconds - 4.0 * 12.0 * bytes / 16.0 / 0.125e9).abs() < 1e-12 * a2a.seconds, "{}", a2a.seconds);
+    for c in [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast] {
+        let t = pick(&narrow, c, bytes).seconds;
+        assert!(t >= cut_floor_seconds(cut, 16, c, bytes) * (1.0 - 1e-12), "{c:?}");
+        assert!(t > pick(&on("star", 16, host), c, bytes).seconds, "{c:?}: slower than one switch");
+    }
+    // Non-blocking (the default uplink), one leaf, or a star: no cut, the times of a star.
+    for spec in ["leaf-spine:hosts_per_leaf=4,spines=2", "leaf-spine:hosts_per_leaf=16,spines=1,uplink=1Gbps", "star"] {
+        let f = on(spec, 16, host);
+        assert_eq!(f.cut, None, "{spec}");
+        assert_eq!(
+            pick(&f, Collective::AllToAll, bytes).seconds,
+            pick(&on("star", 16, host), Collective::AllToAll, bytes).seconds
+        );
+    }
+    // A ring of 16 hosts: the halves are joined by two links, 8 x 8 x 4 MiB across them.
+    let ring = on("ring", 16, host);
+    assert_eq!(ring.cut, Some(HostCut { ranks: 8, bytes_per_s: 2.0 * host }));
+    let t = pick(&ring, Collective::AllToAll, bytes).seconds;
+    assert!((t - 8.0 * 8.0 * bytes / 16.0 / (2.0 * host)).abs() < 1e-12 * t, "{t}");
+    // A rail fabric at 2:1 with 2 groups of 2 DGX H100: each group's 16 NICs have 8 x 50 GB/s
+    // of uplinks; at 1:1 no cut.
+    let rail2 = on("rail:node=dgx-h100,nodes_per_group=2,oversubscription=2", 32, 50e9);
+    assert_eq!(rail2.cut, Some(HostCut { ranks: 16, bytes_per_s: 16.0 * 50e9 / 2.0 }));
+    assert_eq!(on("rail:node=dgx-h100,nodes_per_group=2", 32, 50e9).cut, None);
+}
+
+#[test]
+fn a_calibrated_factor_never_beats_the_nics_line_rate() {
+    // inter_efficiency=2 doubles NCCL's figures, but 2 DGX H100 nodes cannot move an
+    // all-reduce faster than their 8 x 50 GB/s NICs carry each node's half (algbw <= 400 GB/s),
+    // nor an all-to-all's other-node half faster than each GPU's 50 GB/s NIC.
+    let f = on("rail:node=dgx-h100,inter_efficiency=2", 16, 50e9);
+    let bytes = 4.0 * GIB;
+    for opts in [NcclOptions::default(), only(&[Algo::Ring], &[])] {
+        let ar = choose(&f, Collective::AllReduce, bytes, &opts).unwrap();
+        assert!(ar.algbw(bytes) <= 400e9 * (1.0 + 1e-12), "{}", ar.algbw(bytes));
+    }
+    let a2a = pick(&f, Collective::AllToAll, bytes);
+    assert!(a2a.seconds >= bytes / 2.0 / 50e9 * (1.0 - 1e-12), "{}", a2a.seconds);
+}
+
 /// NCCL's tuning-model time (µs) of the pair `ch` runs: latency + bytes / bandwidth.
 fn model_time(f: &NcclFabric, c: Collective, bytes: f64, ch: NcclChoice) -> f64 {
     let g = search(f);
@@ -423,6 +481,21 @@ fn collectives() -> impl Strategy<Value = Collective> {
 }
 
 proptest! {
+    #[test]
+    fn no_collective_beats_the_host_networks_cut(
+        per_leaf in 1usize..12, spines in 1usize..4, uplink_gbps in 0.1f64..40.0, ranks in 2usize..64,
+        c in collectives(), bytes in 1.0f64..4e10,
+    ) {
+        let spec = format!("leaf-spine:hosts_per_leaf={per_leaf},spines={spines},uplink={uplink_gbps}Gbps");
+        let f = on(&spec, ranks, 25e9 / 8.0);
+        let t = pick(&f, c, bytes).seconds;
+        let leaf = per_leaf.min(ranks);
+        // The leaf's uplinks carry what must leave it (cut_floor_seconds' closed form).
+        let floor = cut_floor_seconds(HostCut { ranks: leaf, bytes_per_s: spines as f64 * uplink_gbps * 1e9 / 8.0 }, ranks, c, bytes);
+        prop_assert!(f.cut.is_none() || t >= floor * (1.0 - 1e-12), "{spec} {ranks} {c:?} {bytes}: {t} < {floor}");
+        prop_assert!(f.cut.is_some() == (leaf < ranks && (spines as f64) * uplink_gbps < leaf as f64 * 25.0));
+    }
+
     #[test]
     fn time_is_non_decreasing_in_bytes(f in fabrics(), c in collectives(), a in 1.0f64..4e10, k in 1.0f64..4.0) {
         let small = pick(&f, c, a).seconds;

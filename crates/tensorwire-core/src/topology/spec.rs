@@ -441,6 +441,16 @@ impl TopologySpec {
         })
     }
 
+    /// A `leaf-spine` fabric's hosts per leaf, spines and rate of each leaf-spine link
+    /// (bytes/s; by default what makes the fabric non-blocking at `host_bytes_per_s` a
+    /// host).
+    pub fn leaf_spine_params(&self, host_bytes_per_s: f64) -> (usize, usize, f64) {
+        let per_leaf = self.0.count("hosts_per_leaf").unwrap_or(16) as usize;
+        let spines = self.0.count("spines").unwrap_or(4) as usize;
+        let uplink = self.0.rate("uplink").unwrap_or(host_bytes_per_s * per_leaf as f64 / spines as f64);
+        (per_leaf, spines, uplink)
+    }
+
     /// Builds it for `workers` worker hosts plus `extra` other hosts (servers) at
     /// `bytes_per_s` per host link (per NIC for `nodes`, per GPU NIC for `rail` unless
     /// `nic=` sets it) and `latency` per hop. API layers take `bytes_per_s` from
@@ -463,10 +473,8 @@ impl TopologySpec {
                 Topology::rail(workers, extra, &p, latency)
             }
             _ => {
-                let per_leaf = self.0.count("hosts_per_leaf").unwrap_or(16) as usize;
-                let spines = self.0.count("spines").unwrap_or(4) as usize;
-                let uplink = self.0.rate("uplink").map(|r| r / 1e9).unwrap_or(bw * per_leaf as f64 / spines as f64);
-                Topology::leaf_spine(hosts, per_leaf, spines, bw, uplink, latency)
+                let (per_leaf, spines, uplink) = self.leaf_spine_params(bytes_per_s);
+                Topology::leaf_spine(hosts, per_leaf, spines, bw, uplink / 1e9, latency)
             }
         })
     }

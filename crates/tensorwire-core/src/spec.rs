@@ -22,6 +22,10 @@ pub enum OptionKind {
     Real,
     /// A real number >= 0 (a fraction where 0 means "none": `compute_slowdown=0`).
     NonNegativeReal,
+    /// A real number in (0, max]: a factor with a largest sensible value.
+    RealAtMost(f64),
+    /// A real number in [0, max].
+    NonNegativeRealAtMost(f64),
     /// `true` or `false`.
     Flag,
     /// One of a fixed set of words.
@@ -39,6 +43,8 @@ impl OptionKind {
             OptionKind::Natural => "an integer >= 0".into(),
             OptionKind::Real => "a number > 0".into(),
             OptionKind::NonNegativeReal => "a number >= 0".into(),
+            OptionKind::RealAtMost(max) => format!("a number in (0, {}]", crate::units::format_number(*max)),
+            OptionKind::NonNegativeRealAtMost(max) => format!("a number in [0, {}]", crate::units::format_number(*max)),
             OptionKind::Flag => "true or false".into(),
             OptionKind::Choice(words) => format!("one of {}", words.join(", ")),
         }
@@ -169,6 +175,14 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
         },
         OptionKind::NonNegativeReal => match text.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => OptionValue::Real(v),
+            _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
+        },
+        OptionKind::RealAtMost(max) => match text.parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 && v <= max => OptionValue::Real(v),
+            _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
+        },
+        OptionKind::NonNegativeRealAtMost(max) => match text.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 && v <= max => OptionValue::Real(v),
             _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
         },
         OptionKind::Flag => match text {

@@ -124,13 +124,27 @@ pub(crate) fn check(sc: &Scenario, work: Work, star: bool) -> Result<()> {
     } else {
         format!("about {} flows", human(units))
     };
+    // What folds instead, leaving out the strategy refused: a strategy that folds already
+    // needs fewer workers or iterations, not itself.
+    let name = sc.strategy.spec.split(':').next().unwrap_or_default();
+    let folding_on_star: Vec<&str> = ["ring", "halving-doubling", "fsdp"].into_iter().filter(|s| *s != name).collect();
     let instead = match &sc.strategy.family {
         Family::ParameterServer(c) if c.placement != Placement::Sharded => {
-            "ps:placement=sharded (on a star it folds by server class), fewer workers or iterations"
+            "ps:placement=sharded (on a star it folds by server class), fewer workers or iterations".to_string()
         }
-        Family::ParameterServer(_) => "fewer workers or iterations",
-        _ if star => "ring, halving-doubling or fsdp (they fold on a star), fewer workers or iterations",
-        _ => "a strategy this fabric folds (fsdp, hsdp, or any all-reduce on a star), fewer workers or iterations",
+        Family::ParameterServer(_) => "fewer workers or iterations".to_string(),
+        _ if star && folding_on_star.len() < 3 => {
+            format!("fewer workers or iterations ({name} already folds on a star)")
+        }
+        _ if star => "ring, halving-doubling or fsdp (they fold on a star), fewer workers or iterations".to_string(),
+        _ => "a strategy this fabric folds (fsdp, hsdp, or any all-reduce on a star), fewer workers or iterations"
+            .to_string(),
+    };
+    // Raising the budget is advice only where the flows can be counted.
+    let raise = if units == u64::MAX {
+        String::new()
+    } else {
+        format!(", or raise max_flows (--max-flows {})", units.saturating_add(units / 10).max(max + 1))
     };
     let concurrency = match (&sc.strategy.family, work.weight) {
         (_, 0 | 1) => String::new(),
@@ -142,11 +156,8 @@ pub(crate) fn check(sc: &Scenario, work: Work, star: bool) -> Result<()> {
     Err(Error::invalid(
         "max_flows",
         format!(
-            "{} on {} workers for {} iterations needs {needs}{concurrency}, more than {max} flows (the budget); use {instead}, or raise max_flows (--max-flows {})",
-            sc.strategy.spec,
-            sc.workers,
-            sc.iterations,
-            units.saturating_add(units / 10).max(max + 1),
+            "{} on {} workers for {} iterations needs {needs}{concurrency}, more than {max} flows (the budget); use {instead}{raise}",
+            sc.strategy.spec, sc.workers, sc.iterations,
         ),
     ))
 }
@@ -268,6 +279,9 @@ mod tests {
             let text = e.to_string();
             assert!(text.contains("needs about") && text.contains("more than 1 flows"), "{text}");
             assert!(text.contains("raise max_flows (--max-flows"), "{text}");
+            // The advice never names the strategy refused.
+            let name = strategy.split(':').next().unwrap();
+            assert!(!text.contains(&format!("use {name},")) && !text.contains(&format!(" {name} (")), "{text}");
             // Refused up front: the run never reached a checkpoint.
             assert_eq!(events.load(std::sync::atomic::Ordering::Relaxed), u64::MAX, "{strategy}");
         }

@@ -137,8 +137,9 @@ impl Scenario {
             return Err(Error::invalid(
                 "strategy",
                 format!(
-                    "{} workloads run under an all-reduce strategy (ring, halving-doubling, hierarchical, tree, ...), not {}",
+                    "{} workloads run under {}, not {}",
                     self.workload.collective.name(),
+                    crate::strategy::algorithm::strategies_for(self.workload.collective),
                     self.strategy.spec
                 ),
             ));

@@ -161,7 +161,7 @@ impl Algorithm {
         let refuse = |allowed: &str| {
             Error::invalid("strategy", format!("{} runs under {allowed}, not {}", kind.name(), strategy.spec))
         };
-        let halves = "ring, halving-doubling, recursive-doubling, butterfly or hierarchical";
+        let halves = strategies_for(Collective::AllGather);
         let phase = |kind: Collective| {
             if kind == Collective::ReduceScatter {
                 LevelPhase::ReduceScatter
@@ -204,9 +204,25 @@ impl Algorithm {
                 | A::HalvingDoubling
                 | A::MultiTree
                 | A::Hierarchical,
-            ) => return Err(refuse("tree (binomial), ring or double-tree (a pipelined chain)")),
+            ) => return Err(refuse(strategies_for(Collective::Broadcast))),
             (Collective::AllReduce, _) => unreachable!("all-reduce schedules are chosen by Algorithm::allreduce"),
         })
+    }
+}
+
+/// The strategies that run `collective` workloads, for messages that refuse another:
+/// all-gather and reduce-scatter run under the all-reduces that halve (ring, halving-doubling,
+/// recursive-doubling, butterfly, hierarchical), broadcast under a tree or a chain,
+/// all-to-all under any all-reduce strategy (pairwise exchange); all of them under `nccl`.
+pub fn strategies_for(collective: Collective) -> &'static str {
+    match collective {
+        Collective::AllGather | Collective::ReduceScatter => {
+            "ring, halving-doubling, recursive-doubling, butterfly, hierarchical or nccl"
+        }
+        Collective::Broadcast => "tree (binomial), ring or double-tree (a pipelined chain), or nccl",
+        Collective::AllToAll | Collective::AllReduce => {
+            "an all-reduce strategy (ring, halving-doubling, tree, ...) or nccl"
+        }
     }
 }
 

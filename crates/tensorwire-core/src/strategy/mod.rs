@@ -492,6 +492,9 @@ mod tests {
             OptionKind::Duration => "1ms".into(),
             OptionKind::Count | OptionKind::Natural => "2".into(),
             OptionKind::Real | OptionKind::NonNegativeReal => if o.name == "penalty" { "0.5" } else { "2" }.into(),
+            OptionKind::RealAtMost(max) | OptionKind::NonNegativeRealAtMost(max) => {
+                crate::units::format_number(max.min(2.0) / 2.0)
+            }
             OptionKind::Flag => if o.default == "true" { "false" } else { "true" }.into(),
             OptionKind::Choice(words) => words.iter().find(|w| **w != o.default).unwrap_or(&words[0]).to_string(),
         }

@@ -6,6 +6,9 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Optional
 
+from tensorwire._core import InputError
+from tensorwire.limits import is_int
+
 
 @dataclass(frozen=True)
 class Result:
@@ -78,7 +81,10 @@ class Result:
 
     def busiest_links(self, k: int = 5) -> list[tuple[str, float]]:
         """The ``k`` busiest links, busiest first, ties in natural order of their names (h2
-        before h10)."""
+        before h10). ``k`` is an integer >= 0 (0: none; more than there are: all of them);
+        another value is an :class:`InputError` naming ``k``."""
+        if not is_int(k) or k < 0:
+            raise InputError("k", f"{k!r:.80} is not a count of links; give an integer >= 0")
         return sorted(self.link_utilization.items(), key=lambda kv: (-kv[1], _natural(kv[0])))[:k]
 
     def to_dict(self) -> dict[str, Any]:

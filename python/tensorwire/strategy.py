@@ -102,6 +102,11 @@ class Strategy:
     core: _core.Strategy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.spec, str):
+            raise TypeError(
+                "strategy must be a spec such as 'ring' or 'ps:num_ps=2' (tensorwire.strategies() lists them) "
+                f"or a Strategy, not {self.spec!r:.80}"
+            )
         core = _core.Strategy(self.spec)
         object.__setattr__(self, "core", core)
         object.__setattr__(self, "spec", core.spec)

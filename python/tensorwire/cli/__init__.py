@@ -1,5 +1,7 @@
 """The ``tensorwire`` command. Every error in user input ends as one line on stderr and
-exit status 2; no traceback is ever shown for bad input.
+exit status 2; no traceback is ever shown for bad input. A command group run without its
+command (``tensorwire``, ``tensorwire calibrate``) shows its usage and help, as click does,
+and exits with 2.
 
 A run stopped by Ctrl-C (SIGINT) or SIGTERM (``timeout``, batch schedulers) stops within
 about a second, prints one line (``tensorwire: interrupted``) and exits with 128 + the
@@ -17,6 +19,11 @@ from typing import Any, Optional, Sequence
 import click
 
 from tensorwire._core import InputError
+
+#: Click's error for a group run without its command (``tensorwire``, ``tensorwire
+#: calibrate``): shown as click shows it, the usage and help on several lines, exit 2.
+#: Click 8.1 has none (it prints the help itself and exits 0).
+_NO_COMMAND: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 #: The signal that stopped the run (SIGINT unless SIGTERM arrived).
 _stopped_by: list[int] = []
@@ -82,6 +89,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _fail(f"{field}: {message}")
     except click.exceptions.NoSuchOption as e:
         return _fail(e.format_message())
+    except _NO_COMMAND as e:  # the help, not squashed into one line
+        click.echo(e.format_message(), err=True)
+        return 2
     except click.UsageError as e:
         return _fail(e.format_message().replace("\n", " "))
     except click.Abort as e:

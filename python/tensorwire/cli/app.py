@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import click
+from click.core import ParameterSource
 
 from tensorwire import _core
 from tensorwire._core import InputError
@@ -164,6 +165,9 @@ def simulate_cmd(
         raise click.UsageError("give exactly one of --model, --workload or --collective")
     if workers is None:
         raise click.UsageError("Missing option '--workers'.")
+    ctx = click.get_current_context()
+    if trace_file is None and ctx.get_parameter_source("trace_workers") is ParameterSource.COMMANDLINE:
+        raise InputError("trace-workers", "needs --trace FILE (it picks the workers the trace shows)")
     spec = Strategy(strategy)
     if model is not None:
         workload = _load(model, gpu, batch, seq_len, mfu, recompute)

@@ -87,3 +87,27 @@ def test_empty_and_malformed_lists_are_refused() -> None:
 
     with pytest.raises(InputError, match="empty item"):
         expand("resnet50", "4,,8", "25Gbps", "ring")
+
+
+def test_a_strategy_that_is_not_a_spec_is_a_type_error_naming_strategy() -> None:
+    for call in (lambda: tw.simulate(W, C, None), lambda: Job("a", W, 4, 3).hosts_needed):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^strategy must be a spec such as 'ring'.*or a Strategy, not (None|3)$"):
+            call()
+
+
+def test_busiest_links_takes_a_count_of_zero_or_more() -> None:
+    r = tw.simulate(W, C, "ring")
+    assert r.busiest_links(0) == [] and len(r.busiest_links(3)) == 3
+    assert len(r.busiest_links(10**6)) == len(r.link_utilization)
+    for k in (-1, "a", 1.5, True, None):
+        with pytest.raises(InputError, match="is not a count of links; give an integer >= 0") as e:
+            r.busiest_links(k)  # type: ignore[arg-type]
+        assert e.value.args[0] == "k"
+
+
+def test_no_bandwidth_on_star_names_the_argument_as_well_as_the_flag() -> None:
+    with pytest.raises(InputError) as e:
+        tw.Cluster(workers=8, bandwidth=None)
+    field, message = e.value.args
+    assert field == "bandwidth" and "bandwidth= from Python" in message, message
+    assert tw.Cluster(8, None, topology="rail:node=dgx-h100").bandwidth > 0  # a rail has its NICs' own

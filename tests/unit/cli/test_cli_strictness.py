@@ -71,9 +71,32 @@ JOBS = ["jobs", "-b", "25Gbps", "--job", "a:resnet50:4:ring", "--job", "b:vgg16:
             ],
             "iterations: ",
         ),
+        (
+            ["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--trace-workers", "2"],
+            "trace-workers: needs --trace FILE",
+        ),
     ],
 )
 def test_refused_in_one_line(args: list[str], start: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("tensorwire: error: " + start), err
+
+
+@pytest.mark.parametrize("args", [[], ["calibrate"]])
+def test_a_group_without_its_command_shows_its_help_on_several_lines(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "error:" not in err
+    lines = err.splitlines()
+    assert lines[0] == f"Usage: tensorwire {' '.join([*args, ''])}[OPTIONS] COMMAND [ARGS]..."
+    assert "Commands:" in lines and len(lines) > 5, err
+
+
+def test_no_bandwidth_on_star_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    # the same line names the API's argument (tests/unit/api/test_argument_checks.py)
+    assert main(["simulate", "-m", "resnet50", "-n", "8", "-s", "ring"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tensorwire: error: bandwidth: give the host link rate, e.g. 25Gbps (--bandwidth"), err

@@ -12,11 +12,20 @@ from rich.table import Table
 
 from tensorwire import _core
 from tensorwire.calibrate import cluster_file
-from tensorwire.calibrate.fit import Fit, check_restriction, check_runs, default_topology, fit, nccl_list
-from tensorwire.calibrate.logs import COLLECTIVES, Run, parse_log
+from tensorwire.calibrate.fit import (
+    GPU_NODES,
+    Fit,
+    check_restriction,
+    check_runs,
+    default_topology,
+    fit,
+    nccl_list,
+)
+from tensorwire.calibrate.logs import COLLECTIVES, Run, clip, parse_log
 from tensorwire.cli import options, render
 from tensorwire.io import check_output
 from tensorwire.units import format_bytes, format_seconds
+from tensorwire.workloads import hardware
 
 
 @click.group("calibrate")
@@ -32,8 +41,9 @@ def _base_topology(given: Optional[str], runs: list[Run]) -> str:
     return default_topology(runs, names)
 
 
-def _preset_gpus(topology: str) -> Optional[int]:
-    """GPUs per node of a ``rail`` topology's node preset (None for other fabrics)."""
+def _rail_node(topology: str) -> Optional[str]:
+    """The node preset of a ``rail`` topology (``dgx-h100`` unless ``node=`` says; None for
+    other fabrics)."""
     if _core.check_topology(topology) != "rail":
         return None
     node = "dgx-h100"
@@ -41,7 +51,56 @@ def _preset_gpus(topology: str) -> Optional[int]:
         key, _, value = part.partition("=")
         if key.strip() == "node":
             node = value.strip()
+    return node
+
+
+def _preset_gpus(topology: str) -> Optional[int]:
+    """GPUs per node of a ``rail`` topology's node preset (None for other fabrics)."""
+    node = _rail_node(topology)
     return next((int(p["gpus"]) for p in _core.NODE_PRESETS if p["name"] == node), None)
+
+
+def _gpu_family(name: str) -> Optional[str]:
+    """The GPU family (a key of ``GPU_NODES``: H200, H100, A100) a GPU name says, or None."""
+    return next((key for key, _ in GPU_NODES if key in name.upper()), None)
+
+
+def _node_family(preset: str) -> Optional[str]:
+    """The GPU family of a node preset's GPUs (the hardware catalogue's), or None."""
+    try:
+        return _gpu_family(hardware.node(preset).gpu)
+    except _core.InputError:
+        return None
+
+
+def check_node_gpu(runs: list[Run], topology: str) -> None:
+    """Refuses a ``rail`` topology whose node preset has GPUs of another family (A100, H100,
+    H200) than the logs ran on: the fit would fold the difference between the two GPUs into
+    the efficiencies. Nodes of the families of the presets ``GPU_NODES`` lists for the log's
+    GPU are accepted (an H200 log on an H100 node such as ``dgx-h100``, not the other way);
+    an unrecognised GPU or preset, and other fabrics, are not checked."""
+    node = _rail_node(topology)
+    family = _gpu_family(runs[0].gpu)
+    node_family = None if node is None else _node_family(node)
+    if node is None or family is None or node_family is None:
+        return
+    listed = dict(GPU_NODES)[family]
+    allowed = {family} | {_node_family(n) for n in listed}
+    if node_family in allowed:
+        return
+    names = [p["name"] for p in _core.NODE_PRESETS]
+    matching = [n for n in listed if n in names]
+    matching += [n for n in names if n not in matching and _node_family(n) in allowed]
+    raise _core.InputError(
+        "topology",
+        f"{clip(topology)!r} has {node_family} nodes ({node}), but {runs[0].path} ran on {clip(runs[0].gpu)!r} "
+        f"({family}): give --topology {_or([f'rail:node={n}' for n in matching])}",
+    )
+
+
+def _or(items: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return " or ".join(filter(None, (", ".join(items[:-1]), items[-1])))
 
 
 def _gbs(bytes_per_s: float) -> str:
@@ -257,6 +316,7 @@ def nccl_tests(
     runs = [parse_log(path, collective) for path in logs]
     base = _base_topology(topology, runs)
     check_runs(runs, base, _preset_gpus(base))
+    check_node_gpu(runs, base)
     algo, proto = nccl_list(algo), nccl_list(proto)
     check_restriction(runs, base, bandwidth, transport, algo, proto)
     result = fit(runs, base, bandwidth, transport, algo, proto)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, TypeVar
 
@@ -75,6 +76,11 @@ def _bad(path: str, message: str) -> InputError:
     return InputError("cluster", f"{path}: {message}")
 
 
+def _is_number(value: Any) -> bool:
+    """A finite JSON number (not a boolean; an integer of 400 digits is not finite as a float)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= sys.float_info.max
+
+
 def read(path: str) -> ClusterFile:
     """Reads and checks a cluster file; anything wrong is ``InputError("cluster", ...)``."""
     try:
@@ -95,17 +101,10 @@ def read(path: str) -> ClusterFile:
     except InputError as e:
         raise _bad(path, f"topology {clip(topology)!r}: {clip(str(e.args[-1]), 300)}") from None
     bandwidth = data.get("bandwidth_bytes_per_s")
-    if bandwidth is not None and not (
-        isinstance(bandwidth, (int, float))
-        and not isinstance(bandwidth, bool)
-        and math.isfinite(bandwidth)
-        and bandwidth > 0
-    ):
+    if bandwidth is not None and not (_is_number(bandwidth) and bandwidth > 0):
         raise _bad(path, '"bandwidth_bytes_per_s" must be a number > 0 (bytes/s) or null (the fabric\'s own)')
     latency = data.get("latency_s")
-    if not (
-        isinstance(latency, (int, float)) and not isinstance(latency, bool) and math.isfinite(latency) and latency >= 0
-    ):
+    if not (isinstance(latency, (int, float)) and _is_number(latency) and latency >= 0):
         raise _bad(path, '"latency_s" must be a number >= 0 (seconds)')
     transport = data.get("transport", "rdma")
     if transport not in ("rdma", "tcp"):
@@ -113,11 +112,54 @@ def read(path: str) -> ClusterFile:
     gpus = data.get("gpus_per_node", 1)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise _bad(path, '"gpus_per_node" must be an integer >= 1')
+    if "calibration" in data:
+        _check_calibration(path, data["calibration"], topology)
     known = {"tensorwire_cluster", "topology", "bandwidth_bytes_per_s", "latency_s", "transport", "gpus_per_node"}
     extra = {k: v for k, v in data.items() if k not in known}
     return ClusterFile(
         topology, None if bandwidth is None else float(bandwidth), float(latency), transport, gpus, extra
     )
+
+
+#: Relative tolerance between a ``calibration`` value and the topology's: calibrate writes the
+#: same rounded numbers to both, efficiencies to 6 significant digits and durations in ns.
+_TOLERANCE = 1e-6
+
+
+def _check_calibration(path: str, block: Any, topology: str) -> None:
+    """Refuses a ``calibration`` block that is not what ``topology`` carries (the topology is
+    what ``--cluster`` applies; a block that says otherwise was edited by hand, or the
+    topology was): each key of :meth:`Calibration.as_dict` against the topology's option of
+    that name (``*_s`` keys: the ``*`` duration, in seconds), or its default where the
+    topology has none (``nvls_efficiency``/``nvls_fill`` are written only where not 1)."""
+    from tensorwire.calibrate.fit import Calibration  # the fit's modules, only for a file that has one
+
+    if not isinstance(block, dict):
+        raise _bad(path, '"calibration" must be a JSON object of the fitted numbers')
+    options: dict[str, str] = {}
+    for part in topology.split(":", 1)[1].split(",") if ":" in topology else []:
+        key, _, value = part.partition("=")
+        options[key.strip()] = value.strip()
+    defaults = {k: v for k, v in Calibration().as_dict().items() if k in block}
+    for key in defaults:
+        value = block[key]
+        if not _is_number(value):
+            raise _bad(path, f'"calibration" {key} must be a number, not {clip(json.dumps(value))}')
+    for key, default in defaults.items():
+        value = block[key]
+        option = key[:-2] if key.endswith("_s") else key
+        text = options.get(option)
+        try:
+            carried = default if text is None else _core.parse_duration(option, text) if option != key else float(text)
+        except (InputError, ValueError):
+            continue  # the core took it, but not as we read it: nothing to compare
+        if not math.isclose(value, carried, rel_tol=_TOLERANCE, abs_tol=1e-12):
+            given = f"{option}={clip(text)}" if text is not None else f"no {option}=: the default"
+            raise _bad(
+                path,
+                f'"calibration" {key} {clip(json.dumps(value))} differs from the topology\'s {carried:.6g} '
+                f"({given}); the topology is what --cluster applies: make them agree",
+            )
 
 
 def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str, str], lists: bool) -> None:

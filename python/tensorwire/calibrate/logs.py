@@ -16,7 +16,10 @@ Rows of size 0 (nccl-tests prints them for ``-b 0``) time nothing: they are skip
 counted (:attr:`Run.skipped`), and a log of nothing else is refused. A row whose columns
 contradict each other is refused naming the file, the line and the columns (see
 :func:`disagreements`): ``algbw`` must be ``size / time`` and ``busbw`` ``algbw x`` the
-collective's bus factor for the run's ranks, each to the digits nccl-tests printed.
+collective's bus factor for the run's ranks, each to the digits nccl-tests printed. A row
+whose ``#wrong`` (out of place or in place) is not 0 is refused naming the file, the line
+and the count: nccl-tests found wrong results, the run is corrupt and its times are no
+measurement; ``N/A`` (a run with ``-c 0``, unchecked) reads.
 """
 
 from __future__ import annotations
@@ -340,6 +343,7 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     in_place = triple(times[1]) if len(times) > 1 and times[1] + 2 < len(fields) else None
     if seconds <= 0:
         raise _error(path, line, f"time 0 at size {size}: a row needs a positive time")
+    _check_wrong(path, line, fields, columns, size)
     return Row(
         line=line,
         size=size,
@@ -352,6 +356,32 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
         in_place_seconds=in_place[0] if in_place else None,
         in_place_busbw=in_place[2] if in_place else None,
     )
+
+
+def _check_wrong(path: str, line: int, fields: list[str], columns: list[str], size: int) -> None:
+    """Refuses a row whose ``#wrong`` columns count wrong results: nccl-tests checked the
+    collective's output and found elements that differ from the expected ones, so the run is
+    corrupt and its timing no measurement. ``N/A`` (a run with ``-c 0``, unchecked) reads."""
+    found: list[str] = []
+    for k, j in enumerate(j for j, c in enumerate(columns) if c == "#wrong"):
+        if j >= len(fields) or fields[j] == "N/A":
+            continue
+        try:
+            wrong = float(fields[j])
+        except ValueError:
+            wrong = math.nan
+        if not 0 <= wrong < math.inf:
+            raise _error(path, line, f"#wrong {clip(fields[j])!r} is not a count or N/A")
+        if wrong > 0:
+            noun = "" if found else " wrong result" + "s" * (wrong != 1)
+            found.append(f"{fields[j]}{noun} in the {'in-place' if k else 'out-of-place'} check")
+    if found:
+        raise _error(
+            path,
+            line,
+            f"{' and '.join(found)} (#wrong) at size {size}: the run is not a valid measurement; "
+            "fix it or drop the row",
+        )
 
 
 def _time_columns(columns: list[str]) -> list[int]:

@@ -90,6 +90,8 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
         ("[]", "not a tensorwire cluster file"),
         ('{"tensorwire_cluster": 1, "topology": "moon", "latency_s": 0}', "topology 'moon'"),
         ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": -1}', "latency_s"),
+        # An integer past a float's range: was an OverflowError traceback.
+        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 1' + "0" * 400 + "}", "latency_s"),
         ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": "fast"}', "bandwidth"),
         # A lone surrogate (JSON's escape) in the topology: was a UnicodeEncodeError traceback.
         ('{"tensorwire_cluster": 1, "topology": "rail:node=\\ud800", "latency_s": 0}', "lone surrogate"),
@@ -188,3 +190,155 @@ def test_a_fit_at_the_specs_largest_value_is_named(capsys: pytest.CaptureFixture
     assert rc == 0 and "stopped at the largest value" not in out and "largest value" not in out
     rc, out, _ = _run(capsys, "calibrate", "nccl-tests", azure, "--json")
     assert json.loads(out)["at_upper_bounds"] == []
+
+
+# --- a node of another GPU than the logs' -----------------------------------------------
+
+AZURE = FIXTURES / "azure-nd-h100-v5-allreduce.log"
+
+
+def _gpu_log(tmp_path: Path, gpu: str) -> Path:
+    """The Azure H100 log with every rank on ``gpu``."""
+    path = tmp_path / f"{gpu.split()[-1].lower()}.log"
+    path.write_text(AZURE.read_text().replace("NVIDIA H100 80GB HBM3", gpu))
+    return path
+
+
+@pytest.mark.parametrize(
+    "gpu, topology, what",
+    [
+        (
+            "NVIDIA H100 80GB HBM3",
+            "rail:node=dgx-a100",
+            "'rail:node=dgx-a100' has A100 nodes (dgx-a100), but {log} ran on 'NVIDIA H100 80GB HBM3' (H100): "
+            "give --topology rail:node=dgx-h100 or rail:node=a3-mega",
+        ),
+        ("NVIDIA H100 80GB HBM3", "rail:node=hgx-h200", "'rail:node=hgx-h200' has H200 nodes (hgx-h200), but"),
+        (
+            "NVIDIA A100-SXM4-80GB",
+            "rail",
+            "'rail' has H100 nodes (dgx-h100), but {log} ran on 'NVIDIA A100-SXM4-80GB' (A100): "
+            "give --topology rail:node=dgx-a100",
+        ),
+        (
+            "NVIDIA H200",
+            "rail:node=dgx-a100",
+            "(H200): give --topology rail:node=hgx-h200, rail:node=dgx-h100 or rail:node=a3-mega",
+        ),
+    ],
+)
+def test_a_node_of_another_gpu_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], gpu: str, topology: str, what: str
+) -> None:
+    """An H100 log fitted to A100 nodes (intra_efficiency 1.97, with no word) is refused in one
+    line naming the topology, both GPUs and the presets that fit; no file is written."""
+    log = AZURE if gpu == "NVIDIA H100 80GB HBM3" else _gpu_log(tmp_path, gpu)
+    out = tmp_path / "q.json"
+    rc, text, err = _run(capsys, "calibrate", "nccl-tests", str(log), "--topology", topology, "--out", str(out))
+    assert rc == 2 and text == "" and not out.exists(), err
+    assert err.count("\n") == 1 and err.startswith("tensorwire: error: topology: "), err
+    assert what.format(log=log) in err, err
+
+
+@pytest.mark.parametrize(
+    "gpu, topology",
+    [
+        ("NVIDIA H100 80GB HBM3", "rail:node=a3-mega"),
+        ("NVIDIA H100 80GB HBM3", "rail:nodes_per_group=2"),  # dgx-h100, the default node
+        ("NVIDIA H200", "rail:node=dgx-h100"),  # as the default topology falls back to
+        ("NVIDIA H200", "rail:node=hgx-h200"),
+        ("NVIDIA B200", "rail:node=dgx-a100"),  # a GPU the check does not know: not refused
+        ("NVIDIA A100-SXM4-80GB", "nodes"),  # not a rail fabric
+    ],
+)
+def test_a_node_of_the_logs_gpu_is_accepted(tmp_path: Path, gpu: str, topology: str) -> None:
+    from tensorwire.calibrate.cli import check_node_gpu
+    from tensorwire.calibrate.logs import parse_log
+
+    check_node_gpu([parse_log(str(_gpu_log(tmp_path, gpu)))], topology)
+
+
+# --- a calibration block that is not what the topology carries ---------------------------
+
+CALIBRATED = "rail:node=dgx-h100,intra_efficiency=0.9,intra_latency=1500ns,intra_step=425.5ns,nvls_efficiency=1.05"
+CALIBRATION = {
+    "intra_efficiency": 0.9,
+    "inter_efficiency": 1.0,
+    "intra_latency_s": 1.5e-6,
+    "inter_latency_s": 0.0,
+    "intra_fill": 1.0,
+    "inter_fill": 1.0,
+    "intra_step_s": 4.255e-7,
+    "inter_step_s": 0.0,
+    "nvls_efficiency": 1.05,
+    "nvls_fill": 1.0,
+}
+
+#: What a topology without calibration options carries (NCCL's figures).
+DEFAULTS = {k: 0.0 if k.endswith("_s") else 1.0 for k in CALIBRATION}
+
+
+@pytest.mark.parametrize(
+    "topology, key, value, what",
+    [
+        (
+            TOPOLOGY,
+            "intra_efficiency",
+            -3,
+            '"calibration" intra_efficiency -3 differs from the topology\'s 1 '
+            "(no intra_efficiency=: the default); the topology is what --cluster applies: make them agree",
+        ),
+        (TOPOLOGY, "inter_latency_s", "fast", '"calibration" inter_latency_s must be a number, not "fast"'),
+        (TOPOLOGY, "nvls_fill", None, '"calibration" nvls_fill must be a number, not null'),
+        (TOPOLOGY, "intra_fill", 10**400, '"calibration" intra_fill must be a number, not 1000'),
+        (
+            CALIBRATED,
+            "intra_latency_s",
+            2e-6,
+            "intra_latency_s 2e-06 differs from the topology's 1.5e-06 (intra_latency=1500ns)",
+        ),
+        (
+            CALIBRATED,
+            "nvls_efficiency",
+            1.0,
+            "nvls_efficiency 1.0 differs from the topology's 1.05 (nvls_efficiency=1.05)",
+        ),
+        (CALIBRATED, "intra_step_s", 4.3e-7, "intra_step_s 4.3e-07 differs from the topology's 4.255e-07"),
+    ],
+)
+def test_a_calibration_the_topology_does_not_carry_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], topology: str, key: str, value: Any, what: str
+) -> None:
+    """A hand-edited calibration block was silently ignored (the topology is what applies): it
+    is refused in one line naming the file, the key and both values, and nothing is run or
+    written."""
+    if topology == CALIBRATED and not calibration_supported("rail:node=dgx-h100"):
+        pytest.skip("the core's topology specs do not take the calibration options")
+    base = CALIBRATION if topology == CALIBRATED else DEFAULTS
+    path = _file(tmp_path, topology=topology, calibration={**base, key: value}, bandwidth_bytes_per_s=None)
+    out = tmp_path / "s.json"
+    args = ("sweep", "-m", "resnet50", "-n", "8", "-s", "ring", "--iterations", "2", "-j", "1", "--out", str(out))
+    rc, _, err = _run(capsys, *args, "--cluster", str(path))
+    assert rc == 2 and not out.exists(), err
+    assert err.count("\n") == 1 and err.startswith(f"tensorwire: error: cluster: {path}: "), err
+    assert what in err, err
+
+
+def test_a_calibration_block_must_be_an_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = _run(capsys, *SIM, "--cluster", str(_file(tmp_path, calibration=[0.9])))
+    assert rc == 2 and err.strip() == (
+        f'tensorwire: error: cluster: {tmp_path / "cluster.json"}: "calibration" must be a JSON object of the '
+        "fitted numbers"
+    ), err
+
+
+@pytest.mark.skipif(not calibration_supported("rail:node=dgx-h100"), reason="the core lacks the calibration options")
+def test_a_calibration_the_topology_carries_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same numbers (to the rounding calibrate writes them with), keys the format does not
+    know, and a file with no calibration block at all read as before."""
+    near = {**CALIBRATION, "intra_efficiency": 0.9000001, "intra_latency_s": 1.5e-6 + 1e-16, "note": "x"}
+    sim = ("simulate", "--collective", "allreduce:8MiB", "-n", "8", "-s", "nccl", "--json")
+    for calibration in (CALIBRATION, near):
+        path = _file(tmp_path, topology=CALIBRATED, calibration=calibration, bandwidth_bytes_per_s=None)
+        rc, _, err = _run(capsys, *sim, "--cluster", str(path))
+        assert rc == 0, err

@@ -458,3 +458,64 @@ def test_a_log_printed_from_times_and_sizes_reads(rows: list[tuple[float, int]],
             return
         run = parse_log(path)
     assert [r.size for r in run.rows] == [s for s in sizes if s] and len(run.skipped) == sizes.count(0)
+
+
+# --- rows nccl-tests found wrong results in ---------------------------------------------
+
+#: Fields 8 and 12 of a row are its out-of-place and in-place ``#wrong`` (nccl-tests prints
+#: the count with ``%6g``, so large ones in exponent form).
+WRONG = {
+    "out-of-place": ({8: "3"}, "3 wrong results in the out-of-place check"),
+    "in-place": ({12: "1"}, "1 wrong result in the in-place check"),
+    "both": (
+        {8: "2", 12: "1.23457e+06"},
+        "2 wrong results in the out-of-place check and 1.23457e+06 in the in-place check",
+    ),
+}
+
+
+def _with_fields(text: str, size: int, changes: dict[int, str]) -> tuple[str, int]:
+    """``text`` with the fields ``changes`` names set in the row of ``size``, and its line."""
+    lines = text.splitlines()
+    i = next(i for i, t in enumerate(lines) if t.split()[:1] == [str(size)])
+    fields = lines[i].split()
+    for column, value in changes.items():
+        fields[column] = value
+    lines[i] = "  ".join(fields)
+    return "\n".join(lines) + "\n", i + 1
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_row_with_wrong_results_is_refused(tmp_path: Path, name: str) -> None:
+    """A non-zero #wrong is a corrupt run (the collective's output was checked and wrong): its
+    timing is no measurement, so the log is refused naming the line and the count, and no
+    cluster file is written (it was fitted with no word)."""
+    changes, what = WRONG[name]
+    text, line = _with_fields(AZURE.read_text(), 8 << 20, changes)
+    path, out = tmp_path / f"{name}.log", tmp_path / "out.json"
+    path.write_text(text)
+    p = _cli(path, "--topology", "rail:node=dgx-h100", "--out", str(out))
+    assert p.returncode == 2 and p.stdout == "" and not out.exists(), p
+    assert p.stderr.strip().splitlines() == [
+        f"tensorwire: error: log: {path}:{line}: {what} (#wrong) at size {8 << 20}: the run is not a valid "
+        "measurement; fix it or drop the row"
+    ]
+
+
+def test_unchecked_rows_read_and_a_garbled_count_is_refused(tmp_path: Path) -> None:
+    """nccl-tests run with -c 0 checks nothing and prints N/A in #wrong: that reads as the same
+    rows; a #wrong that is neither a count nor N/A is refused naming the line."""
+    text = AZURE.read_text()
+    for size in (r.size for r in parse_log(str(AZURE)).rows):
+        text, _ = _with_fields(text, size, {8: "N/A", 12: "N/A"})
+    path = tmp_path / "c0.log"
+    path.write_text(text)
+    assert text.count("N/A") == 28
+    assert [(r.size, r.seconds, r.busbw) for r in parse_log(str(path)).rows] == [
+        (r.size, r.seconds, r.busbw) for r in parse_log(str(AZURE)).rows
+    ]
+    text, line = _with_fields(AZURE.read_text(), 1 << 20, {12: "many"})
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args == ("log", f"{path}:{line}: #wrong 'many' is not a count or N/A")

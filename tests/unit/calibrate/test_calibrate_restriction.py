@@ -68,9 +68,13 @@ def test_a_restriction_nccl_cannot_run_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], field: str
 ) -> None:
     out = tmp_path / "c.json"
-    rc, stdout, err = _run(capsys, "calibrate", "nccl-tests", H100, *args, "-o", str(out))
+    log = H100
+    if "rail:node=dgx-a100" in args:  # an A100 log: an H100 one on A100 nodes is refused as such first
+        log = str(tmp_path / "a100.log")
+        Path(log).write_text(Path(H100).read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"))
+    rc, stdout, err = _run(capsys, "calibrate", "nccl-tests", log, *args, "-o", str(out))
     assert rc == 2 and stdout == ""
-    assert err.startswith(f"tensorwire: error: {field}: ") and err.count("\n") == 1
+    assert err.startswith(f"tensorwire: error: {field}: ") and err.count("\n") == 1, err
     assert not out.exists()
 
 

@@ -34,6 +34,7 @@ from tensorwire._core import InputError
 from tensorwire.calibrate.logs import clip
 from tensorwire.io import loads_json, read_input, write_atomic
 from tensorwire.limits import check_text
+from tensorwire.units import format_rate, format_seconds
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -184,10 +185,10 @@ def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str
             given = kwargs[param]
             same = given == value or (lists and key != "topology" and _same_list(key, given, value))
             if not same:
-                flag = "--" + key
                 raise InputError(
                     "cluster",
-                    f"{flag} {clip(repr(given))} and --cluster {path} (which gives {clip(repr(value))}): give one of them",
+                    f"--{key} {_shown(key, given)} differs from --cluster {path}, which gives "
+                    f"{_shown(key, value)}; give one of them, or the file's value",
                 )
             continue
         if value is None:
@@ -199,6 +200,20 @@ def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str
         ctx.meta["tensorwire.cluster_own_rates"] = True
     elif lists:
         ctx.meta["tensorwire.cluster_own_rates"] = False
+
+
+def _shown(key: str, value: Any) -> str:
+    """A value of ``--topology``/``--bandwidth``/``--latency`` as a user reads it: text as
+    written, numbers in units (``100 Gbps``, ``10 us``), no bandwidth as the fabric's own.
+
+    >>> _shown("bandwidth", 12.5e9), _shown("latency", 1e-05), _shown("bandwidth", None)
+    ('100 Gbps', '10 us', "none (the fabric's own NIC rate)")
+    """
+    if value is None:
+        return "none (the fabric's own NIC rate)"
+    if isinstance(value, str):
+        return clip(repr(value))
+    return format_rate(value) if key == "bandwidth" else format_seconds(value)
 
 
 def _same_list(key: str, given: Any, value: Any) -> bool:

@@ -76,7 +76,10 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     rc, _, err = _run(capsys, *SIM, "--cluster", path, "--topology", "star")
     assert rc == 2 and err.count("\n") == 1 and err.startswith("tensorwire: error: cluster: --topology 'star'")
     rc, _, err = _run(capsys, *SIM, "--cluster", path, "-b", "25Gbps")
-    assert rc == 2 and "--bandwidth" in err
+    # Values in units, as the user reads them (was "--bandwidth 3125000000.0 ... gives 1250000000.0").
+    assert rc == 2 and "--bandwidth 25 Gbps differs from --cluster" in err and "which gives 10 Gbps" in err, err
+    rc, _, err = _run(capsys, *SIM, "--cluster", path, "--latency", "10us")
+    assert rc == 2 and "--latency 10 us differs" in err and "which gives 2 us" in err, err
     # The same value twice is not a conflict.
     rc, _, err = _run(capsys, *SIM, "--cluster", path, "--topology", TOPOLOGY, "-b", "10Gbps")
     assert rc == 0, err

@@ -50,7 +50,9 @@ def parse_failure(text: str) -> Failure:
     """``TARGET@TIME[:rate=X]``: e.g. ``leaf0->spine1@20ms:rate=0.5`` or ``h3@1s`` (down)."""
     target, sep, rest = text.partition("@")
     if not sep or not target:
-        raise InputError("fail", f"{text!r} is not TARGET@TIME[:rate=X], e.g. leaf0->spine1@20ms:rate=0.5 or h3@1s")
+        raise InputError(
+            "fail", f"{text!r} is not TARGET@TIME[:rate=X], e.g. leaf0->spine1@20ms:rate=0.5 or h3@1s:rate=0.25"
+        )
     when, _, option = rest.partition(":")
     rate = 0.0
     if option:

@@ -82,7 +82,7 @@ class Strategy:
     [('algo', 'ring+tree'), ('proto', 'll128'), ('channels', '8')]
     >>> Strategy("nccl:algo=fast")
     Traceback (most recent call last):
-    tensorwire.InputError: ('strategy.algo', 'unknown "fast"; choose from tree, ring, collnetdirect, collnetchain, nvls, nvlstree, pat (a leading ^ excludes them instead)')
+    tensorwire.InputError: strategy.algo: unknown "fast"; choose from tree, ring, collnetdirect, collnetchain, nvls, nvlstree, pat (a leading ^ excludes them instead)
 
     PyTorch DDP (its default buckets, or ``bucket_cap_mb=100``) on two DGX A100 nodes:
 
@@ -95,7 +95,7 @@ class Strategy:
     [('bucket', '100MiB')]
     >>> Strategy("ddp:fusion=64MiB")
     Traceback (most recent call last):
-    tensorwire.InputError: ('strategy.fusion', "does not apply to ddp: ddp buckets gradients with bucket=SIZE (fusion and cycle are Horovod's; use nccl:fusion=SIZE for Horovod over NCCL)")
+    tensorwire.InputError: strategy.fusion: does not apply to ddp: ddp buckets gradients with bucket=SIZE (fusion and cycle are Horovod's; use nccl:fusion=SIZE for Horovod over NCCL)
     """
 
     spec: str

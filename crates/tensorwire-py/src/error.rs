@@ -19,7 +19,9 @@ create_exception!(
 );
 
 /// Gives `InputError` its `field` and `message` attributes: read-only views of `args[0]`
-/// and `args[1]` (None when missing), so `args` stays the one place they are kept.
+/// and `args[1]` (None when missing), so `args` stays the one place they are kept; and a
+/// `str()` of `field: message`, the line the CLI prints, where `ValueError`'s would be the
+/// tuple `('field', 'message')`.
 pub fn add_input_error_fields(py: Python<'_>) -> PyResult<()> {
     let ty = py.get_type::<InputError>();
     let property = py.import("builtins")?.getattr("property")?;
@@ -29,6 +31,8 @@ pub fn add_input_error_fields(py: Python<'_>) -> PyResult<()> {
         let get = py.eval(&code, None, None)?;
         ty.setattr(name, property.call1((get, py.None(), py.None(), doc))?)?;
     }
+    let text = c"lambda e: f'{e.args[0]}: {e.args[1]}' if len(e.args) == 2 else ValueError.__str__(e)";
+    ty.setattr("__str__", py.eval(text, None, None)?)?;
     Ok(())
 }
 

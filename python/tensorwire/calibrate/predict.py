@@ -80,7 +80,7 @@ def nccl_predict(
     (True, 'simple', 32, 8)
     >>> nccl_predict("rail", 8, "allreduce", 1e6, proto="fast")
     Traceback (most recent call last):
-    tensorwire.InputError: ('strategy.proto', 'unknown "fast"; choose from ll, ll128, simple')
+    tensorwire.InputError: strategy.proto: unknown "fast"; choose from ll, ll128, simple
     """
     d = _core.nccl_predict(
         topology,

@@ -107,7 +107,7 @@ class SchedulerConfig:
         SchedulerConfig(mode='fusion', partition_bytes=None, credit_bytes=None, fusion_bytes=67108864, fusion_cycle_s=0.005, in_flight=None, max_groups=None)
         >>> SchedulerConfig.make("fifo", fusion_bytes="1MiB")
         Traceback (most recent call last):
-        _core.InputError: ('fusion_bytes', "only with mode='fusion' (mode is 'fifo')")
+        _core.InputError: fusion_bytes: only with mode='fusion' (mode is 'fifo')
         """
         if mode not in MODES:
             raise InputError("mode", f"{mode!r} is not a mode; choose one of {', '.join(MODES)}")

@@ -111,3 +111,14 @@ def test_no_bandwidth_on_star_names_the_argument_as_well_as_the_flag() -> None:
     field, message = e.value.args
     assert field == "bandwidth" and "bandwidth= from Python" in message, message
     assert tw.Cluster(8, None, topology="rail:node=dgx-h100").bandwidth > 0  # a rail has its NICs' own
+
+
+def test_an_input_error_reads_as_field_colon_message() -> None:
+    """``str()`` of an InputError is the line the CLI prints after ``tensorwire: error:``
+    (ValueError's own would be the tuple ``('model', "unknown ...")``); ``args``, ``field``
+    and ``message`` keep the parts."""
+    with pytest.raises(InputError) as e:
+        tw.load_model("nope")
+    assert str(e.value).startswith("model: unknown model 'nope'")
+    assert e.value.args == (e.value.field, e.value.message) and e.value.field == "model"
+    assert str(InputError("only a message")) == "only a message"

@@ -36,6 +36,14 @@ pub fn collective_benchmark(spec: &str) -> Result<Workload> {
     if bytes < 1.0 {
         return Err(bad("has a SIZE below 1 byte"));
     }
+    // A buffer is whole bytes: 1.5B was rounded to 2 without a word. (Within a millionth of
+    // a byte counts as whole, for sizes such as 0.3MB.)
+    if (bytes - bytes.round()).abs() > 1e-6 {
+        return Err(bad(&format!(
+            "has a SIZE of {} bytes; give a whole number of bytes",
+            crate::units::format_number(bytes)
+        )));
+    }
     let max = crate::limits::MAX_BYTES;
     if bytes * f64::from(count) > max as f64 {
         return Err(bad(&format!("asks for more than the {max} bytes (8 PiB) a run can hold")));
@@ -67,7 +75,17 @@ mod tests {
     fn rejects_malformed_specs() {
         assert_eq!(collective_benchmark("allgather:1MiBx3").unwrap().collective, Collective::AllGather);
         assert_eq!(collective_benchmark("alltoall:1MB").unwrap().collective, Collective::AllToAll);
-        for bad in ["gather:1MiB", "allreduce", "allreduce:", "allreduce:1MiBx0", "allreduce:1MiBxq", "allreduce:0B"] {
+        assert_eq!(collective_benchmark("allreduce:0.3MB").unwrap().tensors[0].bytes, 300_000);
+        for bad in [
+            "gather:1MiB",
+            "allreduce",
+            "allreduce:",
+            "allreduce:1MiBx0",
+            "allreduce:1MiBxq",
+            "allreduce:0B",
+            "allreduce:1.5B",
+            "allreduce:0.1KiB",
+        ] {
             let e = collective_benchmark(bad).unwrap_err();
             assert_eq!(e.field(), "collective", "{bad}");
         }

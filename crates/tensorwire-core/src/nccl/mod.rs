@@ -477,8 +477,11 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         proto,
         channels,
         peer_channels: None,
-        // A calibrated factor above 1 speeds NCCL's figures up, never past the NICs' line rate.
-        seconds: (lat * 1e-6 + added + ((wire + fill * fill_factor) / factor).max(nic_floor) + steps * step_s)
+        // A calibrated factor above 1 speeds NCCL's figures up, but the bytes never leave a
+        // node faster than its NICs' line rate: the pipeline (transfer, fill and steps) takes
+        // at least the min cut's time. (Bounding the transfer alone would also bound how a fit
+        // splits the time between bandwidth and step cost, which a measurement may not show.)
+        seconds: (lat * 1e-6 + added + ((wire + fill * fill_factor) / factor + steps * step_s).max(nic_floor))
             .max(floor(collective)),
     })
 }

@@ -219,7 +219,7 @@ pub fn strategies_for(collective: Collective) -> &'static str {
         Collective::AllGather | Collective::ReduceScatter => {
             "ring, halving-doubling, recursive-doubling, butterfly, hierarchical or nccl"
         }
-        Collective::Broadcast => "tree (binomial), ring or double-tree (a pipelined chain), or nccl",
+        Collective::Broadcast => "tree (binomial), ring, double-tree (a pipelined chain) or nccl",
         Collective::AllToAll | Collective::AllReduce => {
             "an all-reduce strategy (ring, halving-doubling, tree, ...) or nccl"
         }

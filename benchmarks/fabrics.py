@@ -3,7 +3,7 @@
 Prints, per case: GPUs, strategy, folded?, ranks simulated, flows, events, CPU seconds of
 the simulate() call (best of --repeat), and the predicted iteration time. Each case runs in
 a fresh process. The unfolded runs are skipped above --max-unfolded GPUs (8,192 unfolded
-takes long). The numbers go into docs/fabrics.md.
+takes long). The numbers go into docs/benchmarks.md.
 Run: `.venv/bin/python benchmarks/fabrics.py [--gpus 1024 8192] [--strategy ring]`.
 """
 

@@ -91,6 +91,15 @@ def check_output(path: PathLike, field: str = "out") -> Path:
     return Path(text)
 
 
+def check_workload_output(path: PathLike, field: str = "out") -> Path:
+    """:func:`check_output` for a workload file, which is JSON: a path not ending in
+    ``.json`` (any case) is refused too, so that no ``.csv`` holds JSON."""
+    p = check_output(path, field)
+    if p.suffix.lower() != ".json":
+        raise InputError(field, f"{os.fspath(path)!r}: choose a file ending in .json (a tensorwire-workload/1 file)")
+    return p
+
+
 def write_atomic(path: PathLike, data: Union[str, bytes], field: str = "out") -> None:
     """Writes ``data`` to a temporary file beside ``path``, then renames it over ``path``
     (over the file a symbolic link points to, keeping the link); :class:`InputError` naming

@@ -123,7 +123,13 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":
-            rows = [_typed(r) for r in csv.DictReader(io.StringIO(data.decode()))]
+            reader = csv.DictReader(io.StringIO(data.decode()))
+            rows = []
+            for raw in reader:
+                try:
+                    rows.append(_typed(raw))
+                except ValueError as e:  # a cell that is not its column's type: name the line
+                    raise _CellError(f"{p.name}:{reader.line_num}: {e}") from None
         elif suffix == ".json":
             loaded = json.loads(data)
             if not isinstance(loaded, list) or not all(isinstance(r, dict) for r in loaded):
@@ -133,7 +139,9 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
             import pyarrow.parquet as pq  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
             rows = pq.read_table(io.BytesIO(data)).to_pylist()
-    except (ValueError, UnicodeDecodeError, OSError) as e:
+    except _CellError as e:
+        raise InputError(field, str(e)) from None
+    except (ValueError, UnicodeDecodeError, OSError, csv.Error) as e:
         raise InputError(field, f"{p.name}: not a sweep file ({e})") from None
     missing = [c.name for c in COLUMNS if rows and c.name not in rows[0]]
     if missing:
@@ -192,12 +200,22 @@ _PARSE: dict[str, Callable[[str], Any]] = {
 }
 
 
+class _CellError(Exception):
+    """A CSV cell that is not its column's type (the message names line, column and cell)."""
+
+
 def _typed(raw: dict[str, Optional[str]]) -> Row:
+    """A CSV row with each cell of its column's type; ``ValueError`` naming the column and
+    the cell where one is not."""
     kinds = {c.name: c.kind for c in COLUMNS}
     row: Row = {}
     for k, v in raw.items():
-        if v is None or (v == "" and kinds.get(k, "str") != "str"):
+        kind = kinds.get(k, "str")
+        if v is None or (v == "" and kind != "str"):
             row[k] = None
-        else:
-            row[k] = _PARSE[kinds.get(k, "str")](v)
+            continue
+        try:
+            row[k] = _PARSE[kind](v)
+        except ValueError:
+            raise ValueError(f"{k} {v[:40]!r} is not {'an integer' if kind == 'int' else 'a number'}") from None
     return row

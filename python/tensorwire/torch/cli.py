@@ -11,6 +11,7 @@ from typing import Optional
 import click
 
 from tensorwire._core import InputError
+from tensorwire.io import check_workload_output
 from tensorwire.units import format_bytes, format_rate, format_seconds
 
 
@@ -67,6 +68,7 @@ def profile(
     MODEL is a torchvision model (resnet50, vgg16, ...; random weights, random inputs) or
     package.module:factory. `tensorwire simulate --workload FILE` reads the result.
     """
+    check_workload_output(output, "output")
     _need_torch()
     import torch
 

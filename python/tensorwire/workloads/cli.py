@@ -8,12 +8,11 @@ from typing import Optional
 
 import click
 
-from tensorwire._core import InputError
 from tensorwire.api import simulate
 from tensorwire.cli import options
 from tensorwire.cli.render import short
 from tensorwire.cluster import Cluster
-from tensorwire.io import check_output
+from tensorwire.io import check_workload_output
 from tensorwire.workload import Workload
 from tensorwire.workloads.formats import detect_format, load_workload
 
@@ -42,8 +41,7 @@ def import_trace(
     give median per-layer times and must have launched the same collectives. The file is
     written atomically. `tensorwire simulate --workload FILE` reads it (or the traces).
     """
-    if check_output(out, "out").suffix.lower() != ".json":
-        raise InputError("out", f"{out!r}: choose a file ending in .json (a tensorwire-workload/1 file)")
+    check_workload_output(out, "out")
     fmt = _detect(traces[0]) if workload_format == "auto" else workload_format
     workload = load_workload(list(traces), fmt, step=step, name=name)
     workload.save(out)

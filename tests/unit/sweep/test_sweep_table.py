@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -80,6 +81,18 @@ def test_unknown_suffix_and_bad_files(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(tw.InputError, match="not a sweep file"):
         read_rows(tmp_path / "bad.json")
+
+
+def test_a_csv_cell_of_the_wrong_type_names_its_line_and_column(tmp_path: Path, rows: list[dict[str, object]]) -> None:
+    path = tmp_path / "r.csv"
+    write_rows(path, rows)
+    table = list(csv.reader(path.read_text().splitlines()))
+    table[2][table[0].index("workers")] = "x"  # the second row, line 3
+    with path.open("w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(table)
+    with pytest.raises(tw.InputError) as e:
+        read_rows(path)
+    assert e.value.args == ("sweep", "r.csv:3: workers 'x' is not an integer")
 
 
 def test_every_column_is_documented() -> None:

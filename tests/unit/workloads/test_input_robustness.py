@@ -252,6 +252,20 @@ def test_out_must_be_a_json_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (tmp_path / "J.JSON").is_file()
 
 
+def test_profile_output_must_be_a_json_file_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same rule for `profile -o` (shared: `tensorwire.io.check_workload_output`), checked
+    before torch is needed or the model runs."""
+    out = tmp_path / "p.csv"
+    assert main(["profile", "resnet18", "-o", str(out)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"tensorwire: error: output: {str(out)!r}: choose a file ending in .json (a tensorwire-workload/1 file)\n"
+    )
+    assert not out.exists()
+
+
 def _reference(layers: list[Layer], colls: list[Collective]) -> list[Optional[str]]:
     """The old quadratic rule: the first tensor (dict order) whose name ends .KIND#INDEX."""
     owner = {t.name: layer.name for layer in layers for t in layer.tensors}

@@ -214,7 +214,14 @@ class Workload:
         except pydantic.ValidationError as e:
             err = e.errors()[0]
             where = ".".join(str(x) for x in err["loc"])
-            raise InputError(f"workload.{where}" if where else "workload", err["msg"]) from None
+            message = err["msg"]
+            if where == "format" and err["type"] == "missing":
+                # No "format" at all: likely not a workload file; say what the readers expect.
+                message = (
+                    'missing: a workload file is JSON with "format": "tensorwire-workload/1" (docs/formats.md); '
+                    'a torch.profiler trace has "traceEvents"'
+                )
+            raise InputError(f"workload.{where}" if where else "workload", message) from None
         layers = tuple(
             Layer(
                 layer.name,

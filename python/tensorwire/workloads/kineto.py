@@ -610,10 +610,17 @@ def _batch_size(events: Iterable[_Ev], start: float, end: float) -> int:
 
 def read_steps(paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int] = None) -> list[Step]:
     """Each rank's step: ``step``, or the last step complete in every trace (:class:`InputError`
-    for two files of the same rank)."""
+    for the same file given twice, or two files of the same rank)."""
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not files:
         raise InputError("workload", "give at least one trace file")
+    # The same file twice, whether or not it records its rank (one without gets its position).
+    first: dict[Path, PathLike] = {}
+    for f in files:
+        key = Path(f).resolve()
+        if key in first:
+            raise InputError("workload", f"{first[key]} and {f} are the same file; give one trace per rank")
+        first[key] = f
     if step is None and len(files) > 1:
         # The last step number complete in every rank's trace.
         lasts = [read_step(f, default_rank=i) for i, f in enumerate(files)]

@@ -237,7 +237,8 @@ def test_json_that_is_neither_a_trace_nor_a_workload_file(
 
 
 def test_the_same_rank_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    needle = f"workload: rank 0 is in two files, {RANK0} and {RANK0}; give one trace per rank"
+    # The same file twice, before it is read (a file that records no rank takes its position).
+    needle = f"workload: {RANK0} and {RANK0} are the same file; give one trace per rank"
     _import_refused(capsys, [str(RANK0), str(RANK0)], tmp_path / "j.json", needle)
     copy = tmp_path / "copy.json.gz"
     copy.write_bytes(RANK0.read_bytes())

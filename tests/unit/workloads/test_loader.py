@@ -100,6 +100,17 @@ def test_malformed_workload_files_name_the_field(tmp_path: Path, doc: dict[str, 
     assert e.value.args[0] == field
 
 
+def test_a_json_object_without_format_says_what_a_workload_file_is(tmp_path: Path) -> None:
+    """``{}`` (or any object without ``"format"``) is likely not a workload file at all: the
+    refusal says what the two JSON readers expect, not pydantic's "Field required"."""
+    path = tmp_path / "e.json"
+    path.write_text("{}")
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args[0] == "workload.format"
+    assert '"format": "tensorwire-workload/1"' in e.value.args[1] and '"traceEvents"' in e.value.args[1]
+
+
 def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")

@@ -20,6 +20,7 @@ from tensorwire.calibrate.fit import (
     default_topology,
     fit,
     nccl_list,
+    topology_options,
 )
 from tensorwire.calibrate.logs import COLLECTIVES, Run, clip, parse_log
 from tensorwire.cli import options, render
@@ -46,12 +47,7 @@ def _rail_node(topology: str) -> Optional[str]:
     other fabrics)."""
     if _core.check_topology(topology) != "rail":
         return None
-    node = "dgx-h100"
-    for part in topology.split(":", 1)[1].split(",") if ":" in topology else []:
-        key, _, value = part.partition("=")
-        if key.strip() == "node":
-            node = value.strip()
-    return node
+    return topology_options(topology).get("node", "dgx-h100")
 
 
 def _preset_gpus(topology: str) -> Optional[int]:

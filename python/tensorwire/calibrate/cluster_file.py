@@ -105,7 +105,7 @@ def read(path: str) -> ClusterFile:
     if bandwidth is not None and not (_is_number(bandwidth) and bandwidth > 0):
         raise _bad(path, '"bandwidth_bytes_per_s" must be a number > 0 (bytes/s) or null (the fabric\'s own)')
     latency = data.get("latency_s")
-    if not (isinstance(latency, (int, float)) and _is_number(latency) and latency >= 0):
+    if not (isinstance(latency, (int, float)) and _is_number(latency) and latency >= 0):  # isinstance: for mypy
         raise _bad(path, '"latency_s" must be a number >= 0 (seconds)')
     transport = data.get("transport", "rdma")
     if transport not in ("rdma", "tcp"):
@@ -133,14 +133,11 @@ def _check_calibration(path: str, block: Any, topology: str) -> None:
     topology was): each key of :meth:`Calibration.as_dict` against the topology's option of
     that name (``*_s`` keys: the ``*`` duration, in seconds), or its default where the
     topology has none (``nvls_efficiency``/``nvls_fill`` are written only where not 1)."""
-    from tensorwire.calibrate.fit import Calibration  # the fit's modules, only for a file that has one
+    from tensorwire.calibrate.fit import Calibration, topology_options  # only for a file that has one
 
     if not isinstance(block, dict):
         raise _bad(path, '"calibration" must be a JSON object of the fitted numbers')
-    options: dict[str, str] = {}
-    for part in topology.split(":", 1)[1].split(",") if ":" in topology else []:
-        key, _, value = part.partition("=")
-        options[key.strip()] = value.strip()
+    options = topology_options(topology)
     defaults = {k: v for k, v in Calibration().as_dict().items() if k in block}
     for key in defaults:
         value = block[key]

@@ -172,6 +172,20 @@ def _ns(seconds: float) -> str:
     return f"{seconds * 1e9:.3f}".rstrip("0").rstrip(".")
 
 
+def topology_options(topology: str) -> dict[str, str]:
+    """The ``key=value`` options of a topology spec, as written (``rail:node=dgx-h100,sharp=true``
+    -> ``{"node": "dgx-h100", "sharp": "true"}``; ``star`` -> ``{}``).
+
+    >>> topology_options("rail:node=dgx-a100, intra_step=500ns")
+    {'node': 'dgx-a100', 'intra_step': '500ns'}
+    """
+    options: dict[str, str] = {}
+    for part in topology.split(":", 1)[1].split(",") if ":" in topology else []:
+        key, _, value = part.partition("=")
+        options[key.strip()] = value.strip()
+    return options
+
+
 def with_options(topology: str, options: str) -> str:
     """``topology`` with more options, e.g. ``rail:node=dgx-h100`` + ``a=1`` ->
     ``rail:node=dgx-h100,a=1``."""

@@ -404,7 +404,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     };
     // The host network's cut, where it is narrower than the NICs (`HostCut`): a floor on the
     // time whatever NCCL's model (and its calibration) claims.
-    let floor = |c: Collective| fabric.cut.map_or(0.0, |cut| cut_floor_seconds(cut, ranks, c, bytes));
+    let floor = fabric.cut.map_or(0.0, |cut| cut_floor_seconds(cut, ranks, collective, bytes));
     if collective == Collective::AllToAll {
         let (lat_us, mut secs) = alltoall::time(fabric, &graphs, bytes, options.pxn);
         // Each GPU's share for other nodes at its NICs' line rate: no factor goes past it.
@@ -418,7 +418,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
             proto: Proto::Simple,
             channels: p2p,
             peer_channels: Some(alltoall::channels_per_peer(fabric, p2p, bytes / ranks as f64)),
-            seconds: (lat_us * 1e-6 + added + (secs / factor).max(nic_floor)).max(floor(collective)),
+            seconds: (lat_us * 1e-6 + added + (secs / factor).max(nic_floor)).max(floor),
         });
     }
     let mut best: Option<(Algo, Proto, f64, f64, f64)> = None;
@@ -482,7 +482,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         // at least the min cut's time. (Bounding the transfer alone would also bound how a fit
         // splits the time between bandwidth and step cost, which a measurement may not show.)
         seconds: (lat * 1e-6 + added + ((wire + fill * fill_factor) / factor + steps * step_s).max(nic_floor))
-            .max(floor(collective)),
+            .max(floor),
     })
 }
 

@@ -180,7 +180,7 @@ def fit_calibration(series: dict[str, Any]) -> Calibrated:
     options = ",".join(
         o
         for o in f.calibration.options().split(",")
-        if o.startswith(f"{regime}_") or regime == "intra" and o.startswith("nvls_")
+        if o.startswith(f"{regime}_") or o.startswith({"intra": "nvls_", "inter": "nvlstree_"}[regime])
     )
     errs = [abs(r.error) for r in f.rows]
     return Calibrated(series["id"], options, len(errs), statistics.median(errs), max(errs))

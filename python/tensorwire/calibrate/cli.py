@@ -143,9 +143,12 @@ def _show(result: Fit) -> None:
         ("inter_latency", format_seconds(c.inter_latency_s), "inter", None),
         ("inter_fill", f"{c.inter_fill:.4g}", "inter", "inter"),
         ("inter_step", format_seconds(c.inter_step_s), "inter", None),
+        ("nvlstree_efficiency", f"{c.nvlstree_efficiency:.4g}", "inter", "nvlstree"),
+        ("nvlstree_fill", f"{c.nvlstree_fill:.4g}", "inter", "nvlstree"),
     ):
-        if family == "nvls" and "nvls" not in result.families and (c.nvls_efficiency, c.nvls_fill) == (1.0, 1.0):
-            continue  # no NVLS row: nothing to say about it
+        own = {"nvls": (c.nvls_efficiency, c.nvls_fill), "nvlstree": (c.nvlstree_efficiency, c.nvlstree_fill)}
+        if family in own and family not in result.families and own[family] == (1.0, 1.0):
+            continue  # no row of that algorithm: nothing to say about it
         measured = regime in result.fitted and (family is None or family in result.families)
         p.add_row(
             name,
@@ -154,6 +157,8 @@ def _show(result: Fit) -> None:
                 (
                     "single-node NVLS rows"
                     if family == "nvls"
+                    else "multi-node NVLS tree rows"
+                    if family == "nvlstree"
                     else "single-node rows"
                     if regime == "intra"
                     else "multi-node rows"

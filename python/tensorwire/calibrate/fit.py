@@ -1,6 +1,6 @@
 """Fitting a fabric's calibration to nccl-tests runs.
 
-The calibration is ten numbers the topology spec carries (``rail``/``nodes`` options), four
+The calibration is twelve numbers the topology spec carries (``rail``/``nodes`` options), four
 per regime: ``intra_efficiency`` and ``inter_efficiency``, factors on the bandwidths NCCL's
 model gives inside a node and across nodes; ``intra_latency`` and ``inter_latency``, added
 to each single-node and multi-node collective; ``intra_fill`` and ``inter_fill``, factors on
@@ -10,12 +10,13 @@ cluster shows; 1 = the depths and chunk sizes of NCCL's source, 0 = none); ``int
 a synchronisation whose cost is the hardware's, which NCCL publishes no figure for; 0 =
 none); and single-node NVLS's own efficiency and fill, ``nvls_efficiency`` and ``nvls_fill``
 (NVLS reduces in the NVSwitches through a pipeline of warp-group stages, where rings, trees
-and PAT copy over the links through FIFOs; NCCL too gives it its own efficiency). Single-node
-runs fix the intra four and NVLS's two, multi-node runs the inter four (with the intra ones
-fixed first).
+and PAT copy over the links through FIFOs; NCCL too gives it its own efficiency), and likewise
+multi-node NVLS tree's, ``nvlstree_efficiency`` and ``nvlstree_fill``. Single-node runs fix
+the intra four and NVLS's two, multi-node runs the inter four and NVLS tree's two (with the
+intra ones fixed first).
 
-Each regime's rows fall into efficiency families (:data:`FAMILIES`: inside a node, NVLS and
-the rest) that share the latency and step cost. A family's efficiency and fill are fitted
+Each regime's rows fall into efficiency families (:data:`FAMILIES`: inside a node NVLS and the
+rest, across nodes NVLS tree and the rest) that share the latency and step cost. A family's efficiency and fill are fitted
 only where at least :data:`MIN_BANDWIDTH_ROWS` of its rows spend half their time or more on
 the transfer; a family seen only in latency-bound rows keeps NCCL's figures (1 and 1). So an
 all-reduce sweep on an NVLS node (a ring at 1 MiB, NVLS above) fits NVLS and leaves the rings
@@ -91,6 +92,11 @@ class Calibration:
     #: ``intra_efficiency`` and ``intra_fill`` cover the other single-node algorithms.
     nvls_efficiency: float = 1.0
     nvls_fill: float = 1.0
+    #: Multi-node NVLS tree's own efficiency and fill factor (``nvlstree_efficiency``,
+    #: ``nvlstree_fill``): ``inter_efficiency`` and ``inter_fill`` cover the other multi-node
+    #: algorithms.
+    nvlstree_efficiency: float = 1.0
+    nvlstree_fill: float = 1.0
 
     def rounded(self) -> Calibration:
         """As :meth:`options` writes it: efficiencies and fill factors to 6 significant
@@ -109,25 +115,35 @@ class Calibration:
             round(min(max(self.inter_step_s, 0.0), MAX_STEP_S) * 1e12) / 1e12,
             float(f"{min(self.nvls_efficiency, MAX_EFFICIENCY):.6g}"),
             float(f"{min(max(self.nvls_fill, 0.0), MAX_FILL):.6g}"),
+            float(f"{min(self.nvlstree_efficiency, MAX_EFFICIENCY):.6g}"),
+            float(f"{min(max(self.nvlstree_fill, 0.0), MAX_FILL):.6g}"),
         )
 
     def options(self) -> str:
-        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_step=0ns``; NVLS's pair
-        where it is not NCCL's own (both 1).
+        """The topology options, e.g. ``intra_efficiency=0.8,...,inter_step=0ns``; NVLS's and
+        NVLS tree's pairs where they are not NCCL's own (both 1).
 
         >>> Calibration(0.8, 0.95, 2.5e-6, 1e-5, 0.5, intra_step_s=4.25e-7).options()
         'intra_efficiency=0.8,inter_efficiency=0.95,intra_latency=2500ns,inter_latency=10000ns,intra_fill=0.5,inter_fill=1,intra_step=425ns,inter_step=0ns'
         >>> Calibration(nvls_efficiency=1.07).options().split(",")[-2:]
         ['nvls_efficiency=1.07', 'nvls_fill=1']
+        >>> Calibration(nvlstree_fill=2.5).options().split(",")[-2:]
+        ['nvlstree_efficiency=1', 'nvlstree_fill=2.5']
         """
         r = self.rounded()
         nvls = (r.nvls_efficiency, r.nvls_fill) != (1.0, 1.0)
+        nvlstree = (r.nvlstree_efficiency, r.nvlstree_fill) != (1.0, 1.0)
         return (
             f"intra_efficiency={r.intra_efficiency:.6g},inter_efficiency={r.inter_efficiency:.6g},"
             f"intra_latency={round(r.intra_latency_s * 1e9)}ns,inter_latency={round(r.inter_latency_s * 1e9)}ns,"
             f"intra_fill={r.intra_fill:.6g},inter_fill={r.inter_fill:.6g},"
             f"intra_step={_ns(r.intra_step_s)}ns,inter_step={_ns(r.inter_step_s)}ns"
             + (f",nvls_efficiency={r.nvls_efficiency:.6g},nvls_fill={r.nvls_fill:.6g}" if nvls else "")
+            + (
+                f",nvlstree_efficiency={r.nvlstree_efficiency:.6g},nvlstree_fill={r.nvlstree_fill:.6g}"
+                if nvlstree
+                else ""
+            )
         )
 
     def at_upper_bounds(self) -> list[str]:
@@ -147,6 +163,8 @@ class Calibration:
                 ("inter_efficiency", r.inter_efficiency, MAX_EFFICIENCY),
                 ("inter_fill", r.inter_fill, MAX_FILL),
                 ("inter_step", r.inter_step_s, MAX_STEP_S),
+                ("nvlstree_efficiency", r.nvlstree_efficiency, MAX_EFFICIENCY),
+                ("nvlstree_fill", r.nvlstree_fill, MAX_FILL),
             )
             if value >= bound * (1 - 1e-9)
         ]
@@ -164,6 +182,8 @@ class Calibration:
             "inter_step_s": r.inter_step_s,
             "nvls_efficiency": r.nvls_efficiency,
             "nvls_fill": r.nvls_fill,
+            "nvlstree_efficiency": r.nvlstree_efficiency,
+            "nvlstree_fill": r.nvlstree_fill,
         }
 
 
@@ -278,7 +298,8 @@ class Fit:
     rows: tuple[RowFit, ...]
     fitted: tuple[str, ...]  # the regimes measured (latency and step cost): "intra", "inter"
     #: The efficiency families whose efficiency and fill were fitted (:data:`FAMILIES`):
-    #: "intra" (single-node algorithms but NVLS, and all-to-all), "nvls", "inter".
+    #: "intra" (single-node algorithms but NVLS, and all-to-all), "nvls", "inter" (multi-node
+    #: algorithms but NVLS tree, and all-to-all), "nvlstree".
     families: tuple[str, ...] = ()
 
     @property
@@ -496,11 +517,15 @@ def _score(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibrati
 
 #: The efficiency families of each regime, by the :class:`Calibration` fields of their
 #: efficiency and fill: inside a node NVLS has its own (``nvls_*``), every other algorithm and
-#: all-to-all share ``intra_*``; across nodes one pair covers all.
+#: all-to-all share ``intra_*``; across nodes NVLS tree has its own (``nvlstree_*``: the nodes'
+#: NVSwitches reduce, and the tree's chains cross the NICs one hop per node), rings, trees,
+#: CollNet and all-to-all share ``inter_*``.
 FAMILIES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "intra": (("intra", "intra_efficiency", "intra_fill"), ("nvls", "nvls_efficiency", "nvls_fill")),
-    "inter": (("inter", "inter_efficiency", "inter_fill"),),
+    "inter": (("inter", "inter_efficiency", "inter_fill"), ("nvlstree", "nvlstree_efficiency", "nvlstree_fill")),
 }
+#: The algorithm of each regime's second family (:data:`FAMILIES`).
+_OWN_FAMILY_ALGO = {"intra": "nvls", "inter": "nvlstree"}
 #: A family's efficiency and fill are fitted where at least this many of its rows spend at
 #: least :data:`BANDWIDTH_BOUND` of their time on the transfer; one whose rows are all
 #: latency-bound (an all-reduce sweep's 1 MiB ring row beside NVLS from 2 MiB up) says
@@ -511,7 +536,7 @@ BANDWIDTH_BOUND = 0.5
 
 def _family(model: Model, regime: str, algo: str) -> int:
     """The index in ``FAMILIES[regime]`` of the family a row run with ``algo`` belongs to."""
-    return 1 if regime == "intra" and model.native and algo == "nvls" else 0
+    return 1 if model.native and algo == _OWN_FAMILY_ALGO[regime] else 0
 
 
 def _fit_regime(

@@ -11,7 +11,7 @@ from tensorwire._core import InputError
 #: The topology options that carry a calibration (``rail`` and ``nodes`` specs): factors on
 #: NCCL's intra-node and inter-node bandwidths, latencies added to each single-node and
 #: multi-node collective, factors on NCCL's pipeline fill and drain, and the cost of each
-#: pipeline step; single-node NVLS's own bandwidth and fill factors.
+#: pipeline step; single-node NVLS's and multi-node NVLS tree's own bandwidth and fill factors.
 CALIBRATION_OPTIONS: tuple[str, ...] = (
     "intra_efficiency",
     "inter_efficiency",
@@ -23,6 +23,8 @@ CALIBRATION_OPTIONS: tuple[str, ...] = (
     "inter_step",
     "nvls_efficiency",
     "nvls_fill",
+    "nvlstree_efficiency",
+    "nvlstree_fill",
 )
 
 

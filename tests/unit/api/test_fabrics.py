@@ -25,6 +25,8 @@ def test_rail_is_listed_with_its_options() -> None:
         "inter_step",
         "nvls_efficiency",
         "nvls_fill",
+        "nvlstree_efficiency",
+        "nvlstree_fill",
     }
     assert "dgx-h100" in rail["options"][0]["accepts"] and "dgx-a100" in rail["options"][0]["accepts"]
 

@@ -178,17 +178,17 @@ def test_a_bad_step_cost_is_one_line(capsys: pytest.CaptureFixture[str], option:
 
 @pytest.mark.skipif(not calibration_supported("rail:node=dgx-h100"), reason="the core lacks the calibration options")
 def test_a_fit_at_the_specs_largest_value_is_named(capsys: pytest.CaptureFixture[str]) -> None:
-    """GCP A3 Mega's log drives the network efficiency to the specs' largest value (2): the
-    table and a line say so, and --json lists it; Azure's fit, inside every range, has no
-    such line."""
+    """GCP A3 Mega's log (NVLS tree from 2 MiB up, as NCCL's defaults choose) drives NVLS
+    tree's network efficiency to the specs' largest value (2): the table and a line say so,
+    and --json lists it; Azure's fit, inside every range, has no such line."""
     a3 = str(FIXTURES / "gcp-a3-mega-2x8-allreduce.log")
     azure = str(FIXTURES / "azure-nd-h100-v5-allreduce.log")
     rc, out, _ = _run(capsys, "calibrate", "nccl-tests", a3)
     assert rc == 0
-    assert "inter_efficiency stopped at the largest value the topology specs take" in out
+    assert "nvlstree_efficiency stopped at the largest value the topology specs take" in out
     assert "at the specs' largest value" in out
     rc, out, _ = _run(capsys, "calibrate", "nccl-tests", a3, "--json")
-    assert rc == 0 and json.loads(out)["at_upper_bounds"] == ["inter_efficiency"]
+    assert rc == 0 and json.loads(out)["at_upper_bounds"] == ["nvlstree_efficiency"]
     rc, out, _ = _run(capsys, "calibrate", "nccl-tests", azure)
     assert rc == 0 and "stopped at the largest value" not in out and "largest value" not in out
     rc, out, _ = _run(capsys, "calibrate", "nccl-tests", azure, "--json")

@@ -91,6 +91,12 @@ pub struct Calibration {
     /// Factor (>= 0) on NVLS's fill and drain in single-node collectives (in place of
     /// `intra_fill`).
     pub nvls_fill: f64,
+    /// Factor on NVLS tree's bandwidth in multi-node collectives (in place of
+    /// `inter_bandwidth`).
+    pub nvlstree_bandwidth: f64,
+    /// Factor (>= 0) on NVLS tree's fill and drain in multi-node collectives (in place of
+    /// `inter_fill`).
+    pub nvlstree_fill: f64,
 }
 
 impl Default for Calibration {
@@ -106,6 +112,8 @@ impl Default for Calibration {
             inter_step_s: 0.0,
             nvls_bandwidth: 1.0,
             nvls_fill: 1.0,
+            nvlstree_bandwidth: 1.0,
+            nvlstree_fill: 1.0,
         }
     }
 }
@@ -391,10 +399,12 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     }
     let multi = fabric.nodes > 1;
     let c = &fabric.calibration;
+    // NCCL's socket transport's loss on the network's bandwidth (1 over RDMA or in a node).
+    let transport_factor = if multi && fabric.transport == Transport::Tcp { tables::TCP_EFFICIENCY } else { 1.0 };
     let (factor, added, fill_factor, step_s) = if multi {
         let tcp = fabric.transport == Transport::Tcp;
         (
-            c.inter_bandwidth * if tcp { tables::TCP_EFFICIENCY } else { 1.0 },
+            c.inter_bandwidth * transport_factor,
             c.inter_latency_s + if tcp { tables::TCP_EXTRA_LATENCY_S } else { 0.0 },
             c.inter_fill,
             c.inter_step_s,
@@ -445,9 +455,13 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let Some((algo, proto, _, lat, bw)) = best else {
         return Err(checks::nothing_for(fabric, collective, options));
     };
-    // Single-node NVLS has its own calibrated bandwidth and fill (`Calibration`).
-    let (factor, fill_factor) =
-        if !multi && algo == Algo::Nvls { (c.nvls_bandwidth, c.nvls_fill) } else { (factor, fill_factor) };
+    // Single-node NVLS and multi-node NVLS tree have their own calibrated bandwidth and fill
+    // (`Calibration`).
+    let (factor, fill_factor) = match (multi, algo) {
+        (false, Algo::Nvls) => (c.nvls_bandwidth, c.nvls_fill),
+        (true, Algo::NvlsTree) => (c.nvlstree_bandwidth * transport_factor, c.nvlstree_fill),
+        _ => (factor, fill_factor),
+    };
     // NCCL chose by its model; NVLS runs at its links' rate, not the search's rounded
     // per-channel speed (`tuning::run_bandwidth`).
     let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, bw);

@@ -280,16 +280,18 @@ fn tcp_and_calibration_change_the_time_not_the_choice() {
 fn the_fill_factor_scales_the_pipelines_fill_and_nothing_else() {
     // t(F) = latency + (wire + F x fill) / efficiency: F = 0 leaves NCCL's model time, and
     // t(2) - t(1) = t(1) - t(0) = fill / efficiency (the fill at 32 MiB is several % of it).
-    // Inside one 8-GPU H100 node all-reduce runs NVLS (`nvls_*`), all-gather a ring (`intra_*`).
+    // Inside one 8-GPU H100 node all-reduce runs NVLS (`nvls_*`), all-gather a ring (`intra_*`);
+    // across four nodes all-reduce runs NVLS tree (`nvlstree_*`), all-gather a ring (`inter_*`).
     let at = |opts: &str, ranks: usize, c: Collective, bytes: f64| {
         let spec = TopologySpec::parse(&format!("rail:node=dgx-h100{opts}")).unwrap();
         let f = NcclFabric::from_topology(&spec, ranks, 50e9, Transport::Rdma).unwrap();
         pick(&f, c, bytes)
     };
-    let cases = [
-        (8, Collective::AllGather, Algo::Ring, "intra", ["inter", "nvls"]),
-        (8, Collective::AllReduce, Algo::Nvls, "nvls", ["inter", "intra"]),
-        (32, Collective::AllReduce, Algo::NvlsTree, "inter", ["intra", "nvls"]),
+    let cases: [(usize, Collective, Algo, &str, &[&str]); 4] = [
+        (8, Collective::AllGather, Algo::Ring, "intra", &["inter", "nvls", "nvlstree"]),
+        (8, Collective::AllReduce, Algo::Nvls, "nvls", &["inter", "intra", "nvlstree"]),
+        (32, Collective::AllReduce, Algo::NvlsTree, "nvlstree", &["intra", "nvls", "inter"]),
+        (32, Collective::AllGather, Algo::Ring, "inter", &["intra", "nvls", "nvlstree"]),
     ];
     for (ranks, c, algo, regime, others) in cases {
         let bytes = 32.0 * MIB;
@@ -302,12 +304,20 @@ fn the_fill_factor_scales_the_pipelines_fill_and_nothing_else() {
         assert!(((t2.seconds - t1.seconds) - fill).abs() < 1e-12, "{regime}");
         assert_eq!(t1.seconds, at(&format!(",{regime}_efficiency=0.8"), ranks, c, bytes).seconds, "default 1");
         // The other factors change nothing here.
-        for other in others {
+        for &other in others {
             let o = at(&format!(",{regime}_efficiency=0.8,{other}_fill=3,{other}_efficiency=0.5"), ranks, c, bytes);
             assert_eq!(o.seconds, t1.seconds, "{regime}: {other}");
         }
     }
-    for bad in ["intra_fill=11", "inter_fill=-1", "intra_fill=x", "nvls_fill=10.5", "nvls_efficiency=0"] {
+    for bad in [
+        "intra_fill=11",
+        "inter_fill=-1",
+        "intra_fill=x",
+        "nvls_fill=10.5",
+        "nvls_efficiency=0",
+        "nvlstree_fill=11",
+        "nvlstree_efficiency=0",
+    ] {
         let e = TopologySpec::parse(&format!("rail:node=dgx-h100,{bad}")).unwrap_err();
         assert!(e.field().starts_with("topology."), "{bad}: {}", e.field());
     }

@@ -3,7 +3,7 @@
 //! `nodes` and `rail` also take NCCL's fabric options (`sharp=`, `nvls=`) and calibration
 //! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`,
 //! `intra_fill=`, `inter_fill=`, `intra_step=`, `inter_step=`, `nvls_efficiency=`,
-//! `nvls_fill=`).
+//! `nvls_fill=`, `nvlstree_efficiency=`, `nvlstree_fill=`).
 
 use super::Topology;
 use crate::error::{Error, Result};
@@ -17,11 +17,12 @@ use crate::units::Nanos;
 pub const MAX_STEP_S: f64 = 1e-3;
 
 /// The largest calibrated efficiency (`intra_efficiency=`, `inter_efficiency=`,
-/// `nvls_efficiency=`): a factor on NCCL's own bandwidth figures, which are 0.75-0.96 of line
+/// `nvls_efficiency=`, `nvlstree_efficiency=`): a factor on NCCL's own bandwidth figures, which are 0.75-0.96 of line
 /// rate, so twice them is past any link's line rate.
 pub const MAX_EFFICIENCY: f64 = 2.0;
 
-/// The largest calibrated fill factor (`intra_fill=`, `inter_fill=`, `nvls_fill=`): ten
+/// The largest calibrated fill factor (`intra_fill=`, `inter_fill=`, `nvls_fill=`,
+/// `nvlstree_fill=`): ten
 /// times NCCL's pipeline depths.
 pub const MAX_FILL: f64 = 10.0;
 
@@ -146,6 +147,20 @@ static NCCL_FABRIC: &[OptionInfo] = &[
         kind: OptionKind::NonNegativeRealAtMost(MAX_FILL),
         default: "1",
         help: "calibration: factor in [0, 10] on NVLS's pipeline fill and drain (single-node NVLS; intra_fill covers the other algorithms)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "nvlstree_efficiency",
+        kind: OptionKind::RealAtMost(MAX_EFFICIENCY),
+        default: "1",
+        help: "calibration: factor in (0, 2] on NCCL's NVLS tree bandwidth (multi-node; inter_efficiency covers the other algorithms)",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "nvlstree_fill",
+        kind: OptionKind::NonNegativeRealAtMost(MAX_FILL),
+        default: "1",
+        help: "calibration: factor in [0, 10] on NVLS tree's pipeline fill and drain (multi-node; inter_fill covers the other algorithms)",
         aliases: &[],
     },
 ];
@@ -313,6 +328,8 @@ impl TopologySpec {
             intra_step_s: self.0.duration("intra_step").unwrap_or(0.0),
             nvls_bandwidth: self.0.real("nvls_efficiency").unwrap_or(1.0),
             nvls_fill: self.0.real("nvls_fill").unwrap_or(1.0),
+            nvlstree_bandwidth: self.0.real("nvlstree_efficiency").unwrap_or(1.0),
+            nvlstree_fill: self.0.real("nvlstree_fill").unwrap_or(1.0),
             inter_step_s: self.0.duration("inter_step").unwrap_or(0.0),
         }
     }
@@ -549,6 +566,8 @@ mod tests {
             ("inter_fill", "10", "[0, 10]"),
             ("nvls_efficiency", "2", "(0, 2]"),
             ("nvls_fill", "10", "[0, 10]"),
+            ("nvlstree_efficiency", "2", "(0, 2]"),
+            ("nvlstree_fill", "10", "[0, 10]"),
         ] {
             let e = TopologySpec::parse(&format!("rail:{option}={max}.5")).unwrap_err();
             assert_eq!(e.field(), format!("topology.{option}"));

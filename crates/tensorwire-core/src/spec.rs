@@ -131,6 +131,24 @@ pub struct Spec {
 }
 
 /// Splits `text` into a name and raw `key=value` pairs.
+/// The divisors of `n` for a refusal that asks for one, at most twelve shown: `1, 2, 3, 4, 6, 12`.
+///
+/// ```
+/// use tensorwire_core::spec::divisors_shown;
+/// assert_eq!(divisors_shown(12), "1, 2, 3, 4, 6, 12");
+/// assert_eq!(divisors_shown(5040).split(", ").count(), 12);
+/// assert!(divisors_shown(5040).ends_with(" ..."));
+/// ```
+pub fn divisors_shown(n: usize) -> String {
+    let mut divisors = (1..=n).filter(|&d| n.is_multiple_of(d)).map(|d| d.to_string());
+    let shown: Vec<String> = divisors.by_ref().take(12).collect();
+    if divisors.next().is_some() {
+        format!("{} ...", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
 pub fn split(field: &str, text: &str) -> Result<(String, Vec<(String, String)>)> {
     let text = text.trim();
     let (name, rest) = match text.split_once(':') {

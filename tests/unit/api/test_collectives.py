@@ -65,3 +65,23 @@ def test_the_python_list_of_collectives_is_the_cores() -> None:
     with pytest.raises(tw.InputError) as e:
         tw.Workload.collective("gather:1MB")
     assert f"one of {', '.join(COLLECTIVES)}," in e.value.args[1]
+
+
+@pytest.mark.parametrize("kind", ["allgather", "reducescatter"])
+def test_hierarchical_halves_need_whole_machines_and_say_which(kind: str) -> None:
+    """Hierarchical all-gather / reduce-scatter run one level per machine, so 12 workers on
+    machines of 8 are refused, listing the divisors that run; the all-reduce of the same
+    strategy runs with a partial last machine, and the refusal says so."""
+    cluster = tw.Cluster(12, "25Gbps")
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate(tw.Workload.collective(f"{kind}:64MiB"), cluster, "hierarchical:gpus_per_node=8")
+    field, message = e.value.args[0], e.value.args[-1]
+    assert field == "strategy.gpus_per_node"
+    assert f"hierarchical {kind} runs on whole machines" in message
+    assert "one of 1, 2, 3, 4, 6, 12" in message and "all-reduce takes a partial last machine" in message
+    ok = tw.simulate(tw.Workload.collective(f"{kind}:64MiB"), cluster, "hierarchical:gpus_per_node=6")
+    assert ok.iteration_time_s > 0
+    assert (
+        tw.simulate(tw.Workload.collective("allreduce:64MiB"), cluster, "hierarchical:gpus_per_node=8").iteration_time_s
+        > 0
+    )

@@ -690,10 +690,7 @@ pub(super) fn shard_group(cfg: &ShardedConfig, topo: &Topology, n: usize) -> Res
 /// Checks that `group` ranks per shard group divide `workers`.
 fn check_group(group: usize, workers: usize) -> Result<()> {
     if group == 0 || !workers.is_multiple_of(group) {
-        let divisors: Vec<String> =
-            (1..=workers).filter(|&d| workers.is_multiple_of(d)).map(|d| d.to_string()).collect();
-        let shown =
-            if divisors.len() > 12 { format!("{} ...", divisors[..12].join(", ")) } else { divisors.join(", ") };
+        let shown = crate::spec::divisors_shown(workers);
         return Err(Error::invalid(
             "strategy.shard_group",
             format!("{group} ranks per shard group do not divide {workers} workers; choose a divisor: {shown}"),

@@ -185,7 +185,11 @@ impl Algorithm {
                     return Err(Error::invalid(
                         "strategy.gpus_per_node",
                         format!(
-                            "{g} ranks per machine do not divide {n} workers; give gpus_per_node=G with G dividing {n}"
+                            "hierarchical {} runs on whole machines, and {g} ranks per machine do not divide {n} \
+                             workers; give gpus_per_node=G with G one of {} (its all-reduce takes a partial last \
+                             machine)",
+                            kind.name(),
+                            crate::spec::divisors_shown(n)
                         ),
                     ));
                 }

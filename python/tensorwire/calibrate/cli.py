@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
+import os
 from typing import Any, Optional
 
 import click
@@ -34,9 +34,20 @@ def calibrate() -> None:
     """Fit the fabric's efficiencies and latencies to measurements of your own cluster."""
 
 
+#: The fabrics calibration fits: NCCL's model runs on GPU nodes, and only their specs take
+#: the calibration options.
+GPU_FABRICS = ("rail", "nodes")
+
+
 def _base_topology(given: Optional[str], runs: list[Run]) -> str:
     if given is not None:
-        _core.check_topology(given)
+        kind = _core.check_topology(given)
+        if kind not in GPU_FABRICS:
+            raise _core.InputError(
+                "topology",
+                f"{clip(given)!r} is a {kind} fabric; calibration fits NCCL's model of GPU nodes: give "
+                "rail[:node=NAME,...] or nodes[:machine=NAME]",
+            )
         return given
     names = [p["name"] for p in _core.NODE_PRESETS]
     return default_topology(runs, names)
@@ -51,7 +62,12 @@ def _rail_node(topology: str) -> Optional[str]:
 
 
 def _preset_gpus(topology: str) -> Optional[int]:
-    """GPUs per node of a ``rail`` topology's node preset (None for other fabrics)."""
+    """GPUs per node of a ``rail`` topology's node preset or a ``nodes`` topology's machine
+    (None for other fabrics)."""
+    if _core.check_topology(topology) == "nodes":
+        from tensorwire.gputopo.topology import Topology
+
+        return Topology.preset(topology_options(topology).get("machine", "p3.16xlarge")).gpus
     node = _rail_node(topology)
     return next((int(p["gpus"]) for p in _core.NODE_PRESETS if p["name"] == node), None)
 
@@ -146,10 +162,11 @@ def _show(result: Fit) -> None:
         ("nvlstree_efficiency", f"{c.nvlstree_efficiency:.4g}", "inter", "nvlstree"),
         ("nvlstree_fill", f"{c.nvlstree_fill:.4g}", "inter", "nvlstree"),
     ):
-        own = {"nvls": (c.nvls_efficiency, c.nvls_fill), "nvlstree": (c.nvlstree_efficiency, c.nvlstree_fill)}
-        if family in own and family not in result.families and own[family] == (1.0, 1.0):
+        if family in ("nvls", "nvlstree") and not _ran(result, family):
             continue  # no row of that algorithm: nothing to say about it
-        measured = regime in result.fitted and (family is None or family in result.families)
+        measured = (
+            regime in result.fitted and regime not in result.kept and (family is None or family in result.families)
+        )
         p.add_row(
             name,
             value,
@@ -166,6 +183,8 @@ def _show(result: Fit) -> None:
                 + (", [red]at the specs' largest value[/red]" if name in at_bound else "")
             )
             if measured
+            else "kept (NCCL's figure): no fit reproduced the rows better"
+            if regime in result.kept
             else "kept (NCCL's figure): its rows are latency-bound"
             if regime in result.fitted
             else "not measured (default)",
@@ -192,23 +211,52 @@ def _show(result: Fit) -> None:
         )
     strategy = _restricted_strategy(result)
     if strategy != "nccl":
-        click.echo(f"Measured with NCCL's choice restricted: simulate with -s {strategy}")
+        what = " and ".join(
+            w
+            for w, on in (
+                ("NCCL's choice restricted", result.model.algo or result.model.proto),
+                ("NCCL's socket transport", result.model.transport == "tcp"),
+            )
+            if on
+        )
+        click.echo(f"Measured with {what}: simulate with -s {strategy}")
+    for regime in result.kept:
+        click.echo(
+            f"{'Single' if regime == 'intra' else 'Multi'}-node rows: no fit reproduced them better than NCCL's own "
+            "figures (by largest error), which are kept: the measured curve has a shape the model's parameters "
+            "cannot follow (docs/calibration.md)"
+        )
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name the same existing file (through links and relative paths too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _ran(result: Fit, algo: str) -> bool:
+    """A row of the fit ran ``algo`` (``nvls`` on one node, ``nvlstree`` across nodes), before
+    or after the fit: the parameters of its family then have something to say."""
+    multi = algo == "nvlstree"
+    return any((r.run.nodes > 1) == multi and algo in (r.before.algo, r.after.algo) for r in result.rows)
 
 
 def _restricted_strategy(result: Fit) -> str:
-    """The ``nccl`` strategy with the restriction the logs were measured under."""
-    options = [f"{k}={v}" for k, v in (("algo", result.model.algo), ("proto", result.model.proto)) if v]
+    """The ``nccl`` strategy as the logs were measured: with their NCCL_ALGO / NCCL_PROTO
+    restriction and NCCL's socket transport where the fit assumed it (``--cluster`` carries
+    the fabric, not the strategy's options)."""
+    tcp = "tcp" if result.model.transport == "tcp" else None
+    options = [
+        f"{k}={v}" for k, v in (("algo", result.model.algo), ("proto", result.model.proto), ("transport", tcp)) if v
+    ]
     return "nccl" + (":" + ",".join(options) if options else "")
 
 
 def _skipped(result: Fit) -> list[tuple[str, int]]:
     """(log, line) of every row of size 0 the runs skipped."""
     return [(run.path, line) for run in dict.fromkeys(r.run for r in result.rows) for line in run.skipped]
-
-
-def _sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.ClusterFile:
@@ -220,7 +268,7 @@ def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.Clust
         "sources": [
             {
                 "path": r.path,
-                "sha256": _sha256(r.path),
+                "sha256": r.sha256,
                 "collective": r.collective,
                 "nodes": r.nodes,
                 "gpus_per_node": r.gpus_per_node,
@@ -247,6 +295,18 @@ def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.Clust
     )
 
 
+def _latency(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[float]:
+    """``--latency`` as seconds, below the simulation horizon that ``--cluster`` checks too."""
+    seconds = options._duration(ctx, param, value)
+    if seconds is not None and seconds >= _core.HORIZON_S:
+        raise _core.InputError(
+            "latency",
+            f"{clip(str(value))} is past the simulation horizon; durations must be below {_core.HORIZON_S:.0f} s "
+            "(2^53 ns, 104 days)",
+        )
+    return seconds
+
+
 @calibrate.command("nccl-tests")
 @click.argument("logs", nargs=-1, required=True, metavar="LOG...")
 @click.option(
@@ -260,7 +320,7 @@ def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.Clust
     "--latency",
     default=f"{_core.DEFAULT_LATENCY_S * 1e6:g}us",
     show_default=True,
-    callback=options._duration,
+    callback=_latency,
     help="Latency per hop, written to the cluster file for the flow-level strategies.",
 )
 @click.option(
@@ -314,6 +374,9 @@ def nccl_tests(
     """
     if out is not None:
         check_output(out, "out")
+        for log in logs:
+            if _same_file(out, log):
+                raise _core.InputError("out", f"{clip(out)} is one of the logs; write the cluster file elsewhere")
     runs = [parse_log(path, collective) for path in logs]
     base = _base_topology(topology, runs)
     check_runs(runs, base, _preset_gpus(base))
@@ -329,6 +392,7 @@ def nccl_tests(
                     "native": result.model.native,
                     "calibration": result.calibration.as_dict(),
                     "at_upper_bounds": result.calibration.at_upper_bounds(),
+                    "kept_regimes": list(result.kept),
                     "strategy": _restricted_strategy(result),
                     "rows": [
                         {

@@ -88,8 +88,15 @@ def read(path: str) -> ClusterFile:
         data = loads_json(read_input(path, "cluster", MAX_BYTES), path, "cluster")
     except InputError as e:
         raise InputError("cluster", str(e.args[1]) if len(e.args) > 1 else str(e)) from None
-    if not isinstance(data, dict) or data.get("tensorwire_cluster") != FORMAT:
+    if not isinstance(data, dict) or "tensorwire_cluster" not in data:
         raise _bad(path, f'not a tensorwire cluster file (a JSON object with "tensorwire_cluster": {FORMAT})')
+    version = data["tensorwire_cluster"]
+    if type(version) is not int or version != FORMAT:  # JSON true is not version 1
+        raise _bad(
+            path,
+            f'"tensorwire_cluster" {clip(json.dumps(version))} is not a format this tensorwire reads: it reads '
+            f"version {FORMAT} (write the file again with this tensorwire's `calibrate`)",
+        )
     topology = data.get("topology")
     if not isinstance(topology, str):
         raise _bad(path, '"topology" must be a topology spec (text)')
@@ -105,8 +112,10 @@ def read(path: str) -> ClusterFile:
     if bandwidth is not None and not (_is_number(bandwidth) and bandwidth > 0):
         raise _bad(path, '"bandwidth_bytes_per_s" must be a number > 0 (bytes/s) or null (the fabric\'s own)')
     latency = data.get("latency_s")
-    if not (isinstance(latency, (int, float)) and _is_number(latency) and latency >= 0):  # isinstance: for mypy
-        raise _bad(path, '"latency_s" must be a number >= 0 (seconds)')
+    if not (isinstance(latency, (int, float)) and _is_number(latency) and 0 <= latency < _core.HORIZON_S):
+        raise _bad(
+            path, f'"latency_s" must be a number >= 0 and below {_core.HORIZON_S:.0f} (seconds; the simulation horizon)'
+        )
     transport = data.get("transport", "rdma")
     if transport not in ("rdma", "tcp"):
         raise _bad(path, '"transport" must be rdma or tcp')

@@ -301,6 +301,10 @@ class Fit:
     #: "intra" (single-node algorithms but NVLS, and all-to-all), "nvls", "inter" (multi-node
     #: algorithms but NVLS tree, and all-to-all), "nvlstree".
     families: tuple[str, ...] = ()
+    #: The measured regimes where no fit reproduced the rows better (by largest relative
+    #: error) than NCCL's own figures, which they keep: their rows have a shape the model's
+    #: parameters cannot follow.
+    kept: tuple[str, ...] = ()
 
     @property
     def topology(self) -> str:
@@ -349,10 +353,10 @@ def nccl_list(value: Optional[str]) -> Optional[str]:
     """An NCCL_ALGO / NCCL_PROTO value in the ``nccl`` strategy's syntax: NCCL's comma
     list as ``+``, lower case (``Ring,Tree`` -> ``ring+tree``, ``^NVLS`` -> ``^nvls``).
 
-    >>> nccl_list("Ring,Tree"), nccl_list("^NVLS,NVLSTree"), nccl_list(None)
-    ('ring+tree', '^nvls+nvlstree', None)
+    >>> nccl_list("Ring,Tree"), nccl_list("^NVLS,NVLSTree"), nccl_list("Ring, Tree"), nccl_list(None)
+    ('ring+tree', '^nvls+nvlstree', 'ring+tree', None)
     """
-    return None if value is None else value.strip().lower().replace(",", "+")
+    return None if value is None else "+".join(item.strip() for item in value.strip().lower().split(","))
 
 
 def check_restriction(
@@ -541,9 +545,10 @@ def _family(model: Model, regime: str, algo: str) -> int:
 
 def _fit_regime(
     model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str
-) -> tuple[Calibration, tuple[str, ...]]:
-    """The regime's calibration fitted to ``pairs`` and the families whose efficiency and
-    fill it fitted."""
+) -> tuple[Calibration, tuple[str, ...], bool]:
+    """The regime's calibration fitted to ``pairs``, the families whose efficiency and fill
+    it fitted, and whether any round reproduced the rows better (by largest relative error)
+    than ``cal`` did; where none did, ``cal`` comes back unchanged with no family."""
     lat_field, step_field = f"{regime}_latency_s", f"{regime}_step_s"
     families = FAMILIES[regime]
 
@@ -551,7 +556,8 @@ def _fit_regime(
         return float(getattr(c, field))
 
     best, best_score = cal, _score(model, pairs, cal)
-    best_families: Optional[tuple[str, ...]] = None
+    best_families: tuple[str, ...] = ()
+    improved = False
     for _ in range(MAX_ITERATIONS):
         lat = get(cal, lat_field)
         # Per row: (family, measured t, c, dl, s, sf, sn, predicted t) with t = c + L + k (w + F f)
@@ -576,7 +582,9 @@ def _fit_regime(
         # The families the rows determine (MIN_BANDWIDTH_ROWS); the others keep NCCL's figures.
         present = sorted({m[0] for m in measured})
         bandwidth_rows = {f: sum(m[0] == f and m[4] >= BANDWIDTH_BOUND * m[7] for m in measured) for f in present}
-        free = [f for f in present if bandwidth_rows[f] >= MIN_BANDWIDTH_ROWS] or present
+        free = [f for f in present if bandwidth_rows[f] >= MIN_BANDWIDTH_ROWS]
+        if not free and len(present) == 1:
+            free = present  # the regime's only family: fitted even on latency-bound rows
         kinds = [LATENCY] + [kind for _ in free for kind in (INVERSE_EFFICIENCY, FILL)] + [STEP]
         system = []
         for fam, t, c, dl, s, sf, sn, _ in measured:
@@ -597,14 +605,12 @@ def _fit_regime(
         new = replace(cal, **changes).rounded()
         names = tuple(families[f][0] for f in free)
         score = _score(model, pairs, new)
-        if best_families is None:
-            best_families = names
         if score < best_score:
-            best, best_score, best_families = new, score, names
+            best, best_score, best_families, improved = new, score, names, True
         if new == cal:
             break
         cal = new
-    return best, best_families or ()
+    return best, best_families, improved
 
 
 def fit(
@@ -623,12 +629,15 @@ def fit(
     cal = start
     fitted: list[str] = []
     families: list[str] = []
+    kept: list[str] = []
     for regime, chosen in (("intra", [r for r in runs if r.nodes == 1]), ("inter", [r for r in runs if r.nodes > 1])):
         pairs = [(run, row.size, row.seconds) for run in chosen for row in run.rows if row.size > 0]
         if pairs:
-            cal, regime_families = _fit_regime(model, pairs, cal, regime)
+            cal, regime_families, improved = _fit_regime(model, pairs, cal, regime)
             fitted.append(regime)
             families += regime_families
+            if not improved:
+                kept.append(regime)
     rows = tuple(
         RowFit(
             run=run,
@@ -642,4 +651,4 @@ def fit(
         for row in run.rows
         if row.size > 0
     )
-    return Fit(cal, model, rows, tuple(fitted), tuple(families))
+    return Fit(cal, model, rows, tuple(fitted), tuple(families), tuple(kept))

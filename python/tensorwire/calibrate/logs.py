@@ -24,6 +24,7 @@ measurement; ``N/A`` (a run with ``-c 0``, unchecked) reads.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -110,6 +111,8 @@ class Run:
     avg_busbw: Optional[float]
     #: Lines of the rows of size 0, skipped (they time nothing: nccl-tests' ``-b 0``).
     skipped: tuple[int, ...] = ()
+    #: SHA-256 (hex) of the bytes read: the log as parsed, also when it came from a pipe.
+    sha256: str = ""
 
 
 def clip(text: str, limit: int = 60) -> str:
@@ -123,7 +126,8 @@ def _error(path: str, line: Optional[int], message: str) -> InputError:
     return InputError("log", f"{where}: {message}")
 
 
-def _read(path: str) -> list[str]:
+def _read(path: str) -> tuple[list[str], str]:
+    """The log's lines and the SHA-256 of its bytes (read once: a pipe cannot be read twice)."""
     if os.path.isdir(path):
         raise _error(path, None, "is a directory; give nccl-tests' standard output saved to a file")
     if not os.path.exists(path):
@@ -138,7 +142,7 @@ def _read(path: str) -> list[str]:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise _error(path, line, "is not UTF-8 text; nccl-tests prints ASCII") from None
-    return text.splitlines()
+    return text.splitlines(), hashlib.sha256(data).hexdigest()
 
 
 def _number(path: str, line: int, column: str, text: str) -> float:
@@ -182,7 +186,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     ``InputError("log", "FILE:LINE: what is wrong")``."""
     if collective is not None and collective not in COLLECTIVES:
         raise InputError("collective", f"{clip(collective)!r} is not one of {', '.join(COLLECTIVES)}")
-    lines = _read(path)
+    lines, digest = _read(path)
     threads: Optional[tuple[int, int]] = None
     binary: Optional[str] = None
     nccl_version: Optional[str] = None
@@ -208,7 +212,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
                 if rank in ranks:
                     raise _error(path, i, f"rank {rank} is listed twice")
                 ranks[rank] = (m.group(4), m.group(7), i)
-            elif text.lstrip("# ").startswith("size") and "busbw" in text:
+            elif text.lstrip("# \t").startswith("size") and "busbw" in text:
                 columns = _columns(text)
             elif (m := _AVG.match(text)) is not None:
                 avg = _number(path, i, "Avg bus bandwidth", m.group(1)) * 1e9
@@ -288,6 +292,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         rows=tuple(rows),
         avg_busbw=avg,
         skipped=tuple(zero),
+        sha256=digest,
     )
 
 

@@ -100,6 +100,14 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
         ('{"tensorwire_cluster": 1, "topology": "rail:node=\\ud800", "latency_s": 0}', "lone surrogate"),
         # A huge topology is quoted cut short (the message was the whole 300 KB spec).
         ('{"tensorwire_cluster": 1, "topology": "moon' + "x" * 300_000 + '", "latency_s": 0}', "topology 'moonxx"),
+        # JSON true equals 1 in Python: it was read as version 1. Another version is named.
+        (
+            '{"tensorwire_cluster": true, "topology": "star", "latency_s": 0}',
+            '"tensorwire_cluster" true is not a format',
+        ),
+        ('{"tensorwire_cluster": 2, "topology": "star", "latency_s": 0}', "it reads version 1"),
+        # Past the simulation horizon: every consumer refused it later, in other words.
+        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 1e9}', "the simulation horizon"),
     ],
 )
 def test_bad_cluster_file_is_one_line(
@@ -345,3 +353,73 @@ def test_a_calibration_the_topology_carries_is_accepted(tmp_path: Path, capsys: 
         path = _file(tmp_path, topology=CALIBRATED, calibration=calibration, bandwidth_bytes_per_s=None)
         rc, _, err = _run(capsys, *sim, "--cluster", str(path))
         assert rc == 0, err
+
+
+# --- what calibrate refuses before it writes a file no consumer takes ----------------------
+
+
+@pytest.mark.parametrize(
+    "args, field, what",
+    [
+        # A fabric without GPU nodes takes no calibration options: the file it wrote was refused
+        # by every consumer.
+        (("--topology", "star", "-b", "400Gbps"), "topology", "calibration fits NCCL's model of GPU nodes"),
+        (("--topology", "leaf-spine", "-b", "400Gbps"), "topology", "is a leaf-spine fabric"),
+        (("--latency", "1e9s"), "latency", "past the simulation horizon"),
+    ],
+)
+def test_calibrate_refuses_what_no_cluster_file_can_carry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], field: str, what: str
+) -> None:
+    out = tmp_path / "c.json"
+    log = str(FIXTURES / "azure-nd-h100-v5-allreduce.log")
+    rc, _, err = _run(capsys, "calibrate", "nccl-tests", log, *args, "--out", str(out))
+    assert rc == 2 and err.count("\n") == 1 and err.startswith(f"tensorwire: error: {field}: "), err
+    assert what in err and not out.exists(), err
+
+
+def test_calibrate_never_overwrites_a_log_and_hashes_what_it_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` naming one of the logs is refused (it overwrote the log with JSON), also
+    through another spelling of the path; a log read from a pipe is hashed as read (the file
+    recorded the SHA-256 of nothing, reading the pipe a second time)."""
+    import hashlib
+    import os
+
+    log = tmp_path / "ar.log"
+    text = (FIXTURES / "azure-nd-h100-v5-allreduce.log").read_bytes()
+    log.write_bytes(text)
+    for out in (log, tmp_path / "." / "ar.log"):
+        rc, _, err = _run(capsys, "calibrate", "nccl-tests", str(log), "--out", str(out))
+        assert rc == 2 and err.count("\n") == 1 and err.startswith("tensorwire: error: out: "), err
+        assert err.endswith(" is one of the logs; write the cluster file elsewhere\n"), err
+    assert log.read_bytes() == text
+    read_end, write_end = os.pipe()
+    os.write(write_end, text)
+    os.close(write_end)
+    out = tmp_path / "piped.json"
+    try:
+        rc, _, err = _run(capsys, "calibrate", "nccl-tests", f"/dev/fd/{read_end}", "--out", str(out))
+    finally:
+        os.close(read_end)
+    assert rc == 0, err
+    assert json.loads(out.read_text())["sources"][0]["sha256"] == hashlib.sha256(text).hexdigest()
+
+
+def test_a_tcp_fit_says_how_to_simulate_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--cluster`` carries the fabric, not the strategy's transport: a fit over NCCL's
+    socket transport prints and records ``-s nccl:transport=tcp``, whose times are the fit's."""
+    out = tmp_path / "tcp.json"
+    log = str(FIXTURES / "gcp-a3-mega-2x8-allreduce.log")
+    rc, text, _ = _run(capsys, "calibrate", "nccl-tests", log, "--topology", "rail:node=a3-mega", "--transport", "tcp",
+                       "--out", str(out), "--json")  # fmt: skip
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert data["measured_with"]["strategy"] == json.loads(text)["strategy"] == "nccl:transport=tcp"
+    fitted = {r["size"]: r["after_busbw"] for r in json.loads(text)["rows"]}
+    rc, sim, _ = _run(capsys, "simulate", "--cluster", str(out), "-n", "16", "-s", "nccl:transport=tcp",
+                      "--collective", "allreduce:1GiB", "--json")  # fmt: skip
+    assert rc == 0
+    busbw = json.loads(sim)["algbw_bytes_per_s"] * 2 * 15 / 16
+    assert busbw == pytest.approx(fitted[1 << 30], rel=1e-4)

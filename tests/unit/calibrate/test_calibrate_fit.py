@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable, Optional
 
 import pytest
 from hypothesis import given, settings
@@ -84,8 +85,16 @@ def test_nccl_predict_refuses_bad_input_naming_the_field(kwargs: dict[str, objec
     assert e.value.args[0] == field
 
 
-def _write_log(path: Path, model: Model, cal: Calibration, nodes: int, collective: str = "allreduce") -> None:
-    """A log in nccl-tests' format whose times are the model's with ``cal``."""
+def _write_log(
+    path: Path,
+    model: Model,
+    cal: Calibration,
+    nodes: int,
+    collective: str = "allreduce",
+    seconds: Optional[Callable[[int], float]] = None,
+) -> None:
+    """A log in nccl-tests' format whose times are the model's with ``cal`` (or, given
+    ``seconds``, that function of the size)."""
     from tensorwire.calibrate.logs import Run
 
     ranks = 8 * nodes
@@ -120,9 +129,15 @@ def _write_log(path: Path, model: Model, cal: Calibration, nodes: int, collectiv
         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
     )
     for size in SIZES:
-        p = model.predict(run, size, cal)
+        if seconds is None:
+            p = model.predict(run, size, cal)
+            secs, algbw, busbw = p.seconds, p.algbw, p.busbw
+        else:
+            secs = seconds(size)
+            algbw = size / secs
+            busbw = algbw * (2 if collective == "allreduce" else 1) * (ranks - 1) / ranks
         # More digits than nccl-tests prints, so that the round trip is exact to the fit.
-        t = f"{p.seconds * 1e6:.6f}  {p.algbw / 1e9:.6f}  {p.busbw / 1e9:.6f}  0"
+        t = f"{secs * 1e6:.6f}  {algbw / 1e9:.6f}  {busbw / 1e9:.6f}  0"
         lines.append(
             f"{size:12d}  {size // 4 // (1 if collective == 'allreduce' else ranks):12d}  float  sum  -1  {t}  {t}"
         )
@@ -395,3 +410,44 @@ def test_the_solver_recovers_two_families_that_share_latency_and_step(truth: tup
     # Each unknown to 1e-6 of itself or of its own scale (seconds, factors, seconds).
     for got, want, scale in zip(solved, x, (1e-5, 1.0, 1.0, 1.0, 1.0, 1e-6)):
         assert got == pytest.approx(want, rel=1e-6, abs=1e-6 * scale)
+
+
+def _head(tmp_path: Path, fixture: str, rows: int) -> Path:
+    """``fixture`` with only its first ``rows`` table rows (the smallest sizes)."""
+    lines = (FIXTURES / fixture).read_text().splitlines()
+    table = [i for i, line in enumerate(lines) if line.strip() and line.split()[0].isdigit()]
+    drop = set(table[rows:])
+    path = tmp_path / f"head-{fixture}"
+    path.write_text("\n".join(line for i, line in enumerate(lines) if i not in drop) + "\n")
+    return path
+
+
+@pytest.mark.skipif(not NATIVE, reason=WHY)
+def test_latency_bound_families_keep_nccls_figures_when_none_is_bandwidth_bound(tmp_path: Path) -> None:
+    """Azure's 1-8 MiB rows: a ring at 1 MiB, NVLS at 2-8 MiB, none of them half transfer. No
+    family qualifies, and with two present neither is fitted (all were: 4 rows gave
+    ``intra_efficiency=2`` and an all-gather of 1 GiB at 623 GB/s on the calibrated node);
+    the latency and step cost still are. A regime with one family fits it even then."""
+    run = parse_log(str(_head(tmp_path, "azure-nd-h100-v5-allreduce.log", 4)))
+    assert [r.size for r in run.rows] == [1 << 20, 2 << 20, 4 << 20, 8 << 20]
+    result = fit([run], "rail:node=dgx-h100", None, "rdma")
+    c = result.calibration
+    assert result.families == () and result.fitted == ("intra",) and result.kept == ()
+    assert (c.intra_efficiency, c.intra_fill, c.nvls_efficiency, c.nvls_fill) == (1.0, 1.0, 1.0, 1.0)
+    ring_only = parse_log(str(_head(tmp_path, "azure-nd-h100-v5-allreduce.log", 1)))
+    assert fit([ring_only], "rail:node=dgx-h100", None, "rdma").families == ("intra",)
+
+
+@pytest.mark.skipif(not NATIVE, reason=WHY)
+def test_a_regime_no_fit_improves_keeps_nccls_figures_and_says_so(tmp_path: Path) -> None:
+    """GCP A3 Mega's 1-8 MiB all-reduce beside a 2-node all-gather of another shape (the
+    model's time with a 40 us floor): no round lowers the largest error, so the regime keeps
+    NCCL's figures, reports no fitted family and is listed in ``kept`` (it was reported as
+    fitted from its rows)."""
+    model = Model("rail:node=dgx-h100", None, "rdma", True)
+    _write_log(tmp_path / "ag.log", model, Calibration(), 2, "allgather", lambda size: 40e-6 + size * 15 / 16 / 300e9)
+    runs = [parse_log(str(_head(tmp_path, "gcp-a3-mega-2x8-allreduce.log", 4))), parse_log(str(tmp_path / "ag.log"))]
+    result = fit(runs, "rail:node=dgx-h100", None, "rdma")
+    assert result.kept == ("inter",) and result.fitted == ("inter",) and result.families == ()
+    assert result.calibration == Calibration()
+    assert all(r.after == r.before for r in result.rows)

@@ -519,3 +519,25 @@ def test_unchecked_rows_read_and_a_garbled_count_is_refused(tmp_path: Path) -> N
     with pytest.raises(InputError) as e:
         parse_log(str(path))
     assert e.value.args == ("log", f"{path}:{line}: #wrong 'many' is not a count or N/A")
+
+
+def test_a_tab_after_the_hash_of_the_column_header_reads(tmp_path: Path) -> None:
+    """``#<TAB>size count ...`` is the header (rows and rank lines with tabs already read);
+    it was "a table row before the column header"."""
+    path = tmp_path / "tab.log"
+    path.write_text(GOOD.replace("#       size", "#\tsize"))
+    assert [r.size for r in parse_log(str(path)).rows] == [1 << 20, 1 << 21]
+
+
+def test_a_nodes_machine_must_have_the_logs_gpus_per_node(tmp_path: Path) -> None:
+    """2 hosts x 4 GPUs on ``nodes:machine=dgx-a100`` (8 GPUs a machine) was modelled as one
+    machine, every multi-node row left uncalibrated; it is refused as on ``rail``."""
+    path = tmp_path / "two.log"
+    path.write_text(_table(hosts=2))
+    p = subprocess.run(
+        [sys.executable, "-m", "tensorwire", "calibrate", "nccl-tests", str(path), "--topology",
+         "nodes:machine=dgx-a100", "-b", "200Gbps"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "4 GPUs per node on 2 nodes, where nodes:machine=dgx-a100 has 8" in p.stderr

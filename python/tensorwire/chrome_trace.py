@@ -36,6 +36,8 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
     compute and sends of workers 0..workers-1 and the links of their hosts (h0..), at most
     :data:`MAX_SPANS` spans (the earliest); None: every worker and link, every span."""
     if not result.timeline:
+        if result.iteration_time_s == 0:
+            return {"traceEvents": [], "displayTimeUnit": "ms"}  # nothing ran: nothing to show
         raise ValueError("the result has no timeline; simulate with timeline=True")
     timeline = [s for s in result.timeline if workers is None or _shown(s, workers)]
     if workers is not None and len(timeline) > MAX_SPANS:

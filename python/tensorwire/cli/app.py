@@ -169,6 +169,10 @@ def simulate_cmd(
     if trace_file is None and ctx.get_parameter_source("trace_workers") is ParameterSource.COMMANDLINE:
         raise InputError("trace-workers", "needs --trace FILE (it picks the workers the trace shows)")
     spec = Strategy(strategy)
+    if model is None:
+        _refuse_model_options(ctx, "--collective" if collective is not None else "--workload", collective is not None)
+    if collective is not None and workers < 2:
+        raise InputError("workers", f"{workers} worker has nothing to exchange; a collective needs 2 or more")
     if model is not None:
         workload = _load(model, gpu, batch, seq_len, mfu, recompute)
     elif workload_file is not None:
@@ -229,6 +233,23 @@ def simulate_cmd(
             f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)",
             err=True,
         )
+
+
+#: ``simulate``'s options that build a built-in model's iteration, by parameter name and flag;
+#: the what-if options apply to workload files too, not to a collective microbenchmark.
+_MODEL_OPTIONS = (("gpu", "--gpu"), ("batch", "--batch"), ("seq_len", "--seq-len"), ("mfu", "--mfu"),
+                  ("recompute", "--recompute"))  # fmt: skip
+_WHATIF_OPTIONS = (("compute_speedup", "--compute-speedup"), ("add_modules", "--add-modules"))
+
+
+def _refuse_model_options(ctx: click.Context, source: str, collective: bool) -> None:
+    """Refuses a model option given beside ``--workload`` or ``--collective`` (and a what-if
+    beside ``--collective``), which would be ignored: ``InputError`` naming it."""
+    given = _MODEL_OPTIONS + (_WHATIF_OPTIONS if collective else ())
+    for name, flag in given:
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            what = "one collective's time has no compute" if collective else "the file gives the iteration"
+            raise InputError(flag.lstrip("-"), f"applies to --model, not {source} ({what})")
 
 
 @dataclass(frozen=True)

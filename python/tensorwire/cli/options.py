@@ -76,7 +76,7 @@ compute_options = _stack(
         "--gpu",
         default=None,
         help="Device: a zoo model's measured device (default v100), or for an LLM a GPU profile "
-        "(v100, a100-40gb, a100-80gb, h100; default h100).",
+        "(v100, a100-40gb, a100-80gb, h100, h200; default h100).",
     ),
     click.option(
         "--batch",

@@ -244,3 +244,53 @@ def test_help_and_version() -> None:
     assert run("--help").returncode == 0
     p = run("--version")
     assert p.returncode == 0 and "tensorwire" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        # 1 worker: the collective took no time, and --json printed Infinity and NaN (not JSON);
+        # with --trace it was a traceback.
+        (["--collective", "allreduce:1GiB", "-n", "1", "--topology", "rail", "-s", "nccl", "--json"], "workers"),
+        (["--collective", "allreduce:1GiB", "-n", "1", "-b", "10Gbps", "-s", "ring", "--trace", "t.json"], "workers"),
+        # Options of a model's iteration beside a collective or a workload file were ignored.
+        (["--collective", "allreduce:1GiB", "-n", "64", "--topology", "rail", "-s", "nccl", "--seq-len", "1024"],
+         "seq-len"),
+        (["--collective", "allreduce:1GiB", "-n", "8", "-b", "10Gbps", "-s", "ring", "--gpu", "h100"], "gpu"),
+        (["--collective", "allreduce:1GiB", "-n", "8", "-b", "10Gbps", "-s", "ring", "--compute-speedup", "2"],
+         "compute-speedup"),
+        (["--collective", "allreduce:1GiB", "-n", "8", "-b", "10Gbps", "-s", "ring", "--recompute"], "recompute"),
+    ],
+)  # fmt: skip
+def test_options_a_collective_cannot_use_are_refused(tmp_path: Path, args: list[str], field: str) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "tensorwire", "simulate", *args], capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith(f"tensorwire: error: {field}: ") and not list(tmp_path.iterdir()), p.stderr
+
+
+def test_model_options_beside_a_workload_file_are_refused(tmp_path: Path) -> None:
+    """The file gives the iteration: --gpu/--batch were ignored; the what-ifs still apply."""
+    import tensorwire as tw
+
+    path = tmp_path / "w.json"
+    tw.load_model("resnet50").save(path)
+    base = ["simulate", "--workload", str(path), "-n", "4", "-b", "10Gbps", "-s", "ring"]
+    p = run(*base, "--batch", "64")
+    assert p.returncode == 2 and p.stderr.startswith("tensorwire: error: batch: applies to --model, not --workload")
+    assert run(*base, "--compute-speedup", "2").returncode == 0
+
+
+def test_a_zero_time_result_traces_as_empty() -> None:
+    """Nothing ran (one worker, a collective): an empty trace, not an error; a result simulated
+    without a timeline still says how to get one."""
+    import tensorwire as tw
+    from tensorwire.chrome_trace import chrome_trace
+
+    one = tw.simulate(tw.Workload.collective("allreduce:1MiB"), tw.Cluster(1, "10Gbps"), "ring", timeline=True)
+    assert one.iteration_time_s == 0 and chrome_trace(one)["traceEvents"] == []
+    two = tw.simulate(tw.Workload.collective("allreduce:1MiB"), tw.Cluster(2, "10Gbps"), "ring")
+    with pytest.raises(ValueError, match="timeline=True"):
+        chrome_trace(two)

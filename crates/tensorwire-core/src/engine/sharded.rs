@@ -189,6 +189,7 @@ pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: 
         list.push(NcclFabric {
             nodes: (replicas / per_node).max(1),
             gpus_per_node: per_node.min(replicas),
+            ranks: replicas,
             nics_per_node: nics,
             nic_bytes_per_s: nic_total / groups_on_node as f64 / nics as f64,
             cut: cut.filter(|c| c.ranks < replicas),

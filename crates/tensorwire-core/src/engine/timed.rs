@@ -108,7 +108,7 @@ impl Timed {
     pub fn of(fabric: &NcclFabric, collective: Collective, choice: &NcclChoice, size: f64) -> Self {
         Timed {
             ns: crate::limits::nanos_clamped((choice.seconds * 1e9).round()),
-            sent: crate::nccl::bus_factor(collective, fabric.nodes * fabric.gpus_per_node) * size,
+            sent: crate::nccl::bus_factor(collective, fabric.ranks) * size,
             pick: Some((
                 NcclPick {
                     collective: collective.name(),

@@ -133,17 +133,18 @@ pub fn channels_per_peer(f: &NcclFabric, p2p: usize, bytes_per_peer: f64) -> usi
     channels
 }
 
-/// Seconds for the inter-node share `(n-g)/n` of an all-to-all of `bytes` per rank to leave
-/// each GPU through its NICs at their line rate (the node's NICs shared by its GPUs): what no
-/// calibrated efficiency can beat. 0 on one node.
+/// Seconds for the inter-node share `(n-r)/n` of an all-to-all of `bytes` per rank to leave
+/// each GPU of the smallest node (`r` GPUs: all `g` where the ranks fill whole nodes, fewer on
+/// a partial last node) through its NICs at their line rate (the node's NICs shared by its
+/// GPUs): what no calibrated efficiency can beat. 0 on one node.
 pub fn nic_line_seconds(f: &NcclFabric, bytes: f64) -> f64 {
-    let gpn = f.gpus_per_node.max(1);
-    let n = f.nodes * gpn;
+    let n = f.ranks;
     if f.nodes <= 1 || n <= 1 {
         return 0.0;
     }
-    let inter_share = bytes * (n - gpn) as f64 / n as f64;
-    inter_share / (f.nics_per_node.max(1) as f64 * f.nic_bytes_per_s / gpn as f64)
+    let (r, nics) = f.smallest_node();
+    let inter_share = bytes * (n - r) as f64 / n as f64;
+    inter_share / (nics as f64 * f.nic_bytes_per_s / r as f64)
 }
 
 /// Time of an all-to-all of `bytes` per rank (each rank's send buffer; `bytes / n` to each

@@ -28,6 +28,7 @@ pub(super) fn from_topology(
     let base = NcclFabric {
         nodes: ranks,
         gpus_per_node: 1,
+        ranks,
         arch: Arch::Sm80,
         intra: IntraLink::Pcie,
         intra_bytes_per_s: PCIE_GEN4_X16,

@@ -125,6 +125,10 @@ pub struct NcclFabric {
     pub nodes: usize,
     /// GPUs (ranks) per node.
     pub gpus_per_node: usize,
+    /// Ranks in the communicator: `nodes x gpus_per_node`, or fewer where the last node is
+    /// partial (9 GPUs on 8-GPU nodes). NCCL's model is run on whole nodes; the partial node's
+    /// NICs bound the time ([`NcclFabric::smallest_node`]).
+    pub ranks: usize,
     /// GPU architecture.
     pub arch: Arch,
     /// Intra-node wiring.
@@ -466,19 +470,28 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     // per-channel speed (`tuning::run_bandwidth`).
     let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, bw);
     let mut wire = bytes / (bw * 1e9);
-    // The NICs' min cut at line rate, seconds (0 where in-network reduction or one node).
+    // The NICs' min cut at line rate, seconds (0 on one node).
     let mut nic_floor = 0.0;
-    if multi && !matches!(algo, Algo::CollNetDirect | Algo::CollNetChain | Algo::Nvls) {
+    if multi {
         // NCCL's model may exceed the network's min cut (NVLS tree on two nodes doubles
-        // bwInter): without in-network reduction each node sends at least (N-1)/N of the
-        // buffer through its NICs for all-gather/reduce-scatter, twice that for all-reduce.
-        let nodes = fabric.nodes as f64;
+        // bwInter). A node whose r of the n ranks own r/n of the buffer sends at least the
+        // rest, (1 - r/n), through its NICs for all-gather/reduce-scatter (and receives as
+        // much), twice that for all-reduce without in-network reduction ((N-1)/N and
+        // 2(N-1)/N on N whole nodes); with it (CollNet, NVLS across nodes) its partial sums
+        // and the result, the buffer once; a broadcast's buffer enters every node once. The
+        // smallest node is the narrowest: a partial last node (9 GPUs on 8-GPU nodes) has
+        // its own GPUs' NICs only, which NCCL's model, run on whole nodes, does not see.
+        let (r, nics) = fabric.smallest_node();
+        let away = 1.0 - r as f64 / fabric.ranks.max(1) as f64;
+        let in_network = matches!(algo, Algo::CollNetDirect | Algo::CollNetChain | Algo::Nvls);
         let share = match collective {
-            Collective::AllReduce => 2.0 * (nodes - 1.0) / nodes,
-            Collective::AllGather | Collective::ReduceScatter => (nodes - 1.0) / nodes,
-            _ => 0.0,
+            Collective::AllReduce if in_network => 1.0,
+            Collective::AllReduce => 2.0 * away,
+            Collective::AllGather | Collective::ReduceScatter => away,
+            Collective::Broadcast => 1.0,
+            Collective::AllToAll => 0.0,
         };
-        nic_floor = bytes * share / (fabric.nics_per_node.max(1) as f64 * fabric.nic_bytes_per_s);
+        nic_floor = bytes * share / (nics as f64 * fabric.nic_bytes_per_s);
         wire = wire.max(nic_floor);
     }
     let channels = tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime);
@@ -514,6 +527,15 @@ fn channel_cap(graphs: &graph::Graphs, a: Algo, channels: Option<usize>) -> f64 
 }
 
 impl NcclFabric {
+    /// The last node's GPUs and NICs `(r, nics)`: `gpus_per_node` and `nics_per_node` where
+    /// the ranks fill whole nodes, else the partial node's (its share of the NICs, at least
+    /// one: a rail node has one NIC per GPU, a `nodes` machine one for all).
+    pub fn smallest_node(&self) -> (usize, usize) {
+        let g = self.gpus_per_node.max(1);
+        let r = self.ranks.saturating_sub((self.nodes.max(1) - 1) * g).clamp(1, g);
+        (r, (self.nics_per_node * r).div_ceil(g).max(1))
+    }
+
     /// The fabric NCCL sees for `ranks` GPUs on `spec` with host links at
     /// `host_bytes_per_s` (as `TopologySpec::host_rate` resolves it) over `transport`:
     /// `rail` nodes from their preset (arch, NVLink lanes, NVLS, one NIC per GPU),

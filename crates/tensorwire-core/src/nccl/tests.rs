@@ -463,6 +463,34 @@ fn a_calibrated_factor_never_beats_the_nics_line_rate() {
     assert!(a2a.seconds >= bytes / 2.0 / 50e9 * (1.0 - 1e-12), "{}", a2a.seconds);
 }
 
+#[test]
+fn a_partial_last_node_bounds_the_time_by_its_own_nics() {
+    // 9 GPUs on 8-GPU DGX H100 nodes: NCCL's model runs two whole nodes (as for 16), but the
+    // ninth GPU's node has one 50 GB/s NIC, through which it sends the other 8/9 of the
+    // buffer twice for all-reduce (once for all-gather / reduce-scatter / broadcast's whole
+    // buffer) and each of its all-to-all peers' shares. 9 was timed as 16 (4.6 ms at 1 GiB).
+    let bytes = GIB;
+    let (nine, sixteen) = (rail("dgx-h100", 9), rail("dgx-h100", 16));
+    assert_eq!((nine.nodes, nine.ranks, nine.smallest_node()), (2, 9, (1, 1)));
+    assert_eq!((sixteen.ranks, sixteen.smallest_node()), (16, (8, 8)));
+    assert_eq!(rail("dgx-h100", 12).smallest_node(), (4, 4));
+    for (c, crossing) in [
+        (Collective::AllReduce, 2.0 * 8.0 / 9.0),
+        (Collective::AllGather, 8.0 / 9.0),
+        (Collective::ReduceScatter, 8.0 / 9.0),
+        (Collective::Broadcast, 1.0),
+        (Collective::AllToAll, 8.0 / 9.0),
+    ] {
+        let t = pick(&nine, c, bytes).seconds;
+        assert!(t >= crossing * bytes / 50e9 * (1.0 - 1e-12), "{c:?}: {t}");
+        assert!(t > pick(&sixteen, c, bytes).seconds, "{c:?}");
+    }
+    // Whole nodes keep NCCL's model: 2 x 8 at 1 GiB is bandwidth-bound on NVLS tree, far
+    // above the 8 NICs' floor.
+    let whole = pick(&sixteen, Collective::AllReduce, bytes).seconds;
+    assert!(whole < 2.0 * 8.0 / 9.0 * bytes / 50e9 / 4.0, "{whole}");
+}
+
 /// NCCL's tuning-model time (µs) of the pair `ch` runs: latency + bytes / bandwidth.
 fn model_time(f: &NcclFabric, c: Collective, bytes: f64, ch: NcclChoice) -> f64 {
     let g = search(f);

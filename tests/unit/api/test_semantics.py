@@ -122,3 +122,34 @@ def test_parameter_server_accounting_is_per_iteration(spec: str) -> None:
         assert up and max(up) == pytest.approx(min(up), rel=1e-6)
         assert max(up) == pytest.approx(w.total_bytes / (cluster.bandwidth * r.iteration_time_s), rel=1e-4)
     assert runs[0].comm_time_s == pytest.approx(runs[1].comm_time_s, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "strategy, cluster, field",
+    [
+        ("nccl:reduce=1Kbps", {}, "strategy.reduce"),
+        ("ddp", {"per_message_overhead": "1ms"}, "overhead"),
+        ("fsdp:algorithm=ring", {}, "strategy.algorithm"),
+        ("zero2:algorithm=halving-doubling", {}, "strategy.algorithm"),
+        ("hsdp", {"rank_placement": "spread"}, "rank_placement"),
+        ("nccl", {"rank_placement": "random"}, "rank_placement"),
+    ],
+)
+def test_what_nccls_timing_cannot_see_is_refused(strategy: str, cluster: dict[str, str], field: str) -> None:
+    """NCCL's closed form has no host overhead, host reduction rate, flow-level algorithm or
+    rank placement: each was accepted and changed nothing (the same time to the nanosecond);
+    it is refused, naming the option and comm=flows / a flow-level strategy."""
+    c = tw.Cluster(16, None, topology="rail:node=dgx-h100", **cluster)
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate(tw.load_model("llama3_8b"), c, strategy, iterations=1)
+    assert e.value.args[0] == field and "NCCL's model" in e.value.args[-1]
+    assert "comm=flows" in e.value.args[-1]
+
+
+def test_on_flows_the_same_options_change_the_time() -> None:
+    """What NCCL's timing refuses is what flows show: fsdp's algorithm on comm=flows."""
+    c = tw.Cluster(16, None, topology="rail:node=dgx-h100")
+    w = tw.load_model("llama3_8b")
+    ring = tw.simulate(w, c, "fsdp:comm=flows,algorithm=ring", iterations=1).iteration_time_s
+    hier = tw.simulate(w, c, "fsdp:comm=flows,algorithm=hierarchical", iterations=1).iteration_time_s
+    assert ring != hier

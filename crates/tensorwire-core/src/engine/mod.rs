@@ -285,6 +285,36 @@ pub(crate) enum Mode {
     Check,
 }
 
+/// Refuses what NCCL's closed-form timing does not see, for a strategy it times (`nccl`,
+/// `ddp`, or `sharded`'s strategy on `comm=nccl`): a host overhead per message
+/// (`--overhead`), a host reduction rate (`reduce=`), a sharded strategy's flow-level
+/// algorithm (`algorithm=`) and a rank placement other than packed. Each changes only
+/// messages simulated as flows, so it would be accepted and change nothing.
+pub(super) fn check_nccl_timed(sc: &Scenario, sharded: Option<&crate::strategy::ShardedConfig>) -> Result<()> {
+    let spec = &sc.strategy.spec;
+    let flows =
+        if sharded.is_some() { "comm=flows" } else { "a flow-level strategy (ring, hierarchical, fsdp:comm=flows)" };
+    let refuse = |field: &str, what: &str| {
+        Err(crate::error::Error::invalid(
+            field,
+            format!("{spec} times its collectives with NCCL's model, which {what}; give {flows} to simulate it"),
+        ))
+    };
+    if sc.per_message_overhead > 0.0 {
+        return refuse("overhead", "has its own latencies (calibrate them on the topology: inter_latency=)");
+    }
+    if sc.strategy.reduce_bytes_per_s.is_some() {
+        return refuse("strategy.reduce", "reduces on the GPUs at its own bandwidths (calibrate: intra_efficiency=)");
+    }
+    if sharded.is_some_and(|c| c.algorithm != crate::strategy::ShardAlgorithm::Auto) {
+        return refuse("strategy.algorithm", "chooses its own algorithm (nccl's algo= restricts it for nccl and ddp)");
+    }
+    if sc.rank_to_host.is_some() {
+        return refuse("rank_placement", "places ranks as NCCL's communicators do, a node's GPUs together (packed)");
+    }
+    Ok(())
+}
+
 /// Builds and checks `sc`, then simulates it under [`Mode::Simulate`] (without the check
 /// of failures after the end) or stops under [`Mode::Check`].
 fn prepare(sc: &Scenario, mode: Mode) -> Result<Option<Report>> {
@@ -293,6 +323,9 @@ fn prepare(sc: &Scenario, mode: Mode) -> Result<Option<Report>> {
     let strategy = &sc.strategy;
     if let Family::Sharded(cfg) = &strategy.family {
         return sharded::simulate(sc, cfg, mode);
+    }
+    if matches!(strategy.family, Family::Nccl(_)) {
+        check_nccl_timed(sc, None)?;
     }
     if matches!(strategy.family, Family::Nccl(_)) && !sc.failures.is_empty() {
         return Err(crate::error::Error::invalid(

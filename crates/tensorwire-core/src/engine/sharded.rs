@@ -250,6 +250,7 @@ fn simulate_nccl(
     mode: Mode,
 ) -> Result<Option<Report>> {
     let n = sc.workers;
+    super::check_nccl_timed(sc, Some(cfg))?;
     if !sc.failures.is_empty() {
         return Err(Error::invalid(
             "strategy.comm",

@@ -217,18 +217,21 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
 
 /// Parses `pairs` against the options of `tables`; `field` prefixes error fields (e.g. `strategy`).
 /// A key may be an option's old spelling ([`OptionInfo::aliases`]): it is stored, and named
-/// in errors, under the option's name, so giving both spellings is "given twice".
+/// in errors, under the option's name, so giving both spellings is "given twice". An unknown
+/// key's message lists the options `takes` accepts (those `name` does not refuse later).
 pub fn parse_options(
     field: &str,
     name: &str,
     pairs: &[(String, String)],
     tables: &[&'static [OptionInfo]],
+    takes: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(&'static OptionInfo, OptionValue)>> {
     let mut given: Vec<(&'static OptionInfo, OptionValue)> = Vec::new();
     for (k, v) in pairs {
         let found = tables.iter().flat_map(|t| t.iter()).find_map(|o| o.resolve(k, v).map(|v| (o, v)));
         let Some((info, v)) = found else {
-            let allowed: Vec<&str> = tables.iter().flat_map(|t| t.iter()).map(|o| o.name).collect();
+            let allowed: Vec<&str> =
+                tables.iter().flat_map(|t| t.iter()).map(|o| o.name).filter(|o| takes(o)).collect();
             let allowed = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
             return Err(Error::invalid(
                 format!("{field}.{k}"),
@@ -329,7 +332,7 @@ mod tests {
     fn splits_and_types_options() {
         let (name, pairs) = split("strategy", "ring:partition=4MiB,mode=b").unwrap();
         assert_eq!(name, "ring");
-        let given = parse_options("strategy", &name, &pairs, &[TABLE]).unwrap();
+        let given = parse_options("strategy", &name, &pairs, &[TABLE], &|_| true).unwrap();
         let spec = Spec { name, given };
         assert_eq!(spec.bytes("partition"), Some(4194304.0));
         assert_eq!(spec.choice("mode"), Some("b"));
@@ -338,7 +341,7 @@ mod tests {
     #[test]
     fn unknown_option_names_the_field_and_lists_the_allowed() {
         let (name, pairs) = split("strategy", "ring:bogus=1").unwrap();
-        let err = parse_options("strategy", &name, &pairs, &[TABLE]).unwrap_err();
+        let err = parse_options("strategy", &name, &pairs, &[TABLE], &|_| true).unwrap_err();
         assert_eq!(err.field(), "strategy.bogus");
         assert!(err.to_string().contains("partition, mode"));
     }
@@ -348,12 +351,12 @@ mod tests {
         assert!(split("strategy", "ring:partition").is_err());
         assert!(split("strategy", ":x=1").is_err());
         let (n, p) = split("s", "ring:mode=c").unwrap();
-        assert!(parse_options("s", &n, &p, &[TABLE]).is_err());
+        assert!(parse_options("s", &n, &p, &[TABLE], &|_| true).is_err());
     }
 
     fn parse(text: &str) -> Result<Spec> {
         let (name, pairs) = split("strategy", text)?;
-        Ok(Spec { given: parse_options("strategy", &name, &pairs, &[TABLE])?, name })
+        Ok(Spec { given: parse_options("strategy", &name, &pairs, &[TABLE], &|_| true)?, name })
     }
 
     #[test]

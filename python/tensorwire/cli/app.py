@@ -12,7 +12,7 @@ from click.core import ParameterSource
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.api import simulate
+from tensorwire.api import check_simulate, simulate
 from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
 from tensorwire.cli import options, render
@@ -414,6 +414,16 @@ def compare_cmd(
         loaded.append(load_workload(workload_file, workload_format))
     workloads = [_whatif(w, compute_speedup, add_modules) for w in loaded]
     variability = parse_stragglers(stragglers, cluster.workers)
+    # Every combination checked before any runs: a strategy the fabric refuses (pat with 8 GPUs
+    # per node, hsdp:shard_group=3 on 64) is one line up front, not after the others ran. Over
+    # the flow budget is not an error here: such a strategy is listed as refused.
+    for w in workloads:
+        for s in checked:
+            try:
+                check_simulate(w, cluster, s, iterations=iterations, seed=seed, max_flows=max_flows, **variability)
+            except InputError as e:
+                if not (len(e.args) == 2 and e.args[0] == "max_flows"):
+                    raise
     results: dict[str, list[Union[Result, Refused]]] = {}
     with render.progress(len(workloads) * len(checked), "simulating") as advance, render.run_progress() as running:
         for w in workloads:

@@ -127,7 +127,7 @@ def test_parameter_server_accounting_is_per_iteration(spec: str) -> None:
 @pytest.mark.parametrize(
     "strategy, cluster, field",
     [
-        ("nccl:reduce=1Kbps", {}, "strategy.reduce"),
+        ("fsdp:reduce=1Kbps", {}, "strategy.reduce"),
         ("ddp", {"per_message_overhead": "1ms"}, "overhead"),
         ("fsdp:algorithm=ring", {}, "strategy.algorithm"),
         ("zero2:algorithm=halving-doubling", {}, "strategy.algorithm"),
@@ -144,6 +144,10 @@ def test_what_nccls_timing_cannot_see_is_refused(strategy: str, cluster: dict[st
         tw.simulate(tw.load_model("llama3_8b"), c, strategy, iterations=1)
     assert e.value.args[0] == field and "NCCL's model" in e.value.args[-1]
     assert "comm=flows" in e.value.args[-1]
+    # nccl and ddp refuse reduce= as they parse it, with the other host options they refuse.
+    with pytest.raises(tw.InputError) as e:
+        tw.Strategy("nccl:reduce=1Kbps")
+    assert e.value.args[0] == "strategy.reduce" and "does not apply to nccl" in e.value.args[-1]
 
 
 def test_on_flows_the_same_options_change_the_time() -> None:
@@ -153,3 +157,18 @@ def test_on_flows_the_same_options_change_the_time() -> None:
     ring = tw.simulate(w, c, "fsdp:comm=flows,algorithm=ring", iterations=1).iteration_time_s
     hier = tw.simulate(w, c, "fsdp:comm=flows,algorithm=hierarchical", iterations=1).iteration_time_s
     assert ring != hier
+
+
+@pytest.mark.parametrize("strategy", ["nccl", "ddp", "fsdp", "zero1", "ring"])
+def test_an_unknown_options_message_lists_only_what_the_strategy_takes(strategy: str) -> None:
+    """It listed every host option, most of which nccl and the sharded strategies then refuse;
+    it lists what ``tensorwire strategies`` says the strategy takes (nccl's algo and proto
+    lists aside, which are parsed before the table)."""
+    from tensorwire.strategy import strategies
+
+    with pytest.raises(tw.InputError) as e:
+        tw.Strategy(f"{strategy}:foo=1")
+    listed = set(e.value.args[-1].split("options: ", 1)[1].split(", "))
+    info = next(i for i in strategies() if i.name == strategy)
+    assert listed == {o.name for o in info.options} | set(info.host_options)
+    assert ("partition" in listed) == (strategy == "ring")

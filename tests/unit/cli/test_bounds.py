@@ -36,6 +36,14 @@ CASES: list[tuple[list[str], str]] = [
     ([*SIM, "-s", "ps:pipeline=1B"], "strategy.pipeline"),
     ([*SIM, "-s", "ring+multicast:partition=1B"], "strategy.partition"),
     ([*SIM, "-s", "zero1:bucket=1B"], "strategy.bucket"),
+    # The option given is named (it was strategy.bucket, an option zero3 does not take).
+    ([*SIM, "-s", "zero3:reduce_bucket=1"], "strategy.reduce_bucket"),
+    ([*SIM, "-s", "zero2:allgather_bucket=1"], "strategy.allgather_bucket"),
+    # nccl's per-call cost is launch= (it was strategy.dispatch, which nccl refuses).
+    (
+        ["simulate", "--collective", "allreduce:1MiB", "-n", "1000000", "--topology", "rail", "-s", "nccl:launch=5s"],
+        "strategy.launch",
+    ),
     (["topology", "--preset", "dgx-a100", "--trees", "1000000000"], "trees"),
     (["compare", "-m", "resnet50", "-n", "1000000000", "-b", "25Gbps", "--strategies", "ps,ring"], "workers"),
     (["jobs", "-b", "25Gbps", "--job", "a:resnet50:1000000000:ring", "--job", "b:vgg16:4:ring"], "workers"),

@@ -294,3 +294,12 @@ def test_a_zero_time_result_traces_as_empty() -> None:
     two = tw.simulate(tw.Workload.collective("allreduce:1MiB"), tw.Cluster(2, "10Gbps"), "ring")
     with pytest.raises(ValueError, match="timeline=True"):
         chrome_trace(two)
+
+
+@pytest.mark.parametrize("bad", ["nccl:algo=pat", "hsdp:shard_group=3"])
+def test_compare_checks_every_strategy_before_running_any(bad: str) -> None:
+    """A strategy the fabric refuses was found only when its turn came, after progress lines
+    for the others: now the only line on stderr."""
+    p = run("compare", "--model", "llama3_8b", "-n", "64", "--topology", "rail", "--strategies", f"ddp,nccl,fsdp,{bad}")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stdout == "", p.stderr
+    assert p.stderr.startswith("tensorwire: error: strategy.")

@@ -331,7 +331,7 @@ fn prepare(sc: &Scenario, mode: Mode) -> Result<Option<Report>> {
         return Err(crate::error::Error::invalid(
             "failures",
             format!(
-                "{} times its collectives with NCCL's model, without links to fail; simulate failures under ring, hierarchical or fsdp",
+                "{} times its collectives with NCCL's model, without links to fail; simulate failures under ring, hierarchical or fsdp:comm=flows",
                 strategy.spec
             ),
         ));

@@ -279,7 +279,13 @@ impl Scenario {
             let bucket = reduce.min(gather);
             let n = self.workload.total_bytes().div_ceil(bucket.max(1));
             if n > MAX_PIECES {
-                return Err(too_many("strategy.bucket", bucket, n));
+                // The option the user set: bucket= sets both; else the smaller of the two.
+                let field = match (cfg.bucket_override, reduce <= gather) {
+                    (Some(_), _) => "strategy.bucket",
+                    (None, true) => "strategy.reduce_bucket",
+                    (None, false) => "strategy.allgather_bucket",
+                };
+                return Err(too_many(field, bucket, n));
             }
         }
         strategy.check_workers(self.workers)?;
@@ -300,7 +306,9 @@ pub(crate) fn check_step_durations(
 ) -> Result<()> {
     use crate::limits::HORIZON_S;
     let chain = 8 * (workers as u64 + 4);
-    for (field, seconds) in [latency, overhead, ("strategy.dispatch", strategy.dispatch_s)] {
+    // `nccl`/`ddp` take the per-call cost as launch=; the flow-level strategies as dispatch=.
+    let dispatch = if matches!(strategy.family, Family::Nccl(_)) { "strategy.launch" } else { "strategy.dispatch" };
+    for (field, seconds) in [latency, overhead, (dispatch, strategy.dispatch_s)] {
         let ns = seconds_to_nanos(field, seconds)?;
         if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
             return Err(Error::invalid(

@@ -149,8 +149,15 @@ fn search_ring(f: &NcclFabric, multi: bool) -> Graph {
     }
     let Some((mut c, mut s)) = best else {
         // NCCL falls back to a simple order at a token bandwidth; here one channel at the
-        // path's own rate (links slower than NCCL's slowest speed, 0.12 GB/s).
-        let bw = if multi { nic_gbs(f) } else { gpu_gbs(f) };
+        // path's own rate (links slower than NCCL's slowest speed, 0.12 GB/s): across nodes
+        // the ring crosses each node's GPU links as well as its NIC, so the slower of them.
+        let bw = if !multi {
+            gpu_gbs(f)
+        } else if f.gpus_per_node > 1 {
+            nic_gbs(f).min(gpu_gbs(f))
+        } else {
+            nic_gbs(f)
+        };
         return Graph { channels: 1, bw_intra: bw, bw_inter: bw };
     };
     // Dup rule (ncclTopoDupChannels).

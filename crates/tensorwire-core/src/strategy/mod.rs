@@ -261,7 +261,8 @@ impl Strategy {
             Kind::Nccl { .. } => Some(nccl::take_raw(&mut pairs)?),
             _ => None,
         };
-        let given = spec::parse_options("strategy", &name, &pairs, &[info.options, HOST_OPTIONS])?;
+        let given =
+            spec::parse_options("strategy", &name, &pairs, &[info.options, HOST_OPTIONS], &|o| applies(&name, o))?;
         let spec = Spec { name, given };
         check_options(&spec)?;
         let family = match (info.kind, raw) {

@@ -48,7 +48,7 @@ pub(super) const RAW: [&str; 2] = ["algo", "proto"];
 
 /// Host options `nccl`/`ddp` refuse, and why (the others apply: compression, reduce_dtype,
 /// transport for NCCL's sockets or verbs, fusion and cycle for `nccl` as Horovod over NCCL).
-pub(super) const NOT_FOR_NCCL: [(&str, &str); 11] = [
+pub(super) const NOT_FOR_NCCL: [(&str, &str); 12] = [
     ("partition", "NCCL runs each tensor or bucket as one call and splits it into channels and chunks itself"),
     ("schedule", "NCCL runs its calls in issue order on one communicator"),
     ("credit", "one communicator runs one collective at a time"),
@@ -60,6 +60,7 @@ pub(super) const NOT_FOR_NCCL: [(&str, &str); 11] = [
     ("connections", "NCCL's timing needs no connections"),
     ("overhead", "NCCL's latencies are in its timing; calibrate them on the topology (inter_latency=)"),
     ("copy", "NCCL's bandwidths are in its timing; calibrate them on the topology (inter_efficiency=)"),
+    ("reduce", "NCCL reduces on the GPUs at its own bandwidths; calibrate them on the topology (intra_efficiency=)"),
 ];
 
 /// Host options `ddp` refuses besides [`NOT_FOR_NCCL`].

@@ -243,7 +243,7 @@ impl TopologySpec {
                 format!("unknown topology {name:?}; choose one of {}", names.join(", ")),
             ));
         };
-        let given = spec::parse_options("topology", &name, &pairs, tables)?;
+        let given = spec::parse_options("topology", &name, &pairs, tables, &|_| true)?;
         let spec = Spec { name, given };
         for (option, max, what) in [
             ("spines", MAX_SWITCHES, "spine switches"),

@@ -207,6 +207,7 @@ class Strategy:
 
 # Simulated time stays below this many seconds (2^53 ns; the core's limits.rs).
 HORIZON_S: float
+MAX_WORKERS: int
 
 def check_topology(spec: str) -> str: ...
 def host_rate(topology: str, bandwidth: Optional[float] = None) -> float: ...

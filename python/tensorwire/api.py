@@ -81,6 +81,8 @@ def simulate(
     True
     """
     parsed = _as_strategy(strategy)
+    if not isinstance(timeline, bool):
+        raise TypeError(f"timeline must be True or False, not {timeline!r:.80}")
     args, options = _run_args(
         workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures, progress
     )
@@ -142,6 +144,8 @@ def _run_args(
     topology) and its keyword arguments, those of :class:`_core.Scenario`."""
     _check_types(workload, cluster)
     _check_run(iterations, seed, max_flows, failures)
+    if not isinstance(fold, bool):
+        raise TypeError(f"fold must be True or False, not {fold!r:.80}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function taking a Progress (or None), not {progress!r:.80}")
     if slowdowns is not None and stragglers not in ("fixed", "empirical"):

@@ -7,7 +7,7 @@ from typing import Any, Optional, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.limits import U32_MAX, check_int
+from tensorwire.limits import check_int
 from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
 
 Number = Union[int, float]
@@ -64,7 +64,7 @@ class Cluster:
         *,
         placement: Optional[str] = None,
     ) -> None:
-        check_int("workers", workers, 1, U32_MAX)
+        check_int("workers", workers, 1, _core.MAX_WORKERS)
         if not isinstance(topology, str):
             raise InputError(
                 "topology", f"{topology!r} is not a topology spec such as star or leaf-spine:hosts_per_leaf=8"

@@ -181,6 +181,8 @@ class Workload:
         >>> Workload.collective("allgather:64MiB").collective_kind
         'allgather'
         """
+        if not isinstance(spec, str):
+            raise TypeError(f"Workload.collective takes text such as 'allreduce:64MiB', not {type(spec).__name__}")
         name, batch, layers, tensors, dtype_bytes, kind = _core.collective(spec)
         w = cls._from_core(name, batch, layers, tensors, f"{spec}: collective microbenchmark")
         return dataclasses.replace(w, dtype_bytes=dtype_bytes, collective_kind=kind)

@@ -16,10 +16,12 @@ pub type Nanos = u64;
 pub const NS_PER_S: f64 = 1e9;
 
 const SIZE_UNITS: &[(&str, f64)] = &[
+    ("PiB", 1125899906842624.0),
     ("TiB", 1099511627776.0),
     ("GiB", 1073741824.0),
     ("MiB", 1048576.0),
     ("KiB", 1024.0),
+    ("PB", 1e15),
     ("TB", 1e12),
     ("GB", 1e9),
     ("MB", 1e6),
@@ -50,8 +52,12 @@ fn split_number(field: &str, text: &str, units: &[(&str, f64)], allowed: &str) -
 
 /// Parses a size such as `1MiB`, `25MB` or `4096B` into bytes (may be fractional).
 pub fn parse_bytes(field: &str, text: &str) -> Result<f64> {
-    let (v, s) =
-        split_number(field, text, SIZE_UNITS, "size; use a number with B, KB, MB, GB, KiB, MiB or GiB (e.g. 4MiB)")?;
+    let (v, s) = split_number(
+        field,
+        text,
+        SIZE_UNITS,
+        "size; use a number with B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB or PiB (e.g. 4MiB)",
+    )?;
     if v < 0.0 {
         return Err(Error::invalid(field, format!("{text:?} is negative; sizes must be >= 0")));
     }

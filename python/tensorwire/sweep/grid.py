@@ -197,7 +197,7 @@ def expand(
     lats = _unique(
         to_seconds(v if isinstance(v, (int, float)) else str(v), "latency") for v in _items(latencies, "latency")
     )
-    ns = _unique(_int(n, "workers", 1, U32_MAX) for n in _items(workers, "workers"))
+    ns = _unique(_int(n, "workers", 1, _core.MAX_WORKERS) for n in _items(workers, "workers"))
     rates = _unique(
         to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth")
     )

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pytest
 import tensorwire as tw
-from tensorwire._core import InputError
+from tensorwire._core import MAX_WORKERS, InputError
 from tensorwire.api import Job, simulate_jobs
 from tensorwire.failures import Failure
 from tensorwire.limits import U32_MAX, U64_MAX, check_int
@@ -74,7 +74,7 @@ def test_limits_are_the_cores_types() -> None:
     with pytest.raises(InputError, match="100 bits"):
         check_int("x", 10**30, 0, U32_MAX)
     # The largest values pass the checks (the core may still refuse them for its budgets).
-    assert tw.Cluster(U32_MAX, "25Gbps").workers == U32_MAX
+    assert tw.Cluster(MAX_WORKERS, "25Gbps").workers == MAX_WORKERS == 2**20  # the core's largest count
     assert Tensor("t", U64_MAX).bytes == U64_MAX
 
 
@@ -122,3 +122,39 @@ def test_an_input_error_reads_as_field_colon_message() -> None:
     assert str(e.value).startswith("model: unknown model 'nope'")
     assert e.value.args == (e.value.field, e.value.message) and e.value.field == "model"
     assert str(InputError("only a message")) == "only a message"
+
+
+def test_type_errors_name_the_argument_not_the_binding() -> None:
+    """Were "argument 'spec': 'NoneType' object cannot be converted to 'PyString'", "... to
+    'PyBool'", and named the core's allow_folding for fold."""
+    w, c = tw.load_model("resnet50"), tw.Cluster(2, "10Gbps")
+    cases = [
+        (lambda: tw.Workload.collective(None), "Workload.collective takes text"),  # type: ignore[arg-type]
+        (lambda: tw.simulate(w, c, "ring", timeline="yes"), "timeline must be True or False"),  # type: ignore[arg-type]
+        (lambda: tw.simulate(w, c, "ring", fold="no"), "fold must be True or False"),  # type: ignore[arg-type]
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=message):
+            call()
+
+
+@pytest.mark.parametrize(
+    "call, field, message",
+    [
+        # A NaN multiplier among the right number was "needs one per worker (2), got 2".
+        (lambda: tw.simulate(tw.load_model("resnet50"), tw.Cluster(2, "10Gbps"), "ring", stragglers="fixed",
+                             slowdowns=[1.0, float("nan")]), "stragglers", "worker 1's multiplier is NaN"),
+        # The workers' range is the core's (was "from 1 to 4294967295", then refused past 2^20).
+        (lambda: tw.Cluster(2**20 + 1, "10Gbps"), "workers", "need an integer from 1 to 1048576"),
+        (lambda: tw.Strategy("nccl:compute_slowdown=11"), "strategy.compute_slowdown", "not a number in [0, 10]"),
+        # Clamped to 1 byte where bucket=0B was refused.
+        (lambda: tw.Strategy("ddp:first_bucket=0B"), "strategy.first_bucket", "DDP's 1 MiB"),
+        # The units the message lists are the ones taken (TiB was taken, not listed; PiB neither).
+        (lambda: tw.Workload.collective("allreduce:1"), "collective", "TB, PB, KiB, MiB, GiB, TiB or PiB"),
+    ],
+)  # fmt: skip
+def test_ranges_in_messages_are_what_is_taken(call: Any, field: str, message: str) -> None:
+    with pytest.raises(tw.InputError) as e:
+        call()
+    assert e.value.args[0] == field and message in e.value.args[-1], e.value.args
+    assert tw.Workload.collective("allreduce:1PiB").total_bytes == 2**50

@@ -121,7 +121,7 @@ def test_bad_input_fails_before_any_simulation(tmp_path: Path, monkeypatch: pyte
         # Past the core's 32-bit count: was an OverflowError traceback from the grid's probe.
         (
             ["-n", "99999999999999999999999"],
-            "tensorwire: error: workers: 99999999999999999999999 is not allowed; need an integer from 1 to 4294967295",
+            "tensorwire: error: workers: 99999999999999999999999 is not allowed; need an integer from 1 to 1048576",
         ),
         (["-s", "ps,ring:partition=huge"], "tensorwire: error: strategy.partition"),
         (["--topology", "ring", "-s", "ring+multicast"], "tensorwire: error: topology: ring+multicast with 4 workers"),

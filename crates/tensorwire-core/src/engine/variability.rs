@@ -42,10 +42,17 @@ impl Variability {
             Variability::Empirical(_) => {
                 Err(Error::invalid("stragglers", "an empirical distribution needs at least one multiplier, all > 0"))
             }
-            Variability::Slowdowns(s) => Err(Error::invalid(
+            Variability::Slowdowns(s) if s.len() != workers => Err(Error::invalid(
                 "stragglers",
                 format!("needs one multiplier > 0 per worker ({workers}), got {}", s.len()),
             )),
+            Variability::Slowdowns(s) => {
+                let (i, x) = s.iter().enumerate().find(|(_, x)| !(x.is_finite() && **x > 0.0)).unwrap_or((0, &0.0));
+                Err(Error::invalid(
+                    "stragglers",
+                    format!("worker {i}'s multiplier is {x}; each must be a finite number > 0 (1 = the model's time)"),
+                ))
+            }
             _ => Err(Error::invalid("stragglers", "the spread must be a finite number >= 0")),
         }
     }

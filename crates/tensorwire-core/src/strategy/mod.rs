@@ -408,12 +408,13 @@ fn check_options(spec: &Spec) -> Result<()> {
             at_most(&format!("strategy.{name}"), n, max as u64, what)?;
         }
     }
-    for name in ["partition", "pipeline", "credit", "fusion", "chunk", "min_unit", "bucket"] {
+    for name in ["partition", "pipeline", "credit", "fusion", "chunk", "min_unit", "bucket", "first_bucket"] {
         if let Some(b) = spec.bytes(name) {
             if b < 1.0 {
+                let default = if name == "first_bucket" { "DDP's 1 MiB" } else { "none" };
                 return Err(Error::invalid(
                     format!("strategy.{name}"),
-                    format!("{b} bytes: must be at least 1 byte (leave {name} out for none)"),
+                    format!("{b} bytes: must be at least 1 byte (leave {name} out for {default})"),
                 ));
             }
         }

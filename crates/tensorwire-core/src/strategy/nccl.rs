@@ -92,17 +92,14 @@ pub(super) fn take_raw(pairs: &mut Vec<(String, String)>) -> Result<NcclOptions>
     Ok(options)
 }
 
+/// The largest `compute_slowdown=` (compute 11x as long while a collective runs): the
+/// published measurements are 0-40% (arXiv 2507.03114), so more is an input mistake.
+pub const MAX_COMPUTE_SLOWDOWN: f64 = 10.0;
+
 /// `compute_slowdown=` of `nccl`, `ddp` and the sharded strategies: a fraction in [0, 10]
 /// (0: compute never slows; 10: eleven times slower, beyond anything measured).
 pub(super) fn compute_slowdown(spec: &Spec) -> Result<Option<f64>> {
-    let slowdown = spec.real("compute_slowdown");
-    if slowdown.is_some_and(|s| s > 10.0) {
-        return Err(Error::invalid(
-            "strategy.compute_slowdown",
-            "allowed: a fraction in [0, 10] (0.189: compute 18.9% slower while a collective runs; 0: none)",
-        ));
-    }
-    Ok(slowdown)
+    Ok(spec.real("compute_slowdown"))
 }
 
 /// NCCL's network transport under the strategy's `transport=` preset (`nccl`, `ddp` and the

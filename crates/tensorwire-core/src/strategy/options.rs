@@ -282,9 +282,9 @@ const NCCL_LAUNCH: OptionInfo = OptionInfo {
 
 const NCCL_COMPUTE_SLOWDOWN: OptionInfo = OptionInfo {
     name: "compute_slowdown",
-    kind: OptionKind::NonNegativeReal,
+    kind: OptionKind::NonNegativeRealAtMost(super::nccl::MAX_COMPUTE_SLOWDOWN),
     default: "0.189",
-    help: "compute runs this much slower while a collective is in flight (a fraction >= 0; 0 for none); default 0.189, the average measured by arXiv 2507.03114 (GPT and LLaMA on A100, H100, MI250, MI210)",
+    help: "compute runs this much slower while a collective is in flight (a fraction in [0, 10]; 0 for none); default 0.189, the average measured by arXiv 2507.03114 (GPT and LLaMA on A100, H100, MI250, MI210)",
     aliases: &[],
 };
 

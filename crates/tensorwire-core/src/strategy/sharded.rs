@@ -238,7 +238,7 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo {
         name: "compute_slowdown",
-        kind: OptionKind::NonNegativeReal,
+        kind: OptionKind::NonNegativeRealAtMost(super::nccl::MAX_COMPUTE_SLOWDOWN),
         default: "",
         help: "compute this fraction slower while a collective runs (default 0.189 with nccl, arXiv 2507.03114; none with flows)",
         aliases: &[],

@@ -306,15 +306,24 @@ pub(crate) fn check_step_durations(
 ) -> Result<()> {
     use crate::limits::HORIZON_S;
     let chain = 8 * (workers as u64 + 4);
-    // `nccl`/`ddp` take the per-call cost as launch=; the flow-level strategies as dispatch=.
-    let dispatch = if matches!(strategy.family, Family::Nccl(_)) { "strategy.launch" } else { "strategy.dispatch" };
+    // `nccl`/`ddp` take the per-call cost as launch=, paid once per NCCL call whatever the
+    // ranks (a few calls' worth bounds it); the flow-level strategies take dispatch=, paid on
+    // each step's messages.
+    let nccl = matches!(strategy.family, Family::Nccl(_));
+    let dispatch = if nccl { "strategy.launch" } else { "strategy.dispatch" };
     for (field, seconds) in [latency, overhead, (dispatch, strategy.dispatch_s)] {
+        let chain = if nccl && field == dispatch { 8 } else { chain };
         let ns = seconds_to_nanos(field, seconds)?;
         if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
+            let what = if nccl && field == dispatch {
+                "per NCCL call makes a few calls".to_string()
+            } else {
+                format!("per message makes the steps of a collective on {workers} workers")
+            };
             return Err(Error::invalid(
                 field,
                 format!(
-                    "{} s per message makes the steps of a collective on {workers} workers pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
+                    "{} s {what} pass the simulation horizon of {HORIZON_S:.0} s (2^53 ns, 104 days)",
                     crate::units::format_number(seconds),
                 ),
             ));

@@ -117,3 +117,14 @@ def test_cli_refuses_a_failure_after_the_run_in_one_line_and_writes_nothing(tmp_
     assert jobs.returncode == 2 and jobs.stdout == ""
     (line,) = jobs.stderr.strip().splitlines()
     assert line.startswith("tensorwire: error: failures[0].at_s: 100 s is after the run ended at ")
+
+
+def test_a_failure_under_nccl_timing_suggests_what_runs() -> None:
+    """The refusal suggested plain fsdp, which on a rail fabric is NCCL-timed and refused too."""
+    c = tw.Cluster(16, None, topology="rail:node=dgx-h100")
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate(tw.load_model("resnet50"), c, "ddp", failures=[tw.Failure("h3", 0.1)])
+    assert "fsdp:comm=flows" in e.value.args[-1]
+    with pytest.raises(tw.InputError) as e:
+        tw.simulate(tw.load_model("resnet50"), c, "fsdp", failures=[tw.Failure("h3", 0.1)])
+    assert e.value.args[0] == "strategy.comm" and "comm=flows" in e.value.args[-1]

@@ -404,9 +404,9 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     let multi = fabric.nodes > 1;
     let c = &fabric.calibration;
     // NCCL's socket transport's loss on the network's bandwidth (1 over RDMA or in a node).
-    let transport_factor = if multi && fabric.transport == Transport::Tcp { tables::TCP_EFFICIENCY } else { 1.0 };
+    let tcp = multi && fabric.transport == Transport::Tcp;
+    let transport_factor = if tcp { tables::TCP_EFFICIENCY } else { 1.0 };
     let (factor, added, fill_factor, step_s) = if multi {
-        let tcp = fabric.transport == Transport::Tcp;
         (
             c.inter_bandwidth * transport_factor,
             c.inter_latency_s + if tcp { tables::TCP_EXTRA_LATENCY_S } else { 0.0 },

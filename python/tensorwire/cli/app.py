@@ -267,10 +267,17 @@ def _run_or_refuse(w: Workload, cluster: Cluster, s: Strategy, progress: Any, **
     try:
         return simulate(w, cluster, s, progress=progress, **kwargs)
     except InputError as e:
-        field, message = e.args if len(e.args) == 2 else ("input", str(e))
-        if field != "max_flows":
+        reason = _over_flow_budget(e)
+        if reason is None:
             raise
-        return Refused(w.name, s.spec, message)
+        return Refused(w.name, s.spec, reason)
+
+
+def _over_flow_budget(e: InputError) -> Optional[str]:
+    """The reason of a refusal for the flow budget (``max_flows``), which a comparison lists
+    as a refused row; None for any other error, which ends the command."""
+    field, message = e.args if len(e.args) == 2 else ("input", str(e))
+    return str(message) if field == "max_flows" else None
 
 
 def _baseline(rows: list[Union[Result, Refused]], preferred: str) -> tuple[Optional[Result], str]:
@@ -422,7 +429,7 @@ def compare_cmd(
             try:
                 check_simulate(w, cluster, s, iterations=iterations, seed=seed, max_flows=max_flows, **variability)
             except InputError as e:
-                if not (len(e.args) == 2 and e.args[0] == "max_flows"):
+                if _over_flow_budget(e) is None:
                     raise
     results: dict[str, list[Union[Result, Refused]]] = {}
     with render.progress(len(workloads) * len(checked), "simulating") as advance, render.run_progress() as running:

@@ -222,7 +222,7 @@ def nccl_predict(
     bytes: float,
     *,
     bandwidth: Optional[float] = None,
-    transport: Optional[str] = None,  # None: "rdma"
+    transport: Optional[str] = None,  # None: the topology's transport=, else "rdma"
     algo: Optional[str] = None,
     proto: Optional[str] = None,
     channels: Optional[int] = None,

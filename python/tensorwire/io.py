@@ -25,7 +25,7 @@ import stat
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from tensorwire._core import InputError
 
@@ -70,12 +70,18 @@ def _target(path: PathLike, field: str) -> Path:
     return Path(os.path.realpath(text))
 
 
-def check_output(path: PathLike, field: str = "out") -> Path:
+def check_output(path: PathLike, field: str = "out", inputs: Optional[Mapping[str, Sequence[PathLike]]] = None) -> Path:
     """Refuses, before any work is done, an output path that :func:`write_atomic` could not
-    write (:class:`InputError` naming ``field``); returns ``path`` as a :class:`Path`.
+    write, or that is one of the command's ``inputs`` (what each is, e.g. ``"logs"``, to the
+    paths given; written over, the input would be lost): :class:`InputError` naming
+    ``field``. Returns ``path`` as a :class:`Path`.
 
     Creates nothing: a probe file is made and removed in the nearest existing directory."""
     text = os.fspath(path)
+    for what, paths in (inputs or {}).items():
+        for given in paths:
+            if _same_file(text, os.fspath(given)):
+                raise InputError(field, f"{text} is one of the {what}; write the output elsewhere")
     target = _target(text, field)
     parent = target.parent
     while not parent.exists() and parent != parent.parent:
@@ -91,10 +97,20 @@ def check_output(path: PathLike, field: str = "out") -> Path:
     return Path(text)
 
 
-def check_workload_output(path: PathLike, field: str = "out") -> Path:
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name the same existing file (through links and relative paths too)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def check_workload_output(
+    path: PathLike, field: str = "out", inputs: Optional[Mapping[str, Sequence[PathLike]]] = None
+) -> Path:
     """:func:`check_output` for a workload file, which is JSON: a path not ending in
     ``.json`` (any case) is refused too, so that no ``.csv`` holds JSON."""
-    p = check_output(path, field)
+    p = check_output(path, field, inputs)
     if p.suffix.lower() != ".json":
         raise InputError(field, f"{os.fspath(path)!r}: choose a file ending in .json (a tensorwire-workload/1 file)")
     return p

@@ -65,7 +65,8 @@ fn real(field: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
 }
 
 /// What NCCL runs for `collective` over a buffer of `bytes` (nccl-tests' "size") on `gpus`
-/// GPUs of `topology` (host links at `bandwidth` bytes/s, or the fabric's own), restricted
+/// GPUs of `topology` (host links at `bandwidth` bytes/s, or the fabric's own; over
+/// `transport`, `rdma` or `tcp`, or the fabric's `transport=`), restricted
 /// by `algo`, `proto` and `channels` as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS
 /// restrict it. Returns a dict: algo (`p2p` for all-to-all, which NCCL runs as sends and
 /// receives), proto, channels, seconds (one collective), algbw
@@ -93,7 +94,7 @@ pub fn nccl_predict<'py>(
     let collective = text("collective", collective)?;
     let bytes = real("bytes", bytes)?;
     let bandwidth = bandwidth.map(|b| real("bandwidth", b)).transpose()?;
-    let transport = transport.map(|t| text("transport", t)).transpose()?.unwrap_or_else(|| "rdma".to_string());
+    let transport = transport.map(|t| text("transport", t)).transpose()?;
     let algo = algo.map(|a| text("strategy.algo", a)).transpose()?;
     let proto = proto.map(|p| text("strategy.proto", p)).transpose()?;
     let channels = channels.map(|c| count("channels", c)).transpose()?;
@@ -124,7 +125,8 @@ pub fn nccl_predict<'py>(
         let collective = conversion::collective("collective", &collective)?;
         let spec = TopologySpec::parse(&topology)?;
         let host = spec.host_rate(bandwidth)?;
-        let fabric = NcclFabric::from_topology(&spec, gpus, host, self::transport(&transport)?)?;
+        let transport = spec.nccl_transport(transport.as_deref().map(self::transport).transpose()?);
+        let fabric = NcclFabric::from_topology(&spec, gpus, host, transport)?;
         let options = NcclOptions {
             algos: algo.as_deref().map(NcclOptions::parse_algos).transpose()?,
             protos: proto.as_deref().map(NcclOptions::parse_protos).transpose()?,

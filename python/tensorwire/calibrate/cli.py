@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from typing import Any, Optional
 
 import click
@@ -14,6 +13,7 @@ from tensorwire import _core
 from tensorwire.calibrate import cluster_file
 from tensorwire.calibrate.fit import (
     GPU_NODES,
+    OWN_FAMILY_ALGO,
     Fit,
     check_restriction,
     check_runs,
@@ -21,6 +21,7 @@ from tensorwire.calibrate.fit import (
     fit,
     nccl_list,
     topology_options,
+    with_options,
 )
 from tensorwire.calibrate.logs import COLLECTIVES, Run, clip, parse_log
 from tensorwire.cli import options, render
@@ -51,6 +52,26 @@ def _base_topology(given: Optional[str], runs: list[Run]) -> str:
         return given
     names = [p["name"] for p in _core.NODE_PRESETS]
     return default_topology(runs, names)
+
+
+def _transport(given: Optional[str], topology: str) -> tuple[str, str]:
+    """The transport the fit assumes and the base topology that carries it: ``--transport``,
+    else the topology's ``transport=``, else ``rdma``. A ``tcp`` that only ``--transport``
+    gave is added to the topology (``transport=tcp``), so that the cluster file's topology
+    carries it to every strategy run with ``--cluster``. Both given, and different: refused.
+
+    >>> _transport("tcp", "rail:node=a3-mega"), _transport(None, "rail:transport=tcp")
+    (('tcp', 'rail:node=a3-mega,transport=tcp'), ('tcp', 'rail:transport=tcp'))
+    """
+    own = topology_options(topology).get("transport")
+    if given is not None and own is not None and given != own:
+        raise _core.InputError(
+            "transport", f"--transport {given} differs from the topology's transport={clip(own)}; give one of them"
+        )
+    chosen = given or own or "rdma"
+    if chosen == "tcp" and own is None:
+        topology = with_options(topology, "transport=tcp")
+    return chosen, topology
 
 
 def _rail_node(topology: str) -> Optional[str]:
@@ -162,7 +183,7 @@ def _show(result: Fit) -> None:
         ("nvlstree_efficiency", f"{c.nvlstree_efficiency:.4g}", "inter", "nvlstree"),
         ("nvlstree_fill", f"{c.nvlstree_fill:.4g}", "inter", "nvlstree"),
     ):
-        if family in ("nvls", "nvlstree") and not _ran(result, family):
+        if family == OWN_FAMILY_ALGO[regime] and not _ran(result, regime):
             continue  # no row of that algorithm: nothing to say about it
         measured = (
             regime in result.fitted and regime not in result.kept and (family is None or family in result.families)
@@ -211,15 +232,12 @@ def _show(result: Fit) -> None:
         )
     strategy = _restricted_strategy(result)
     if strategy != "nccl":
-        what = " and ".join(
-            w
-            for w, on in (
-                ("NCCL's choice restricted", result.model.algo or result.model.proto),
-                ("NCCL's socket transport", result.model.transport == "tcp"),
-            )
-            if on
+        click.echo(f"Measured with NCCL's choice restricted: simulate with -s {strategy}")
+    if result.model.transport == "tcp":
+        click.echo(
+            "Measured over NCCL's socket transport: the topology says transport=tcp, which every strategy run "
+            "with --cluster takes unless it gives a transport= of its own"
         )
-        click.echo(f"Measured with {what}: simulate with -s {strategy}")
     for regime in result.kept:
         click.echo(
             f"{'Single' if regime == 'intra' else 'Multi'}-node rows: no fit reproduced them better than NCCL's own "
@@ -228,29 +246,19 @@ def _show(result: Fit) -> None:
         )
 
 
-def _same_file(a: str, b: str) -> bool:
-    """``a`` and ``b`` name the same existing file (through links and relative paths too)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def _ran(result: Fit, algo: str) -> bool:
-    """A row of the fit ran ``algo`` (``nvls`` on one node, ``nvlstree`` across nodes), before
-    or after the fit: the parameters of its family then have something to say."""
-    multi = algo == "nvlstree"
-    return any((r.run.nodes > 1) == multi and algo in (r.before.algo, r.after.algo) for r in result.rows)
+def _ran(result: Fit, regime: str) -> bool:
+    """A row of ``regime`` (``intra``: one node, ``inter``: across nodes) ran the algorithm of
+    the regime's own family (``OWN_FAMILY_ALGO``: NVLS, NVLS tree) before or after the fit:
+    that family's parameters then have something to say."""
+    algo = OWN_FAMILY_ALGO[regime]
+    return any((r.run.nodes > 1) == (regime == "inter") and algo in (r.before.algo, r.after.algo) for r in result.rows)
 
 
 def _restricted_strategy(result: Fit) -> str:
     """The ``nccl`` strategy as the logs were measured: with their NCCL_ALGO / NCCL_PROTO
-    restriction and NCCL's socket transport where the fit assumed it (``--cluster`` carries
-    the fabric, not the strategy's options)."""
-    tcp = "tcp" if result.model.transport == "tcp" else None
-    options = [
-        f"{k}={v}" for k, v in (("algo", result.model.algo), ("proto", result.model.proto), ("transport", tcp)) if v
-    ]
+    restriction (``--cluster`` carries the fabric, its transport included, not the strategy's
+    options)."""
+    options = [f"{k}={v}" for k, v in (("algo", result.model.algo), ("proto", result.model.proto)) if v]
     return "nccl" + (":" + ",".join(options) if options else "")
 
 
@@ -326,9 +334,9 @@ def _latency(ctx: click.Context, param: click.Parameter, value: Optional[str]) -
 @click.option(
     "--transport",
     type=click.Choice(("rdma", "tcp")),
-    default="rdma",
-    show_default=True,
-    help="NCCL's network transport.",
+    default=None,
+    help="NCCL's network transport the logs were measured over [default: the topology's transport=, else rdma]; "
+    "tcp is written into the cluster file's topology (transport=tcp), which strategies then take.",
 )
 @click.option(
     "--collective",
@@ -355,7 +363,7 @@ def nccl_tests(
     topology: Optional[str],
     bandwidth: Optional[float],
     latency: float,
-    transport: str,
+    transport: Optional[str],
     collective: Optional[str],
     algo: Optional[str],
     proto: Optional[str],
@@ -373,17 +381,14 @@ def nccl_tests(
       tensorwire simulate --cluster mycluster.json -n 8 -s nccl --collective allreduce:1GiB
     """
     if out is not None:
-        check_output(out, "out")
-        for log in logs:
-            if _same_file(out, log):
-                raise _core.InputError("out", f"{clip(out)} is one of the logs; write the cluster file elsewhere")
+        check_output(out, "out", {"logs": logs})
     runs = [parse_log(path, collective) for path in logs]
-    base = _base_topology(topology, runs)
+    fit_transport, base = _transport(transport, _base_topology(topology, runs))
     check_runs(runs, base, _preset_gpus(base))
     check_node_gpu(runs, base)
     algo, proto = nccl_list(algo), nccl_list(proto)
-    check_restriction(runs, base, bandwidth, transport, algo, proto)
-    result = fit(runs, base, bandwidth, transport, algo, proto)
+    check_restriction(runs, base, bandwidth, fit_transport, algo, proto)
+    result = fit(runs, base, bandwidth, fit_transport, algo, proto)
     if as_json:
         click.echo(
             json.dumps(

@@ -14,7 +14,8 @@ supports, where TOML's ``tomllib`` needs 3.11 and writing TOML a dependency):
 
 ``--cluster FILE`` on ``simulate``, ``compare``, ``sweep`` and ``jobs`` fills ``--topology``,
 ``--bandwidth`` and ``--latency`` from it; the same option given on the command line with
-another value is refused.
+another value is refused. ``transport`` repeats the topology's ``transport=`` (NCCL's network
+transport, which strategies without a ``transport=`` of their own take); the two must agree.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def read(path: str) -> ClusterFile:
     transport = data.get("transport", "rdma")
     if transport not in ("rdma", "tcp"):
         raise _bad(path, '"transport" must be rdma or tcp')
+    _check_transport(path, transport, topology)
     gpus = data.get("gpus_per_node", 1)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise _bad(path, '"gpus_per_node" must be an integer >= 1')
@@ -129,6 +131,20 @@ def read(path: str) -> ClusterFile:
     return ClusterFile(
         topology, None if bandwidth is None else float(bandwidth), float(latency), transport, gpus, extra
     )
+
+
+def _check_transport(path: str, transport: str, topology: str) -> None:
+    """Refuses a ``transport`` that the topology does not carry: the topology's
+    ``transport=`` (default ``rdma``) is what strategies run with ``--cluster`` take."""
+    from tensorwire.calibrate.fit import topology_options  # as _check_calibration
+
+    carried = topology_options(topology).get("transport", "rdma")
+    if transport != carried:
+        raise _bad(
+            path,
+            f'"transport" {transport} differs from the topology\'s transport={clip(carried)}; the topology is what '
+            "--cluster applies: make them agree",
+        )
 
 
 #: Relative tolerance between a ``calibration`` value and the topology's: calibrate writes the
@@ -174,6 +190,7 @@ def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str
     ``names``: the command's parameter names), refusing one given on the command line with
     another value. ``lists``: the command takes them as comma-separated text (``sweep``)."""
     c = read(path)
+    ctx.meta[_META_FILE] = path
     values: dict[str, Any] = {
         "topology": c.topology,
         "bandwidth": c.bandwidth,
@@ -190,6 +207,10 @@ def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str
         if ctx.get_parameter_source(param) is ParameterSource.COMMANDLINE:
             given = kwargs[param]
             same = given == value or (lists and key != "topology" and _same_list(key, given, value))
+            # No bandwidth in the file is the fabric's own NIC rate: that rate given is the same.
+            own = _own_rate(c.topology) if key == "bandwidth" and value is None else None
+            if own is not None and not same:
+                same = given == own or (lists and _same_list(key, given, f"{own * 8}bps"))
             if not same:
                 raise InputError(
                     "cluster",
@@ -206,6 +227,25 @@ def _fill(ctx: click.Context, kwargs: dict[str, Any], path: str, names: dict[str
         ctx.meta["tensorwire.cluster_own_rates"] = True
     elif lists:
         ctx.meta["tensorwire.cluster_own_rates"] = False
+
+
+#: Where ``_fill`` leaves the path of the cluster file it read, for :func:`given_files`.
+_META_FILE = "tensorwire.cluster_file"
+
+
+def given_files(ctx: click.Context) -> list[str]:
+    """The cluster file the command was given with ``--cluster`` (none or one), for outputs
+    that must not be written over it."""
+    path = ctx.meta.get(_META_FILE)
+    return [path] if path is not None else []
+
+
+def _own_rate(topology: str) -> Optional[float]:
+    """The fabric's own host rate (a ``rail`` node's NICs), bytes/s; None where it has none."""
+    try:
+        return _core.host_rate(topology)
+    except InputError:
+        return None
 
 
 def _shown(key: str, value: Any) -> str:

@@ -528,8 +528,9 @@ FAMILIES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "intra": (("intra", "intra_efficiency", "intra_fill"), ("nvls", "nvls_efficiency", "nvls_fill")),
     "inter": (("inter", "inter_efficiency", "inter_fill"), ("nvlstree", "nvlstree_efficiency", "nvlstree_fill")),
 }
-#: The algorithm of each regime's second family (:data:`FAMILIES`).
-_OWN_FAMILY_ALGO = {"intra": "nvls", "inter": "nvlstree"}
+#: The algorithm of each regime's second family, the family's name in :data:`FAMILIES`
+#: (``nvls`` inside a node, ``nvlstree`` across nodes).
+OWN_FAMILY_ALGO = {regime: families[1][0] for regime, families in FAMILIES.items()}
 #: A family's efficiency and fill are fitted where at least this many of its rows spend at
 #: least :data:`BANDWIDTH_BOUND` of their time on the transfer; one whose rows are all
 #: latency-bound (an all-reduce sweep's 1 MiB ring row beside NVLS from 2 MiB up) says
@@ -540,7 +541,7 @@ BANDWIDTH_BOUND = 0.5
 
 def _family(model: Model, regime: str, algo: str) -> int:
     """The index in ``FAMILIES[regime]`` of the family a row run with ``algo`` belongs to."""
-    return 1 if model.native and algo == _OWN_FAMILY_ALGO[regime] else 0
+    return 1 if model.native and algo == OWN_FAMILY_ALGO[regime] else 0
 
 
 def _fit_regime(

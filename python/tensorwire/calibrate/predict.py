@@ -57,7 +57,7 @@ def nccl_predict(
     size: float,
     *,
     bandwidth: Optional[float] = None,
-    transport: str = "rdma",
+    transport: Optional[str] = None,
     algo: Optional[str] = None,
     proto: Optional[str] = None,
     channels: Optional[int] = None,
@@ -66,7 +66,8 @@ def nccl_predict(
     ``allgather``, ``reducescatter``, ``alltoall``, ``broadcast``) over a buffer of ``size``
     bytes (nccl-tests' "size": the whole buffer, also for all-gather and reduce-scatter) on
     ``gpus`` GPUs of ``topology`` (host links at ``bandwidth`` bytes/s, or the fabric's own
-    NICs), over ``transport`` (``rdma`` or ``tcp``). ``algo``, ``proto`` and ``channels``
+    NICs), over ``transport`` (``rdma`` or ``tcp``; by default the topology's ``transport=``,
+    else ``rdma``). ``algo``, ``proto`` and ``channels``
     restrict the choice as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS do. All-to-all has no
     NCCL_ALGO algorithm: NCCL runs it as point-to-point sends and receives, reported as
     ``p2p``/``simple`` on NCCL's point-to-point channels, with the channels each peer's

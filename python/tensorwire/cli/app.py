@@ -13,7 +13,7 @@ from click.core import ParameterSource
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import check_simulate, simulate
-from tensorwire.calibrate.cluster_file import cluster_option
+from tensorwire.calibrate.cluster_file import cluster_option, given_files
 from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
@@ -183,7 +183,8 @@ def simulate_cmd(
     variability = parse_stragglers(stragglers, workers)
     cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
     if trace_file is not None:
-        check_output(trace_file, "trace")
+        inputs = {"workload files": [workload_file] if workload_file else [], "cluster files": given_files(ctx)}
+        check_output(trace_file, "trace", inputs)
     with render.run_progress() as progress:
         result = simulate(
             workload,

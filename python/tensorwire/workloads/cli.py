@@ -41,7 +41,7 @@ def import_trace(
     give median per-layer times and must have launched the same collectives. The file is
     written atomically. `tensorwire simulate --workload FILE` reads it (or the traces).
     """
-    check_workload_output(out, "out")
+    check_workload_output(out, "out", {"traces": traces})
     fmt = _detect(traces[0]) if workload_format == "auto" else workload_format
     workload = load_workload(list(traces), fmt, step=step, name=name)
     workload.save(out)

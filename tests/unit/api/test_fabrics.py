@@ -13,6 +13,7 @@ def test_rail_is_listed_with_its_options() -> None:
     names = [o["name"] for o in rail["options"]]
     assert names[:6] == ["node", "nodes_per_group", "spines", "oversubscription", "nic", "nvlink"]
     assert set(names[6:]) == {
+        "transport",
         "sharp",
         "nvls",
         "intra_efficiency",

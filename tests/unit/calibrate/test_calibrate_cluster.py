@@ -83,6 +83,14 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     # The same value twice is not a conflict.
     rc, _, err = _run(capsys, *SIM, "--cluster", path, "--topology", TOPOLOGY, "-b", "10Gbps")
     assert rc == 0, err
+    # No bandwidth in the file is the fabric's own NIC rate: that rate given is the same value.
+    rail = str(_file(tmp_path, topology="rail:node=dgx-h100", bandwidth_bytes_per_s=None, gpus_per_node=8))
+    rc, own, err = _run(capsys, *SIM, "--cluster", rail)
+    assert rc == 0, err
+    rc, given, err = _run(capsys, *SIM, "--cluster", rail, "-b", "400Gbps")
+    assert rc == 0 and json.loads(given) == json.loads(own), err
+    rc, _, err = _run(capsys, *SIM, "--cluster", rail, "-b", "100Gbps")
+    assert rc == 2 and "which gives none (the fabric's own NIC rate)" in err, err
 
 
 @pytest.mark.parametrize(
@@ -393,7 +401,7 @@ def test_calibrate_never_overwrites_a_log_and_hashes_what_it_read(
     for out in (log, tmp_path / "." / "ar.log"):
         rc, _, err = _run(capsys, "calibrate", "nccl-tests", str(log), "--out", str(out))
         assert rc == 2 and err.count("\n") == 1 and err.startswith("tensorwire: error: out: "), err
-        assert err.endswith(" is one of the logs; write the cluster file elsewhere\n"), err
+        assert err.endswith(" is one of the logs; write the output elsewhere\n"), err
     assert log.read_bytes() == text
     read_end, write_end = os.pipe()
     os.write(write_end, text)
@@ -407,19 +415,44 @@ def test_calibrate_never_overwrites_a_log_and_hashes_what_it_read(
     assert json.loads(out.read_text())["sources"][0]["sha256"] == hashlib.sha256(text).hexdigest()
 
 
-def test_a_tcp_fit_says_how_to_simulate_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``--cluster`` carries the fabric, not the strategy's transport: a fit over NCCL's
-    socket transport prints and records ``-s nccl:transport=tcp``, whose times are the fit's."""
+def test_a_tcp_fit_carries_its_transport_to_every_strategy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fit over NCCL's socket transport writes ``transport=tcp`` into the cluster file's
+    topology: ``--cluster`` then times ``nccl`` (and every strategy naming no transport) over
+    sockets, as the fit did; ``-s nccl:transport=rdma`` still asks for verbs."""
     out = tmp_path / "tcp.json"
     log = str(FIXTURES / "gcp-a3-mega-2x8-allreduce.log")
     rc, text, _ = _run(capsys, "calibrate", "nccl-tests", log, "--topology", "rail:node=a3-mega", "--transport", "tcp",
                        "--out", str(out), "--json")  # fmt: skip
     assert rc == 0
     data = json.loads(out.read_text())
-    assert data["measured_with"]["strategy"] == json.loads(text)["strategy"] == "nccl:transport=tcp"
+    assert data["transport"] == "tcp" and "transport=tcp" in data["topology"].split(",")
+    assert data["measured_with"]["strategy"] == json.loads(text)["strategy"] == "nccl"
     fitted = {r["size"]: r["after_busbw"] for r in json.loads(text)["rows"]}
-    rc, sim, _ = _run(capsys, "simulate", "--cluster", str(out), "-n", "16", "-s", "nccl:transport=tcp",
-                      "--collective", "allreduce:1GiB", "--json")  # fmt: skip
-    assert rc == 0
-    busbw = json.loads(sim)["algbw_bytes_per_s"] * 2 * 15 / 16
-    assert busbw == pytest.approx(fitted[1 << 30], rel=1e-4)
+
+    def busbw(strategy: str) -> float:
+        rc, sim, err = _run(capsys, "simulate", "--cluster", str(out), "-n", "16", "-s", strategy,
+                            "--collective", "allreduce:1GiB", "--json")  # fmt: skip
+        assert rc == 0, err
+        return float(json.loads(sim)["algbw_bytes_per_s"]) * 2 * 15 / 16
+
+    assert busbw("nccl") == busbw("nccl:transport=tcp") == pytest.approx(fitted[1 << 30], rel=1e-4)
+    assert busbw("nccl:transport=rdma") > 1.2 * busbw("nccl")
+    # The summary says where the transport went; --transport against the topology's is refused.
+    rc, summary, _ = _run(capsys, "calibrate", "nccl-tests", log, "--topology", "rail:node=a3-mega,transport=tcp")
+    assert rc == 0 and "the topology says transport=tcp" in summary and "-s nccl:transport" not in summary
+    rc, _, err = _run(capsys, "calibrate", "nccl-tests", log, "--topology", "rail:node=a3-mega,transport=tcp",
+                      "--transport", "rdma")  # fmt: skip
+    assert rc == 2 and "transport: --transport rdma differs from the topology's transport=tcp" in err
+
+
+def test_a_cluster_file_s_transport_is_its_topology_s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``transport`` repeats the topology's ``transport=`` (default rdma): a file where they
+    differ was edited by hand, and is refused in one line."""
+    rail = "rail:node=dgx-h100"
+    for topology, transport in ((rail, "tcp"), (rail + ",transport=tcp", "rdma")):
+        path = _file(tmp_path, topology=topology, transport=transport, bandwidth_bytes_per_s=None, gpus_per_node=8)
+        rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
+        assert rc == 2 and err.count("\n") == 1 and f'"transport" {transport} differs from the topology' in err, err
+    path = _file(tmp_path, topology=rail + ",transport=tcp", transport="tcp", bandwidth_bytes_per_s=None)
+    rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
+    assert rc == 0, err

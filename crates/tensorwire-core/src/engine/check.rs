@@ -34,7 +34,7 @@ pub fn check(strategy: &Strategy, topology: &TopologySpec, workers: usize) -> Re
         return Err(Error::invalid("workers", "must be at least 1"));
     }
     at_most("workers", workers as u64, MAX_WORKERS as u64, "workers")?;
-    let overhead = match strategy.transport {
+    let overhead = match strategy.transport.resolve(topology.transport_option()) {
         Some(t) => ("strategy.overhead", t.overhead_s),
         None => ("per_message_overhead", 0.0),
     };
@@ -78,14 +78,15 @@ pub(super) fn fabric(
 }
 
 /// The fabric NCCL sees for `n` ranks of `topology` at `bytes_per_s` per host link, over
-/// the strategy's transport (`transport=tcp`: NCCL's sockets; otherwise IB/RoCE verbs).
+/// the strategy's transport, else the fabric's (`transport=tcp`: NCCL's sockets; otherwise
+/// IB/RoCE verbs).
 pub(super) fn nccl_fabric(
     cfg: &crate::strategy::NcclConfig,
     topology: &TopologySpec,
     n: usize,
     bytes_per_s: f64,
 ) -> Result<crate::nccl::NcclFabric> {
-    crate::nccl::NcclFabric::from_topology(topology, n, bytes_per_s, cfg.transport)
+    crate::nccl::NcclFabric::from_topology(topology, n, bytes_per_s, topology.nccl_transport(cfg.transport))
 }
 
 #[cfg(test)]

@@ -224,10 +224,11 @@ struct Engine<'a> {
 fn build_core(sc: &Scenario, topo: crate::topology::Topology, folded: bool) -> Result<SimState> {
     let strategy = &sc.strategy;
     // The transport's goodput share of every link's line rate (1 without a preset).
-    let efficiency = strategy.transport.map_or(1.0, |t| t.efficiency);
+    let transport = sc.host_transport();
+    let efficiency = transport.map_or(1.0, |t| t.efficiency);
     let caps = topo.links().iter().map(|l| l.bytes_per_ns * efficiency).collect();
     let net = sc.network.build(caps);
-    let (overhead_s, copy) = match strategy.transport {
+    let (overhead_s, copy) = match transport {
         Some(t) => (t.overhead_s, t.copy_bytes_per_s),
         None => (sc.per_message_overhead, sc.copy_bandwidth),
     };

@@ -129,6 +129,14 @@ impl Scenario {
         }
     }
 
+    /// The host transport of its flow-level messages: the strategy's `transport=`, else the
+    /// fabric's, with the strategy's `overhead=`/`copy=` over it
+    /// ([`crate::strategy::TransportChoice::resolve`]); `None`: the cluster's
+    /// `per_message_overhead` and `copy_bandwidth`, links at line rate.
+    pub(crate) fn host_transport(&self) -> Option<crate::strategy::Transport> {
+        self.strategy.transport.resolve(self.topology.transport_option())
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         self.workload.validate()?;
         if self.workload.collective != Collective::AllReduce
@@ -167,6 +175,7 @@ impl Scenario {
                 return Err(Error::invalid("copy_bandwidth", "must be a rate greater than 0"));
             }
         }
+        self.check_host_transport()?;
         self.variability.validate(self.workers)?;
         self.check_bounds()?;
         if let Some(p) = &self.rank_to_host {
@@ -181,6 +190,36 @@ impl Scenario {
 }
 
 impl Scenario {
+    /// Refuses a cluster's per-message overhead or copy rate where the host transport comes
+    /// from the strategy or the fabric ([`Scenario::host_transport`]): one of the two would
+    /// be ignored, so the cluster's is refused, naming where to give it instead.
+    fn check_host_transport(&self) -> Result<()> {
+        if self.host_transport().is_none() {
+            return Ok(());
+        }
+        let from = match (self.strategy.transport.preset, self.topology.transport_option()) {
+            (Some(p), _) => format!("its transport={p}"),
+            (None, Some(p)) => format!("the fabric's transport={p}"),
+            (None, None) => "its overhead= and copy=".to_string(),
+        };
+        for (field, given) in
+            [("overhead", self.per_message_overhead > 0.0), ("copy_bandwidth", self.copy_bandwidth.is_some())]
+        {
+            if given {
+                let option = if field == "copy_bandwidth" { "copy" } else { "overhead" };
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "{} takes its host transport from {from}, which sets the {}; give {option}= in the strategy instead (it overrides the transport's)",
+                        self.strategy.spec,
+                        if option == "copy" { "copy rate" } else { "per-message overhead" },
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses, naming the input, what would pass the memory limits or the simulation
     /// horizon (`limits.rs`) before anything is built.
     fn check_bounds(&self) -> Result<()> {
@@ -200,7 +239,7 @@ impl Scenario {
         // Durations: each below the horizon, and so far below it that a collective's chain
         // of steps (up to 2 per worker, a few hops each) cannot pass it within one event.
         let strategy = &self.strategy;
-        let (overhead, copy) = match strategy.transport {
+        let (overhead, copy) = match self.host_transport() {
             Some(t) => (("strategy.overhead", t.overhead_s), ("strategy.copy", t.copy_bytes_per_s)),
             None => (("per_message_overhead", self.per_message_overhead), ("copy_bandwidth", self.copy_bandwidth)),
         };
@@ -311,11 +350,11 @@ pub(crate) fn check_step_durations(
     // each step's messages.
     let nccl = matches!(strategy.family, Family::Nccl(_));
     let dispatch = if nccl { "strategy.launch" } else { "strategy.dispatch" };
-    for (field, seconds) in [latency, overhead, (dispatch, strategy.dispatch_s)] {
-        let chain = if nccl && field == dispatch { 8 } else { chain };
+    let per_call = (dispatch, strategy.dispatch_s, nccl);
+    for (field, seconds, once_per_call) in [(latency.0, latency.1, false), (overhead.0, overhead.1, false), per_call] {
         let ns = seconds_to_nanos(field, seconds)?;
-        if ns.saturating_mul(chain) >= crate::limits::HORIZON_NS {
-            let what = if nccl && field == dispatch {
+        if ns.saturating_mul(if once_per_call { 8 } else { chain }) >= crate::limits::HORIZON_NS {
+            let what = if once_per_call {
                 "per NCCL call makes a few calls".to_string()
             } else {
                 format!("per message makes the steps of a collective on {workers} workers")

@@ -168,7 +168,9 @@ fn collective_of(schedule: usize) -> Collective {
 ///   not), each node's NICs shared by the replica groups on it: each on its own NIC on
 ///   `rail` (one NIC per GPU), an eighth of the machine's one NIC on an 8-GPU `nodes` machine.
 pub(super) fn nccl_fabrics(sc: &Scenario, cfg: &ShardedConfig, n: usize, group: usize) -> Result<Vec<NcclFabric>> {
-    let from = |ranks: usize| NcclFabric::from_topology(&sc.topology, ranks, sc.bandwidth, cfg.nccl_transport);
+    let from = |ranks: usize| {
+        NcclFabric::from_topology(&sc.topology, ranks, sc.bandwidth, sc.topology.nccl_transport(cfg.nccl_transport))
+    };
     let shard = from(group)?;
     let mut list = vec![shard.clone(), shard];
     if group < n {

@@ -262,6 +262,19 @@ fn all_to_all_stripes_each_peer_as_nccls_p2p_planner_does() {
 }
 
 #[test]
+fn nccl_s_sockets_carry_what_nccl_tests_83_measured_as_the_flow_level_tcp_preset_does() {
+    // 25 Gbit/s NICs, one GPU per host: NCCL's model puts the NIC at 3.0 GB/s (its speed
+    // list); over sockets a large ring all-reduce's busbw is the 1.7 GB/s nccl-tests#83
+    // measured, the flow-level `tcp` preset's 0.544 x 3.125 GB/s.
+    let f = on("star", 8, 3.125e9);
+    let tcp = NcclFabric { transport: Transport::Tcp, ..f.clone() };
+    let large = |f: &NcclFabric| busbw(f, Collective::AllReduce, 4.0 * GIB, &pick(f, Collective::AllReduce, 4.0 * GIB));
+    let (rdma, socket) = (large(&f), large(&tcp));
+    assert!((rdma / 3.0 - 1.0).abs() < 0.01, "{rdma}");
+    assert!((socket / (crate::strategy::TCP_GOODPUT_EFFICIENCY * 3.125) - 1.0).abs() < 0.01, "{socket}");
+}
+
+#[test]
 fn tcp_and_calibration_change_the_time_not_the_choice() {
     let f = rail("dgx-h100", 32);
     let rdma = pick(&f, Collective::AllReduce, GIB);

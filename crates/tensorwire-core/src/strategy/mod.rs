@@ -12,7 +12,8 @@ mod sharded;
 pub use algorithm::{Algorithm, Kind};
 pub use nccl::{Buckets, NcclConfig};
 pub use options::{
-    DDP_OPTIONS, HOST_OPTIONS, NCCL_OPTIONS, PS_OPTIONS, RDMA_GOODPUT_EFFICIENCY, TCP_GOODPUT_EFFICIENCY,
+    TransportChoice, DDP_OPTIONS, HOST_OPTIONS, NCCL_OPTIONS, PS_OPTIONS, RDMA_GOODPUT_EFFICIENCY,
+    TCP_GOODPUT_EFFICIENCY,
 };
 pub use sharded::{
     Comm, ShardAlgorithm, ShardedConfig, Stage, SHARDED_OPTIONS, ZERO3_MAX_LIVE_ELEMENTS, ZERO3_MAX_REUSE_ELEMENTS,
@@ -204,8 +205,9 @@ pub struct Strategy {
     pub compression: f64,
     /// Rate at which a host adds received gradients into its own, bytes/s (`None`: free).
     pub reduce_bytes_per_s: Option<f64>,
-    /// Transport override (`None`: the cluster's).
-    pub transport: Option<Transport>,
+    /// The host transport it asks for ([`TransportChoice::resolve`] on the fabric gives the
+    /// transport its flow-level messages use; nothing given: the cluster's).
+    pub transport: TransportChoice,
     /// Pipeline piece size of pipelined collectives, bytes.
     pub pipeline_chunk: f64,
     /// Ranks per machine for `hierarchical` (`None`: the topology's machine size).
@@ -542,7 +544,10 @@ mod tests {
             Family::ParameterServer(PsConfig { multicast: true, in_network_aggregation: true, .. })
         ));
         assert_eq!(Strategy::parse("ps:pipeline=1MB").unwrap().partition, Some(1_000_000));
-        assert_eq!(Strategy::parse("ring:transport=rdma-optimized").unwrap().transport.unwrap().copy_bytes_per_s, None);
+        assert_eq!(
+            Strategy::parse("ring:transport=rdma-optimized").unwrap().transport.resolve(None).unwrap().copy_bytes_per_s,
+            None
+        );
         for info in STRATEGIES {
             Strategy::parse(info.name).unwrap();
         }

@@ -36,8 +36,9 @@ pub struct NcclConfig {
     pub launch_s: f64,
     /// Compute runs this much slower (a fraction) while a collective is in flight.
     pub compute_slowdown: f64,
-    /// NCCL's network transport (`transport=tcp`: sockets; otherwise IB/RoCE verbs).
-    pub transport: nccl::Transport,
+    /// NCCL's network transport as given (`transport=tcp`: sockets; `rdma`: IB/RoCE verbs;
+    /// `None`: the fabric's, `TopologySpec::nccl_transport`).
+    pub transport: Option<nccl::Transport>,
     /// `ddp`: its buckets; `None` for `nccl` (one collective per tensor).
     pub buckets: Option<Buckets>,
 }
@@ -103,13 +104,10 @@ pub(super) fn compute_slowdown(spec: &Spec) -> Result<Option<f64>> {
 }
 
 /// NCCL's network transport under the strategy's `transport=` preset (`nccl`, `ddp` and the
-/// sharded strategies): NCCL's socket transport for `tcp`, its IB/RoCE transport otherwise.
-pub(super) fn transport(spec: &Spec) -> nccl::Transport {
-    if spec.choice("transport") == Some("tcp") {
-        nccl::Transport::Tcp
-    } else {
-        nccl::Transport::Rdma
-    }
+/// sharded strategies): NCCL's socket transport for `tcp`, its IB/RoCE transport for the
+/// others; `None` where not given (the fabric's: `TopologySpec::nccl_transport`).
+pub(super) fn transport(spec: &Spec) -> Option<nccl::Transport> {
+    spec.choice("transport").map(|t| if t == "tcp" { nccl::Transport::Tcp } else { nccl::Transport::Rdma })
 }
 
 /// The settings of `nccl` (`ddp` false) or `ddp` from `spec` and the raw options.
@@ -221,9 +219,9 @@ mod tests {
         let Family::Nccl(d) = Strategy::parse("ddp").unwrap().family else { panic!("ddp") };
         assert_eq!(d.buckets, Some(Buckets { first_bytes: 1 << 20, cap_bytes: 25 << 20 }));
         assert_eq!(d.compute_slowdown, crate::nccl::DEFAULT_COMPUTE_SLOWDOWN);
-        assert_eq!(d.transport, crate::nccl::Transport::Rdma);
+        assert_eq!(d.transport, None);
         let Family::Nccl(t) = Strategy::parse("ddp:transport=tcp").unwrap().family else { panic!("ddp") };
-        assert_eq!(t.transport, crate::nccl::Transport::Tcp);
+        assert_eq!(t.transport, Some(crate::nccl::Transport::Tcp));
         let field = |spec: &str| Strategy::parse(spec).unwrap_err().field().to_string();
         assert_eq!(field("nccl:algo=ring+bogus"), "strategy.algo");
         assert_eq!(field("nccl:proto=fast"), "strategy.proto");

@@ -116,7 +116,7 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         name: "transport",
         kind: OptionKind::Choice(&["tcp", "rdma", "rdma-optimized"]),
         default: "",
-        help: "host transport preset: per-message overhead (Guo 2019, seed 004), one core's copy rate, goodput as a fraction of line rate (tcp 0.544: nccl-tests#83; rdma 0.96: nccl-tests#119); default: the cluster's",
+        help: "host transport preset: per-message overhead (Guo 2019, seed 004), one core's copy rate, goodput as a fraction of line rate (tcp 0.544: nccl-tests#83; rdma 0.96: nccl-tests#119); default: the GPU fabric's transport=, else the cluster's overhead and line rate",
         aliases: &[],
     },
     OptionInfo { name: "overhead", kind: OptionKind::Duration, default: "", help: "per-message host overhead, overriding the transport's", aliases: &[] },
@@ -196,6 +196,27 @@ pub const RDMA_GOODPUT_EFFICIENCY: f64 = 12e9 / (100e9 / 8.0);
 /// link, not a 100 Gb/s one).
 const ONE_CORE_COPY_BYTES_PER_S: f64 = 40e9 / 8.0;
 
+/// The transport preset named `name` (`tcp`, `rdma`, `rdma-optimized`; see below), for a
+/// strategy's `transport=` and a GPU fabric's (`TopologySpec::transport_option`).
+pub(crate) fn preset(name: &str) -> Option<Transport> {
+    match name {
+        "tcp" => Some(Transport {
+            overhead_s: 20e-6,
+            copy_bytes_per_s: Some(ONE_CORE_COPY_BYTES_PER_S),
+            efficiency: TCP_GOODPUT_EFFICIENCY,
+        }),
+        "rdma" => Some(Transport {
+            overhead_s: 15e-6,
+            copy_bytes_per_s: Some(ONE_CORE_COPY_BYTES_PER_S),
+            efficiency: RDMA_GOODPUT_EFFICIENCY,
+        }),
+        "rdma-optimized" => {
+            Some(Transport { overhead_s: 2e-6, copy_bytes_per_s: None, efficiency: RDMA_GOODPUT_EFFICIENCY })
+        }
+        _ => None,
+    }
+}
+
 /// Transport presets. Per-message overheads are seed 004's illustrative values (calibrate
 /// `overhead` and `copy` for a real cluster, as the testbed does); copy rate and goodput
 /// efficiency are the measured figures above.
@@ -207,35 +228,47 @@ const ONE_CORE_COPY_BYTES_PER_S: f64 = 40e9 / 8.0;
 /// - `rdma-optimized`: tensor buffers registered once, one-way writes (2 us), zero copy,
 ///   goodput [`RDMA_GOODPUT_EFFICIENCY`].
 ///
-/// `overhead=` and `copy=` override the preset's; without a preset they leave the links
-/// at line rate (efficiency 1).
-pub(super) fn transport(spec: &Spec) -> Option<Transport> {
-    let preset = match spec.choice("transport") {
-        Some("tcp") => Some(Transport {
-            overhead_s: 20e-6,
-            copy_bytes_per_s: Some(ONE_CORE_COPY_BYTES_PER_S),
-            efficiency: TCP_GOODPUT_EFFICIENCY,
-        }),
-        Some("rdma") => Some(Transport {
-            overhead_s: 15e-6,
-            copy_bytes_per_s: Some(ONE_CORE_COPY_BYTES_PER_S),
-            efficiency: RDMA_GOODPUT_EFFICIENCY,
-        }),
-        Some("rdma-optimized") => {
-            Some(Transport { overhead_s: 2e-6, copy_bytes_per_s: None, efficiency: RDMA_GOODPUT_EFFICIENCY })
-        }
-        _ => None,
-    };
-    let (overhead, copy) = (spec.duration("overhead"), spec.rate("copy"));
-    if preset.is_none() && overhead.is_none() && copy.is_none() {
-        return None;
+/// `overhead=` and `copy=` override the preset's; without a preset (the strategy's or the
+/// fabric's, [`TransportChoice::resolve`]) they leave the links at line rate (efficiency 1).
+pub(super) fn transport(spec: &Spec) -> TransportChoice {
+    TransportChoice {
+        preset: spec.choice("transport"),
+        overhead_s: spec.duration("overhead"),
+        copy_bytes_per_s: spec.rate("copy"),
     }
-    let base = preset.unwrap_or(Transport { overhead_s: 0.0, copy_bytes_per_s: None, efficiency: 1.0 });
-    Some(Transport {
-        overhead_s: overhead.unwrap_or(base.overhead_s),
-        copy_bytes_per_s: copy.or(base.copy_bytes_per_s),
-        efficiency: base.efficiency,
-    })
+}
+
+/// The host transport a strategy asks for: a preset by name (`transport=`) and overrides of
+/// its per-message overhead (`overhead=`) and copy rate (`copy=`), each `None` where not
+/// given.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TransportChoice {
+    /// `transport=`: `tcp`, `rdma` or `rdma-optimized`.
+    pub preset: Option<&'static str>,
+    /// `overhead=`, seconds.
+    pub overhead_s: Option<f64>,
+    /// `copy=`, bytes/s.
+    pub copy_bytes_per_s: Option<f64>,
+}
+
+impl TransportChoice {
+    /// The transport of flow-level messages on a fabric whose own transport is `fabric`
+    /// (a GPU fabric's `transport=`, if given): the strategy's preset, else the fabric's,
+    /// with the strategy's overrides over it; `None` where neither names a preset and no
+    /// override is given (the cluster's per-message overhead and copy rate apply, links at
+    /// line rate).
+    pub fn resolve(&self, fabric: Option<&str>) -> Option<Transport> {
+        let preset = self.preset.or(fabric).and_then(preset);
+        if preset.is_none() && self.overhead_s.is_none() && self.copy_bytes_per_s.is_none() {
+            return None;
+        }
+        let base = preset.unwrap_or(Transport { overhead_s: 0.0, copy_bytes_per_s: None, efficiency: 1.0 });
+        Some(Transport {
+            overhead_s: self.overhead_s.unwrap_or(base.overhead_s),
+            copy_bytes_per_s: self.copy_bytes_per_s.or(base.copy_bytes_per_s),
+            efficiency: base.efficiency,
+        })
+    }
 }
 
 // --- NCCL strategies (`nccl`, `ddp`; settings in `nccl.rs`) ---
@@ -337,7 +370,7 @@ mod tests {
 
     #[test]
     fn transport_presets_carry_their_sourced_figures() {
-        let t = |spec: &str| Strategy::parse(spec).unwrap().transport.unwrap();
+        let t = |spec: &str| Strategy::parse(spec).unwrap().transport.resolve(None).unwrap();
         // nccl-tests#83: 1.7 GB/s of 3.125 GB/s; nccl-tests#119: 12 of 12.5 GB/s.
         assert!((t("ring:transport=tcp").efficiency - 0.544).abs() < 1e-12);
         assert!((t("ring:transport=rdma").efficiency - 0.96).abs() < 1e-12);
@@ -346,6 +379,11 @@ mod tests {
         // Overrides keep the preset's efficiency; overrides alone keep the line rate.
         assert_eq!(t("ring:transport=tcp,overhead=1us").efficiency, TCP_GOODPUT_EFFICIENCY);
         assert_eq!(t("ring:overhead=1us").efficiency, 1.0);
-        assert!(Strategy::parse("ring").unwrap().transport.is_none());
+        assert!(Strategy::parse("ring").unwrap().transport.resolve(None).is_none());
+        // A GPU fabric's transport= is the preset of a strategy that names none; its own wins.
+        let on = |spec: &str, fabric| Strategy::parse(spec).unwrap().transport.resolve(Some(fabric)).unwrap();
+        assert_eq!(on("ring", "tcp"), t("ring:transport=tcp"));
+        assert_eq!(on("ring:overhead=1us", "tcp"), t("ring:transport=tcp,overhead=1us"));
+        assert_eq!(on("ring:transport=rdma-optimized", "tcp"), t("ring:transport=rdma-optimized"));
     }
 }

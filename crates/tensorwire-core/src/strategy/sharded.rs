@@ -116,8 +116,9 @@ pub struct ShardedConfig {
     /// Fraction by which compute slows while a collective of its rank is in flight
     /// (`None`: `nccl::DEFAULT_COMPUTE_SLOWDOWN` with comm=nccl, 0 with flows).
     pub compute_slowdown: Option<f64>,
-    /// NCCL's transport (`transport=tcp`: sockets; else RDMA).
-    pub nccl_transport: crate::nccl::Transport,
+    /// NCCL's transport as given (`transport=tcp`: sockets; `rdma`: verbs; `None`: the
+    /// fabric's, `TopologySpec::nccl_transport`).
+    pub nccl_transport: Option<crate::nccl::Transport>,
     /// HSDP: ranks per shard group (`None`: the topology's machine size, else 8).
     pub shard_group: Option<usize>,
 }

@@ -1,6 +1,7 @@
 //! `--topology` specs: `star`, `ring`, `leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]`,
 //! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`;
-//! `nodes` and `rail` also take NCCL's fabric options (`sharp=`, `nvls=`) and calibration
+//! `nodes` and `rail` also take the network's transport (`transport=`), NCCL's fabric options
+//! (`sharp=`, `nvls=`) and calibration
 //! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`,
 //! `intra_fill=`, `inter_fill=`, `intra_step=`, `inter_step=`, `nvls_efficiency=`,
 //! `nvls_fill=`, `nvlstree_efficiency=`, `nvlstree_fill=`).
@@ -25,6 +26,10 @@ pub const MAX_EFFICIENCY: f64 = 2.0;
 /// `nvlstree_fill=`): ten
 /// times NCCL's pipeline depths.
 pub const MAX_FILL: f64 = 10.0;
+
+/// The network transports a GPU fabric's `transport=` names (the strategies' presets of
+/// the same names: `crate::strategy::options`).
+const TRANSPORTS: &[&str] = &["rdma", "tcp"];
 
 // The options of GPU fabrics (`nodes`, `rail`) that NCCL's model reads
 // (`crate::nccl::NcclFabric::from_topology`), in both tables.
@@ -62,9 +67,17 @@ static NODES: &[OptionInfo] = &[OptionInfo {
     aliases: &[],
 }];
 
-/// Options of the GPU fabrics (`nodes`, `rail`) that NCCL's model reads: switch capabilities
-/// and the calibration `tensorwire calibrate` fits (`nccl::Calibration`).
+/// Options of the GPU fabrics (`nodes`, `rail`) that NCCL's model reads: the network's
+/// transport, switch capabilities and the calibration `tensorwire calibrate` fits
+/// (`nccl::Calibration`).
 static NCCL_FABRIC: &[OptionInfo] = &[
+    OptionInfo {
+        name: "transport",
+        kind: OptionKind::Choice(TRANSPORTS),
+        default: "rdma",
+        help: "the network's transport, as NCCL picks it from the NICs: rdma (InfiniBand/RoCE verbs, GPUDirect) or tcp (NCCL's socket transport over kernel TCP); a strategy's own transport= overrides it",
+        aliases: &[],
+    },
     OptionInfo {
         name: "sharp",
         kind: OptionKind::Flag,
@@ -306,6 +319,22 @@ impl TopologySpec {
         })
     }
 
+    /// `transport=` as given, if given: the network's transport (`rdma`, `tcp`), which a
+    /// strategy without a `transport=` of its own takes
+    /// ([`crate::strategy::TransportChoice::resolve`], [`TopologySpec::nccl_transport`]).
+    pub fn transport_option(&self) -> Option<&'static str> {
+        self.0.choice("transport")
+    }
+
+    /// NCCL's network transport for a strategy that gives `strategy` (its own `transport=`,
+    /// if any): that, else the fabric's `transport=`, else IB/RoCE verbs.
+    pub fn nccl_transport(&self, strategy: Option<crate::nccl::Transport>) -> crate::nccl::Transport {
+        strategy.unwrap_or(match self.transport_option() {
+            Some("tcp") => crate::nccl::Transport::Tcp,
+            _ => crate::nccl::Transport::Rdma,
+        })
+    }
+
     /// `sharp=` (SHARP / CollNet in the network switches); false unless given.
     pub fn sharp(&self) -> bool {
         self.0.flag("sharp").unwrap_or(false)
@@ -492,6 +521,19 @@ impl TopologySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gpu_fabric_s_transport_is_nccl_s_unless_the_strategy_gives_one() {
+        use crate::nccl::Transport::{Rdma, Tcp};
+        let (plain, tcp) = (TopologySpec::parse("rail").unwrap(), TopologySpec::parse("nodes:transport=tcp").unwrap());
+        assert_eq!((plain.transport_option(), tcp.transport_option()), (None, Some("tcp")));
+        assert_eq!((plain.nccl_transport(None), tcp.nccl_transport(None)), (Rdma, Tcp));
+        assert_eq!((plain.nccl_transport(Some(Tcp)), tcp.nccl_transport(Some(Rdma))), (Tcp, Rdma));
+        for (spec, allowed) in [("rail:transport=udp", "rdma, tcp"), ("star:transport=tcp", "none")] {
+            let e = TopologySpec::parse(spec).unwrap_err().to_string();
+            assert!(e.contains("transport") && e.contains(allowed), "{e}");
+        }
+    }
 
     #[test]
     fn rail_uses_the_preset_rates_unless_nic_or_nvlink_are_given() {

@@ -75,9 +75,10 @@ class Result:
         return self.active_processes
 
     @property
-    def max_link_utilization(self) -> float:
-        """Busiest link's utilisation."""
-        return max(self.link_utilization.values(), default=0.0)
+    def max_link_utilization(self) -> Optional[float]:
+        """Busiest link's utilisation; None where no link was simulated (collectives timed by
+        NCCL's model put no flows on links: not an idle network)."""
+        return max(self.link_utilization.values(), default=None)
 
     def busiest_links(self, k: int = 5) -> list[tuple[str, float]]:
         """The ``k`` busiest links, busiest first, ties in natural order of their names (h2

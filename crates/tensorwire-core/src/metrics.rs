@@ -89,7 +89,9 @@ pub struct Report {
     /// Per iteration, bytes rank 0's host put on the wire (every message it started, once
     /// per message: a multicast counts once), bytes.
     pub sent_bytes_per_worker: f64,
-    /// Utilisation of each directed link over the steady-state window (0..1), by name.
+    /// Utilisation of each directed link over the steady-state window (0..1), by name; under
+    /// the analytical model, which times every flow as if alone, the load over the capacity,
+    /// which passes 1 where flows it did not let share a link would have had to.
     pub link_utilization: Vec<(String, f64)>,
     /// Events processed.
     pub events: u64,

@@ -357,3 +357,18 @@ fn colocated_servers_halve_the_first_iteration_of_two_workers() {
     assert!(close(first("ps:num_ps=2,placement=sharded"), 2.0 * s as f64 + 2.0 * l));
     assert!(close(first("ps:num_ps=2,placement=sharded,colocated=true"), s as f64 + 2.0 * l));
 }
+
+#[test]
+fn the_analytical_model_shows_the_sharing_it_ignores_as_utilisation_above_one() {
+    // 8 workers push to and pull from one server at once: each of its links carries 8
+    // tensors per iteration, which the contention-free model times as one push and one pull
+    // of one tensor each, so its load is 8 / 2 = 4 times its capacity; the flow model shares
+    // the link and keeps every link within it.
+    let mut sc = scenario(workload(&[1_000_000], 0), 8, "ps:distribution=concurrent", 100);
+    let busiest = |sc: &Scenario| run(sc).link_utilization.iter().map(|(_, u)| *u).fold(0.0, f64::max);
+    sc.network = ModelKind::Analytical;
+    let analytical = busiest(&sc);
+    sc.network = ModelKind::Flow;
+    let flow = busiest(&sc);
+    assert!((analytical - 4.0).abs() < 0.01 && flow <= 1.0, "analytical {analytical}, flow {flow}");
+}

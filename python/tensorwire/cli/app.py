@@ -228,12 +228,34 @@ def simulate_cmd(
     if trace_file is not None:
         # After the result is shown: a write that fails (a full disk) loses only the trace.
         size, events = write_trace(trace_file, result, trace_workers)
-        shown = min(trace_workers, result.workers)
         click.echo(
-            f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events "
-            f"(workers 0-{shown - 1} of {result.workers}; --trace-workers N for more)",
+            f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events ({_traced(result, trace_workers)})",
             err=True,
         )
+
+
+def _traced(result: Result, limit: int) -> str:
+    """Which workers a trace of ``result`` shows (at most ``limit``): a folded run recorded
+    only the ranks it simulated, which stand for the others.
+
+    >>> from types import SimpleNamespace as S
+    >>> spans = [{"worker": w} for w in (0, 1, 2, 3)]
+    >>> _traced(S(workers=16, folded=False, timeline=spans), 8)
+    'workers 0-7 of 16; --trace-workers N for more'
+    >>> _traced(S(workers=16, folded=True, timeline=spans[:1]), 8)
+    'worker 0 of 16: the run folded ranks that behave alike and simulated only this one'
+    """
+    present = sorted({int(s["worker"]) for s in result.timeline if s.get("worker") is not None})
+    if not present:
+        return "no worker spans: nothing ran"
+    if not result.folded or len(present) >= min(limit, result.workers):
+        shown = min(limit, result.workers)
+        more = "; --trace-workers N for more" if shown < result.workers else ""
+        return f"workers 0-{shown - 1} of {result.workers}{more}"
+    listed = [w for w in present if w < limit]
+    names = f"worker {listed[0]}" if len(listed) == 1 else f"workers {', '.join(map(str, listed))}"
+    which = "this one" if len(listed) == 1 else "these"
+    return f"{names} of {result.workers}: the run folded ranks that behave alike and simulated only {which}"
 
 
 #: ``simulate``'s options that build a built-in model's iteration, by parameter name and flag;
@@ -282,15 +304,16 @@ def _over_flow_budget(e: InputError) -> Optional[str]:
 
 
 def _baseline(rows: list[Union[Result, Refused]], preferred: str) -> tuple[Optional[Result], str]:
-    """The baseline of one model's rows: the first row named ``preferred`` that ran, else the
-    first row that ran (the order given); and a note when it is not the preferred one."""
+    """The baseline of one model's rows: the row of the strategy spec ``preferred`` (plain
+    ``ps`` or ``ddp``, not ``ps:num_ps=8``) if it ran, else the first row that ran (the order
+    given); and a note when it is not the preferred one."""
     ran = [r for r in rows if isinstance(r, Result)]
-    base = next((r for r in ran if r.strategy.split(":", 1)[0] == preferred), None)
+    base = next((r for r in ran if r.strategy == preferred), None)
     if base is not None:
         return base, ""
     if not ran:
         return None, "every strategy was refused"
-    refused = next((r for r in rows if isinstance(r, Refused) and r.strategy.split(":", 1)[0] == preferred), None)
+    refused = next((r for r in rows if isinstance(r, Refused) and r.strategy == preferred), None)
     why = f"{refused.strategy} was refused" if refused is not None else f"{preferred} is not in the list"
     return ran[0], f"baseline {ran[0].strategy}: {why}"
 
@@ -374,9 +397,10 @@ def compare_cmd(
     seed: int,
     as_json: bool,
 ) -> None:
-    """Rank strategies by iteration time, with the speedup of each over a baseline: `ps`, or
-    for LLMs and on GPU fabrics (rail, nodes) `ddp` (PyTorch DDP's buckets on NCCL); when that
-    is not in --strategies, the first one listed.
+    """Rank strategies by iteration time, with the speedup of each over a baseline: plain `ps`,
+    or for LLMs and on GPU fabrics (rail, nodes) `ddp` (PyTorch DDP's buckets on NCCL); when
+    that is not in --strategies, the first one listed. By default every built-in strategy that
+    runs on the cluster (nccl and ddp on GPU fabrics only).
 
     With no arguments: ResNet-50, VGG-16 and BERT-base on 32 workers at 25 Gbps. LLMs
     (`--model llama3_8b`) are compared by default under all-reduce strategies and sharded
@@ -404,10 +428,11 @@ def compare_cmd(
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
     # The data-parallel baseline: PyTorch DDP for LLMs and on GPU fabrics, else (the
-    # seeds' question) the parameter server.
+    # seeds' question) one parameter server, plain (`ps:num_ps=8` is a strategy like any
+    # other); without it in the list, the first listed.
     preferred = "ddp" if only_llms or on_gpus else "ps"
-    if all(s.name != preferred for s in checked):
-        preferred = checked[0].name
+    if all(s.spec != preferred for s in checked):
+        preferred = checked[0].spec
     cluster = _cluster(
         n,
         bandwidth if bandwidth is not None else _default_bandwidth(topology),

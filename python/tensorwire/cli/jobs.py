@@ -37,8 +37,8 @@ def parse_job(text: str, gpu: Optional[str]) -> Job:
     name, model, workers, strategy = parts
     if not _NAME.fullmatch(name):
         raise InputError("job", f"{text!r}: the name {name!r} may use only letters, digits, '_', '-' and '.'")
-    if not workers.isdigit() or not 1 <= int(workers) <= U32_MAX:
-        raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {U32_MAX}")
+    if not workers.isdigit() or not 1 <= int(workers) <= _core.MAX_WORKERS:
+        raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {_core.MAX_WORKERS:,}")
     return Job(name, load_model(model, gpu), int(workers), strategy)
 
 

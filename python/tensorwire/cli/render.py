@@ -185,6 +185,22 @@ def result(
         for name, u in r.busiest_links(3):
             t.add_row(f"link {name}", f"{u:.1%}")
     console.print(t)
+    if overloaded(r):
+        console.print(Text(OVERLOAD.format(strategies=r.strategy)))
+
+
+#: What ``simulate`` and ``compare`` say below a result whose links carried more than they can.
+OVERLOAD = (
+    "note: {strategies}: a link carries more than its capacity in this time (utilisation above 100%): the "
+    "analytical model times every flow as if alone, so this time is too short wherever flows share a link; "
+    "--network flow shares them"
+)
+
+
+def overloaded(r: Result) -> bool:
+    """Whether a link of ``r`` carried more than its capacity allows (only the analytical
+    model, which ignores contention, lets that happen; 0.1% above 1 is rounding)."""
+    return any(u > 1.001 for u in r.link_utilization.values())
 
 
 #: What the link section says when no link utilisation was measured.
@@ -259,7 +275,7 @@ def comparison(
         cells += [
             f"{r.scaling_factor:.3f}",
             format_seconds(r.exposed_comm_s),
-            f"{r.max_link_utilization:.0%}" if r.link_utilization else "-",
+            "-" if r.max_link_utilization is None else f"{r.max_link_utilization:.0%}",
             f"{base.iteration_time_s / r.iteration_time_s:.2f}x" if base is not None else "-",
         ]
         t.add_row(*cells)
@@ -268,6 +284,9 @@ def comparison(
     console.print(t)
     if any(not r.link_utilization for r in ran):
         console.print(Text(f"max link {NO_LINKS}"))
+    over = [r.strategy for r in ran if overloaded(r)]
+    if over:
+        console.print(Text(OVERLOAD.format(strategies=", ".join(over))))
     for i, x in enumerate(refused, 1):  # the reasons below the table, so its columns stay narrow
         console.print(Text(f"[{i}] {x.strategy}: {x.reason}"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Optional
 
@@ -76,6 +77,7 @@ def report(
         raise InputError("out", f"{out!r}: the report is HTML; give a file ending in .html")
     check_output(path, "out")
     try:
+        from tensorwire.report import timeline
         from tensorwire.report.page import build_report, write_report
     except ImportError as e:
         if not (e.name or "").startswith("plotly"):
@@ -112,5 +114,9 @@ def report(
                     advance("configurations")
 
             rows = run_configs(configs, jobs=jobs, ray_address=ray_address, progress=done)
-    write_report(path, build_report(rows, title=title, with_timeline=not no_timeline))
+    # Rows of a workload file are re-simulated for the timeline from the file (a sweep file
+    # does not name it).
+    file, fmt = (None, "auto") if sweep_file is not None else (grid.get("workload_file"), grid["workload_format"])
+    record = functools.partial(timeline.record, workload_file=file, workload_format=fmt)
+    write_report(path, build_report(rows, title=title, record=record, with_timeline=not no_timeline))
     click.echo(f"{path}: report on {len(rows)} configurations")

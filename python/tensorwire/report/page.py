@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import plotly.io as pio  # type: ignore[import-untyped,import-not-found,unused-ignore]
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -24,8 +24,8 @@ from tensorwire.sweep.table import COLUMNS, Row
 from tensorwire.units import format_rate, format_seconds
 from tensorwire.workloads import models as zoo_models
 
-#: Records a timeline for a row; None when the core cannot (swappable for tests).
-Recorder = Callable[[Row], Optional[list[timeline.Span]]]
+#: Records a timeline for a row, or says why it cannot (swappable for tests).
+Recorder = Callable[[Row], Union[list[timeline.Span], str]]
 
 _CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"format": "svg"}}
 
@@ -189,7 +189,7 @@ def _table(rows: list[Row]) -> str:
             f"{float(r['throughput_samples_per_s']):,.0f}",
             f"{float(r['scaling_factor']):.3f}",
             format_seconds(float(r["exposed_comm_s"])),
-            f"{float(r['max_link_utilization']):.0%}",
+            "-" if r["max_link_utilization"] is None else f"{float(r['max_link_utilization']):.0%}",
         )
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return (
@@ -210,11 +210,8 @@ def _timelines(rows: list[Row], key: str, recorder: Recorder) -> str:
     out = []
     for r in chosen:
         spans = recorder(r)
-        if spans is None:
-            return (
-                '<p class="note">Timeline: this build of the core cannot record an iteration yet '
-                "(<code>tensorwire.simulate(..., timeline=True)</code>).</p>"
-            )
+        if isinstance(spans, str):
+            return f'<p class="note">Timeline: {spans}.</p>'
         if not spans:
             continue
         label = "baseline" if r["strategy"] == "ps" else "fastest"

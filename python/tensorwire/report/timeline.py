@@ -8,12 +8,15 @@ report, without the timeline section.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from tensorwire.api import simulate
 from tensorwire.cluster import Cluster
+from tensorwire.sweep.grid import FILE_GPU
 from tensorwire.sweep.table import Row
+from tensorwire.workload import Workload
 from tensorwire.workloads import load_model
+from tensorwire.workloads.formats import load_workload
 
 #: A span of a recorded iteration, as ``Result.timeline`` gives it: ``kind`` (compute or
 #: flow), ``worker`` (int or None), ``server`` (a parameter server's index, or None),
@@ -30,12 +33,25 @@ def supported() -> bool:
     return "timeline" in inspect.signature(simulate).parameters
 
 
-def record(row: Row) -> Optional[list[Span]]:
-    """The spans of one iteration of the configuration in ``row`` (a sweep row), or None
-    when this build cannot record them."""
+def record(row: Row, workload_file: Optional[str] = None, workload_format: str = "auto") -> Union[list[Span], str]:
+    """The spans of one iteration of the configuration in ``row`` (a sweep row), or why they
+    cannot be recorded (a sentence for the page). A row of a workload file (``gpu`` is
+    ``file``) is re-simulated from ``workload_file``, which a sweep file does not name."""
     if not supported():
-        return None
-    workload = load_model(str(row["model"]), row.get("gpu"), row.get("batch"))
+        return (
+            "this build of the core cannot record an iteration yet "
+            "(<code>tensorwire.simulate(..., timeline=True)</code>)"
+        )
+    workload: Workload
+    if row.get("gpu") == FILE_GPU:
+        if workload_file is None:
+            return (
+                f"{row['model']} was read from a workload file, which the sweep file does not name; "
+                "<code>tensorwire report --workload FILE</code> shows its timeline"
+            )
+        workload = load_workload(workload_file, workload_format)
+    else:
+        workload = load_model(str(row["model"]), row.get("gpu"), row.get("batch"))
     speedup = float(row.get("compute_speedup") or 1.0)
     if speedup != 1.0:
         workload = workload.with_compute_speedup(speedup)
@@ -52,5 +68,4 @@ def record(row: Row) -> Optional[list[Span]]:
     result = simulate(
         workload, cluster, str(row["strategy"]), iterations=int(row["iterations"]), seed=int(row["seed"]), **options
     )
-    spans = getattr(result, "timeline", None)
-    return None if spans is None else [dict(s) for s in spans]
+    return [dict(s) for s in result.timeline]

@@ -58,7 +58,12 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("compute_time_s", "float", "forward plus backward compute per iteration on one worker, seconds"),
     Column("comm_time_s", "float", "time per iteration rank 0 had any message in flight, seconds"),
     Column("exposed_comm_s", "float", "communication time per iteration not hidden under compute, seconds"),
-    Column("max_link_utilization", "float", "busy fraction of the busiest directed link (0..1)"),
+    Column(
+        "max_link_utilization",
+        "float",
+        "busy fraction of the busiest directed link (0..1); empty where no link was simulated (NCCL's timing)",
+        nullable=True,
+    ),
     Column(
         "speedup_over_ps",
         "float",

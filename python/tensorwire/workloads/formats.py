@@ -29,6 +29,10 @@ def detect_format(path: PathLike) -> str:
             head = f.read(65536)
     except OSError as e:
         raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror}") from None
+    if not head.strip():
+        raise InputError(
+            "workload", f"{p}: the file is empty; give a workload file, a profiler trace or a Chakra trace"
+        )
     if head[:2] == b"\x1f\x8b":
         try:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 65536)
@@ -88,4 +92,12 @@ def read_text_workload(path: PathLike) -> Workload:
     text = io.decode_text(io.read_input(p, "workload", io.WORKLOAD_FILE_LIMIT), p, "workload")
     if text.lstrip().startswith("{"):
         return Workload.from_dict(io.loads_json(text, p, "workload"))
-    return parse_trace(text, name=p.stem)
+    try:
+        return parse_trace(text, name=p.stem)
+    except InputError as e:
+        # Named as the file and what it was read as: a file of anything else lands here.
+        where, message = (e.args[0], e.args[-1]) if len(e.args) >= 2 else ("", str(e))
+        raise InputError(
+            "workload",
+            f"{p}: not JSON, so read as a five-attribute trace (docs/formats.md), and {where}: {message}",
+        ) from None

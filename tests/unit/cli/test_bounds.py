@@ -47,7 +47,10 @@ CASES: list[tuple[list[str], str]] = [
     ),
     (["topology", "--preset", "dgx-a100", "--trees", "1000000000"], "trees"),
     (["compare", "-m", "resnet50", "-n", "1000000000", "-b", "25Gbps", "--strategies", "ps,ring"], "workers"),
-    (["jobs", "-b", "25Gbps", "--job", "a:resnet50:1000000000:ring", "--job", "b:vgg16:4:ring"], "workers"),
+    (
+        ["jobs", "-b", "25Gbps", "--job", "a:resnet50:1000000000:ring", "--job", "b:vgg16:4:ring"],
+        "job",
+    ),  # the --job named, with the core's limit
     ([*SIM, "-s", "ring:credit=0B"], "strategy.credit"),
     ([*SIM, "-s", "ring:fusion=0B"], "strategy.fusion"),
     ([*SIM, "-s", "double-tree:chunk=0B"], "strategy.chunk"),

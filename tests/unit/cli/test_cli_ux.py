@@ -65,6 +65,18 @@ def test_compare_runs_no_extra_baseline_and_lists_zero3_and_fsdp_apart() -> None
     assert "fsdp" in names and "zero3" in names
 
 
+def test_compare_s_baseline_is_plain_ps_not_the_first_ps_with_options() -> None:
+    """``ps:num_ps=8`` listed before ``ps`` was the baseline ("vs ps:num_ps=8"); without a
+    plain ``ps`` the first listed is, as the guide says, not a ``ps`` with options."""
+    args = ("compare", "--model", "alexnet", "-n", "4", "-b", "10Gbps", "--iterations", "2", "--json")
+    for listed, baseline in (("ps:num_ps=2,ps,ring", "ps"), ("ring,ps:num_ps=2", "ring")):
+        p = run(*args, "--strategies", listed)
+        assert p.returncode == 0, p.stderr
+        rows = json.loads(p.stdout)
+        assert {r["baseline"] for r in rows} == {baseline}, listed
+        assert next(r for r in rows if r["strategy"] == baseline)["speedup_over_baseline"] == 1.0
+
+
 def test_compare_sweep_and_report_take_a_workload_file(tmp_path: Path) -> None:
     job = tmp_path / "job.json"
     p = run(

@@ -185,3 +185,22 @@ def test_a_whole_sweep_reads_back_from_csv_and_json(rows: Rows, sweep_file: Path
     write_rows(good, rows)
     assert read_sweep(good) == rows
     assert len(read_sweep(sweep_file)) == len(rows) == 24
+
+
+def test_a_workload_file_s_timeline_is_simulated_from_the_file(tmp_path: Path) -> None:
+    """``report --workload FILE`` re-simulates the file's rows for the timeline (it looked the
+    workload's name up in the zoo and failed after the whole sweep); ``report --sweep`` of a
+    sweep of a file, which does not name the file, says how to see it."""
+    job = tmp_path / "job.json"
+    data = tw.load_model("alexnet").to_dict()
+    name = data["name"] = "my_job"  # not a zoo model
+    job.write_text(json.dumps(data))
+    out, sweep = tmp_path / "r.html", tmp_path / "s.csv"
+    grid = ["-n", "2", "-b", "10Gbps", "-s", "ps,ring", "--iterations", "2"]
+    assert main(["report", "--workload", str(job), *grid, "--out", str(out)]) == 0
+    assert f"model-{name}-timeline-" in out.read_text()
+    assert main(["sweep", "--workload", str(job), *grid, "--out", str(sweep)]) == 0
+    assert main(["report", "--sweep", str(sweep), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "was read from a workload file, which the sweep file does not name" in page
+    assert f"model-{name}-timeline-" not in page

@@ -96,6 +96,9 @@ def _refused(capsys: pytest.CaptureFixture[str], path: Path, needle: str, *, imp
         ("fa_inf.txt", "# batch_size: inf\n0 t 4 w0 ps\n", "trace.batch_size"),
         ("fa_size.txt", f"0 t {10**23} w0 ps\n", "trace line 1"),
         ("fa_size64.txt", f"0 t {2**64} w0 ps\n", "trace line 1"),
+        # Empty, or not any format: named as the file and what it was read as.
+        ("empty.json", "", "empty.json: the file is empty"),
+        ("garbage.json", "garbage\n", "garbage.json: not JSON, so read as a five-attribute trace"),
     ],
 )
 def test_workload_files(
@@ -293,3 +296,28 @@ def test_with_owners_matches_the_quadratic_rule(seed: int) -> None:
         )
         layers.append(Layer(name, 0.0, 0.0, tensors))
     assert [c.layer for c in with_owners(layers, colls)] == _reference(layers, colls)
+
+
+def test_an_output_over_an_input_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``import-trace --out`` over a trace and ``simulate --trace`` over its workload or
+    cluster file wrote over the input (a 138 KB profiler trace became a 900 B workload file)."""
+    trace = tmp_path / "rank0.json"
+    trace.write_bytes(gzip.decompress(RANK0.read_bytes()))
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps(_workload()))
+    cluster = tmp_path / "c.json"
+    cluster.write_text(json.dumps({"tensorwire_cluster": 1, "topology": "star", "bandwidth_bytes_per_s": 1e9,
+                                   "latency_s": 5e-6}))  # fmt: skip
+    before = {p: p.read_bytes() for p in (trace, workload, cluster)}
+    for argv, what in (
+        (["import-trace", str(trace), "--out", str(trace)], "out: {} is one of the traces"),
+        (["simulate", "--workload", str(workload), *SIM, "--trace", str(workload)], "trace: {} is one of the workload files"),
+        (["simulate", "--workload", str(workload), "-n", "4", "-s", "ring", "--cluster", str(cluster), "--trace",
+          str(tmp_path / "." / "c.json")], "trace: {} is one of the cluster files"),
+    ):  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and what.format(argv[-1]) in err, err
+    assert {p: p.read_bytes() for p in before} == before

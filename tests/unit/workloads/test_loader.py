@@ -90,6 +90,25 @@ def test_zoo_file_is_accepted_as_a_workload_file() -> None:
             },
             "workload.layers.0.tensors.0.bytes",
         ),
+        # JSON true is not 1 byte (pydantic read it so), NaN not a time (it said ">= 0").
+        (
+            {
+                "format": "tensorwire-workload/1",
+                "name": "x",
+                "batch_size": 1,
+                "layers": [{"name": "a", "forward_s": 0, "backward_s": 0, "tensors": [{"name": "t", "bytes": True}]}],
+            },
+            "workload.layers.0.tensors.0.bytes",
+        ),
+        (
+            {
+                "format": "tensorwire-workload/1",
+                "name": "x",
+                "batch_size": True,
+                "layers": [{"name": "a", "forward_s": 0, "backward_s": 0}],
+            },
+            "workload.batch_size",
+        ),  # fmt: skip
     ],
 )
 def test_malformed_workload_files_name_the_field(tmp_path: Path, doc: dict[str, object], field: str) -> None:
@@ -158,7 +177,9 @@ def test_malformed_traces_name_the_line(tmp_path: Path, text: str, field: str) -
     path.write_text(text)
     with pytest.raises(InputError) as e:
         Workload.from_file(path)
-    assert e.value.args[0] == field
+    # Named as the file, read as a trace: the trace's own field (the line) in the message.
+    assert e.value.args[0] == "workload" and f"{path}: not JSON, so read as a five-attribute trace" in e.value.args[1]
+    assert f"and {field}: " in e.value.args[1]
 
 
 def test_collective_microbenchmark() -> None:
@@ -167,3 +188,12 @@ def test_collective_microbenchmark() -> None:
     with pytest.raises(InputError) as e:
         Workload.collective("allreduce:1MiBx0")
     assert e.value.args[0] == "collective"
+
+
+def test_a_nan_time_is_refused_as_not_finite(tmp_path: Path) -> None:
+    path = tmp_path / "nan.json"
+    path.write_text('{"format": "tensorwire-workload/1", "name": "x", "batch_size": 1,'
+                    ' "layers": [{"name": "a", "forward_s": 0, "backward_s": NaN}]}')  # fmt: skip
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args[0] == "workload.layers.0.backward_s" and "finite number of seconds" in e.value.args[1]

@@ -47,6 +47,29 @@ def test_a_collective_microbenchmark_keeps_its_collective_and_element_size() -> 
     assert (w.core.collective, w.core.dtype_bytes, w.core.total_bytes) == ("allgather", w.dtype_bytes, 3 * 64 * 2**20)
 
 
+@pytest.mark.parametrize("spec", ["allreduce:1MiBx50", "alltoall:3KB", "broadcast:1Bx2"])
+def test_a_collective_built_unchecked_equals_the_checked_workload(spec: str) -> None:
+    """``Workload.collective`` builds its objects without their checks (the core built them);
+    the result is the workload the checked constructors give, and its core object that
+    workload's (also after a pickle, which drops the core object)."""
+    w = tw.Workload.collective(spec)
+    checked = tw.Workload(
+        w.name,
+        w.batch_size,
+        tuple(
+            tw.Layer(x.name, x.forward_s, x.backward_s, tuple(tw.Tensor(t.name, t.bytes) for t in x.tensors))
+            for x in w.layers
+        ),  # fmt: skip
+        w.description,
+        w.sources,
+        w.dtype_bytes,
+        w.collective_kind,
+    )
+    assert w == checked and hash(w) == hash(checked) and repr(w) == repr(checked)
+    assert w.core.total_bytes == checked.core.total_bytes and repr(w.core) == repr(checked.core)
+    assert pickle.loads(pickle.dumps(w)) == checked
+
+
 def test_the_core_object_changes_no_equality_hash_repr_or_pickle() -> None:
     w, fresh = tw.load_model("resnet50"), tw.load_model("resnet50")
     before = repr(w)

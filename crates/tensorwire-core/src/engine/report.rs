@@ -140,6 +140,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
         }
     }
     let links = if m.flowless { 0 } else { topo.links().len() };
+    let contention_free = core.net.contention_free();
     let link_utilization = (0..links)
         .map(|l| {
             let bytes = match (core.folded, topo.rank_orbit(l, n), &core.link_fold) {
@@ -148,9 +149,12 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
                 (_, _, Some(fold)) => delta[fold[l].0],
                 _ => delta[l],
             };
-            // At the rates failures gave the link, when they did.
+            // At the rates failures gave the link, when they did. The analytical model times
+            // every flow as if alone, so its links may carry more than they can: kept above 1
+            // there (the load over the capacity), the sign of the contention it ignores.
             let capacity = core.capacity_over(l, start, end);
-            (topo.link_name(l), if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 })
+            let load = if capacity > 0.0 { bytes / capacity } else { 0.0 };
+            (topo.link_name(l), if contention_free { load } else { load.min(1.0) })
         })
         .collect();
     // One iteration: the last period, from the previous completion of every worker to

@@ -19,7 +19,12 @@ fn runs(f: &NcclFabric, a: Algo) -> bool {
 
 /// The algorithms the fabric runs, for messages.
 fn allowed(f: &NcclFabric) -> String {
-    let names: Vec<&str> = Algo::ALL.iter().filter(|&&a| runs(f, a)).map(|a| a.name()).collect();
+    // PAT runs only all-gather and reduce-scatter (NCCL 2.30.7): said where it is listed.
+    let names: Vec<&str> = Algo::ALL
+        .iter()
+        .filter(|&&a| runs(f, a))
+        .map(|&a| if a == Algo::Pat { "pat (all-gather and reduce-scatter only)" } else { a.name() })
+        .collect();
     names.join(", ")
 }
 

@@ -73,6 +73,10 @@ impl NetworkModel for AlphaBeta {
     fn name(&self) -> &'static str {
         "analytical"
     }
+
+    fn contention_free(&self) -> bool {
+        true
+    }
 }
 
 impl TimesAlone for AlphaBeta {

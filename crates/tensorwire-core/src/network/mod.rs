@@ -87,6 +87,11 @@ pub trait NetworkModel {
     fn link_bytes(&mut self, now: Nanos) -> &[f64];
     /// Short name for reports.
     fn name(&self) -> &'static str;
+    /// Whether it times every flow as if alone (the analytical model): its links may then
+    /// carry more bytes than their capacity allows in the time the flows took.
+    fn contention_free(&self) -> bool {
+        false
+    }
 }
 
 /// The lanes fast path of a network model (see `engine/lanes.rs`), an optional capability

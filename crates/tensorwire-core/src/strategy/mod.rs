@@ -75,6 +75,12 @@ pub static ALIASES: &[(&str, &str)] = &[];
 /// stream execution, a dispatch cost and partial collectives).
 const ALL_REDUCE_ONLY: [&str; 5] = ["fusion", "cycle", "execution", "dispatch", "partial"];
 
+/// Host options only the sharded strategies read, and why the others have no use for them.
+const SHARDED_ONLY: [(&str, &str); 1] = [(
+    "param_dtype",
+    "only the sharded strategies (zero1-3, fsdp, hsdp) move parameters; reduce_dtype sets the gradients' element type",
+)];
+
 /// Host options that sharded strategies refuse, and why.
 const NOT_FOR_SHARDED: [(&str, &str); 9] = [
     ("partition", "sharded strategies move whole units or buckets; use unit/min_unit (fsdp) or bucket (zero)"),
@@ -95,6 +101,7 @@ pub fn applies(name: &str, option: &str) -> bool {
         Some(Kind::Sharded(stage)) => {
             sharded::applies(stage, option) && !NOT_FOR_SHARDED.iter().any(|(o, _)| *o == option)
         }
+        _ if SHARDED_ONLY.iter().any(|(o, _)| *o == option) => false,
         Some(Kind::ParameterServer { ina, .. }) => {
             !ALL_REDUCE_ONLY.contains(&option) && (option != "switch_memory" || ina)
         }
@@ -278,6 +285,11 @@ impl Strategy {
         let all_reduce = matches!(family, Family::AllReduce(_)) || on_nccl;
         if let Family::Sharded(_) = family {
             refuse_for_sharded(&spec)?;
+        } else if let Some((name, reason)) = SHARDED_ONLY.iter().find(|(o, _)| spec.get(o).is_some()) {
+            return Err(Error::invalid(
+                format!("strategy.{name}"),
+                format!("does not apply to {}: {reason}", spec.name),
+            ));
         }
         let partition = spec.bytes("partition").or(spec.bytes("pipeline")).map(|b| b.round() as u64);
         if partition == Some(0) {
@@ -521,6 +533,20 @@ mod tests {
         assert!(ALIASES
             .iter()
             .all(|(a, t)| STRATEGIES.iter().any(|s| s.name == *a) && STRATEGIES.iter().any(|s| s.name == *t)));
+    }
+
+    #[test]
+    fn param_dtype_is_the_sharded_strategies_own() {
+        // Only sharded strategies all-gather parameters; elsewhere it changed nothing.
+        for spec in ["ring:param_dtype=bf16", "nccl:param_dtype=bf16", "ddp:param_dtype=bf16", "ps:param_dtype=fp16"] {
+            let e = Strategy::parse(spec).unwrap_err();
+            assert_eq!(e.field(), "strategy.param_dtype", "{spec}");
+            assert!(e.to_string().contains("reduce_dtype"), "{e}");
+        }
+        for spec in ["fsdp:param_dtype=bf16", "zero3:param_dtype=bf16", "ring:reduce_dtype=bf16"] {
+            Strategy::parse(spec).unwrap();
+        }
+        assert!(applies("fsdp", "param_dtype") && !applies("ring", "param_dtype"));
     }
 
     #[test]

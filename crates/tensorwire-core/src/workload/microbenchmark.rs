@@ -26,7 +26,16 @@ pub fn collective_benchmark(spec: &str) -> Result<Workload> {
     };
     let collective = Collective::parse(field, kind).map_err(|_| bad("names no collective"))?;
     let (size, count) = match rest.rsplit_once('x') {
-        Some((s, c)) => (s, c.parse::<u32>().map_err(|_| bad("has a COUNT that is not an integer"))?),
+        Some((s, c)) => {
+            let count = c.parse::<u32>().map_err(|_| {
+                if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) {
+                    bad(&format!("has a COUNT above {} (collectives a run holds in one iteration)", u32::MAX))
+                } else {
+                    bad("has a COUNT that is not an integer")
+                }
+            })?;
+            (s, count)
+        }
         None => (rest, 1),
     };
     if count == 0 {

@@ -12,6 +12,7 @@ import click
 
 from tensorwire._core import InputError
 from tensorwire.io import check_workload_output
+from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
 from tensorwire.units import format_bytes, format_rate, format_seconds
 
 
@@ -101,7 +102,12 @@ def profile(
     help="torchvision model, package.module:factory, or zoo:NAME (emulated compute).",
 )
 @click.option(
-    "--workers", "-n", type=click.IntRange(min=2), default=2, show_default=True, help="Processes of the N-process run."
+    "--workers",
+    "-n",
+    type=click.IntRange(min=2, max=MAX_LOCAL_PROCESSES),
+    default=2,
+    show_default=True,
+    help=f"Processes of the N-process run (at most {MAX_LOCAL_PROCESSES}, all on this machine).",
 )
 @click.option(
     "--mode",
@@ -112,7 +118,12 @@ def profile(
 )
 @click.option("--partition", default=None, help="Piece size, e.g. 1MiB (priority default 4MiB).")
 @click.option("--credit", default=None, help="Bytes in flight, e.g. 4MiB (priority default 16MiB).")
-@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Per-worker batch size.")
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Per-worker batch size [default: 8; a zoo: model runs its own, at which its compute times were measured].",
+)
 @click.option("--input-shape", callback=_shape, default=None, help="One sample's shape (torchvision models).")
 @click.option("--iterations", type=click.IntRange(min=1), default=10, show_default=True, help="Timed iterations.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed iterations first.")
@@ -128,7 +139,7 @@ def measure(
     mode: str,
     partition: Optional[str],
     credit: Optional[str],
-    batch: int,
+    batch: Optional[int],
     input_shape: Optional[tuple[int, ...]],
     iterations: int,
     warmup: int,
@@ -140,7 +151,8 @@ def measure(
     as_json: bool,
 ) -> None:
     """Run a job on 1 and on N processes (Gloo, this machine); report the scaling factor
-    T_n/(n T_1) and the network throughput against the link rate (Zhang et al. 2020, seed 001)."""
+    T_n/(n T_1), T the throughput in samples/s, and the network throughput against the link
+    rate (Zhang et al. 2020, seed 001)."""
     _need_torch()
     from tensorwire.torch.measuring import Job
     from tensorwire.torch.measuring import measure as run
@@ -158,7 +170,7 @@ def measure(
     click.echo(
         f"  {m.workers} processes: {format_seconds(m.iteration_time_n_s)} per iteration, {m.throughput_n:.1f} samples/s"
     )
-    click.echo(f"  scaling factor T_n/(n T_1): {m.scaling_factor:.3f}")
+    click.echo(f"  scaling factor (samples/s on {m.workers}) / ({m.workers} x samples/s on 1): {m.scaling_factor:.3f}")
     click.echo(f"  bytes per worker and iteration: {format_bytes(m.bytes_per_iteration)} ({m.bytes_counted_on})")
     line = f"  network throughput per worker: {format_rate(m.network_throughput)}"
     if m.utilization is not None and m.link_rate is not None:

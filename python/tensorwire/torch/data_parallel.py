@@ -33,7 +33,7 @@ import torch.distributed as dist
 from tensorwire._core import InputError
 from tensorwire.torch import optim as _optim
 from tensorwire.torch.coordinator import CommunicationError, ConfigChange, Coordinator
-from tensorwire.torch.tasks import SchedulerConfig, Size
+from tensorwire.torch.tasks import SchedulerConfig, Size, runtime_strategy
 from tensorwire.torch.transport import AllReduce, Transport, member_group, stream_group
 from tensorwire.torch.tuning import AutoTune, Trial, Tuner
 
@@ -73,7 +73,10 @@ class ScheduledDataParallel(torch.nn.Module):
             ``"ring:fusion=64MiB,cycle=5ms"``: the core parses it and configures the
             scheduler with its own settings and defaults
             (:meth:`~tensorwire.torch.SchedulerConfig.from_strategy`); instead of ``mode``
-            and its options.
+            and its options. A spec the transport would not run as written is refused
+            (:func:`~tensorwire.torch.tasks.runtime_strategy`): ``ring`` specs on the
+            all-reduce transport, ``ps`` on a parameter server (a transport of your own: any
+            name), with the scheduler's options only.
         timeout_s: bound on every communication wait (Gloo's timeout); a dead or stuck
             peer makes every rank raise :class:`~tensorwire.torch.CommunicationError`.
         broadcast: copy the leader's parameters and buffers to every worker first (as DDP).
@@ -132,7 +135,10 @@ class ScheduledDataParallel(torch.nn.Module):
                 raise InputError(given[0], "give either strategy= or mode= with its options, not both")
             if not isinstance(strategy, str):
                 raise InputError("strategy", f"{strategy!r} must be a strategy spec such as 'ring:schedule=priority'")
-            config = SchedulerConfig.from_strategy(strategy)
+            # A spec the transport would not run as written is refused (it would be predicted,
+            # then run as something else): the transport's strategies, the scheduler's options.
+            names = ("ring",) if transport is None else getattr(transport, "strategies", None)
+            config = runtime_strategy(strategy, names)
         if autotune is True:
             autotune = AutoTune()
         if autotune is not None and autotune is not False and not isinstance(autotune, AutoTune):
@@ -195,6 +201,8 @@ class ScheduledDataParallel(torch.nn.Module):
         self.leader = ranks[0]
         self.is_leader = dist.get_rank() == self.leader
 
+        if len(ranks) > 1:
+            self._check_same_model()
         if broadcast:
             self._broadcast_state()
         self._hyper: dict[int, list[dict[str, Any]]] = {}
@@ -322,6 +330,27 @@ class ScheduledDataParallel(torch.nn.Module):
         failed = self._engine.failed
         if failed is not None:
             raise failed
+
+    def _check_same_model(self) -> None:
+        """Refuses, on every rank alike, models whose trainable parameters differ between
+        ranks in name, shape or dtype (DDP checks the same at construction): the
+        broadcast and the first all-reduce would otherwise wait until the timeout, then
+        blame a dead peer."""
+        mine = [(n, tuple(p.shape), str(p.dtype)) for n, p in zip(self._names, self._params)]
+        every: list[Any] = [None] * len(self.ranks)
+        dist.all_gather_object(every, mine, group=self.group)
+        for rank, theirs in zip(self.ranks, every):
+            if theirs != every[0]:
+                first = next(
+                    (i for i, (a, b) in enumerate(zip(every[0], theirs)) if a != b), min(len(theirs), len(every[0]))
+                )
+                lead = every[0][first] if first < len(every[0]) else "nothing"
+                other = theirs[first] if first < len(theirs) else "nothing"
+                raise InputError(
+                    "module",
+                    f"rank {rank}'s model differs from rank {self.ranks[0]}'s: parameter {first} is {other} there, "
+                    f"{lead} on rank {self.ranks[0]} (name, shape, dtype); every rank must wrap the same model",
+                )
 
     def _broadcast_state(self) -> None:
         tensors = [p.detach() for p in self.module.parameters()] + [b for b in self.module.buffers()]

@@ -13,6 +13,7 @@ timing that of the device the workload was measured on (times ``time_scale``).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Optional
 
@@ -97,8 +98,10 @@ class EmulatedModel(torch.nn.Module):
 def emulated(workload: Workload, *, size_scale: float = 1.0, time_scale: float = 1.0) -> EmulatedModel:
     """An :class:`EmulatedModel` of ``workload`` (float32 tensors of ``bytes/4 * size_scale``
     elements, at least 1; compute times times ``time_scale``)."""
-    if not size_scale > 0 or not time_scale >= 0:
-        raise InputError("size_scale", "size_scale must be > 0 and time_scale >= 0")
+    for field, value, least in (("size_scale", size_scale, "> 0"), ("time_scale", time_scale, ">= 0")):
+        ok = value > 0 if field == "size_scale" else value >= 0
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok:
+            raise InputError(field, f"{value!r} must be a finite number {least}")
     layers = []
     for layer in workload.layers:
         numels = [max(1, int(t.bytes // 4 * size_scale)) for t in layer.tensors]

@@ -110,6 +110,12 @@ def _child(
         pass
 
 
+#: Most processes :func:`run_local` starts on this one machine: each imports torch (about
+#: 300 MB) and runs Gloo threads, so far fewer fit a machine of a few cores; 100,000 kept
+#: forking until killed.
+MAX_LOCAL_PROCESSES = 256
+
+
 def run_local(
     fn: Callable[..., Any],
     nprocs: int,
@@ -131,8 +137,8 @@ def run_local(
     """
     import torch.multiprocessing as mp
 
-    if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
-        raise InputError("nprocs", f"{nprocs!r} must be an integer >= 1")
+    if isinstance(nprocs, bool) or not isinstance(nprocs, int) or not 1 <= nprocs <= MAX_LOCAL_PROCESSES:
+        raise InputError("nprocs", f"{nprocs!r} must be an integer from 1 to {MAX_LOCAL_PROCESSES}")
     # A fork server imports torch once; every later process forks from it (a fresh
     # interpreter per process would import torch again, seconds each).
     ctx = mp.get_context("forkserver")

@@ -48,7 +48,10 @@ class Job:
     """
 
     model: str = "resnet18"
-    batch_size: int = 8
+    #: Per-worker batch; None: 8, or for a ``zoo:`` model its workload's batch, the one its
+    #: compute times were measured at (another is refused: the emulated compute would not
+    #: change with it, only the samples/s computed from it).
+    batch_size: Optional[int] = None
     mode: str = "priority"
     partition: Size = None
     credit: Size = None
@@ -73,6 +76,34 @@ class Job:
             raise InputError("mode", f"{self.mode!r} is not a mode; choose one of {', '.join(JOB_MODES)}")
         if self.mode != "ddp":
             SchedulerConfig.make(self.mode, self.partition, self.credit, self.fusion_bytes, self.fusion_cycle_s)
+        else:
+            for field in ("partition", "credit", "fusion_bytes", "fusion_cycle_s"):
+                if getattr(self, field) is not None:
+                    raise InputError(
+                        field, "applies to the runtime's modes (priority, fifo, fusion), not to torch's ddp"
+                    )
+        zoo = self.model.startswith("zoo:")
+        for field, applies in (
+            ("input_shape", not zoo),
+            ("size_scale", zoo),
+            ("time_scale", zoo),
+        ):
+            default = None if field == "input_shape" else 1.0
+            if not applies and getattr(self, field) != default:
+                kinds = "zoo: models" if zoo is False else "torchvision and factory models"
+                raise InputError(field, f"applies to {kinds}, not to {self.model}")
+        if zoo and self.batch_size is not None:
+            from tensorwire.workloads import load_model
+
+            own = load_model(self.model[4:]).batch_size
+            if self.batch_size != own:
+                raise InputError(
+                    "batch_size",
+                    f"{self.model} runs the zoo's compute times, measured at batch {own}; leave the batch out "
+                    "(another would change the samples/s, not the compute)",
+                )
+        if self.batch_size is None:
+            object.__setattr__(self, "batch_size", self.default_batch())
         for field, v, least in (
             ("batch_size", self.batch_size, 1),
             ("iterations", self.iterations, 1),
@@ -82,6 +113,20 @@ class Job:
                 raise InputError(field, f"{v!r} must be an integer >= {least}")
         if self.interface is not None and not Path(f"/sys/class/net/{self.interface}").exists():
             raise InputError("interface", f"{self.interface!r} is not a network interface here")
+
+    @property
+    def batch(self) -> int:
+        """The batch it runs (``batch_size`` once filled in)."""
+        assert self.batch_size is not None  # filled in by __post_init__
+        return self.batch_size
+
+    def default_batch(self) -> int:
+        """8, or a ``zoo:`` model's own batch."""
+        if self.model.startswith("zoo:"):
+            from tensorwire.workloads import load_model
+
+            return load_model(self.model[4:]).batch_size
+        return 8
 
 
 @dataclass(frozen=True)
@@ -144,6 +189,14 @@ class Measurement:
         return d
 
 
+def _loopback(interface: str) -> bool:
+    """Whether ``interface`` is a loopback device (IFF_LOOPBACK in its flags)."""
+    try:
+        return bool(int(Path(f"/sys/class/net/{interface}/flags").read_text(), 16) & 0x8)
+    except (OSError, ValueError):
+        return False
+
+
 def _counters(interface: Optional[str]) -> tuple[int, int]:
     if interface is None:
         return 0, 0
@@ -161,12 +214,30 @@ def build(job: Job) -> tuple[Any, Any]:
         from tensorwire.workloads import load_model
 
         zoo = emulated(load_model(job.model[4:]), size_scale=job.size_scale, time_scale=job.time_scale)
-        return zoo, torch.randn(job.batch_size, 16)
+        return zoo, torch.randn(job.batch, 16)
     from tensorwire.torch.profiling import INPUT_SHAPES, load_module
 
     module, name = load_module(job.model)
     shape = job.input_shape or INPUT_SHAPES.get(name, (3, 224, 224))
-    return module, torch.randn(job.batch_size, *shape)
+    return module, torch.randn(job.batch, *shape)
+
+
+def check_job(job: Job) -> None:
+    """Builds the job's model and runs one forward pass here, before any process starts: a
+    model that does not exist, scales out of range or inputs the model rejects are an
+    :class:`InputError` (one line), not a traceback from inside a worker process."""
+    import torch
+
+    module, x = build(job)
+    try:
+        with torch.no_grad():
+            module(x)
+    except (RuntimeError, ValueError) as e:  # ValueError: BatchNorm on one value per channel
+        reason = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        shape = "x".join(map(str, x.shape[1:]))
+        raise InputError(
+            "input_shape", f"{job.model} rejected inputs of shape {shape} (batch {job.batch}): {reason}"
+        ) from None
 
 
 def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
@@ -276,18 +347,27 @@ def measure(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 2:
         raise InputError("workers", f"{workers!r} must be an integer >= 2")
     rate = to_rate(link_rate, "link_rate") if link_rate is not None else None
+    if job.interface is not None and not _loopback(job.interface):
+        raise InputError(
+            "interface",
+            f"{job.interface} carries none of these processes' bytes: they talk over 127.0.0.1; give lo (the "
+            "bytes of all of them, divided by their number), or count on a testbed host's interface under torchrun",
+        )
+    check_job(job)
     one = run_local(run_job, 1, job, timeout_s=timeout_s, threads=threads)[0]
     many = run_local(run_job, workers, job, timeout_s=timeout_s, threads=threads, pg_timeout_s=job.timeout_s)[0]
     grad = int(many["gradient_bytes"])
     if job.interface is not None:
-        sent, where = float(many["tx_bytes_per_iteration"]), f"interface {job.interface} (tx)"
+        # Every process of this machine sends through the one loopback: rank 0 read all of it.
+        sent = float(many["tx_bytes_per_iteration"]) / workers
+        where = f"interface {job.interface} (tx of all {workers} processes / {workers})"
     else:
         sent, where = 2 * (workers - 1) / workers * grad, "ring all-reduce estimate 2(N-1)/N x gradient bytes"
     return Measurement(
         model=job.model,
         mode=job.mode,
         workers=workers,
-        batch_size=job.batch_size,
+        batch_size=job.batch,
         iteration_time_1_s=float(one["iteration_time_s"]),
         iteration_time_n_s=float(many["iteration_time_s"]),
         gradient_bytes=grad,

@@ -76,12 +76,15 @@ def load_module(spec: str) -> tuple[torch.nn.Module, str]:
         mod_name, _, attr = spec.partition(":")
         try:
             factory = getattr(importlib.import_module(mod_name), attr)
-        except (ImportError, AttributeError) as e:
+        except (ImportError, AttributeError, ValueError) as e:  # ValueError: ":foo", an empty module name
             raise InputError("model", f"cannot load {spec!r}: {e}") from None
         why = _no_arguments(factory)
         if why is not None:
             raise InputError("model", f"{spec!r} {why}; {_MODELS}")
-        module = factory()
+        try:
+            module = factory()
+        except Exception as e:  # the user's code: whatever it raises is its failure, in one line
+            raise InputError("model", f"{spec!r} raised {type(e).__name__}: {e}") from None
         if not isinstance(module, torch.nn.Module):
             raise InputError("model", f"{spec!r} returned {type(module).__name__}, not a torch.nn.Module; {_MODELS}")
         return module, attr
@@ -186,9 +189,16 @@ def profile(
     make_inputs = inputs or (lambda b: torch.randn((b, *shape), device=dev))
 
     # Layers and their trainable tensors.
+    # A parameter shared by several modules (tied weights) is one gradient, all-reduced once
+    # (DDP's and ``parameters()``'s rule): it belongs to the first module that has it.
     layers: list[tuple[str, torch.nn.Module, list[tuple[str, torch.nn.Parameter]]]] = []
+    seen: set[int] = set()
     for mname, m in module.named_modules():
-        own = [(f"{mname}.{pn}" if mname else pn, p) for pn, p in m.named_parameters(recurse=False) if p.requires_grad]
+        own = []
+        for pn, p in m.named_parameters(recurse=False):
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                own.append((f"{mname}.{pn}" if mname else pn, p))
         if own:
             layers.append((mname or "(root)", m, own))
     if not layers:
@@ -235,7 +245,7 @@ def profile(
             start_f = clock.now()
             try:
                 out = module(*args)
-            except RuntimeError as e:
+            except (RuntimeError, ValueError) as e:  # ValueError: BatchNorm on one value per channel
                 if k or inputs is not None or isinstance(e, torch.cuda.OutOfMemoryError):
                     raise
                 reason = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)

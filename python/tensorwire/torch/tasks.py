@@ -188,6 +188,41 @@ class SchedulerConfig:
         return "priority" if self.mode == "priority" else "fifo"
 
 
+#: Options of a strategy spec that the runtime runs: its scheduler's, and ``dispatch``, the
+#: simulator's cost of the runtime's own dispatch (a setting of the prediction, which the
+#: testbed calibrates). Any other option would be predicted but not run.
+RUNTIME_OPTIONS = ("schedule", "partition", "credit", "fusion", "cycle", "inflight", "dispatch")
+
+
+def runtime_strategy(spec: str, names: Optional[Sequence[str]] = ("ring",)) -> SchedulerConfig:
+    """:meth:`SchedulerConfig.from_strategy` for a spec the runtime is to run, refusing
+    (:class:`InputError` naming ``strategy``) one it would not run as written: a strategy
+    other than ``names`` (the transport's: ``ring`` for the all-reduce transport, ``ps`` for
+    the parameter server; None: any), or an option outside :data:`RUNTIME_OPTIONS`
+    (``ring:compression=8`` would run uncompressed; ``butterfly`` would run Gloo's all-reduce).
+
+    >>> runtime_strategy("ring:schedule=priority,partition=1MiB").mode
+    'priority'
+    >>> runtime_strategy("ring:compression=8")
+    Traceback (most recent call last):
+    tensorwire.InputError: strategy: the runtime does not run option(s) compression of 'ring:compression=8'; it runs schedule, partition, credit, fusion, cycle, inflight, dispatch
+    """
+    s = _core.Strategy(spec)
+    if names is not None and s.name not in names:
+        raise InputError(
+            "strategy",
+            f"this transport runs {' or '.join(repr(n) for n in names)} specs, not {s.name!r} (it would be predicted "
+            "but not run)",
+        )
+    unknown = sorted({k for k, _ in s.options} - set(RUNTIME_OPTIONS))
+    if unknown:
+        raise InputError(
+            "strategy",
+            f"the runtime does not run option(s) {', '.join(unknown)} of {s.spec!r}; it runs {', '.join(RUNTIME_OPTIONS)}",
+        )
+    return SchedulerConfig.from_strategy(s.spec)
+
+
 @dataclass(frozen=True)
 class Task:
     """A piece of one tensor: the unit the scheduler releases (offset and size in bytes)."""

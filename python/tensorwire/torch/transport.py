@@ -51,6 +51,10 @@ class Transport(Protocol):
     group: Optional[ProcessGroup]
     #: Whether ``start`` is a collective (one at a time without a credit) or point-to-point.
     collective: bool
+    #: The strategy specs' names whose communication it runs (``strategy=`` of
+    #: ``ScheduledDataParallel`` is refused for any other); a transport without this
+    #: attribute takes any.
+    strategies: tuple[str, ...]
 
     def start(self, pieces: Sequence[torch.Tensor]) -> Pending:
         """Starts averaging ``pieces`` over the workers; returns at once."""
@@ -167,6 +171,7 @@ class AllReduce:
     """
 
     collective = True
+    strategies: tuple[str, ...] = ("ring",)
 
     def __init__(
         self, group: Optional[ProcessGroup] = None, stream: Optional[Any] = None, owns_group: bool = False
@@ -237,6 +242,7 @@ class ParameterServer:
     """
 
     collective = False
+    strategies: tuple[str, ...] = ("ps",)
 
     def __init__(
         self,

@@ -107,3 +107,33 @@ def subgroup_close(rank: int, world: int, seed: int) -> dict[str, Any]:
         "close_s": close_s,
         "calls": calls,
     }
+
+
+def eager_sgd_start(rank: int, world: int, broadcast: bool) -> list[float]:
+    """Each rank initialises its parameter differently (to its rank); returns it after
+    EagerSGD's construction."""
+    import torch
+    from tensorwire.torch.partial import EagerSGD
+
+    w = torch.nn.Parameter(torch.full((3,), float(rank)))
+    opt = EagerSGD(torch.optim.SGD([w], lr=1.0), "solo", broadcast=broadcast)
+    opt.finish(apply=False)
+    return w.detach().tolist()
+
+
+def partial_unlike(rank: int, world: int, field: str) -> str:
+    """Ranks construct a PartialAllreduce with ``field`` differing on the last rank; returns
+    the refusal each rank raised."""
+    import torch
+    from tensorwire import InputError
+    from tensorwire.torch.partial import PartialAllreduce
+
+    other = rank == world - 1
+    kwargs: dict[str, Any] = {"numel": 8 if other and field == "numel" else 4}
+    kwargs["kind"] = "majority" if other and field == "kind" else "solo"
+    kwargs["dtype"] = torch.float64 if other and field == "dtype" else torch.float32
+    try:
+        PartialAllreduce(kwargs.pop("numel"), kwargs.pop("kind"), dtype=kwargs["dtype"]).close()
+    except InputError as e:
+        return str(e)
+    return "accepted"

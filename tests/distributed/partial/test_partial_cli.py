@@ -14,8 +14,10 @@ from tensorwire.torch.partial.cli import bench  # noqa: E402
 
 
 def test_bad_options_name_the_field() -> None:
-    r = CliRunner().invoke(bench, ["partial", "--processes", "1"])
-    assert isinstance(r.exception, InputError) and r.exception.args[0] == "processes"
+    # 100,000 kept forking until killed; "2,,3" was read as 2,3.
+    for bad in ("1", "100000", "2,,3"):
+        r = CliRunner().invoke(bench, ["partial", "--processes", bad])
+        assert isinstance(r.exception, InputError) and r.exception.args[0] == "processes", bad
     r = CliRunner().invoke(bench, ["partial", "--kinds", "solo,ring"])
     assert isinstance(r.exception, InputError) and r.exception.args[0] == "kinds"
 

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'tensorwire[torch]')")
 
-from _partial_workers import eager_sgd, partial_rounds, subgroup_close  # noqa: E402
+from _partial_workers import eager_sgd, eager_sgd_start, partial_rounds, partial_unlike, subgroup_close  # noqa: E402
 from tensorwire.torch.launch import run_local  # noqa: E402
 from tensorwire.torch.partial.collective import majority_initiator  # noqa: E402
 
@@ -82,6 +82,21 @@ def test_eager_sgd_applies_every_gradient_once(kind: str) -> None:
         # Rank 3 is slow: rounds never run more than `staleness` ahead of any rank's call.
         assert o["ahead"] <= staleness, o
     assert out[3]["late"] > 0 or kind == "majority"
+
+
+def test_eager_sgd_starts_every_rank_from_the_first_rank_s_parameters() -> None:
+    """Ranks that initialised their models differently never converged (no broadcast, unlike
+    DDP); ``broadcast=False`` keeps each rank's own."""
+    assert run_local(eager_sgd_start, 3, True, timeout_s=120.0) == [[0.0] * 3] * 3
+    assert run_local(eager_sgd_start, 3, False, timeout_s=120.0) == [[float(r)] * 3 for r in range(3)]
+
+
+@pytest.mark.parametrize("field", ["numel", "kind", "dtype"])
+def test_ranks_that_construct_it_differently_are_all_refused(field: str) -> None:
+    """Rank 1 returned a round of the wrong size, then rank 0 aborted inside Gloo; now every
+    rank refuses, naming the setting and the ranks."""
+    out = run_local(partial_unlike, 3, field, timeout_s=120.0)
+    assert all(o.startswith(f"{field}: differs between the ranks of [0, 1, 2]") for o in out), out
 
 
 def test_subgroup_and_close_without_flush_at_different_rounds() -> None:

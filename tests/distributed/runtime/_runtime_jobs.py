@@ -272,6 +272,21 @@ def dies(rank: int, world: int, victim: int, hang_s: float = 0.0) -> dict[str, A
     return {"error": None}
 
 
+def unlike_models(rank: int, world: int) -> str:
+    """The last rank wraps a model with a wider hidden layer; returns what each rank raised."""
+    torch.set_num_threads(1)
+    from tensorwire import InputError
+    from tensorwire.torch import ScheduledDataParallel
+
+    hidden = 96 if rank == world - 1 else 64
+    net = torch.nn.Sequential(torch.nn.Linear(8, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 2))
+    try:
+        ScheduledDataParallel(net, torch.optim.SGD(net.parameters(), lr=0.1), mode="fifo", timeout_s=60)
+    except InputError as e:
+        return str(e)
+    return "accepted"
+
+
 def stream_order(rank: int, world: int) -> dict[str, Any]:
     """A big then a tiny all-reduce started back to back, on the runtime's stream and on an
     ordinary group: whether the big one was complete when the tiny one was, and the sums."""

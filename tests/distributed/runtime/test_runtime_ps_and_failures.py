@@ -46,6 +46,20 @@ def test_a_dead_rank_makes_the_others_fail_quickly(victim: int) -> None:
         assert r["after_s"] < 20, f"rank {rank} noticed after {r['after_s']:.1f} s"
 
 
+def test_ranks_wrapping_different_models_are_all_refused_at_once() -> None:
+    """A rank with a wider hidden layer waited out the timeout, then blamed a dead peer; every
+    rank now refuses at construction, naming the first parameter that differs."""
+    import _runtime_jobs as jobs
+    from tensorwire.torch import run_local
+
+    start = time.time()
+    out = run_local(jobs.unlike_models, 3, timeout_s=120)
+    assert all(
+        o.startswith("module: rank 2's model differs from rank 0's: parameter 0 is ('0.weight', (96, 8)") for o in out
+    ), out
+    assert time.time() - start < 50, "refused at construction, not after the 60 s timeout"
+
+
 def test_a_stuck_leader_makes_the_follower_fail_after_the_timeout() -> None:
     import _runtime_jobs as jobs
     from tensorwire.torch import run_local

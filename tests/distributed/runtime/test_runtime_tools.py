@@ -147,6 +147,20 @@ def test_profile_takes_the_users_module_and_inputs() -> None:
     assert e.value.args[0] == "model"
 
 
+@pytest.mark.needs_torch
+def test_profile_counts_a_tied_weight_once() -> None:
+    """A weight shared by two modules is one gradient, all-reduced once (as DDP and
+    ``parameters()`` count it): it was listed under both modules, twice the bytes."""
+    import torch
+    from tensorwire.torch import profile
+
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 8))
+    net[2].weight = net[0].weight
+    w = profile(net, batch_size=4, input_shape=(8,), iterations=1, warmup=0)
+    assert w.total_bytes == sum(p.numel() * 4 for p in net.parameters()) == (64 + 8 + 8) * 4
+    assert [t.name for t in w.tensors] == ["0.weight", "0.bias", "2.bias"]
+
+
 def _profile_refused(capsys: pytest.CaptureFixture[str], args: list[str], out: Path, needle: str) -> str:
     """``profile ARGS -o OUT`` exits 2 with one line holding ``needle`` and writes nothing."""
     from tensorwire.cli import main
@@ -178,6 +192,25 @@ def test_profile_refuses_a_model_that_is_not_a_module_factory(
 
 
 @pytest.mark.needs_torch
+def test_profile_names_a_factory_that_fails_and_a_spec_without_a_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's factory raising, and ``:foo``, were tracebacks (exit 1)."""
+    import types
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    factories = types.ModuleType("tw_test_factories")
+    factories.boom = boom  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tw_test_factories", factories)
+    _profile_refused(
+        capsys, ["tw_test_factories:boom"], tmp_path / "a.json", "'tw_test_factories:boom' raised RuntimeError: boom"
+    )
+    _profile_refused(capsys, [":foo"], tmp_path / "b.json", "cannot load ':foo': Empty module name")
+
+
+@pytest.mark.needs_torch
 def test_profile_names_the_input_shape_a_model_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["resnet18", "--batch", "2", "--input-shape", "5x32x32", "--iterations", "1", "--warmup", "0"]
     needle = (
@@ -194,11 +227,12 @@ def test_measure_reports_scaling_factor_and_network_throughput() -> None:
     from tensorwire.torch.cli import measure
 
     args = ["--model", "zoo:alexnet", "--size-scale", "0.02", "--time-scale", "0.1", "-n", "2", "--iterations", "5",
-            "--warmup", "2", "--batch", "4", "--link-rate", "1Gbps", "--json"]  # fmt: skip
+            "--warmup", "2", "--link-rate", "1Gbps", "--json"]  # fmt: skip
     r = CliRunner().invoke(measure, args)
     assert r.exit_code == 0, r.output
     m = json.loads(r.output)
     assert m["workers"] == 2 and 0 < m["scaling_factor"] < 1.5
+    assert m["batch_size"] == tw.load_model("alexnet").batch_size  # the zoo's: its compute times' batch
     grad = m["gradient_bytes"]
     assert 0.02 * 0.9 * tw.load_model("alexnet").total_bytes < grad < 0.02 * 1.1 * tw.load_model("alexnet").total_bytes
     assert m["bytes_per_iteration"] == pytest.approx(grad), "ring: 2(N-1)/N = 1 x the gradient bytes for N=2"
@@ -222,3 +256,30 @@ def test_the_runtime_stream_runs_collectives_one_at_a_time_in_start_order() -> N
     # On an ordinary Gloo group (two worker threads) the tiny one overtakes the big one:
     # the property the stream exists for is not a given.
     assert not all(r["group"]["big_done_first"] for r in results)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        ({"model": "zoo:nonexist"}, "model"),
+        ({"model": "nonexist"}, "model"),
+        ({"model": "zoo:alexnet", "size_scale": 0.0}, "size_scale"),
+        ({"model": "zoo:alexnet", "size_scale": float("nan")}, "size_scale"),
+        ({"model": "zoo:alexnet", "size_scale": 0.001, "time_scale": -1.0}, "time_scale"),
+        ({"model": "resnet18", "input_shape": (3, 8, 8), "batch_size": 1}, "input_shape"),
+        # Options that applied to nothing (measured alike, or samples/s from a batch not run).
+        ({"model": "zoo:vgg16", "batch_size": 1}, "batch_size"),
+        ({"model": "zoo:vgg16", "input_shape": (3, 8, 8)}, "input_shape"),
+        ({"model": "resnet18", "size_scale": 0.5}, "size_scale"),
+        ({"model": "resnet18", "mode": "ddp", "partition": "1MiB"}, "partition"),
+    ],
+)
+def test_measure_refuses_a_job_before_starting_a_process(fields: dict[str, object], field: str) -> None:
+    """These were tracebacks from inside the worker processes (exit 1), ``time_scale`` named
+    ``size_scale``; ``measure`` now builds the model and runs one forward pass first."""
+    from tensorwire.torch.measuring import Job, check_job
+
+    with pytest.raises(InputError) as e:
+        check_job(Job(**fields))  # type: ignore[arg-type]
+    assert e.value.args[0] == field

@@ -79,3 +79,37 @@ def test_ps_tensor_placement_is_the_simulators() -> None:
     assert _core.Strategy("ps:num_ps=2").place_tensors(sizes) == [0, 1, 0, 1, 0]
     with pytest.raises(tw.InputError):
         _core.Strategy("ring").place_tensors(sizes)
+
+
+@pytest.mark.parametrize(
+    "spec, names, why",
+    [
+        ("ps", ("ring",), "runs 'ring' specs, not 'ps'"),
+        ("butterfly", ("ring",), "not 'butterfly'"),
+        ("ring", ("ps",), "runs 'ps' specs, not 'ring'"),
+        ("ring:compression=8", ("ring",), "option(s) compression"),
+        ("ring:partial=solo", ("ring",), "option(s) partial"),
+        ("ps:num_ps=2", ("ps",), "option(s) num_ps"),
+        ("ring:execution=stream", ("ring",), "option(s) execution"),
+    ],
+)
+def test_a_spec_the_runtime_would_run_as_something_else_is_refused(spec: str, names: tuple[str, ...], why: str) -> None:
+    """``ScheduledDataParallel(strategy=...)`` ran ``ps``, ``butterfly`` and
+    ``ring:compression=8`` as plain ring all-reduce (the same checksums), predicted as
+    written: refused now, before any process group is needed."""
+    from tensorwire.torch.tasks import runtime_strategy
+
+    with pytest.raises(tw.InputError) as e:
+        runtime_strategy(spec, names)
+    assert e.value.args[0] == "strategy" and why in e.value.args[1]
+    assert runtime_strategy("ring:schedule=priority,partition=1MiB,credit=2MiB").mode == "priority"
+    assert runtime_strategy("ps:schedule=priority,partition=1MiB", ("ps",)).mode == "priority"
+
+
+def test_scheduled_data_parallel_refuses_such_a_spec_before_any_process_group() -> None:
+    torch = pytest.importorskip("torch")
+    from tensorwire.torch import ScheduledDataParallel
+
+    net = torch.nn.Linear(2, 2)
+    with pytest.raises(tw.InputError, match="option\\(s\\) compression"):
+        ScheduledDataParallel(net, torch.optim.SGD(net.parameters(), lr=0.1), strategy="ring:compression=8")

@@ -31,23 +31,18 @@ import dataclasses
 import time
 from typing import Any
 
-from tensorwire._core import InputError
-from tensorwire.strategy import Strategy
 from tensorwire.testbed.jobs.context import Context
-from tensorwire.torch.tasks import SchedulerConfig
+from tensorwire.torch.tasks import SchedulerConfig, runtime_strategy
 
 #: Dispatch probe: tensors (one layer each, 2N x 16 floats, no compute), iterations.
 DISPATCH_PROBE_TENSORS = 32
 DISPATCH_PROBE_ITERATIONS = 12
 
-#: Options of a ``ring`` spec the runtime runs; anything else is refused (it would be
-#: predicted but not run).
-RUNTIME_OPTIONS = ("schedule", "credit", "fusion", "cycle", "inflight", "dispatch")
-
 
 def runtime_config(spec: str) -> SchedulerConfig:
-    """The runtime's scheduler settings for a spec, from the core (:meth:`SchedulerConfig.from_strategy`);
-    refuses a spec the runtime would not run (it would be predicted but not run).
+    """The runtime's scheduler settings for a spec, from the core; refuses a spec the runtime
+    would not run (it would be predicted but not run): :func:`tensorwire.torch.tasks.runtime_strategy`
+    on the all-reduce transport.
 
     >>> c = runtime_config("ring:schedule=priority,partition=1MiB,credit=2MiB")
     >>> c.mode, c.partition_bytes, c.credit_bytes
@@ -58,16 +53,7 @@ def runtime_config(spec: str) -> SchedulerConfig:
     >>> runtime_config("ring").mode
     'fifo'
     """
-    s = Strategy(spec).core
-    if s.name != "ring":
-        raise InputError("strategy", f"the runtime runs all-reduce: use a 'ring' spec, not {s.name!r}")
-    unknown = sorted({k for k, _ in s.options} - set(RUNTIME_OPTIONS) - {"partition"})
-    if unknown:
-        raise InputError(
-            "strategy",
-            f"the runtime does not run option(s) {', '.join(unknown)}; it runs {', '.join(RUNTIME_OPTIONS)} and partition",
-        )
-    return SchedulerConfig.from_strategy(s.spec)
+    return runtime_strategy(spec)
 
 
 def probe_dispatch(ctx: Context, **kwargs: Any) -> dict[str, float]:

@@ -19,12 +19,16 @@ _KINDS = ("solo", "majority", "blocking")
 
 
 def _processes(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
-    try:
-        out = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise InputError("processes", f"{value!r} must be integers such as 4,8,16") from None
-    if not out or any(p < 2 for p in out):
-        raise InputError("processes", f"{value!r} must be integers >= 2 such as 4,8,16")
+    from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
+
+    items = [v.strip() for v in value.split(",")]
+    if not all(items) or not all(v.isdigit() for v in items):
+        raise InputError("processes", f"{value!r} must be integers such as 4,8,16, separated by single commas")
+    out = [int(v) for v in items]
+    if any(not 2 <= p <= MAX_LOCAL_PROCESSES for p in out):
+        raise InputError(
+            "processes", f"{value!r}: each count must be from 2 to {MAX_LOCAL_PROCESSES} (local processes)"
+        )
     return out
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 import functools
 import threading
+import zlib
 from dataclasses import dataclass
 from typing import Callable, Literal, Optional, Sequence
 
@@ -267,7 +268,30 @@ class PartialAllreduce:
         self.numel, self.kind, self.seed, self.dtype = numel, kind, int(seed), dtype
         self.algorithm, self.max_lag, self.timeout_s = algorithm, max_lag, float(timeout_s)
         pg, ctl, ranks = self._make_groups(group, datetime.timedelta(seconds=timeout_s))
+        self._ctl = ctl
+        self._check_alike(ranks)
         self._start(pg, ctl, ranks)
+
+    def _check_alike(self, ranks: Sequence[int]) -> None:
+        """Refuses, on every rank alike, settings that differ between the ranks: rounds of
+        different sizes, kinds or seeds cannot meet (a rank returned a round of the wrong
+        size, then another aborted inside Gloo). Each setting's largest and (negated)
+        smallest value over the ranks, by :meth:`_ctl_max`."""
+        settings = {
+            "numel": self.numel,
+            "kind": KINDS.index(self.kind),
+            "seed": self.seed % 2**62,
+            "dtype": list(_DTYPES).index(self.dtype),
+            "algorithm": zlib.crc32(self.algorithm.encode()),
+            "max_lag": -1 if self.max_lag is None else self.max_lag,
+        }
+        for key, value in settings.items():
+            if self._ctl_max(value) != -self._ctl_max(-value):
+                raise InputError(
+                    key,
+                    f"differs between the ranks of {list(ranks)} ({getattr(self, key)!r} on this rank); every rank "
+                    "must construct the partial all-reduce alike",
+                )
 
     def _make_groups(
         self, group: Optional[dist.ProcessGroup], timeout: datetime.timedelta

@@ -37,6 +37,9 @@ class EagerSGD:
     in Li et al. 2019 (seed 002); 0: synchronous). ``sync_every``: average the parameters over the ranks
     every this many steps (None: never). ``seed``: the shared random source of majority
     rounds. ``algorithm``, ``timeout_s``: passed to :class:`PartialAllreduce`.
+    ``broadcast``: copy the group's first rank's parameters to every rank first (as DDP and
+    :class:`~tensorwire.torch.ScheduledDataParallel` do), so that ranks that initialised
+    their models differently train one model.
     Gradients are summed in the parameters' dtype (float16, bfloat16, float32 or
     float64), on the CPU.
     """
@@ -52,6 +55,7 @@ class EagerSGD:
         sync_every: Optional[int] = None,
         algorithm: str = "recursive-doubling",
         timeout_s: float = 1800.0,
+        broadcast: bool = True,
     ) -> None:
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise InputError("optimizer", f"need a torch.optim.Optimizer (got {type(optimizer).__name__})")
@@ -74,6 +78,11 @@ class EagerSGD:
             numel, kind, group, seed, dtype=params[0].dtype, algorithm=algorithm, max_lag=staleness, timeout_s=timeout_s
         )
         self.world_size = self.partial.world_size
+        if broadcast and self.world_size > 1:
+            source = dist.get_process_group_ranks(group)[0] if group is not None else 0
+            with torch.no_grad():
+                for p in params:
+                    dist.broadcast(p.data, src=source, group=group)
         #: Steps taken on this rank.
         self.steps = 0
         #: The last round's result (its ``contributors`` tell whether this rank's

@@ -15,6 +15,7 @@ from tensorwire.calibrate.fit import (
     GPU_NODES,
     OWN_FAMILY_ALGO,
     Fit,
+    RowFit,
     check_restriction,
     check_runs,
     default_topology,
@@ -223,6 +224,15 @@ def _show(result: Fit) -> None:
             "a shape NCCL's model does not give, and the fit describes that shape, not the fabric "
             "(docs/calibration.md)"
         )
+    over = _above_line_rate(result)
+    if over:
+        rate, rows = over
+        click.echo(
+            f"{len(rows)} single-node row{'s' * (len(rows) > 1)} run above the NVLink line rate of "
+            f"{rate / 1e9:g} GB/s per GPU after the fit (largest {max(r.after.busbw for r in rows) / 1e9:.1f} GB/s): no "
+            "ring, tree or point-to-point transfer carries more than its links, so these logs are probably not of "
+            "this node (--topology)"
+        )
     skipped = _skipped(result)
     if skipped:
         logs = ", ".join(dict.fromkeys(log for log, _ in skipped))
@@ -244,6 +254,24 @@ def _show(result: Fit) -> None:
             "figures (by largest error), which are kept: the measured curve has a shape the model's parameters "
             "cannot follow (docs/calibration.md)"
         )
+
+
+def _above_line_rate(result: Fit) -> Optional[tuple[float, list[RowFit]]]:
+    """The NVLink line rate of a ``rail`` node (bytes/s per GPU and direction) and the
+    single-node rows whose fitted busbw passes it. Only NVLS, whose reductions happen in the
+    NVSwitches, may: a ring, tree or point-to-point transfer's busbw is what each GPU's link
+    carries. None where no row passes (or the fabric is not ``rail``)."""
+    node = _rail_node(result.model.topology)
+    if node is None:
+        return None
+    own = topology_options(result.model.topology).get("nvlink")
+    rate = (
+        _core.parse_rate("nvlink", own)
+        if own is not None
+        else next(float(p["nvlink_bytes_per_s"]) for p in _core.NODE_PRESETS if p["name"] == node)
+    )
+    rows = [r for r in result.rows if r.run.nodes == 1 and r.after.algo != "nvls" and r.after.busbw > rate * 1.001]
+    return (rate, rows) if rows else None
 
 
 def _ran(result: Fit, regime: str) -> bool:

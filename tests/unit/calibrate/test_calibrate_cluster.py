@@ -456,3 +456,17 @@ def test_a_cluster_file_s_transport_is_its_topology_s(tmp_path: Path, capsys: py
     path = _file(tmp_path, topology=rail + ",transport=tcp", transport="tcp", bandwidth_bytes_per_s=None)
     rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
     assert rc == 0, err
+
+
+def test_a_fit_above_the_nvlink_line_rate_says_the_logs_are_not_of_this_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An H100 log relabelled A100 fitted intra_efficiency 1.97 and 466 GB/s busbw on a DGX
+    A100 (300 GB/s NVLink) without a word; the summary now says so. Its own node: no line."""
+    log = FIXTURES / "azure-nd-h100-v5-allreduce.log"
+    relabelled = tmp_path / "a100.log"
+    relabelled.write_text(log.read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"))
+    rc, out, _ = _run(capsys, "calibrate", "nccl-tests", str(relabelled))
+    assert rc == 0 and "run above the NVLink line rate of 300 GB/s per GPU after the fit" in out, out
+    rc, out, _ = _run(capsys, "calibrate", "nccl-tests", str(log))
+    assert rc == 0 and "NVLink line rate" not in out

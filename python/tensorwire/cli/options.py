@@ -30,6 +30,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: Optional[str]) 
     return None if value is None else _core.parse_duration(param.name or "duration", value)
 
 
+def workload_name(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """``--name``: a workload's name, not empty (an empty one was taken as none given)."""
+    if value is not None and not value.strip():
+        raise _core.InputError("name", "is empty; give the workload a name, or leave --name out for the default")
+    return value
+
+
 def _positive(ctx: click.Context, param: click.Parameter, value: Optional[int]) -> Optional[int]:
     if value is not None and value < 1:
         raise _core.InputError(param.name or "value", f"{value} is not allowed; need an integer >= 1")

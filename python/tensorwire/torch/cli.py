@@ -11,6 +11,7 @@ from typing import Optional
 import click
 
 from tensorwire._core import InputError
+from tensorwire.cli import options
 from tensorwire.io import check_workload_output
 from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
 from tensorwire.units import format_bytes, format_rate, format_seconds
@@ -50,7 +51,7 @@ def _need_torch() -> None:
 )
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch intra-op threads (default: torch's).")
-@click.option("--name", default=None, help="Workload name (default: the model's).")
+@click.option("--name", default=None, callback=options.workload_name, help="Workload name (default: the model's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the workload as JSON too.")
 def profile(
     model: str,

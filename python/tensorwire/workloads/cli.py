@@ -30,7 +30,12 @@ from tensorwire.workloads.formats import detect_format, load_workload
 @click.option(
     "--step", type=click.IntRange(min=0), default=None, help="ProfilerStep#N to use (default: the last complete one)."
 )
-@click.option("--name", default=None, help="Name of the workload (default: from the first file's name).")
+@click.option(
+    "--name",
+    default=None,
+    callback=options.workload_name,
+    help="Name of the workload (default: from the first file's name).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the workload as JSON too.")
 def import_trace(
     traces: tuple[str, ...], out: str, workload_format: str, step: Optional[int], name: Optional[str], as_json: bool

@@ -321,3 +321,12 @@ def test_an_output_over_an_input_is_refused_before_anything_is_written(
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and what.format(argv[-1]) in err, err
     assert {p: p.read_bytes() for p in before} == before
+
+
+def test_an_empty_workload_name_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--name ""`` was taken as no name given (the file's name used instead)."""
+    out = tmp_path / "w.json"
+    assert main(["import-trace", str(RANK0), "--name", " ", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == "tensorwire: error: name: is empty; give the workload a name, or leave --name out for the default\n"
+    assert not out.exists()

@@ -283,3 +283,22 @@ def test_measure_refuses_a_job_before_starting_a_process(fields: dict[str, objec
     with pytest.raises(InputError) as e:
         check_job(Job(**fields))  # type: ignore[arg-type]
     assert e.value.args[0] == field
+
+
+@pytest.mark.needs_torch
+@pytest.mark.distributed
+def test_measure_counts_the_loopback_per_process_and_refuses_another_interface() -> None:
+    """The processes talk over 127.0.0.1: ``lo`` carries all of their bytes (rank 0 had
+    reported all of them as its own), another interface none (it gave 0 bytes/s)."""
+    from tensorwire.torch.measuring import Job, measure
+
+    job = Job(model="zoo:alexnet", mode="fifo", size_scale=0.01, time_scale=0.1, iterations=3, warmup=1, interface="lo")
+    m = measure(job, 2)
+    # Two ring ranks each send 2(N-1)/N = 1 x the gradient bytes, plus the control messages.
+    assert m.gradient_bytes <= m.bytes_per_iteration < 1.3 * m.gradient_bytes, m
+    assert m.bytes_counted_on == "interface lo (tx of all 2 processes / 2)"
+    others = [p.name for p in Path("/sys/class/net").iterdir() if p.name != "lo"]
+    if others:
+        with pytest.raises(InputError) as e:
+            measure(Job(model="zoo:alexnet", interface=others[0]), 2)
+        assert e.value.args[0] == "interface" and "talk over 127.0.0.1" in e.value.args[1]

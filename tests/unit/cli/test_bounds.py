@@ -113,3 +113,16 @@ def test_the_horizon_is_exported_and_a_long_legitimate_latency_still_runs() -> N
     short = tw.simulate(w, tw.Cluster(8, "25Gbps", latency="5us"), "ring", iterations=1).iteration_time_s
     long = tw.simulate(w, tw.Cluster(8, "25Gbps", latency="100s"), "ring", iterations=1).iteration_time_s
     assert long > short
+
+
+def test_a_collective_count_past_u32_and_pat_s_collectives_are_stated() -> None:
+    """A COUNT too large was "not an integer"; the algorithms allowed on a fabric listed PAT
+    without saying that it runs only all-gather and reduce-scatter."""
+    import tensorwire as tw
+
+    with pytest.raises(tw.InputError, match="has a COUNT above 4294967295"):
+        tw.Workload.collective("allreduce:1MiBx99999999999")
+    with pytest.raises(tw.InputError, match="not an integer"):
+        tw.Workload.collective("allreduce:1MiBx2.5")
+    with pytest.raises(tw.InputError, match=r"allowed here: .*pat \(all-gather and reduce-scatter only\)"):
+        tw.simulate(tw.Workload.collective("allreduce:1MiB"), tw.Cluster(4, "25Gbps"), "nccl:algo=nvls")

@@ -90,20 +90,17 @@ class Job:
         ):
             default = None if field == "input_shape" else 1.0
             if not applies and getattr(self, field) != default:
-                kinds = "zoo: models" if zoo is False else "torchvision and factory models"
+                kinds = "torchvision and factory models" if zoo else "zoo: models"
                 raise InputError(field, f"applies to {kinds}, not to {self.model}")
-        if zoo and self.batch_size is not None:
-            from tensorwire.workloads import load_model
-
-            own = load_model(self.model[4:]).batch_size
-            if self.batch_size != own:
-                raise InputError(
-                    "batch_size",
-                    f"{self.model} runs the zoo's compute times, measured at batch {own}; leave the batch out "
-                    "(another would change the samples/s, not the compute)",
-                )
+        own = self.default_batch()
+        if zoo and self.batch_size is not None and self.batch_size != own:
+            raise InputError(
+                "batch_size",
+                f"{self.model} runs the zoo's compute times, measured at batch {own}; leave the batch out "
+                "(another would change the samples/s, not the compute)",
+            )
         if self.batch_size is None:
-            object.__setattr__(self, "batch_size", self.default_batch())
+            object.__setattr__(self, "batch_size", own)
         for field, v, least in (
             ("batch_size", self.batch_size, 1),
             ("iterations", self.iterations, 1),
@@ -228,16 +225,14 @@ def check_job(job: Job) -> None:
     :class:`InputError` (one line), not a traceback from inside a worker process."""
     import torch
 
+    from tensorwire.torch.profiling import rejected_inputs
+
     module, x = build(job)
     try:
         with torch.no_grad():
             module(x)
     except (RuntimeError, ValueError) as e:  # ValueError: BatchNorm on one value per channel
-        reason = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
-        shape = "x".join(map(str, x.shape[1:]))
-        raise InputError(
-            "input_shape", f"{job.model} rejected inputs of shape {shape} (batch {job.batch}): {reason}"
-        ) from None
+        raise rejected_inputs(job.model, x.shape[1:], job.batch, e) from None
 
 
 def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:

@@ -98,6 +98,15 @@ def load_module(spec: str) -> tuple[torch.nn.Module, str]:
     return torchvision.models.get_model(spec, weights=None), spec
 
 
+def rejected_inputs(model: str, shape: Sequence[int], batch: int, error: Exception) -> InputError:
+    """The one-line refusal of inputs ``model`` rejected (its error's first line), naming
+    ``input_shape``: for ``profile`` and ``measure``, which run a forward pass to find out."""
+    reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    return InputError(
+        "input_shape", f"{model} rejected inputs of shape {'x'.join(map(str, shape))} (batch {batch}): {reason}"
+    )
+
+
 def _first_tensor(out: Any) -> torch.Tensor:
     if isinstance(out, torch.Tensor):
         return out
@@ -248,12 +257,7 @@ def profile(
             except (RuntimeError, ValueError) as e:  # ValueError: BatchNorm on one value per channel
                 if k or inputs is not None or isinstance(e, torch.cuda.OutOfMemoryError):
                     raise
-                reason = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
-                raise InputError(
-                    "input_shape",
-                    f"{default_name} rejected inputs of shape {'x'.join(map(str, shape))} (batch {batch_size}): "
-                    f"{reason}",
-                ) from None
+                raise rejected_inputs(default_name, shape, batch_size, e) from None
             loss = training_loss(out)
             start_b = clock.now()
             loss.backward()  # type: ignore[no-untyped-call]

@@ -43,6 +43,7 @@ import torch
 import torch.distributed as dist
 
 from tensorwire._core import InputError
+from tensorwire.torch import exit_guard
 from tensorwire.torch.tasks import Group, SchedulerConfig, TaskScheduler
 from tensorwire.torch.transport import Pending, Transport, release_groups
 
@@ -180,6 +181,7 @@ class Coordinator:
         )
         self._dispatcher.start()
         self._waiter.start()
+        exit_guard.track(self)
 
     # -- training-thread API -------------------------------------------------------------
     def notify_ready(self, iteration: int, tensor: int, grad: torch.Tensor) -> None:
@@ -220,14 +222,19 @@ class Coordinator:
         """Blocks until every gradient handed in so far is averaged and applied."""
         self._wait(lambda: self._outstanding == 0, "synchronize")
 
-    def close(self) -> None:
+    def close(self, wait_s: Optional[float] = None) -> None:
         """Waits for outstanding work, stops the threads, closes the transport if it owns it
         and destroys the control group (after a failure the threads may be stuck in a
-        transfer, so nothing is closed then)."""
-        failed = self._error is not None
+        transfer, so nothing is closed then).
+
+        ``wait_s``: wait at most this long for outstanding work (None: until it is done or
+        the watchdog fires); where it is not done by then, nothing is closed either.
+        """
+        exit_guard.untrack(self)
+        done = self._error is not None
         try:
-            if not failed:
-                self.synchronize()
+            if not done:
+                done = self._wait(lambda: self._outstanding == 0, "close", wait_s)
         finally:
             with self._cv:
                 self._closing = True
@@ -235,11 +242,20 @@ class Coordinator:
             self._waitq.put(None)
             self._dispatcher.join(timeout=5.0)
             self._waiter.join(timeout=5.0)
-            if self._error is None and not (self._dispatcher.is_alive() or self._waiter.is_alive()):
+            idle = done and not (self._dispatcher.is_alive() or self._waiter.is_alive())
+            if self._error is None and idle:
                 if self._owns_transport:
                     self.transport.close()
                 release_groups(self._ctrl)
                 self._ctrl = None
+
+    def stop_at_exit(self, wait_s: float) -> bool:
+        """:func:`close` for :mod:`~tensorwire.torch.exit_guard`: True if both threads ended."""
+        try:
+            self.close(wait_s=wait_s)
+        except CommunicationError:
+            pass
+        return not (self._dispatcher.is_alive() or self._waiter.is_alive())
 
     @property
     def failed(self) -> Optional[CommunicationError]:
@@ -254,11 +270,17 @@ class Coordinator:
         if self._error is not None:
             raise self._error
 
-    def _wait(self, done: Callable[[], bool], what: str) -> None:
+    def _wait(self, done: Callable[[], bool], what: str, wait_s: Optional[float] = None) -> bool:
+        """Blocks until ``done()``; raises the communication error if one comes first.
+
+        ``wait_s``: give up after that many seconds and return False (True: done).
+        """
         with self._cv:
             began = time.monotonic()
             while not done():
                 self._raise_if_failed()
+                if wait_s is not None and time.monotonic() - began >= wait_s:
+                    return False
                 self._cv.wait(0.25)
                 idle = time.monotonic() - max(self._progress, began)
                 if not done() and self._error is None and idle > self._watchdog_s:
@@ -269,6 +291,7 @@ class Coordinator:
                     self._closing = True
                     self._cv.notify_all()
             self._raise_if_failed()
+            return True
 
     def _fail(self, e: BaseException, what: str) -> None:
         """Keeps the first error (call with the lock held) and stops everything."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.gputopo import DEFAULT_ARRAY_BOUND, DEFAULT_PENALTY, Plan, Topology
+from tensorwire.torch import exit_guard
 
 if TYPE_CHECKING:
     import torch
@@ -163,12 +164,19 @@ class _Worker:
             except BaseException as e:  # noqa: BLE001 - handed to whoever waits on the future
                 fut.set_exception(e)
 
-    def close(self) -> None:
+    def close(self, timeout_s: Optional[float] = None) -> bool:
+        """Ends the thread after the jobs already submitted; False if it was still running
+        after ``timeout_s`` seconds (None: wait as long as they take)."""
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is not None:
             self._jobs.put(None)
-            thread.join()
+            thread.join(timeout_s)
+            if thread.is_alive():
+                with self._lock:
+                    self._thread = thread
+                return False
+        return True
 
 
 class _Runner:
@@ -206,14 +214,24 @@ class _Runner:
             dist.barrier(group=self.p2p)  # a first collective, so later batches may leave ranks out
         self.worker = _Worker("tensorwire-tree-allreduce")
         self.closed = False
+        exit_guard.track(self)
 
     def close(self) -> None:
         """Stops the worker (after the work already submitted) and destroys the private group."""
         from tensorwire.torch.transport import release_groups
 
+        exit_guard.untrack(self)
         self.worker.close()
         release_groups(self.p2p)
         self.p2p, self.closed = None, True
+
+    def stop_at_exit(self, wait_s: float) -> bool:
+        """For :mod:`~tensorwire.torch.exit_guard`: :meth:`close` once the worker has
+        finished what was submitted within ``wait_s`` seconds; True if it did."""
+        if not self.worker.close(timeout_s=wait_s):
+            return False
+        self.close()
+        return True
 
     def average(self, flat: torch.Tensor) -> torch.Tensor:
         """Sums the contiguous 1-D ``flat`` over the group in place, divides by the group size."""

@@ -86,15 +86,32 @@ def test_closing_ends_the_groups_threads_before_interpreter_exit() -> None:
         assert "closed" in r["refused"], f"rank {rank}: a closed transport started work: {r}"
 
 
-def test_a_plain_script_runs_under_torchrun(tmp_path: Path) -> None:
-    out = tmp_path / "out.json"
+def _torchrun(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     torchrun = Path(sys.executable).with_name("torchrun")
     script = Path(__file__).with_name("_torchrun_train.py")
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    p = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc-per-node=2", str(script), str(out)],
+    return subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node=2", str(script), str(tmp_path / "out.json"), *args],
         capture_output=True, text=True, timeout=180, env=env,
     )  # fmt: skip
+
+
+def test_a_plain_script_runs_under_torchrun(tmp_path: Path) -> None:
+    p = _torchrun(tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
-    got = json.loads(out.read_text())
+    got = json.loads((tmp_path / "out.json").read_text())
     assert got["world"] == 2 and got["identical_on_every_rank"] and got["groups"] > 10
+
+
+@pytest.mark.parametrize(
+    ("mode", "error"),
+    [("accumulate", "gradient accumulation is not supported"), ("partial", "ValueError: the script's own error")],
+)
+def test_a_script_that_ends_in_an_error_exits_with_it_not_an_abort(tmp_path: Path, mode: str, error: str) -> None:
+    # The script never reaches close(): ScheduledDataParallel's groups, or PartialAllreduce's
+    # threads still waiting on a posted receive, must not abort the process at exit (a
+    # SIGABRT hid the error); both ranks end with status 1 after the script's traceback.
+    p = _torchrun(tmp_path, mode)
+    assert error in p.stderr, p.stderr[-3000:]
+    assert "terminate called" not in p.stderr and "SIGABRT" not in p.stderr, p.stderr[-3000:]
+    assert p.stderr.count("exitcode  : 1 ") == 2, p.stderr[-3000:]

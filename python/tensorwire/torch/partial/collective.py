@@ -39,6 +39,7 @@ import torch.distributed as dist
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.torch import exit_guard
 from tensorwire.torch.coordinator import CommunicationError
 from tensorwire.torch.partial.schedule import Dep, Executor, Instance, Op, Schedule, compute, nop, recv, send
 from tensorwire.torch.transport import release_groups
@@ -353,6 +354,7 @@ class PartialAllreduce:
         )
         self._exec = Executor(schedule, pg, name=f"tensorwire-{self.kind}", on_error=self._failed, on_arm=self._armed)
         self._exec.arm(0)
+        exit_guard.track(self)
 
     # --- public -------------------------------------------------------------------
 
@@ -403,6 +405,7 @@ class PartialAllreduce:
             self._check()
             final = self._flush()
             self._closed = True
+        exit_guard.untrack(self)
         if not self._exec.fire(final.round + 1, "RETIRE"):
             raise PartialCollectiveError(f"close(): round {final.round + 1} could not be retired ({self._describe()})")
         quiet = self._exec.wait_quiet(self.timeout_s)
@@ -418,6 +421,17 @@ class PartialAllreduce:
         if not ended:
             raise PartialCollectiveError("close(): progress threads did not end")
         release_groups(self._pg, self._ctl)
+
+    def stop_at_exit(self, wait_s: float) -> bool:
+        """For :mod:`~tensorwire.torch.exit_guard`, where peers may be gone: no last round,
+        only the progress threads stopped (their posted receives keep any waiting one
+        waiting); True if none was left waiting. ``wait_s`` bounds the wait for them."""
+        with self._cond:
+            self._closed = True
+        ended = self._exec.close(timeout_s=min(wait_s, 1.0))
+        if ended:
+            release_groups(self._pg, self._ctl)
+        return ended
 
     @property
     def rounds_run(self) -> int:

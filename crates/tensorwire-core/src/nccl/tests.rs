@@ -619,3 +619,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn ring_and_tree_across_nodes_run_at_their_links_rate_so_a_faster_nic_is_never_slower() {
+    // Two `nodes` machines of 8 GPUs with one NIC each. NCCL's search rounds each channel
+    // down its coarse speed list: 4 Gbit/s -> ring 2 x 0.24 GB/s (tree bwIntra raised to
+    // 1.2), 5 Gbit/s -> 5 x 0.12 (tree 0.24). Timed by that model the 5 Gbit/s NIC was 77%
+    // slower (tree/LL128, 1 MiB: 3.8 ms against 6.8). At the links' rate each channel
+    // carries its share of the NIC's RDMA goodput (0.96 of line rate), a tree's twice that
+    // on two nodes.
+    let nodes = |gbps: f64| {
+        let spec = TopologySpec::parse("nodes").unwrap();
+        NcclFabric::from_topology(&spec, 16, gbps * 1e9 / 8.0, Transport::Rdma).unwrap()
+    };
+    let (f4, f5) = (nodes(4.0), nodes(5.0));
+    let (g4, g5) = (search(&f4), search(&f5));
+    assert_eq!((g4.ring.channels, g4.ring.bw_inter, g4.tree.bw_intra), (2, 0.24, 1.2));
+    assert_eq!((g5.ring.channels, g5.ring.bw_inter, g5.tree.bw_intra), (5, 0.12, 0.24));
+    let tree4 = tuning::across_nodes_channel_speed(&f4, Algo::Tree, g4.tree);
+    assert!((tree4 - 2.0 * 0.5 * 0.96 / 2.0).abs() < 1e-12, "{tree4}");
+    let ring5 = tuning::across_nodes_channel_speed(&f5, Algo::Ring, g5.ring);
+    assert!((ring5 - 0.625 * 0.96 / 5.0).abs() < 1e-12, "{ring5}");
+    // Where the search's speed is the links' own, nothing changes: DGX H100, 8 NICs of
+    // 400 Gbit/s behind PCIe Gen5 (48 GB/s), 8 ring channels of 48 GB/s.
+    let h100 = rail("dgx-h100", 32);
+    let g = search(&h100);
+    assert_eq!(tuning::across_nodes_channel_speed(&h100, Algo::Ring, g.ring), g.ring.bw_inter);
+    // With the algorithm and protocol held, the time never rises with the NIC's rate.
+    for (a, p) in [(Algo::Tree, Proto::Ll128), (Algo::Ring, Proto::Simple), (Algo::Ring, Proto::Ll128)] {
+        let times: Vec<f64> = [2.0, 3.0, 4.0, 5.0, 8.0, 10.0, 20.0, 25.0]
+            .iter()
+            .map(|&gbps| choose(&nodes(gbps), Collective::AllReduce, MIB, &only(&[a], &[p])).unwrap().seconds)
+            .collect();
+        assert!(times.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-9)), "{a:?}/{p:?}: {times:?}");
+    }
+}

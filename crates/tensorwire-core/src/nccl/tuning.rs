@@ -229,8 +229,30 @@ fn nvls_channel_bw(f: &NcclFabric, graph: Graph, coll: Collective, a: Algo, bw_i
 /// bandwidth (busbw `2(g-1)/(g+1) x 0.85 x link`): 8 GPUs 490 GB/s busbw, 7: 473, 6: 450,
 /// 5: 420 (ml-engineering's H200 sweep measured 473, 460, 436, 414, nccl_tests.json).
 /// Across nodes the network's `bwInter` stays.
+///
+/// Ring, PAT and tree across nodes run likewise at their links' rate
+/// ([`across_nodes_channel_speed`]), not at the speed the search rounded each channel down
+/// to: NCCL's list is coarse below 3 GB/s (3, 2.4, 1.2, 0.24, 0.12) and 12-6-3 on sm90, so
+/// the model's `channels x speed` may leave half a NIC unused (a 5 Gbit/s NIC: 5 x 0.12 =
+/// 0.6 of its 0.625 GB/s, and tree's `bwIntra` raised to 0.24 only) or, on two nodes, pass
+/// it (a 4 Gbit/s NIC: tree `bwIntra` 1.2 on 2 channels, 2.4 GB/s). Timed by the model, a
+/// faster NIC could be slower (1 MiB all-reduce on 2 nodes of 8: 3.8 ms at 4 Gbit/s, 6.8
+/// ms at 5). Where the search's speed is the links' own (DGX H100: 8 channels x 48 GB/s on
+/// 8 NICs of 48), nothing changes.
 pub fn run_bandwidth(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, model_bw: f64) -> f64 {
-    if !matches!(a, Algo::Nvls | Algo::NvlsTree) || model_bw <= 0.0 {
+    if model_bw <= 0.0 {
+        return model_bw;
+    }
+    if matches!(a, Algo::Ring | Algo::Pat | Algo::Tree) && f.nodes > 1 {
+        let graph = graph_of(g, a);
+        let model_speed = if f.nodes <= 2 { graph.bw_intra } else { graph.bw_inter };
+        return if model_speed > 0.0 {
+            model_bw * across_nodes_channel_speed(f, a, graph) / model_speed
+        } else {
+            model_bw
+        };
+    }
+    if !matches!(a, Algo::Nvls | Algo::NvlsTree) {
         return model_bw;
     }
     let graph = graph_of(g, a);
@@ -244,6 +266,37 @@ pub fn run_bandwidth(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, mode
         return model_bw;
     }
     model_bw * runs / chosen
+}
+
+/// What one channel of ring, PAT or tree across nodes carries at its links' rate, GB/s in
+/// NCCL's units (the quantity the model takes from the search, `bwIntra` on two nodes and
+/// `bwInter` beyond): the node's NICs shared by the graph's channels, and the GPUs' links
+/// as NCCL's search counts them (a ring crosses each GPU's link `g/(g-1)` times per
+/// channel's share, a tree chain once). A NIC carries RDMA's goodput,
+/// [`crate::strategy::RDMA_GOODPUT_EFFICIENCY`] (0.96) of its line rate, within the GPU's
+/// PCIe path ([`t::PCIE_X16_GBS`]): 12, 24 and 48 GB/s at 100, 200 and 400 Gbit/s, the
+/// search's own speeds there. On two nodes a tree's channel may carry twice the NICs'
+/// share (each node's NICs move the buffer once each way: NCCL's search raises `bwIntra`
+/// up to twice `bwInter` for that).
+pub fn across_nodes_channel_speed(f: &NcclFabric, a: Algo, graph: Graph) -> f64 {
+    let c = graph.channels.max(1) as f64;
+    let gpn = f.gpus_per_node;
+    let goodput = (f.nic_bytes_per_s / 1e9 * crate::strategy::RDMA_GOODPUT_EFFICIENCY)
+        .min(t::PCIE_X16_GBS[t::arch_index(f.arch)]);
+    let nics = f.nics_per_node.max(1) as f64 * goodput / c;
+    let gpu = super::graph::gpu_gbs(f) / c;
+    match a {
+        Algo::Tree => {
+            let net = if f.nodes <= 2 { 2.0 * nics } else { nics };
+            if gpn > 1 {
+                net.min(gpu)
+            } else {
+                net
+            }
+        }
+        _ if gpn > 1 => nics.min(gpu * gpn as f64 / (gpn - 1) as f64),
+        _ => nics,
+    }
 }
 
 /// Tree all-reduce's correction of bandwidth at `bytes` for protocol `p`

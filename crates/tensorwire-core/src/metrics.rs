@@ -135,4 +135,12 @@ impl Report {
             if iteration_time_s > 0.0 { (self.compute_time_s / iteration_time_s).min(1.0) } else { 1.0 };
         self.exposed_comm_s = (iteration_time_s - self.compute_time_s).max(0.0);
     }
+
+    /// Scales the compute per iteration by `factor` (stragglers: the slowest worker's
+    /// multiplier, or every worker's own under partial collectives) and what follows from it.
+    pub fn scale_compute(&mut self, factor: f64) {
+        self.compute_time_s *= factor;
+        let (t, samples) = (self.iteration_time_s, self.throughput_samples_per_s);
+        self.set_iteration_time(t, samples);
+    }
 }

@@ -954,6 +954,9 @@ impl SimulatedJob for Engine<'_> {
         };
         let (start, end) = measured.window();
         let mut report = build_report(sc, core, measured);
+        // Stragglers: the compute an iteration waits for (exposed communication and the
+        // scaling factor are about communication, not the stragglers).
+        report.scale_compute(self.sampler.compute_factor(sc.strategy.partial.is_none()));
         if sc.strategy.partial.is_none() {
             return report;
         }

@@ -438,6 +438,9 @@ impl<E: Exec> SimulatedJob for Runner<'_, E> {
     }
 
     fn report(&mut self, core: &mut SimState) -> Report {
-        build_report(self.sc, core, std::mem::take(&mut self.out))
+        let mut report = build_report(self.sc, core, std::mem::take(&mut self.out));
+        // Stragglers: the compute an iteration waits for (see `Engine::report`).
+        report.scale_compute(self.sampler.compute_factor(true));
+        report
     }
 }

@@ -69,21 +69,58 @@ impl Variability {
     }
 }
 
-/// Per-worker multiplier streams.
+/// Per-worker multiplier streams, and what each worker drew (for the compute per iteration
+/// a report gives: [`Sampler::compute_factor`]).
 pub(crate) struct Sampler {
     kind: Variability,
     streams: Vec<Pcg64>,
+    /// Per worker, the multipliers drawn so far in iteration order (empty without variability).
+    drawn: Vec<Vec<f64>>,
 }
 
 impl Sampler {
     pub fn new(kind: Variability, workers: usize, seed: u64) -> Self {
         let streams =
             (0..workers as u64).map(|w| Pcg64::seed_from_u64(seed ^ w.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect();
-        Sampler { kind, streams }
+        let drawn = if kind == Variability::None { Vec::new() } else { vec![Vec::new(); workers] };
+        Sampler { kind, streams, drawn }
     }
 
     /// Multiplier for worker `rank`'s next iteration.
     pub fn draw(&mut self, rank: usize) -> f64 {
+        let m = self.sample(rank);
+        if let Some(d) = self.drawn.get_mut(rank) {
+            d.push(m);
+        }
+        m
+    }
+
+    /// What the compute of one iteration took against the workload's, over the measured
+    /// iterations (every iteration after the first, or the first alone): where workers wait
+    /// for each other (`synchronous`), the slowest worker's multiplier, averaged over the
+    /// iterations; where each runs at its own pace (partial collectives), every worker's
+    /// multiplier averaged. 1 without variability.
+    pub fn compute_factor(&self, synchronous: bool) -> f64 {
+        // Workers that drew (a folded run simulates one rank for all where they are alike).
+        let drew: Vec<&Vec<f64>> = self.drawn.iter().filter(|d| !d.is_empty()).collect();
+        let k = drew.iter().map(|d| d.len()).min().unwrap_or(0);
+        if k == 0 {
+            return 1.0;
+        }
+        let iterations = if k > 1 { 1..k } else { 0..1 };
+        let per_iteration = |i: usize| {
+            let all = drew.iter().map(|d| d[i]);
+            if synchronous {
+                all.fold(0.0, f64::max)
+            } else {
+                all.sum::<f64>() / drew.len() as f64
+            }
+        };
+        let len = iterations.len() as f64;
+        iterations.map(per_iteration).sum::<f64>() / len
+    }
+
+    fn sample(&mut self, rank: usize) -> f64 {
         match &self.kind {
             Variability::None => 1.0,
             Variability::Normal { cv } => {

@@ -366,7 +366,7 @@ def _with_aliases(o: OptionInfo) -> str:
 
 def strategies(infos: list[StrategyInfo], common: tuple[OptionInfo, ...], topologies: list[dict[str, Any]]) -> None:
     """Strategies, one row each (an alias on its target's row) with the names of the options
-    it takes; each strategy option once, with the strategies that take it; the host options
+    it takes; each strategy option once per meaning, with the strategies that take it; the host options
     once; then topologies. Only options a strategy accepts are listed for it."""
     aliases: dict[str, list[str]] = {}
     for s in infos:
@@ -386,11 +386,14 @@ def strategies(infos: list[StrategyInfo], common: tuple[OptionInfo, ...], topolo
         host = "all" if not left_out else "all but " + ", ".join(left_out)
         t.add_row(name, s.summary, ", ".join(o.name for o in s.options) or "-", host)
     console.print(t)
-    taken: dict[str, tuple[OptionInfo, list[str]]] = {}
+    # One row per meaning: an option name that means something else to another family
+    # (ddp's `bucket` of 25 MiB, zero1/zero2's byte override of their element counts) gets
+    # its own row, with its own default and help.
+    taken: dict[tuple[str, str, str, str], tuple[OptionInfo, list[str]]] = {}
     for s in infos:
         if s.alias_of is None:
             for o in s.options:
-                taken.setdefault(o.name, (o, []))[1].append(s.name)
+                taken.setdefault((o.name, o.accepts, o.default, o.help), (o, []))[1].append(s.name)
     t = Table(title="strategy options (e.g. ps:num_ps=4,placement=balanced or fsdp:prefetch=2)")
     for col in ("option", "accepts", "default", "taken by", "what it does"):
         t.add_column(col)

@@ -143,7 +143,10 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
         else:
             import pyarrow.parquet as pq  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-            rows = pq.read_table(io.BytesIO(data)).to_pylist()
+            # One thread: with pyarrow's pool (pyarrow 26) about one process in four that
+            # read a buffer aborted at interpreter exit ("terminate called without an
+            # active exception"); a sweep file is small.
+            rows = pq.read_table(io.BytesIO(data), use_threads=False).to_pylist()
     except _CellError as e:
         raise InputError(field, str(e)) from None
     except (ValueError, UnicodeDecodeError, OSError, csv.Error) as e:

@@ -8,7 +8,7 @@ from typing import Any, Optional, Union
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.limits import check_int
-from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
+from tensorwire.units import counted, format_rate, format_seconds, to_rate, to_seconds
 
 Number = Union[int, float]
 
@@ -112,5 +112,5 @@ class Cluster:
     def describe(self) -> str:
         """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star``."""
         if self.topology.startswith("rail"):
-            return f"{self.workers} GPUs, {format_rate(self.bandwidth)} NICs, {format_seconds(self.latency)}/hop, {self.topology}"
-        return f"{self.workers} workers, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}"
+            return f"{counted(self.workers, 'GPU')}, {format_rate(self.bandwidth)} NICs, {format_seconds(self.latency)}/hop, {self.topology}"
+        return f"{counted(self.workers, 'worker')}, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}"

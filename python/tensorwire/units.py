@@ -61,6 +61,15 @@ def to_seconds(value: float | int | str, field: str = "duration") -> float:
     return seconds
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun`` in the singular or the plural (an ``s`` added).
+
+    >>> counted(1, "worker"), counted(8, "worker"), counted(0, "collective")
+    ('1 worker', '8 workers', '0 collectives')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def format_bytes(n: float) -> str:
     """``97.5 MiB``-style text for a byte count."""
     for suffix, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

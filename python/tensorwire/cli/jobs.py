@@ -17,7 +17,7 @@ from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.limits import U32_MAX
-from tensorwire.units import format_seconds
+from tensorwire.units import counted, format_seconds
 from tensorwire.workloads import load_model
 
 #: What a job's name may contain (it is shown in tables and named in --place).
@@ -201,7 +201,7 @@ def jobs(
         )
         return
     # The cluster's "workers" are the fabric's hosts here; the jobs' workers are per row.
-    fabric = cluster.describe().replace(f"{cluster.workers} workers", f"{cluster.workers} hosts", 1)
+    fabric = cluster.describe().replace(counted(cluster.workers, "worker"), counted(cluster.workers, "host"), 1)
     t = Table(title=f"{len(pinned)} jobs on a fabric of {fabric}, placement {rank_placement}")
     for column, justify in (
         ("job", "left"),

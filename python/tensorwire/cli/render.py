@@ -18,7 +18,7 @@ from tensorwire.api import Progress as RunProgress
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result, nccl_channels_text
 from tensorwire.strategy import OptionInfo, StrategyInfo
-from tensorwire.units import format_bytes, format_rate, format_seconds
+from tensorwire.units import counted, format_bytes, format_rate, format_seconds
 from tensorwire.workload import Workload
 from tensorwire.workloads import ModelInfo
 
@@ -138,14 +138,12 @@ def result(
     metrics, or an LLM's tokens/s and model TFLOP/s per GPU."""
     extra = extra or {}
     bench = "busbw_bytes_per_s" in extra
-    title = (
-        f"{short(workload.description or workload.name)}: {r.strategy}, {r.workers} workers, {format_rate(r.bandwidth)}"
-    )
+    title = f"{short(workload.description or workload.name)}: {r.strategy}, {counted(r.workers, 'worker')}, {format_rate(r.bandwidth)}"
     t = Table(title=Text(title))
     t.add_column("metric")
     t.add_column("value", justify="right")
     t.add_row(
-        "iteration time" + (f" ({extra['collectives_per_iteration']} collectives)" if bench else ""),
+        "iteration time" + (f" ({counted(extra['collectives_per_iteration'], 'collective')})" if bench else ""),
         format_seconds(r.iteration_time_s),
     )
     if healthy is not None:

@@ -16,7 +16,7 @@ from plotly.colors import qualitative  # type: ignore[import-untyped,import-not-
 from tensorwire.report.scenario import Scenario, speedup_known
 from tensorwire.report.timeline import Span
 from tensorwire.sweep.table import Row
-from tensorwire.units import format_rate
+from tensorwire.units import counted, format_rate
 
 #: Timeline rows drawn at most: workers 0..N-1 (then links not tied to a worker).
 TIMELINE_ROWS = 8
@@ -71,7 +71,7 @@ def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, st
         )
     xs = sorted({v for t in fig.data for v in t.x})
     if vary == "bandwidth":
-        title = f"against bandwidth ({scenario.workers} workers)"
+        title = f"against bandwidth ({counted(scenario.workers, 'worker')})"
         xaxis = dict(title="host link bandwidth (Gbps)", type="log", tickvals=xs, ticktext=[f"{v:g}" for v in xs])
     else:
         title = f"against workers ({format_rate(scenario.bandwidth)})"

@@ -21,7 +21,7 @@ from tensorwire.io import write_atomic
 from tensorwire.report import figures, timeline
 from tensorwire.report.scenario import Scenario, models_in, reference, speedup_known
 from tensorwire.sweep.table import COLUMNS, Row
-from tensorwire.units import format_rate, format_seconds
+from tensorwire.units import counted, format_rate, format_seconds
 from tensorwire.workloads import models as zoo_models
 
 #: Records a timeline for a row, or says why it cannot (swappable for tests).
@@ -135,7 +135,7 @@ def _grid_summary(rows: list[Row]) -> str:
 def _scenario_text(s: Scenario) -> str:
     v = s.values
     return (
-        f"Reference scenario: {s.workers} workers, {format_rate(s.bandwidth)}, {format_seconds(float(v['latency_s']))}/hop, "
+        f"Reference scenario: {counted(s.workers, 'worker')}, {format_rate(s.bandwidth)}, {format_seconds(float(v['latency_s']))}/hop, "
         f"{v['topology']} topology, {v['network']} network model, {v['gpu']} batch {v['batch']}, compute x{float(v['compute_speedup']):g}, "
         f"{v['iterations']} iterations, seed {v['seed']}. The bandwidth plot varies the rate, the workers plot the "
         "worker count; everything else on this card is at this scenario."

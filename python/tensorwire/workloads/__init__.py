@@ -197,7 +197,8 @@ def load_model(
     ):
         if value is not None:
             raise InputError(
-                field, f"only for the LLMs ({', '.join(llm.names())}); {name} is a measured zoo model (use batch_size)"
+                field,
+                f"only for the LLMs ({', '.join(llm.names())}); {name} is a measured zoo model (set its batch with batch_size, --batch on the command line)",
             )
     device = data["default_device"] if gpu is None else gpu
     if device not in data["devices"]:

@@ -14,10 +14,13 @@ Draws are seeded by ``--seed``, one stream per worker.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
+from tensorwire import io
 from tensorwire._core import InputError
+
+#: Largest file of measured multipliers read, bytes (``/dev/zero`` or a huge file is refused).
+EMPIRICAL_FILE_LIMIT = 64 << 20
 
 
 def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
@@ -47,11 +50,10 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
             )
         return {"stragglers": "fixed", "slowdowns": values}
     if kind == "empirical":
-        try:
-            lines = Path(arg).read_text().split()
-        except OSError as e:
-            raise InputError("stragglers", f"cannot read {arg!r}: {e.strerror}") from None
-        values = _numbers(lines, spec)
+        if not arg.strip():
+            raise InputError("stragglers", f"{spec!r}: empirical needs a file of multipliers, e.g. empirical:times.txt")
+        data = io.read_input(arg, "stragglers", EMPIRICAL_FILE_LIMIT)
+        values = _numbers(io.decode_text(data, arg, "stragglers").split(), spec)
         mean = sum(values) / len(values)
         return {"stragglers": "empirical", "slowdowns": [v / mean for v in values]}
     raise InputError(

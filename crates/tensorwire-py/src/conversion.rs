@@ -45,8 +45,12 @@ pub fn variability(kind: &str, spread: f64, slowdowns: Option<Vec<f64>>) -> Resu
         "normal" => Variability::Normal { cv: spread },
         "lognormal" => Variability::LogNormal { sigma: spread },
         "fixed" => Variability::Slowdowns(slowdowns.unwrap_or_default()),
+        "empirical" => Variability::Empirical(slowdowns.unwrap_or_default()),
         _ => {
-            return Err(Error::invalid("stragglers", format!("{kind:?} is not one of none, normal, lognormal, fixed")))
+            return Err(Error::invalid(
+                "stragglers",
+                format!("{kind:?} is not one of none, normal, lognormal, fixed, empirical"),
+            ))
         }
     })
 }

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from tensorwire._core import InputError
-from tensorwire.io import write_atomic
+from tensorwire.io import read_input, write_atomic
 
 Row = dict[str, Any]
 
@@ -118,13 +118,14 @@ def write_rows(path: str | Path, rows: list[Row]) -> Path:
     return p
 
 
+#: Largest sweep file read, bytes (a million rows of CSV is about 300 MB; ``/dev/zero`` is refused).
+SWEEP_FILE_LIMIT = 1 << 30
+
+
 def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
     """Reads a file written by :func:`write_rows` (types restored for CSV)."""
     p = check_path(path, field)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InputError(field, f"cannot read {str(p)!r}: {e.strerror}") from None
+    data = read_input(p, field, SWEEP_FILE_LIMIT)
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":

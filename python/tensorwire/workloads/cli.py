@@ -14,7 +14,7 @@ from tensorwire.cli.render import short
 from tensorwire.cluster import Cluster
 from tensorwire.io import check_workload_output
 from tensorwire.workload import Workload
-from tensorwire.workloads.formats import detect_format, load_workload
+from tensorwire.workloads.formats import detect_format, load_workload, read_head
 
 
 @click.command("import-trace")
@@ -74,8 +74,7 @@ def _detect(path: str) -> str:
     missing its format)."""
     fmt = detect_format(path)
     if fmt == "tensorwire":
-        with open(path, "rb") as f:
-            head = f.read(65536)
+        head = read_head(path)
         if head.lstrip().startswith(b"{") and b'"format"' not in head:
             return "kineto"
     return fmt

@@ -8,6 +8,8 @@ trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 import zlib
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -21,14 +23,35 @@ FORMATS = ("tensorwire", "kineto", "chakra")
 PathLike = Union[str, Path]
 
 
+def read_head(path: PathLike, size: int = 65536) -> bytes:
+    """The first ``size`` bytes of a workload file, for telling its format.
+
+    Opened without blocking (a named pipe without a writer would wait for ever in
+    ``open``). A pipe (``<(command)``, a FIFO) is refused: it can be read once, and the
+    reader would then find it empty, so its format must be named instead."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISFIFO(mode):
+                raise InputError(
+                    "workload_format",
+                    f"{p} is a pipe, which can be read only once, so its format cannot be detected first; "
+                    "name it with --workload-format (tensorwire, kineto or chakra)",
+                )
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                raise InputError("workload", f"{str(p)!r} is a device, not a file")
+            os.set_blocking(fd, True)
+            return f.read(size)
+    except OSError as e:
+        raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror or e}") from None
+
+
 def detect_format(path: PathLike) -> str:
     """``tensorwire``, ``kineto`` or ``chakra``, from the first bytes of the file."""
     p = Path(path)
-    try:
-        with p.open("rb") as f:
-            head = f.read(65536)
-    except OSError as e:
-        raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror}") from None
+    head = read_head(p)
     if not head.strip():
         raise InputError(
             "workload", f"{p}: the file is empty; give a workload file, a profiler trace or a Chakra trace"

@@ -1,0 +1,84 @@
+"""Input files the CLI reads besides workloads' own readers: pipes, devices, the stragglers'
+measured multipliers, sweep files. None waits for ever, none reads without bound, each
+refusal is one line naming the option, exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN = ("simulate", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring")
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tensorwire", *args], capture_output=True, text=True, timeout=60, cwd=cwd
+    )
+
+
+def one_line(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("simulate", "-n", "4", "-b", "25Gbps", "-s", "ring", "--workload", "fifo"),
+        ("import-trace", "fifo", "-o", "out.json"),
+    ],
+)
+def test_a_pipe_given_as_a_workload_is_refused_with_the_option_that_names_its_format(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # Detecting the format read the pipe's head with a blocking open (no writer: a hang),
+    # and with a writer (`<(cat w.json)`) the reader then found the pipe empty.
+    os.mkfifo(tmp_path / "fifo")
+    line = one_line(run(*args, cwd=tmp_path))
+    assert "workload_format" in line and "--workload-format" in line, line
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_empirical_stragglers_draw_from_the_files_multipliers(tmp_path: Path) -> None:
+    # Listed in --help and docs, but the core's binding had no `empirical` and refused it.
+    (tmp_path / "times.txt").write_text("1\n2\n3\n")  # normalised: 0.5, 1, 1.5
+    nominal = run(*RUN, "--json", cwd=tmp_path)
+    drawn = run(*RUN, "--stragglers", "empirical:times.txt", "--json", cwd=tmp_path)
+    assert nominal.returncode == 0 and drawn.returncode == 0, drawn.stderr
+    a, b = json.loads(nominal.stdout), json.loads(drawn.stdout)
+    # The slowest of 4 workers' draws each iteration: 1.5 unless all drew less.
+    assert a["compute_time_s"] * 0.5 <= b["compute_time_s"] <= a["compute_time_s"] * 1.5 + 1e-12
+    assert b["iteration_time_s"] > a["iteration_time_s"]
+    assert run(*RUN, "--stragglers", "empirical:times.txt", "--json", cwd=tmp_path).stdout == drawn.stdout
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("fifo", "expected positive numbers"),  # a pipe without a writer reads as empty
+        ("/dev/zero", "is a device, not a file"),
+        ("binary", "not UTF-8 text"),
+        ("", "empirical needs a file of multipliers"),
+    ],
+)
+def test_the_stragglers_file_is_read_bounded_and_refused_in_one_line(tmp_path: Path, target: str, message: str) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "binary").write_bytes(b"\x00\xff\xfe" * 10)
+    line = one_line(run(*RUN, "--stragglers", f"empirical:{target}", cwd=tmp_path))
+    assert line.startswith("tensorwire: error: stragglers:") and message in line, line
+
+
+@pytest.mark.parametrize("target, message", [("fifo.csv", "no rows"), ("zero.csv", "is a device, not a file")])
+def test_report_reads_a_sweep_file_without_waiting_or_filling_memory(tmp_path: Path, target: str, message: str) -> None:
+    os.mkfifo(tmp_path / "fifo.csv")
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")
+    line = one_line(run("report", "--sweep", target, "-o", "r.html", cwd=tmp_path))
+    assert "sweep" in line and message in line, line
+    assert not (tmp_path / "r.html").exists()

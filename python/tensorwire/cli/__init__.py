@@ -11,6 +11,7 @@ an interrupted command leaves the old file (or none), never a part of one.
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 from types import FrameType
@@ -19,11 +20,16 @@ from typing import Any, Optional, Sequence
 import click
 
 from tensorwire._core import InputError
+from tensorwire.cli.terminal import silence_stdout
 
 #: Click's error for a group run without its command (``tensorwire``, ``tensorwire
 #: calibrate``): shown as click shows it, the usage and help on several lines, exit 2.
 #: Click 8.1 has none (it prints the help itself and exits 0).
 _NO_COMMAND: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+#: Errors writing standard output (a full disk, an I/O error, a file too large): one line.
+#: Output files report theirs as input errors naming their option.
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 #: The signal that stopped the run (SIGINT unless SIGTERM arrived).
 _stopped_by: list[int] = []
@@ -68,6 +74,8 @@ def _not_utf8(args: Sequence[str]) -> Optional[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns (and, from the console script, exits with) the exit status."""
+    if sys.stdout is None:  # started with standard output closed (`tensorwire models >&-`)
+        return _fail("stdout: closed; give the command somewhere to write its output (a file or a pipe)")
     from tensorwire.cli.app import cli
 
     args = list(argv) if argv is not None else sys.argv[1:]
@@ -82,6 +90,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         previous = None
     try:
         cli.main(args=args, prog_name="tensorwire", standalone_mode=False)
+        sys.stdout.flush()  # what is still buffered fails here, not at exit
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
         if field == "interrupted":  # the core stopped at a pending signal
@@ -105,7 +114,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         return _interrupted()
     except BrokenPipeError:
+        silence_stdout()
         return 0
+    except OSError as e:
+        if e.errno not in _OUTPUT_ERRNOS:
+            raise
+        silence_stdout()
+        return _fail(f"stdout: cannot write the output ({e.strerror})")
     except MemoryError:
         return _fail("memory: the input needs more memory than this machine has; give smaller sizes or counts")
     except RecursionError:

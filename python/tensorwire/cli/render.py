@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tensorwire.api import Progress as RunProgress
+from tensorwire.cli.terminal import stdout_console
 from tensorwire.cluster import Cluster
 from tensorwire.result import Result, nccl_channels_text
 from tensorwire.strategy import OptionInfo, StrategyInfo
@@ -23,7 +24,7 @@ from tensorwire.workload import Workload
 from tensorwire.workloads import ModelInfo
 
 # Piped output (files, other programs) gets a wide fixed width instead of wrapped cells.
-console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+console = stdout_console()
 
 
 #: Off a terminal, a progress line at least this often (seconds) while one simulation runs.

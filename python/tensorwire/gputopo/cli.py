@@ -120,7 +120,9 @@ def topology(
     if as_json:
         click.echo(json.dumps(to_json(topo, trees, penalty, DEFAULT_ARRAY_BOUND), indent=1))
     else:
-        _render(topo, trees, penalty, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160))
+        from tensorwire.cli.terminal import stdout_console
+
+        _render(topo, trees, penalty, stdout_console())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

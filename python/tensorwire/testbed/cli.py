@@ -25,10 +25,11 @@ from tensorwire.testbed.validate import summary, within_10pct
 
 
 def _table(results: Sequence[dict[str, Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    from tensorwire.cli.terminal import stdout_console
+
+    console = stdout_console()
     t = Table(title="testbed (measured) against simulator (predicted), steady-state iteration time")
     for col, just in (
         ("scenario", "left"),

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import click
 from click.core import ParameterSource
 
-from tensorwire.calibrate.cluster_file import cluster_option
+from tensorwire.calibrate.cluster_file import cluster_option, given_files
 from tensorwire.cli import render
 from tensorwire.io import check_output
 from tensorwire.sweep import options
@@ -43,7 +43,9 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
     grid is checked before any simulation starts (every point's scenario built, none
     simulated): bad input prints one line and nothing else. Columns: docs/sweep-and-report.md.
     """
-    path = check_output(check_path(out), "out")
+    workload_file = grid.get("workload_file")
+    inputs = {"workload files": [workload_file] if workload_file else [], "cluster files": given_files(ctx)}
+    path = check_output(check_path(out), "out", inputs)
     own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
     own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
     configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs

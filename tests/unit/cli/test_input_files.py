@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+DATA = Path(__file__).parents[1] / "workloads" / "data"
 RUN = ("simulate", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring")
 
 
@@ -82,3 +83,15 @@ def test_report_reads_a_sweep_file_without_waiting_or_filling_memory(tmp_path: P
     line = one_line(run("report", "--sweep", target, "-o", "r.html", cwd=tmp_path))
     assert "sweep" in line and message in line, line
     assert not (tmp_path / "r.html").exists()
+
+
+def test_sweep_refuses_to_write_its_results_over_its_workload_file(tmp_path: Path) -> None:
+    # import-trace, calibrate and simulate --trace refused this; sweep replaced the file.
+    workload = tmp_path / "w.json"
+    assert run("import-trace", str(DATA / "ddp_tiny_rank0.json.gz"), "-o", str(workload), cwd=tmp_path).returncode == 0
+    before = workload.read_bytes()
+    line = one_line(
+        run("sweep", "--workload", "w.json", "-n", "4", "-b", "25Gbps", "-s", "ring", "-o", "w.json", cwd=tmp_path)
+    )
+    assert line == "tensorwire: error: out: w.json is one of the workload files; write the output elsewhere", line
+    assert workload.read_bytes() == before

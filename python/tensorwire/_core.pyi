@@ -208,6 +208,8 @@ class Strategy:
 # Simulated time stays below this many seconds (2^53 ns; the core's limits.rs).
 HORIZON_S: float
 MAX_WORKERS: int
+# Most layers (and tensors) of a workload (the core's limits.rs).
+MAX_LAYERS: int
 
 def check_topology(spec: str) -> str: ...
 def host_rate(topology: str, bandwidth: Optional[float] = None) -> float: ...

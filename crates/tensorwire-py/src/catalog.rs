@@ -127,6 +127,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_FLOWS", tensorwire_core::engine::DEFAULT_MAX_FLOWS)?;
     m.add("HORIZON_S", tensorwire_core::limits::HORIZON_S)?;
     m.add("MAX_WORKERS", tensorwire_core::limits::MAX_WORKERS)?;
+    m.add("MAX_LAYERS", tensorwire_core::limits::MAX_LAYERS)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;

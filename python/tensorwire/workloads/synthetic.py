@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
 
@@ -29,6 +30,13 @@ def repeat_block(workload: Workload, prefix: str, count: int) -> Workload:
     block = [i for i, layer in enumerate(workload.layers) if layer.name.startswith(prefix + ".")]
     if not block:
         raise InputError("modules", f"{workload.name} has no block {prefix!r}")
+    room = (_core.MAX_LAYERS - len(workload.layers)) // len(block)
+    if count > room:  # refused before the copies are built (10^20 of them filled memory)
+        raise InputError(
+            "modules",
+            f"{count:,} copies of {prefix} ({len(block)} layers each) would pass the {_core.MAX_LAYERS:,} layers a "
+            f"workload can hold; at most {max(room, 0):,}",
+        )
     copies = [
         Layer(
             f"{prefix}_copy{c}{layer.name[len(prefix) :]}",

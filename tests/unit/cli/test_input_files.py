@@ -95,3 +95,19 @@ def test_sweep_refuses_to_write_its_results_over_its_workload_file(tmp_path: Pat
     )
     assert line == "tensorwire: error: out: w.json is one of the workload files; write the output elsewhere", line
     assert workload.read_bytes() == before
+
+
+def test_more_module_copies_than_a_workload_holds_are_refused_before_they_are_built() -> None:
+    # 10^20 copies were built in Python first (1.5 GB and still growing after 30 s).
+    from tensorwire import _core, load_model
+    from tensorwire._core import InputError
+    from tensorwire.workloads.synthetic import repeat_block
+
+    w = load_model("inception_v3")
+    block = sum(1 for layer in w.layers if layer.name.startswith("Mixed_6e."))
+    room = (_core.MAX_LAYERS - len(w.layers)) // block
+    assert len(repeat_block(w, "Mixed_6e", 2).layers) == len(w.layers) + 2 * block
+    with pytest.raises(InputError, match=f"at most {room:,}"):
+        repeat_block(w, "Mixed_6e", room + 1)
+    with pytest.raises(InputError, match="would pass the 1,048,576 layers"):
+        repeat_block(w, "Mixed_6e", 10**20)

@@ -491,7 +491,7 @@ impl<'a> Engine<'a> {
             (Family::Nccl(cfg), _) => {
                 let ranks = if folded { 1 } else { n };
                 let ops = (tasks.len() as u64).saturating_mul(ranks as u64).saturating_mul(u64::from(sc.iterations));
-                work = estimate::Work { flows: 0, lane_messages: ops, weight: 1 };
+                work = estimate::Work { flows: ops, lane_messages: 0, weight: estimate::TIMED_COLLECTIVE_WEIGHT };
                 let sizes: Vec<u64> = tasks.iter().map(|t| t.bytes).collect();
                 let durations = nccl_durations(sc, cfg, wire_factor, &sizes)?;
                 (Box::new(timed::TimedCollective::new(durations, ranks)), Gate::Global)

@@ -183,12 +183,16 @@ fn stragglers_and_unfolded_runs_agree_with_the_folded_one() {
 }
 
 #[test]
-fn large_runs_count_as_near_zero_work() {
-    // 1 GiB on 8,192 H100: one timed collective per iteration, far inside any budget.
+fn a_timed_collective_counts_as_a_few_flows_whatever_the_fabrics_size() {
+    // 1 GiB on 8,192 H100: one timed collective per iteration, folded to one rank, so
+    // TIMED_COLLECTIVE_WEIGHT flows an iteration however many GPUs.
     let mut sc = scenario(workload(&[(0, 0)], &[(1 << 30, 0)]), 8192, "nccl", RAIL);
-    sc.max_flows = Some(10);
+    let needed = u64::from(sc.iterations) * super::estimate::TIMED_COLLECTIVE_WEIGHT;
+    sc.max_flows = Some(needed);
     let r = simulate(&sc).unwrap();
     close_ns(r.iteration_time_s * 1e9, nccl_ns(&sc, Collective::AllReduce, 1 << 30) as f64);
+    sc.max_flows = Some(needed - 1);
+    assert_eq!(simulate(&sc).unwrap_err().field(), "max_flows");
 }
 
 #[test]

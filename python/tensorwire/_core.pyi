@@ -210,6 +210,8 @@ HORIZON_S: float
 MAX_WORKERS: int
 # Most layers (and tensors) of a workload (the core's limits.rs).
 MAX_LAYERS: int
+# Largest spread of normal:CV and lognormal:SIGMA stragglers.
+MAX_SPREAD: float
 
 def check_topology(spec: str) -> str: ...
 def host_rate(topology: str, bandwidth: Optional[float] = None) -> float: ...

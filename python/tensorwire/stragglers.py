@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tensorwire import io
+from tensorwire import _core, io
 from tensorwire._core import InputError
 
 #: Largest file of measured multipliers read, bytes (``/dev/zero`` or a huge file is refused).
@@ -39,8 +39,8 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
             spread = float(arg)
         except ValueError:
             raise InputError("stragglers", f"{spec!r}: {kind} needs a number, e.g. {kind}:0.1") from None
-        if not (math.isfinite(spread) and spread >= 0):
-            raise InputError("stragglers", f"{spec!r}: the spread must be a number >= 0")
+        if not 0 <= spread <= _core.MAX_SPREAD:
+            raise InputError("stragglers", f"{spec!r}: the spread must be a number from 0 to {_core.MAX_SPREAD:g}")
         return {"stragglers": kind, "spread": spread}
     if kind == "fixed":
         values = _numbers(arg.split(","), spec)

@@ -128,6 +128,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("HORIZON_S", tensorwire_core::limits::HORIZON_S)?;
     m.add("MAX_WORKERS", tensorwire_core::limits::MAX_WORKERS)?;
     m.add("MAX_LAYERS", tensorwire_core::limits::MAX_LAYERS)?;
+    m.add("MAX_SPREAD", tensorwire_core::engine::MAX_SPREAD)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;

@@ -77,13 +77,21 @@ fn compute_past_the_horizon_is_refused_naming_the_input() {
 
 #[test]
 fn a_random_straggler_past_the_horizon_stops_the_run_at_the_horizon() {
+    // An iteration's nominal compute of 3/8 of the horizon (two layers of 2^53 / 16 ns
+    // forward and twice that backward): a draw of Normal(1, 5) above 2.7 passes it, which
+    // comes within a few workers and iterations.
+    let compute = HORIZON_NS / 16;
     for strategy in ["ring", "ps", "fsdp"] {
-        let mut sc = with_strategy(strategy);
-        sc.variability = Variability::Normal { cv: 1e308 };
+        let mut sc = scenario(workload(&[4000, 4000], compute), 4, strategy, 100);
+        sc.variability = Variability::Normal { cv: MAX_SPREAD };
         let e = simulate(&sc).unwrap_err();
         assert_eq!(e.field(), "horizon", "{strategy}");
         assert!(e.to_string().contains("straggler"), "{e}");
     }
+    // Past the largest spread the run is refused before it starts.
+    let mut sc = with_strategy("ring");
+    sc.variability = Variability::LogNormal { sigma: 700.0 };
+    assert_eq!(field_of(&sc), "stragglers");
 }
 
 #[test]

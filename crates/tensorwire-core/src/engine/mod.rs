@@ -50,7 +50,7 @@ pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
 pub(crate) use report::{build_report, Measured};
 pub use scenario::{Progress, ProgressHook, Scenario, DEFAULT_ITERATIONS, DEFAULT_LATENCY_S, PROGRESS_EVERY};
-pub use variability::Variability;
+pub use variability::{Variability, MAX_SPREAD};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

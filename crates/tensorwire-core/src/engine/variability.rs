@@ -9,6 +9,11 @@ use rand_pcg::Pcg64;
 
 use crate::error::{Error, Result};
 
+/// Largest spread of `normal:CV` and `lognormal:SIGMA`. Measured stragglers are far inside
+/// it (coefficients of variation of a few percent to 0.5); `lognormal:700` drew multipliers
+/// of 0 and `normal:1e308` ones past the simulation horizon.
+pub const MAX_SPREAD: f64 = 5.0;
+
 /// How compute time varies across workers and iterations.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Variability {
@@ -35,8 +40,8 @@ impl Variability {
     pub fn validate(&self, workers: usize) -> Result<()> {
         match self {
             Variability::None => Ok(()),
-            Variability::Normal { cv } if cv.is_finite() && *cv >= 0.0 => Ok(()),
-            Variability::LogNormal { sigma } if sigma.is_finite() && *sigma >= 0.0 => Ok(()),
+            Variability::Normal { cv } if (0.0..=MAX_SPREAD).contains(cv) => Ok(()),
+            Variability::LogNormal { sigma } if (0.0..=MAX_SPREAD).contains(sigma) => Ok(()),
             Variability::Slowdowns(s) if s.len() == workers && s.iter().all(|x| x.is_finite() && *x > 0.0) => Ok(()),
             Variability::Empirical(v) if !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0) => Ok(()),
             Variability::Empirical(_) => {
@@ -53,7 +58,13 @@ impl Variability {
                     format!("worker {i}'s multiplier is {x}; each must be a finite number > 0 (1 = the model's time)"),
                 ))
             }
-            _ => Err(Error::invalid("stragglers", "the spread must be a finite number >= 0")),
+            _ => Err(Error::invalid(
+                "stragglers",
+                format!(
+                    "the spread must be a number from 0 to {MAX_SPREAD} (a log-normal's sigma of 5 already draws a median \
+                     multiplier of 4e-6 and a mean of 1 from rare huge ones)"
+                ),
+            )),
         }
     }
 

@@ -498,6 +498,12 @@ def compare_cmd(
             base, note = _baseline(rows, preferred)
             metrics = functools.partial(_llm_metrics, by_name[name], seq_len)
             render.comparison(name, rows, base, note, cluster, aliases, metrics)
+    if not any(isinstance(r, Result) for rows in results.values() for r in rows):
+        # Nothing was compared: the refusals above say why; the run is an error, as a
+        # simulate over the budget is.
+        raise InputError(
+            "max_flows", "every strategy was refused (see the reasons above); raise --max-flows or give fewer workers"
+        )
 
 
 @cli.command("models")

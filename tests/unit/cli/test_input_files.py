@@ -111,3 +111,12 @@ def test_more_module_copies_than_a_workload_holds_are_refused_before_they_are_bu
         repeat_block(w, "Mixed_6e", room + 1)
     with pytest.raises(InputError, match="would pass the 1,048,576 layers"):
         repeat_block(w, "Mixed_6e", 10**20)
+
+
+def test_a_comparison_in_which_every_strategy_was_refused_exits_with_2(tmp_path: Path) -> None:
+    p = run(
+        "compare", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "--strategies", "ps", "--max-flows", "1", cwd=tmp_path
+    )
+    assert p.returncode == 2, p.stderr
+    assert "refused [1]" in p.stdout  # the table still says why
+    assert p.stderr.strip().splitlines()[-1].startswith("tensorwire: error: max_flows: every strategy was refused")

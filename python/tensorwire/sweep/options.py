@@ -16,6 +16,20 @@ from tensorwire.cli import options as shared
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+class ListOption(click.Option):
+    """A comma-separated list that may also be given several times: ``-m resnet50 -m vgg16``
+    is ``-m resnet50,vgg16`` (the last one given had won, silently dropping the others)."""
+
+    def __init__(self, *args: Any, default: Optional[str] = None, **kwargs: Any) -> None:
+        kwargs.update(multiple=True, default=None if default is None else (default,))
+        super().__init__(*args, **kwargs)
+
+    def type_cast_value(self, ctx: click.Context, value: Any) -> Any:
+        values = super().type_cast_value(ctx, value)
+        return ",".join(values) if values else None
+
+
 #: Parameter names of the grid options; each is a keyword of :func:`tensorwire.sweep.run_grid`.
 GRID_PARAMS = (
     "models",
@@ -46,6 +60,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             "models",
             default=None,
             metavar="LIST",
+            cls=ListOption,
             help=f"{shared.model_help} Comma-separated list. [default: {models}, or none with --workload]",
         ),
         shared.workload_file,
@@ -55,6 +70,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default=workers,
             show_default=True,
             metavar="LIST",
+            cls=ListOption,
             help="Numbers of workers, e.g. 4,8,16,32.",
         ),
         click.option(
@@ -64,6 +80,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default=bandwidths,
             show_default=True,
             metavar="LIST",
+            cls=ListOption,
             help="Host link rates per direction, e.g. 1Gbps,10Gbps,100Gbps; on a rail fabric each GPU's "
             "NIC rate (without -b: the node preset's NICs).",
         ),
@@ -73,6 +90,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default=strategies,
             show_default=strategies is not None,
             metavar="LIST",
+            cls=ListOption,
             help="Strategy specs NAME[:key=value,...], comma-separated (see `tensorwire strategies`), e.g. "
             "'ps,ring,ring:partition=4MiB,credit=8MiB'; a plain ps in the list gives the speedup column." + every,
         ),
@@ -82,6 +100,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default="5us",
             show_default=True,
             metavar="LIST",
+            cls=ListOption,
             help="Latencies per hop (ns/us/ms/s).",
         ),
         click.option(
@@ -90,6 +109,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default="star",
             show_default=True,
             metavar="LIST",
+            cls=ListOption,
             help="Topologies: star | ring | leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE].",
         ),
         click.option(
@@ -98,6 +118,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default="flow",
             show_default=True,
             metavar="LIST",
+            cls=ListOption,
             help="Network models: flow (max-min fair sharing), analytical (alpha-beta, no contention).",
         ),
         click.option(
@@ -105,6 +126,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             "gpus",
             default=None,
             metavar="LIST",
+            cls=ListOption,
             help="Devices whose measurements to use. [default: each model's own]",
         ),
         click.option(
@@ -112,6 +134,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             "batches",
             default=None,
             metavar="LIST",
+            cls=ListOption,
             help="Per-worker batch sizes. [default: the measured one]",
         ),
         click.option(
@@ -120,10 +143,17 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default="1",
             show_default=True,
             metavar="LIST",
+            cls=ListOption,
             help="What-if: compute this many times faster, e.g. 1,2,4.",
         ),
         click.option(
-            "--seed", "seeds", default="0", show_default=True, metavar="LIST", help="Seeds of the random streams."
+            "--seed",
+            "seeds",
+            default="0",
+            show_default=True,
+            metavar="LIST",
+            cls=ListOption,
+            help="Seeds of the random streams.",
         ),
         click.option(
             "--iterations",

@@ -101,6 +101,22 @@ def test_json_output_and_deterministic(tmp_path: Path) -> None:
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
 
 
+def test_a_grid_option_given_twice_adds_to_the_list(tmp_path: Path) -> None:
+    # `-m resnet50 -m vgg16 -n 4 -n 8` ran vgg16 on 8 workers only: the last one won.
+    twice = ["-m", "resnet50", "-m", "vgg16", "-n", "4", "-n", "8", "-b", "10Gbps", "-s", "ring", "-o"]
+    once = ["-m", "resnet50,vgg16", "-n", "4,8", "-b", "10Gbps", "-s", "ring", "-o"]
+    for args, name in ((twice, "twice.json"), (once, "once.json")):
+        assert CliRunner().invoke(sweep, [*args, str(tmp_path / name)]).exit_code == 0
+    rows = read_rows(tmp_path / "twice.json")
+    assert sorted((r["model"], r["workers"]) for r in rows) == [
+        ("resnet50", 4),
+        ("resnet50", 8),
+        ("vgg16", 4),
+        ("vgg16", 8),
+    ]
+    assert (tmp_path / "twice.json").read_bytes() == (tmp_path / "once.json").read_bytes()
+
+
 def test_bad_input_fails_before_any_simulation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tensorwire.sweep.run as run
 

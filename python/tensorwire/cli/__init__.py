@@ -31,6 +31,12 @@ _NO_COMMAND: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 #: Output files report theirs as input errors naming their option.
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
+#: What an input that needs more memory than the machine has gets.
+_NO_MEMORY = "memory: the input needs more memory than this machine has; give smaller sizes or counts"
+
+#: torch's messages for an allocation that failed (CPU and CUDA).
+_ALLOCATOR_FAILURES = ("can't allocate memory", "CUDA out of memory", "out of memory")
+
 #: The signal that stopped the run (SIGINT unless SIGTERM arrived).
 _stopped_by: list[int] = []
 
@@ -122,7 +128,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         silence_stdout()
         return _fail(f"stdout: cannot write the output ({e.strerror})")
     except MemoryError:
-        return _fail("memory: the input needs more memory than this machine has; give smaller sizes or counts")
+        return _fail(_NO_MEMORY)
+    except RuntimeError as e:  # torch's allocators raise RuntimeError, not MemoryError
+        if not any(m in str(e) for m in _ALLOCATOR_FAILURES):
+            raise
+        return _fail(_NO_MEMORY)
     except RecursionError:
         return _fail("input: nested too deeply")
     finally:

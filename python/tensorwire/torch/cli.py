@@ -16,6 +16,9 @@ from tensorwire.io import check_workload_output
 from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
 from tensorwire.units import format_bytes, format_rate, format_seconds
 
+#: Most elements of one sample (``--input-shape``): 2^28, 1 GiB of float32.
+MAX_SAMPLE_ELEMENTS = 1 << 28
+
 
 def _shape(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[tuple[int, ...]]:
     if value is None:
@@ -26,6 +29,13 @@ def _shape(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> 
         raise InputError("input_shape", f"{value!r} must look like 3x224x224") from None
     if not dims or any(d < 1 for d in dims):
         raise InputError("input_shape", f"{value!r} must be positive sizes such as 3x224x224")
+    elements = 1
+    for d in dims:
+        elements *= d
+    if elements > MAX_SAMPLE_ELEMENTS:
+        raise InputError(
+            "input_shape", f"{value!r} is {elements:.3g} elements a sample; at most {MAX_SAMPLE_ELEMENTS:,} (2^28)"
+        )
     return dims
 
 
@@ -128,8 +138,20 @@ def profile(
 @click.option("--input-shape", callback=_shape, default=None, help="One sample's shape (torchvision models).")
 @click.option("--iterations", type=click.IntRange(min=1), default=10, show_default=True, help="Timed iterations.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed iterations first.")
-@click.option("--size-scale", type=float, default=1.0, show_default=True, help="zoo: models: tensor sizes times this.")
-@click.option("--time-scale", type=float, default=1.0, show_default=True, help="zoo: models: compute times times this.")
+@click.option(
+    "--size-scale",
+    type=click.FloatRange(min=0, min_open=True, max=1e3),
+    default=1.0,
+    show_default=True,
+    help="zoo: models: tensor sizes times this (at most 1000).",
+)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0, min_open=True, max=1e3),
+    default=1.0,
+    show_default=True,
+    help="zoo: models: compute times times this (at most 1000).",
+)
 @click.option("--link-rate", default=None, help="Link rate per host, e.g. 10Gbps, for the utilisation.")
 @click.option("--interface", default=None, help="Count bytes on this network interface instead of estimating them.")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="torch threads per process.")

@@ -120,3 +120,28 @@ def test_a_comparison_in_which_every_strategy_was_refused_exits_with_2(tmp_path:
     assert p.returncode == 2, p.stderr
     assert "refused [1]" in p.stdout  # the table still says why
     assert p.stderr.strip().splitlines()[-1].startswith("tensorwire: error: max_flows: every strategy was refused")
+
+
+@pytest.mark.parametrize(
+    "args, start",
+    [
+        (("profile", "resnet18", "-o", "p.json", "--input-shape", "99999999999999999999x1x1"), "input_shape: "),
+        (("profile", "resnet18", "-o", "p.json", "--input-shape", "3x999999x999999"), "input_shape: "),
+        (
+            ("profile", "resnet18", "-o", "p.json", "--batch", "99999999999", "--iterations", "1", "--warmup", "0"),
+            "memory: ",
+        ),
+        (("measure", "-m", "zoo:resnet50", "--size-scale", "1e308"), "Invalid value for '--size-scale'"),
+        (("measure", "-m", "zoo:resnet50", "--time-scale", "1e308"), "Invalid value for '--time-scale'"),
+        (("bench", "partial", "-p", "2", "-d", "1e300s"), "delay: "),
+        (("bench", "partial", "-p", "2", "--numel", "99999999999999"), "Invalid value for '--numel'"),
+    ],
+)
+def test_runtime_commands_refuse_sizes_past_the_machine_in_one_line(
+    tmp_path: Path, args: tuple[str, ...], start: str
+) -> None:
+    # Each was a traceback: an OverflowError, a TypeError, torch's allocator's RuntimeError.
+    pytest.importorskip("torch")
+    line = one_line(run(*args, cwd=tmp_path))
+    assert line.startswith(f"tensorwire: error: {start}"), line
+    assert not (tmp_path / "p.json").exists()

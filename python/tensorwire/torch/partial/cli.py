@@ -15,6 +15,9 @@ import click
 from tensorwire._core import InputError
 from tensorwire.units import format_seconds, to_seconds
 
+#: Longest skew step or period, seconds: a run of the microbenchmark waits (P-1) x d each iteration.
+MAX_SKEW_S = 60.0
+
 _KINDS = ("solo", "majority", "blocking")
 
 
@@ -66,7 +69,11 @@ def bench() -> None:
 )
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed iterations first.")
 @click.option(
-    "--numel", type=click.IntRange(min=1), default=1024, show_default=True, help="float32 elements all-reduced."
+    "--numel",
+    type=click.IntRange(min=1, max=1 << 28),
+    default=1024,
+    show_default=True,
+    help="float32 elements all-reduced (at most 2^28, 1 GiB).",
 )
 @click.option(
     "--kinds", default="solo,majority,blocking", show_default=True, callback=_kinds, help="Collectives to compare."
@@ -94,6 +101,9 @@ def partial(
 
     delay_s = to_seconds(delay, "delay")
     period_s = to_seconds(period, "period") if period is not None else None
+    for field, value in (("delay", delay_s), ("period", period_s)):
+        if value is not None and value > MAX_SKEW_S:
+            raise InputError(field, f"{format_seconds(value)} is longer than the {MAX_SKEW_S:g} s a run may wait")
     results = []
     for p in processes:
         r = microbenchmark(

@@ -212,6 +212,8 @@ MAX_WORKERS: int
 MAX_LAYERS: int
 # Largest spread of normal:CV and lognormal:SIGMA stragglers.
 MAX_SPREAD: float
+# Most reduction trees a run or `topology --trees` holds.
+MAX_TREES: int
 
 def check_topology(spec: str) -> str: ...
 def host_rate(topology: str, bandwidth: Optional[float] = None) -> float: ...

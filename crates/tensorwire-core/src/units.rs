@@ -71,7 +71,14 @@ pub fn parse_rate(field: &str, text: &str) -> Result<f64> {
     if v <= 0.0 {
         return Err(Error::invalid(field, format!("{text:?} must be greater than 0")));
     }
-    Ok(v * s / 8.0)
+    let bytes_per_s = v * s / 8.0;
+    if !bytes_per_s.is_finite() {
+        return Err(Error::invalid(
+            field,
+            format!("{text:?} is past the largest rate a number holds; give a finite rate"),
+        ));
+    }
+    Ok(bytes_per_s)
 }
 
 /// Parses a duration such as `5us` into seconds (must be >= 0).

@@ -129,6 +129,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_WORKERS", tensorwire_core::limits::MAX_WORKERS)?;
     m.add("MAX_LAYERS", tensorwire_core::limits::MAX_LAYERS)?;
     m.add("MAX_SPREAD", tensorwire_core::engine::MAX_SPREAD)?;
+    m.add("MAX_TREES", tensorwire_core::limits::MAX_TREES)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     m.add_function(wrap_pyfunction!(topologies, m)?)?;
     m.add_function(wrap_pyfunction!(host_options, m)?)?;

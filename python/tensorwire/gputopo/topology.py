@@ -386,7 +386,7 @@ class Topology:
         count = self.gpus if count is None else count
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise InputError("trees", f"{count!r} trees; ask for 1 or more (one per GPU is usual)")
-        check_int("trees", count, 1)  # beyond the core's integers: one line, not an OverflowError
+        check_int("trees", count, 1, _core.MAX_TREES)  # the core's limit, named before an OverflowError
         key = (count, float(penalty))
         with self._lock:
             hit = self._trees.get(key)

@@ -357,7 +357,10 @@ pub fn config(stage: Stage, spec: &Spec) -> Result<ShardedConfig> {
         if !(min..=1e15).contains(&v) {
             return Err(Error::invalid(
                 format!("strategy.{name}"),
-                format!("{v} elements; allowed: {min} to 1e15 elements (DeepSpeed's default {default:e})"),
+                format!(
+                    "{} elements; allowed: {min} to 1e15 elements (DeepSpeed's default {default:e})",
+                    crate::units::format_number(v)
+                ),
             ));
         }
         Ok(v.round() as u64)

@@ -29,7 +29,7 @@ pub fn collective_benchmark(spec: &str) -> Result<Workload> {
         Some((s, c)) => {
             let count = c.parse::<u32>().map_err(|_| {
                 if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) {
-                    bad(&format!("has a COUNT above {} (collectives a run holds in one iteration)", u32::MAX))
+                    bad(&format!("has a COUNT above {}, the buffers a run can hold", crate::limits::MAX_LAYERS))
                 } else {
                     bad("has a COUNT that is not an integer")
                 }

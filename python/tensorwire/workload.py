@@ -228,6 +228,8 @@ class Workload:
                     'missing: a workload file is JSON with "format": "tensorwire-workload/1" (docs/formats.md); '
                     'a torch.profiler trace has "traceEvents"'
                 )
+            elif err["type"] == "missing":
+                message = "missing; a workload file gives it (docs/formats.md lists the fields)"
             raise InputError(f"workload.{where}" if where else "workload", message) from None
         layers = tuple(
             Layer(
@@ -373,9 +375,8 @@ class _WorkloadFile(pydantic.BaseModel):
     format: Literal["tensorwire-workload/1", "tensorwire-zoo/1"]
     name: str
     description: str = ""
-    batch_size: Annotated[int, pydantic.BeforeValidator(_not_bool), pydantic.Field(ge=1, le=U32_MAX)] = (
-        0  # zoo files give it per device
-    )
+    # Zoo files give it per device (filled in by `_zoo_batch`); a workload file must give it.
+    batch_size: Annotated[int, pydantic.BeforeValidator(_not_bool), pydantic.Field(ge=1, le=U32_MAX)]
     dtype_bytes: Literal[1, 2, 4, 8] = 4
     collective: CollectiveName = "allreduce"
     sources: list[str] = []

@@ -287,6 +287,13 @@ fn parse_list<T: Copy + PartialEq>(text: &str, field: &str, all: &[T], name: fn(
         .split(['+', '|'])
         .map(|part| {
             let part = part.trim().to_ascii_lowercase();
+            if let Some(bare) = part.strip_prefix('^') {
+                // NCCL takes one `^`, before the whole list: it excludes every name in it.
+                return Err(Error::invalid(
+                    field,
+                    format!("{part:?}: a ^ goes once, before the whole list, and excludes every name in it ({bare}, not ^{bare}, after the first)"),
+                ));
+            }
             all.iter().copied().find(|a| name(*a) == part).ok_or_else(|| {
                 let names: Vec<&str> = all.iter().map(|a| name(*a)).collect();
                 Error::invalid(

@@ -654,3 +654,13 @@ fn ring_and_tree_across_nodes_run_at_their_links_rate_so_a_faster_nic_is_never_s
         assert!(times.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-9)), "{a:?}/{p:?}: {times:?}");
     }
 }
+
+#[test]
+fn a_caret_goes_once_before_the_whole_list() {
+    // NCCL_ALGO="^NVLS,Ring" excludes both; "^NVLS,^Ring" said `unknown "^ring"`.
+    let both = NcclOptions::parse_algos("^nvls+ring").unwrap();
+    assert!(!both.contains(&Algo::Nvls) && !both.contains(&Algo::Ring) && both.contains(&Algo::Tree));
+    let e = NcclOptions::parse_algos("^nvls+^ring").unwrap_err();
+    assert_eq!(e.field(), "strategy.algo");
+    assert!(e.to_string().contains("a ^ goes once, before the whole list"), "{e}");
+}

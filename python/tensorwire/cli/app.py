@@ -361,6 +361,7 @@ def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[
 @options.bandwidth
 @click.option(
     "--strategies",
+    "-s",
     "strategy_list",
     default=None,
     help="Comma-separated specs (default: every built-in strategy, each once; for LLMs "

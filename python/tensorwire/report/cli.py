@@ -10,6 +10,7 @@ import click
 from click.core import ParameterSource
 
 from tensorwire._core import InputError
+from tensorwire.calibrate.cluster_file import cluster_option, given_files
 from tensorwire.cli import render
 from tensorwire.io import check_output
 from tensorwire.report.sweep_file import read_sweep
@@ -30,6 +31,7 @@ DEFAULT_BANDWIDTHS = "1Gbps,10Gbps,25Gbps,40Gbps,100Gbps"
 
 
 @click.command("report")
+@cluster_option(topology="topologies", bandwidth="bandwidths", latency="latencies", lists=True)
 @click.option(
     "--sweep",
     "sweep_file",
@@ -90,6 +92,7 @@ def report(
             for name in options.GRID_PARAMS
             if name != "models" and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
         ]
+        given += ["--cluster"] if given_files(ctx) else []
         if given or jobs is not None or ray_address is not None:
             raise click.UsageError(
                 f"--sweep reads finished results; leave out {', '.join(given) or '--jobs/--ray'} (run `tensorwire sweep` for a new grid)"
@@ -106,6 +109,7 @@ def report(
             rows = [r for r in rows if r["model"] in wanted]
     else:
         own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
+        own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
         configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
         with render.progress(len(configs), "simulating") as advance:
 

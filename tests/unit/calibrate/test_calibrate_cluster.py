@@ -71,6 +71,22 @@ def test_sweep_takes_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())
 
 
+def test_report_takes_cluster_and_refuses_it_beside_a_finished_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("plotly")
+    path = str(_file(tmp_path))
+    args = ("report", "-m", "resnet50", "-n", "4", "-s", "ring", "--iterations", "2", "-j", "1", "--no-timeline")
+    rc, _, err = _run(capsys, *args, "--cluster", path, "--out", str(tmp_path / "r.html"))
+    assert rc == 0, err
+    # The page's reference scenario is the file's fabric.
+    assert TOPOLOGY in (tmp_path / "r.html").read_text()
+    rc, _, err = _run(
+        capsys, "report", "--sweep", str(tmp_path / "s.csv"), "--cluster", path, "-o", str(tmp_path / "x.html")
+    )
+    assert rc == 2 and "leave out --cluster" in err, err
+
+
 def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(_file(tmp_path))
     rc, _, err = _run(capsys, *SIM, "--cluster", path, "--topology", "star")

@@ -40,9 +40,18 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
             return {"traceEvents": [], "displayTimeUnit": "ms"}  # nothing ran: nothing to show
         raise ValueError("the result has no timeline; simulate with timeline=True")
     timeline = [s for s in result.timeline if workers is None or _shown(s, workers)]
+    cut: Optional[dict[str, Any]] = None
     if workers is not None and len(timeline) > MAX_SPANS:
         # The earliest spans (the start of the iteration) up to the cap, in time order.
-        timeline = sorted(timeline, key=lambda s: float(s["start_s"]))[:MAX_SPANS]
+        ordered = sorted(timeline, key=lambda s: float(s["start_s"]))
+        timeline = ordered[:MAX_SPANS]
+        start = float(ordered[0]["start_s"])
+        cut = {
+            "spans_shown": MAX_SPANS,
+            "spans_left_out": len(ordered) - MAX_SPANS,
+            "shown_until_s": float(ordered[MAX_SPANS]["start_s"]) - start,
+            "iteration_s": max(float(s["end_s"]) for s in ordered) - start,
+        }
     result = replace(result, timeline=tuple(timeline))
     t0 = min(float(s["start_s"]) for s in result.timeline)
 
@@ -117,7 +126,13 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
-        "metadata": {"model": result.model, "workers": result.workers, "strategy": result.strategy},
+        "metadata": {
+            "model": result.model,
+            "workers": result.workers,
+            "strategy": result.strategy,
+            # Where the trace stops short of the iteration (MAX_SPANS): what it left out.
+            **({"cut": cut} if cut is not None else {}),
+        },
     }
 
 
@@ -133,10 +148,13 @@ def _shown(span: dict[str, Any], workers: int) -> bool:
     return any(int(h) < workers for h in _HOST.findall(str(span["link"])))
 
 
-def write_trace(path: str | Path, result: Result, workers: Optional[int] = None) -> tuple[int, int]:
+def write_trace(
+    path: str | Path, result: Result, workers: Optional[int] = None
+) -> tuple[int, int, Optional[dict[str, Any]]]:
     """Writes the trace atomically (of ``workers`` workers, see :func:`chrome_trace`);
-    returns its size in bytes and its number of events."""
+    returns its size in bytes, its number of events, and where :data:`MAX_SPANS` cut it
+    short what it left out (the trace's ``metadata.cut``; None when it is whole)."""
     trace = chrome_trace(result, workers)
     text = json.dumps(trace)
     write_atomic(Path(path), text, field="trace")
-    return len(text.encode()), len(trace["traceEvents"])
+    return len(text.encode()), len(trace["traceEvents"]), trace["metadata"].get("cut")

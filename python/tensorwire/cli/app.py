@@ -227,11 +227,18 @@ def simulate_cmd(
         render.result(result, workload, healthy, extra)
     if trace_file is not None:
         # After the result is shown: a write that fails (a full disk) loses only the trace.
-        size, events = write_trace(trace_file, result, trace_workers)
+        size, events, cut = write_trace(trace_file, result, trace_workers)
         click.echo(
             f"tensorwire: wrote {trace_file}: {size / 1e6:,.1f} MB, {events:,} events ({_traced(result, trace_workers)})",
             err=True,
         )
+        if cut is not None:
+            click.echo(
+                f"tensorwire: note: the trace stops at {cut['spans_shown']:,} spans, "
+                f"{format_seconds(cut['shown_until_s'])} into the {format_seconds(cut['iteration_s'])} iteration; "
+                f"{cut['spans_left_out']:,} later spans are left out (fewer --trace-workers shows all of it)",
+                err=True,
+            )
 
 
 def _traced(result: Result, limit: int) -> str:

@@ -90,6 +90,21 @@ def test_every_strategy_gives_a_valid_trace(strategy: str, tmp_path: Path) -> No
         assert any(e["pid"] == 3 for e in slices)
 
 
+def test_a_trace_cut_at_its_span_cap_says_what_it_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cut had been silent: a 64-worker trace at the cap looked like a whole iteration.
+    import tensorwire.chrome_trace as ct
+
+    r = tw.simulate(tw.load_model("resnet50"), tw.Cluster(4, "25Gbps"), "ring", timeline=True, fold=False)
+    whole = write_trace(tmp_path / "whole.json", r, 4)
+    assert whole[2] is None and "cut" not in json.loads((tmp_path / "whole.json").read_text())["metadata"]
+    spans = len([s for s in r.timeline if ct._shown(s, 4)])
+    monkeypatch.setattr(ct, "MAX_SPANS", spans // 2)
+    _, events, cut = write_trace(tmp_path / "cut.json", r, 4)
+    assert cut is not None and cut["spans_shown"] == spans // 2 and cut["spans_left_out"] == spans - spans // 2
+    assert 0 < cut["shown_until_s"] < cut["iteration_s"]
+    assert json.loads((tmp_path / "cut.json").read_text())["metadata"]["cut"] == cut
+
+
 def test_a_server_span_names_its_server() -> None:
     r = tw.simulate(tw.load_model("resnet50"), tw.Cluster(4, "25Gbps"), "ps:num_ps=2", timeline=True, fold=False)
     servers = {s["server"] for s in r.timeline if s["kind"] == "flow" and s["link"] is None and s["worker"] is None}

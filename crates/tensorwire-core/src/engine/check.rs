@@ -34,7 +34,7 @@ pub fn check(strategy: &Strategy, topology: &TopologySpec, workers: usize) -> Re
         return Err(Error::invalid("workers", "must be at least 1"));
     }
     at_most("workers", workers as u64, MAX_WORKERS as u64, "workers")?;
-    let overhead = match strategy.transport.resolve(topology.transport_option()) {
+    let overhead = match super::scenario::host_transport(strategy, topology) {
         Some(t) => ("strategy.overhead", t.overhead_s),
         None => ("per_message_overhead", 0.0),
     };

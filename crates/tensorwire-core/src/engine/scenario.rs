@@ -134,7 +134,7 @@ impl Scenario {
     /// ([`crate::strategy::TransportChoice::resolve`]); `None`: the cluster's
     /// `per_message_overhead` and `copy_bandwidth`, links at line rate.
     pub(crate) fn host_transport(&self) -> Option<crate::strategy::Transport> {
-        self.strategy.transport.resolve(self.topology.transport_option())
+        host_transport(&self.strategy, &self.topology)
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
@@ -369,4 +369,16 @@ pub(crate) fn check_step_durations(
         }
     }
     Ok(())
+}
+
+/// The host transport of `strategy`'s flow-level messages on `topology`: the strategy's
+/// `transport=`, else the fabric's, with the strategy's `overhead=`/`copy=` over it
+/// ([`crate::strategy::TransportChoice::resolve`]); `None`: the cluster's own
+/// `per_message_overhead` and `copy_bandwidth`. What a run ([`Scenario::host_transport`])
+/// and the run-free check ([`super::check::check`]) both use.
+pub(crate) fn host_transport(
+    strategy: &crate::strategy::Strategy,
+    topology: &crate::topology::TopologySpec,
+) -> Option<crate::strategy::Transport> {
+    strategy.transport.resolve(topology.transport_option())
 }

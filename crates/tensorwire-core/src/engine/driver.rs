@@ -154,12 +154,21 @@ fn budgeted_flows(core: &SimState) -> u64 {
 fn checkpoint(sc: &Scenario, core: &SimState, events: u64, iterations_done: usize) -> Result<()> {
     if let Some(max) = sc.max_flows {
         if budgeted_flows(core) > max {
+            // A budget to try: the flows so far scaled to every iteration at this pace
+            // (10% over), or ten times this one where no iteration has ended yet.
+            let total = u64::from(sc.iterations).max(1) as f64;
+            let try_flows = if iterations_done > 0 {
+                (max as f64 * total / iterations_done as f64 * 1.1).ceil() as u64
+            } else {
+                max.saturating_mul(10)
+            };
             return Err(Error::invalid(
                 "max_flows",
                 format!(
-                    "the simulation needs more than {max} flows (at {:.3} s simulated, {iterations_done} of {} iterations done); raise max_flows (--max-flows), or simulate fewer workers or iterations",
+                    "the simulation needs more than {max} flows (at {:.3} s simulated, {iterations_done} of {} iterations done); raise max_flows (--max-flows {try_flows}{}), or simulate fewer workers or iterations",
                     nanos_to_seconds(core.now),
-                    sc.iterations
+                    sc.iterations,
+                    if iterations_done > 0 { ", what every iteration needs at this pace" } else { " or more: no iteration has ended yet" },
                 ),
             ));
         }

@@ -209,9 +209,10 @@ def gunzip(data: bytes, name: str, field: str, limit: int) -> bytes:
 
 
 def decode_text(data: bytes, path: PathLike, field: str) -> str:
-    """``data`` as UTF-8 text; a file that is not is refused naming the byte offset."""
+    """``data`` as UTF-8 text (a leading byte-order mark, which some Windows editors write,
+    dropped); a file that is not is refused naming the byte offset."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise InputError(field, f"{Path(path).name}: not UTF-8 text (byte {e.start}); expected a text file") from None
 

@@ -7,6 +7,7 @@ trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import os
 import stat
@@ -51,7 +52,7 @@ def read_head(path: PathLike, size: int = 65536) -> bytes:
 def detect_format(path: PathLike) -> str:
     """``tensorwire``, ``kineto`` or ``chakra``, from the first bytes of the file."""
     p = Path(path)
-    head = read_head(p)
+    head = read_head(p).removeprefix(codecs.BOM_UTF8)  # a UTF-8 byte-order mark says nothing of the format
     if not head.strip():
         raise InputError(
             "workload", f"{p}: the file is empty; give a workload file, a profiler trace or a Chakra trace"

@@ -145,3 +145,14 @@ def test_runtime_commands_refuse_sizes_past_the_machine_in_one_line(
     line = one_line(run(*args, cwd=tmp_path))
     assert line.startswith(f"tensorwire: error: {start}"), line
     assert not (tmp_path / "p.json").exists()
+
+
+def test_a_workload_file_with_a_utf8_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # Some Windows editors write one; it was read as "not JSON, so a five-attribute trace".
+    plain = tmp_path / "w.json"
+    assert run("import-trace", str(DATA / "ddp_tiny_rank0.json.gz"), "-o", str(plain), cwd=tmp_path).returncode == 0
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    a = run("simulate", "--workload", "w.json", "-n", "4", "-b", "25Gbps", "-s", "ring", "--json", cwd=tmp_path)
+    b = run("simulate", "--workload", "bom.json", "-n", "4", "-b", "25Gbps", "-s", "ring", "--json", cwd=tmp_path)
+    assert a.returncode == b.returncode == 0, b.stderr
+    assert json.loads(a.stdout)["iteration_time_s"] == json.loads(b.stdout)["iteration_time_s"]

@@ -16,7 +16,6 @@ from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
-from tensorwire.limits import U32_MAX
 from tensorwire.units import counted, format_seconds
 from tensorwire.workloads import load_model
 
@@ -57,8 +56,8 @@ def parse_place(text: str) -> tuple[str, list[int]]:
         if not first.isdigit() or (dash and not last.isdigit()) or (dash and int(last) < int(first)):
             raise InputError("place", f"{text!r}: {item!r} is not a host (0, 1, ...) or a range FIRST-LAST")
         end = int(last if dash else first) + 1
-        if end > U32_MAX:
-            raise InputError("place", f"{text!r}: {item!r}: hosts are numbered from 0 to {U32_MAX - 1}")
+        if end > _core.MAX_WORKERS:  # a fabric has at most that many hosts
+            raise InputError("place", f"{text!r}: {item!r}: hosts are numbered from 0 to {_core.MAX_WORKERS - 1:,}")
         if len(hosts) + end - int(first) > MAX_PLACED:
             raise InputError("place", f"{text!r}: more than {MAX_PLACED:,} hosts for one job")
         hosts.extend(range(int(first), end))

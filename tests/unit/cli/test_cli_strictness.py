@@ -25,7 +25,10 @@ JOBS = ["jobs", "-b", "25Gbps", "--job", "a:resnet50:4:ring", "--job", "b:vgg16:
             ["jobs", "-b", "25Gbps", "--job", "a b:resnet50:4:ring"],
             "job: 'a b:resnet50:4:ring': the name 'a b' may use only",
         ),
-        ([*JOBS, "--place", "a=0-1000000000"], "place: 'a=0-1000000000': more than 10,000,000 hosts"),
+        (
+            [*JOBS, "--place", "a=0-1000000000"],
+            "place: 'a=0-1000000000': '0-1000000000': hosts are numbered from 0 to 1,048,575",
+        ),
         (
             [*JOBS, "--place", "a=99999999999999999999"],
             "place: 'a=99999999999999999999': '99999999999999999999': hosts are numbered",

@@ -6,7 +6,7 @@ The main CLI registers these command objects; importing this module needs click 
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import click
 
@@ -15,6 +15,8 @@ from tensorwire.cli import options
 from tensorwire.io import check_workload_output
 from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
 from tensorwire.units import format_bytes, format_rate, format_seconds
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Most elements of one sample (``--input-shape``): 2^28, 1 GiB of float32.
 MAX_SAMPLE_ELEMENTS = 1 << 28
@@ -37,6 +39,17 @@ def _shape(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> 
             "input_shape", f"{value!r} is {elements:.3g} elements a sample; at most {MAX_SAMPLE_ELEMENTS:,} (2^28)"
         )
     return dims
+
+
+def _zoo_scale(flag: str, what: str) -> Callable[[F], F]:
+    """A ``zoo:`` model's scale option: a factor in (0, 1000] on its ``what``."""
+    return click.option(
+        flag,
+        type=click.FloatRange(min=0, min_open=True, max=1e3),
+        default=1.0,
+        show_default=True,
+        help=f"zoo: models: {what} times this (at most 1000).",
+    )
 
 
 def _need_torch() -> None:
@@ -138,20 +151,8 @@ def profile(
 @click.option("--input-shape", callback=_shape, default=None, help="One sample's shape (torchvision models).")
 @click.option("--iterations", type=click.IntRange(min=1), default=10, show_default=True, help="Timed iterations.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed iterations first.")
-@click.option(
-    "--size-scale",
-    type=click.FloatRange(min=0, min_open=True, max=1e3),
-    default=1.0,
-    show_default=True,
-    help="zoo: models: tensor sizes times this (at most 1000).",
-)
-@click.option(
-    "--time-scale",
-    type=click.FloatRange(min=0, min_open=True, max=1e3),
-    default=1.0,
-    show_default=True,
-    help="zoo: models: compute times times this (at most 1000).",
-)
+@_zoo_scale("--size-scale", "tensor sizes")
+@_zoo_scale("--time-scale", "compute times")
 @click.option("--link-rate", default=None, help="Link rate per host, e.g. 10Gbps, for the utilisation.")
 @click.option("--interface", default=None, help="Count bytes on this network interface instead of estimating them.")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="torch threads per process.")

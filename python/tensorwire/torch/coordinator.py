@@ -231,10 +231,10 @@ class Coordinator:
         the watchdog fires); where it is not done by then, nothing is closed either.
         """
         exit_guard.untrack(self)
-        done = self._error is not None
+        drained = False
         try:
-            if not done:
-                done = self._wait(lambda: self._outstanding == 0, "close", wait_s)
+            if self._error is None:
+                drained = self._wait(lambda: self._outstanding == 0, "close", wait_s)
         finally:
             with self._cv:
                 self._closing = True
@@ -242,8 +242,8 @@ class Coordinator:
             self._waitq.put(None)
             self._dispatcher.join(timeout=5.0)
             self._waiter.join(timeout=5.0)
-            idle = done and not (self._dispatcher.is_alive() or self._waiter.is_alive())
-            if self._error is None and idle:
+            ended = not (self._dispatcher.is_alive() or self._waiter.is_alive())
+            if self._error is None and drained and ended:
                 if self._owns_transport:
                     self.transport.close()
                 release_groups(self._ctrl)

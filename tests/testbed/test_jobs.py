@@ -81,7 +81,13 @@ def test_runtime_job_runs_each_scheduler_mode_close_to_the_prediction(spec: str)
     assert notes["compute_busy_s"] == pytest.approx(6 * TOY.compute_time_s)
     cluster = tw.Cluster(2, tb.rate * PAYLOAD_EFFICIENCY, latency="10us", per_message_overhead="100us")
     predicted = tw.simulate(TOY, cluster, spec, iterations=5).iteration_time_s
-    assert 0.7 * predicted <= job.iteration_time_s <= 1.4 * predicted, (job.iteration_time_s, predicted)
+    # The median period, so that one stall of the shared 2-core machine does not decide it
+    # (a fresh-clone CI run once measured a 6-iteration mean of 98 ms against 58 ms
+    # predicted for priority; five reruns passed, two with a core kept busy); a slow steady
+    # state still fails.
+    periods = sorted(b - a for a, b in zip(job.completions_s, job.completions_s[1:]))
+    typical = periods[len(periods) // 2]
+    assert 0.7 * predicted <= typical <= 1.4 * predicted, (periods, predicted)
 
 
 def test_runtime_refuses_what_it_cannot_run() -> None:

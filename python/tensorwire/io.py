@@ -159,24 +159,35 @@ def _size(n: int) -> str:
     return f"{n // 2**20} MiB"
 
 
-def read_input(path: PathLike, field: str, limit: int) -> bytes:
-    """The bytes of an input file, read no further than ``limit`` (so ``/dev/zero`` or a
-    huge file is refused after reading ``limit`` bytes, not after filling memory).
+def read_start(path: PathLike, field: str, size: int, pipe_error: Optional[InputError] = None) -> bytes:
+    """At most the first ``size`` bytes of an input file (devices refused).
 
     The file is opened without blocking: a named pipe (FIFO) that no process writes to
-    would otherwise wait for ever in ``open``; once open, a pipe is read to its end as a
-    file is (``<(command)`` works), and one without a writer reads as empty."""
+    would otherwise wait for ever in ``open``; once open, a pipe is read as a file is
+    (``<(command)`` works), and one without a writer reads as empty. ``pipe_error``: raised
+    instead where the file is a pipe (a reader that must look at the start first, and
+    would leave the pipe empty for the real read)."""
     p = Path(path)
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with open(fd, "rb") as f:
             mode = os.fstat(fd).st_mode
+            if pipe_error is not None and stat.S_ISFIFO(mode):
+                raise pipe_error
             if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
                 raise InputError(field, f"{str(p)!r} is a device, not a file")
             os.set_blocking(fd, True)
-            data = f.read(limit + 1)
+            return f.read(size)
     except OSError as e:
         raise InputError(field, f"cannot read {str(p)!r}: {e.strerror or e}") from None
+
+
+def read_input(path: PathLike, field: str, limit: int) -> bytes:
+    """The bytes of an input file, read no further than ``limit`` (so ``/dev/zero`` or a
+    huge file is refused after reading ``limit`` bytes, not after filling memory), opened
+    as :func:`read_start` opens it."""
+    p = Path(path)
+    data = read_start(p, field, limit + 1)
     if len(data) > limit:
         raise InputError(field, f"{p.name}: larger than the {_size(limit)} this reader takes (docs/formats.md)")
     return data

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
-import os
-import stat
 import zlib
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -31,22 +29,12 @@ def read_head(path: PathLike, size: int = 65536) -> bytes:
     ``open``). A pipe (``<(command)``, a FIFO) is refused: it can be read once, and the
     reader would then find it empty, so its format must be named instead."""
     p = Path(path)
-    try:
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as f:
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISFIFO(mode):
-                raise InputError(
-                    "workload_format",
-                    f"{p} is a pipe, which can be read only once, so its format cannot be detected first; "
-                    "name it with --workload-format (tensorwire, kineto or chakra)",
-                )
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                raise InputError("workload", f"{str(p)!r} is a device, not a file")
-            os.set_blocking(fd, True)
-            return f.read(size)
-    except OSError as e:
-        raise InputError("workload", f"cannot read {str(p)!r}: {e.strerror or e}") from None
+    pipe = InputError(
+        "workload_format",
+        f"{p} is a pipe, which can be read only once, so its format cannot be detected first; "
+        "name it with --workload-format (tensorwire, kineto or chakra)",
+    )
+    return io.read_start(p, "workload", size, pipe_error=pipe)
 
 
 def detect_format(path: PathLike) -> str:

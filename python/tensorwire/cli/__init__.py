@@ -34,8 +34,8 @@ _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT",
 #: What an input that needs more memory than the machine has gets.
 _NO_MEMORY = "memory: the input needs more memory than this machine has; give smaller sizes or counts"
 
-#: torch's messages for an allocation that failed (CPU and CUDA).
-_ALLOCATOR_FAILURES = ("can't allocate memory", "CUDA out of memory", "out of memory")
+#: torch's messages for an allocation that failed (CPU; "out of memory" also covers CUDA's).
+_ALLOCATOR_FAILURES = ("can't allocate memory", "out of memory")
 
 #: The signal that stopped the run (SIGINT unless SIGTERM arrived).
 _stopped_by: list[int] = []

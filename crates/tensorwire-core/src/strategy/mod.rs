@@ -470,6 +470,14 @@ fn family(kind: Kind, spec: &Spec) -> Result<Family> {
                     "applies to in-network aggregation (ps+ina, ps+multicast+ina)",
                 ));
             }
+            // No memory aggregates nothing: refused rather than read as "unlimited" (a piece
+            // larger than the memory is still aggregated alone, so any size from 1 B runs).
+            if spec.bytes("switch_memory").is_some_and(|b| b.round() < 1.0) {
+                return Err(Error::invalid(
+                    "strategy.switch_memory",
+                    "must be at least 1B (a piece larger than the switch memory is aggregated alone; leave it out for unlimited)",
+                ));
+            }
             Ok(Family::ParameterServer(PsConfig {
                 num_ps: spec.count("num_ps").unwrap_or(options::default_number(PS_OPTIONS, "num_ps") as u64) as usize,
                 placement: match spec.choice("placement") {
@@ -589,6 +597,13 @@ mod tests {
         assert_eq!(Strategy::parse("ring:cycle=1ms").unwrap_err().field(), "strategy.cycle");
         assert_eq!(Strategy::parse("ring:compression=0.5").unwrap_err().field(), "strategy.compression");
         assert_eq!(Strategy::parse("ps:switch_memory=1MB").unwrap_err().field(), "strategy.switch_memory");
+        // No memory is refused, not read as unlimited.
+        for zero in ["0B", "0.4B"] {
+            let e = Strategy::parse(&format!("ps+ina:switch_memory={zero}")).unwrap_err();
+            assert_eq!(e.field(), "strategy.switch_memory");
+            assert!(e.to_string().contains("at least 1B"), "{e}");
+        }
+        assert!(Strategy::parse("ps+ina:switch_memory=1B").is_ok());
         assert_eq!(Strategy::parse("ring:chunk=1MB").unwrap_err().field(), "strategy.chunk");
     }
 

@@ -26,10 +26,12 @@ Layers and tensors (docs/llm.md has the full rules and the sources of every figu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
 
+from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware
@@ -335,6 +337,17 @@ def workload(
         fwd = spec.forward_flops * b / rate
         bwd = (3 if recompute and spec.block else 2) * fwd
         built.append(Layer(spec.name, fwd, bwd, tuple(Tensor(t, n * dtype_bytes) for t, n in spec.tensors)))
+    compute_s = math.fsum(layer.forward_s + layer.backward_s for layer in built)
+    if compute_s >= _core.HORIZON_S:
+        # Name what the user chose that made it so: a tiny mfu, or else a huge micro-batch.
+        tiny_mfu = mfu is not None and u < DEFAULT_MFU
+        field, value = ("mfu", u) if tiny_mfu else ("micro_batch", b)
+        fix = "use a larger mfu" if tiny_mfu else "use a smaller micro-batch (--batch on the command line)"
+        raise InputError(
+            field,
+            f"{value!r} makes an iteration's compute {compute_s:.3g} s (micro-batch {b}, MFU {u:g}), past the"
+            f" simulation horizon of {_core.HORIZON_S:.0f} s (2^53 ns, 104 days); {fix}",
+        )
     description = (
         f"{a.display_name} on {g.display_name}, micro-batch {b} x {s} tokens, "
         f"MFU {u:.2f} of {g.mixed_precision_flops / 1e12:.1f} TFLOP/s {g.mixed_precision_dtype}, "

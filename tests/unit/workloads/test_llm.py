@@ -240,6 +240,21 @@ def test_unknown_gpu_lists_the_choices_and_mfu_of_one_is_allowed() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
+    [({"mfu": 1e-308}, "mfu"), ({"mfu": 1e-12}, "mfu"), ({"micro_batch": 10**11}, "micro_batch")],
+)
+def test_compute_past_the_horizon_names_the_option_that_made_it(kwargs: dict[str, Any], field: str) -> None:
+    # An LLM's compute is FLOPs / (peak x mfu) x micro-batch: the option that pushed it past
+    # the engine's horizon is named, not the first layer it overflowed.
+    with pytest.raises(InputError) as e:
+        tw.load_model("llama3_8b", **kwargs)
+    assert e.value.args[0] == field and "horizon" in str(e.value)
+    # Just inside the horizon still builds (compute scales as 1 / mfu).
+    w = tw.load_model("llama3_8b", mfu=0.4)
+    assert tw.load_model("llama3_8b", mfu=0.4 * w.compute_time_s / 1e6).compute_time_s == pytest.approx(1e6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
     [
         ({"seq_len": 128}, "seq_len"),
         ({"micro_batch": 2}, "micro_batch"),

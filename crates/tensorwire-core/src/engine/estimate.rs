@@ -98,7 +98,11 @@ impl<'a> PerOp<'a> {
     /// Counts the messages of `schedule` over `n` ranks sent by the simulated `ranks`.
     pub fn new(schedule: &'a dyn StepSchedule, n: usize, ranks: &[usize]) -> Self {
         let one = messages(schedule, n, 1, ranks);
-        let two = if schedule.pipelines() { messages(schedule, n, 2, ranks) } else { one };
+        // Counted wherever a payload can take a `pipeline` of 2: pipelined schedules, and
+        // those whose argument selects another plan (GPU trees: every tree from 2). Counting
+        // only pipelined ones left `multitree:trees=1024` estimated as one tree, so it
+        // passed the budget and ran 18 s before the running check stopped it.
+        let two = if schedule.pieces_for(f64::MAX, 1.0, 2) >= 2 { messages(schedule, n, 2, ranks) } else { one };
         PerOp { schedule, one, two }
     }
 
@@ -142,6 +146,8 @@ pub(crate) fn check(sc: &Scenario, work: Work, star: bool) -> Result<()> {
             "ps:placement=sharded (on a star it folds by server class), fewer workers or iterations".to_string()
         }
         Family::ParameterServer(_) => "fewer workers or iterations".to_string(),
+        // GPU trees inside one machine: each tree carries its own slice.
+        _ if sc.strategy.trees.is_some_and(|t| t > 1) => "fewer trees (trees=) or iterations".to_string(),
         _ if star && folding_on_star.len() < 3 => {
             format!("fewer workers or iterations ({name} already folds on a star)")
         }
@@ -275,6 +281,33 @@ mod tests {
             }
             let (work, flows) = estimate_and_flows(&sc);
             prop_assert!(work.flows + work.lane_messages >= flows, "{strategy} on {n}: estimated {work:?}, ran {flows}");
+        }
+    }
+
+    #[test]
+    fn gpu_trees_are_estimated_with_every_tree_they_run() {
+        // `multitree` runs every tree for any size and `tree` on a machine from seed 003's
+        // element bound: the estimate counts the plan the run uses, so it bounds the flows
+        // and grows with the trees (it was one tree's whatever `trees`).
+        let mut last = 0;
+        for (strategy, sizes) in [
+            ("multitree:trees=2", vec![4u64; 4]),
+            ("multitree:trees=16", vec![4; 4]),
+            ("multitree:trees=64", vec![4; 4]),
+            ("tree:trees=16", vec![1 << 20; 2]),
+        ] {
+            let mut sc = scenario(workload(&sizes, 1000), 8, strategy, 100);
+            sc.topology = TopologySpec::parse("nodes:machine=p3.16xlarge").unwrap();
+            let (work, flows) = estimate_and_flows(&sc);
+            assert!(work.flows + work.lane_messages >= flows, "{strategy}: estimated {work:?}, ran {flows}");
+            assert!(work.flows >= flows / 2, "{strategy}: estimated {work:?}, ran {flows}: not the same plan");
+            sc.max_flows = Some(1);
+            let e = simulate(&sc).unwrap_err().to_string();
+            assert!(e.contains("use fewer trees (trees=)"), "{e}");
+            if strategy.starts_with("multitree") {
+                assert!(work.flows > last, "{strategy}: {work:?} not above {last}");
+                last = work.flows;
+            }
         }
     }
 

@@ -254,6 +254,50 @@ fn a_longer_job_is_measured_beside_the_shorter_one_whatever_the_iterations() {
     }
 }
 
+/// The up-front estimate's count in a refusal (`... need(s) about N flows`), where N is
+/// below a million (written out in full).
+fn estimated(e: &tensorwire_core::Error) -> u64 {
+    let text = e.to_string();
+    let after = text.split(" about ").nth(1).unwrap_or_else(|| panic!("{text}"));
+    after.split(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{text}"))
+}
+
+#[test]
+fn jobs_whose_measured_iterations_pass_the_budget_are_refused_before_running() {
+    // Each job's measured iterations are estimated as `simulate` estimates the job alone,
+    // unfolded (jobs sharing a fabric never fold): their sum over the budget is refused up
+    // front, naming each job's share. The background iterations are the running check's.
+    let w = workload(&[40_000, 100_000, 7], 2_000);
+    let mut fabric = scenario(w.clone(), 12, "ring", 100);
+    fabric.iterations = 3;
+    let jobs = [
+        job("a", &w, 4, "ring", None),
+        job("b", &w, 4, "halving-doubling", None),
+        job("c", &w, 3, "ps:num_ps=1", None),
+    ];
+    let alone: Vec<u64> = jobs
+        .iter()
+        .map(|j| {
+            let mut sc = scenario(w.clone(), j.workers, &j.strategy.spec, 100);
+            sc.iterations = 3;
+            (sc.allow_folding, sc.allow_lanes, sc.max_flows) = (false, false, Some(1));
+            estimated(&simulate(&sc).unwrap_err())
+        })
+        .collect();
+    fabric.max_flows = Some(1);
+    let e = simulate_jobs(&fabric, &jobs, "packed").unwrap_err();
+    assert_eq!(e.field(), "max_flows");
+    let text = e.to_string();
+    assert!(text.contains(&format!("(a {}, b {}, c {})", alone[0], alone[1], alone[2])), "{text}");
+    assert_eq!(estimated(&e), alone.iter().sum::<u64>(), "{text}");
+    // At the estimate the up-front check passes (the running check, which counts the
+    // background iterations too, may still stop the run: then it says so differently).
+    fabric.max_flows = Some(alone.iter().sum());
+    if let Err(e) = simulate_jobs(&fabric, &jobs, "packed") {
+        assert!(!e.to_string().contains("measured iterations need"), "{e}");
+    }
+}
+
 #[test]
 fn bad_jobs_name_the_field() {
     let w = workload(&[4096], 1000);

@@ -183,6 +183,37 @@ pub(crate) fn check(sc: &Scenario, work: Work, star: bool) -> Result<()> {
     ))
 }
 
+/// Refuses a multi-job run whose jobs' measured iterations (`per_job`: each job's name and
+/// work, estimated as a run of the job alone is, unfolded: jobs sharing a fabric never
+/// fold) need more than the budget of `fabric`. Every job runs at least its measured
+/// iterations; the jobs that finish first go on as background load, which the running
+/// check counts.
+pub(crate) fn check_jobs(fabric: &Scenario, per_job: &[(&str, Work)]) -> Result<()> {
+    let Some(max) = fabric.max_flows else { return Ok(()) };
+    let units = per_job.iter().fold(0u64, |sum, (_, w)| sum.saturating_add(w.units()));
+    if units <= max {
+        return Ok(());
+    }
+    let count = |u: u64| if u == u64::MAX { "more than can be counted".to_string() } else { human(u) };
+    let each: Vec<String> = per_job.iter().map(|(name, w)| format!("{name} {}", count(w.units()))).collect();
+    let (needs, raise) = if units == u64::MAX {
+        ("more flows than can be counted".to_string(), String::new())
+    } else {
+        (
+            format!("about {} flows", human(units)),
+            format!(", or raise max_flows (--max-flows {} or more)", units.saturating_add(units / 10).max(max + 1)),
+        )
+    };
+    Err(Error::invalid(
+        "max_flows",
+        format!(
+            "the jobs' {} measured iterations need {needs} ({}), more than {max} flows (the budget); use fewer iterations or smaller jobs{raise}",
+            fabric.iterations,
+            each.join(", ")
+        ),
+    ))
+}
+
 /// `n` in a short form: 4,200,000 as "4.2 million".
 fn human(n: u64) -> String {
     match n {

@@ -32,7 +32,9 @@ use super::driver::{self, SimulatedJob};
 use super::program::Runner;
 use super::state::SimState;
 use super::step::{StepCollective, StepSettings};
-use super::{allreduce_schedule, build_core, check, sharded, variability, Engine, Folding, JobHosts, Scenario};
+use super::{
+    allreduce_schedule, build_core, check, estimate, sharded, variability, Engine, Folding, JobHosts, Scenario,
+};
 use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::network::ModelKind;
@@ -218,14 +220,20 @@ pub fn simulate_jobs(fabric: &Scenario, jobs: &[Job], placement_kind: &str) -> R
     let mut core: SimState = build_core(fabric, topo, false)?;
     core.set_first_job_host(placed[0].1[0]);
     let mut sims: Vec<Box<dyn SimulatedJob + '_>> = Vec::with_capacity(jobs.len());
+    let mut work = Vec::with_capacity(jobs.len());
     for (i, (sc, hosts)) in placed.iter().enumerate() {
         if i > 0 {
             core.add_job(hosts[0]);
         }
         // Alone, a job runs its own iterations; beside others, on past them as their load.
         let limit = if jobs.len() > 1 { sc.iterations.saturating_mul(BACKGROUND_FACTOR) } else { sc.iterations };
-        sims.push(job_sim(sc, &mut core, i, hosts, limit).map_err(|e| in_job(e, i))?);
+        let (sim, w) = job_sim(sc, &mut core, i, hosts, limit).map_err(|e| in_job(e, i))?;
+        sims.push(sim);
+        work.push((jobs[i].name.as_str(), w));
     }
+    // Up front: every job's measured iterations, as a run of it alone is estimated; the
+    // running check counts the background iterations too.
+    estimate::check_jobs(fabric, &work)?;
     let mut each: Vec<&mut dyn SimulatedJob> = sims.iter_mut().map(|s| &mut **s as &mut dyn SimulatedJob).collect();
     driver::drive(fabric, &mut each, &mut core)?;
     let reports: Vec<Report> = sims.iter_mut().map(|s| s.report(&mut core)).collect();
@@ -317,15 +325,16 @@ fn in_job(e: Error, i: usize) -> Error {
     }
 }
 
-/// Job `i` of the run as the event loop drives it, its workers (then servers) on `hosts`.
-/// It runs `limit` iterations and measures the first `sc.iterations`.
+/// Job `i` of the run as the event loop drives it, its workers (then servers) on `hosts`,
+/// with the work of its measured iterations as alone and unfolded (`estimate.rs`). It runs
+/// `limit` iterations and measures the first `sc.iterations`.
 fn job_sim<'a>(
     sc: &'a Scenario,
     core: &mut SimState,
     i: usize,
     hosts: &[usize],
     limit: u32,
-) -> Result<Box<dyn SimulatedJob + 'a>> {
+) -> Result<(Box<dyn SimulatedJob + 'a>, estimate::Work)> {
     let n = sc.workers;
     let strategy = &sc.strategy;
     let sampler = || variability::Sampler::new(sc.variability.clone(), n, sc.seed);
@@ -335,7 +344,8 @@ fn job_sim<'a>(
         let alone = sc.topology.build(n, 0, sc.bandwidth, 0)?;
         let group = sharded::shard_group(cfg, &alone, n)?;
         let timed = sharded::nccl_program(sc, cfg, group)?;
-        return Ok(Box::new(sharded::nccl_runner(sc, cfg, timed, n, i).run_until(limit)));
+        // Timed collectives count nothing up front, as alone (`sharded::simulate_nccl`).
+        return Ok((Box::new(sharded::nccl_runner(sc, cfg, timed, n, i).run_until(limit)), estimate::Work::default()));
     }
     if let Family::Sharded(cfg) = &strategy.family {
         // A job's ranks are a part of the fabric: its collectives use flat rings (the
@@ -345,13 +355,14 @@ fn job_sim<'a>(
         let group = sharded::shard_group(cfg, &topo, n)?;
         let schedules = sharded::schedules(cfg, &topo, n, group);
         let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
+        let ranks: Vec<usize> = (0..n).collect();
+        let work = sharded::program_work(&program, &schedules, n, &ranks, &settings(sc), sc.iterations);
         let exec =
             StepCollective::with_schedules(schedules, settings(sc), n, false, None).on_hosts(Some(hosts.to_vec()));
         // On flows, as `comm=flows` alone: compute slows only by an explicit `compute_slowdown`.
         let interference = sharded::interference(cfg, Comm::Flows);
-        return Ok(Box::new(
-            Runner::new(sc, program, n, i, exec, sampler()).with_interference(interference).run_until(limit),
-        ));
+        let runner = Runner::new(sc, program, n, i, exec, sampler()).with_interference(interference).run_until(limit);
+        return Ok((Box::new(runner), work));
     }
     if let Family::Nccl(_) = strategy.family {
         // NCCL's checks of the job's own ranks on the fabric's spec, as alone.
@@ -360,7 +371,9 @@ fn job_sim<'a>(
     strategy.check_on_fabric(&core.topo)?;
     let schedule = allreduce_schedule(sc, n, &core.topo)?;
     let hosts = JobHosts { workers: hosts[..n].to_vec(), servers: hosts[n..].to_vec() };
-    Ok(Box::new(Engine::new(sc, core, schedule, Folding::default(), i, Some(hosts))?.run_until(limit)))
+    let engine = Engine::new(sc, core, schedule, Folding::default(), i, Some(hosts))?.run_until(limit);
+    let work = engine.work;
+    Ok((Box::new(engine), work))
 }
 
 fn settings(sc: &Scenario) -> StepSettings {

@@ -79,6 +79,24 @@ pub(super) fn interference(cfg: &ShardedConfig, comm: Comm) -> Interference {
     Interference { slowdown: cfg.compute_slowdown.unwrap_or(default) }
 }
 
+/// The up-front estimate of `program` on flows over `iterations`: every collective once per
+/// iteration, at the `simulated` ranks of `n` (`estimate.rs`).
+pub(super) fn program_work(
+    program: &Program,
+    schedules: &[Box<dyn StepSchedule>],
+    n: usize,
+    simulated: &[usize],
+    settings: &StepSettings,
+    iterations: u32,
+) -> estimate::Work {
+    let per_op: Vec<estimate::PerOp> =
+        schedules.iter().map(|s| estimate::PerOp::new(s.as_ref(), n, simulated)).collect();
+    let per_iteration = program.collectives.iter().fold(0u64, |sum, c| {
+        sum.saturating_add(per_op[c.schedule].of(c.bytes as f64, settings.pipeline_bytes, settings.max_pipeline))
+    });
+    estimate::Work { flows: per_iteration.saturating_mul(u64::from(iterations)), lane_messages: 0, weight: 1 }
+}
+
 /// Simulates a sharded strategy (see the module documentation); under [`Mode::Check`]
 /// stops once everything is built and checked, before simulating.
 pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result<Option<Report>> {
@@ -125,16 +143,9 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result
     };
     let relabel = rank_fold.clone();
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);
-    // Up front: every collective of the program, once per iteration, at the simulated ranks.
     let simulated = estimate::simulated_ranks(ranks, rank_fold.as_ref().map(|f| &f.reps[..]));
-    let per_op: Vec<estimate::PerOp> =
-        schedules.iter().map(|s| estimate::PerOp::new(s.as_ref(), n, &simulated)).collect();
-    let per_iteration = program.collectives.iter().fold(0u64, |sum, c| {
-        sum.saturating_add(per_op[c.schedule].of(c.bytes as f64, settings.pipeline_bytes, settings.max_pipeline))
-    });
-    let flows = per_iteration.saturating_mul(u64::from(sc.iterations));
-    drop(per_op);
-    estimate::check(sc, estimate::Work { flows, lane_messages: 0, weight: 1 }, star)?;
+    let work = program_work(&program, &schedules, n, &simulated, &settings, sc.iterations);
+    estimate::check(sc, work, star)?;
     if mode == Mode::Check {
         return Ok(None);
     }

@@ -24,7 +24,8 @@ class Result:
     n times the throughput of one worker that only computes. ``exposed_comm_s`` is the time
     per iteration not covered by compute; ``comm_time_s`` the time rank 0 had any message
     in flight; ``sent_bytes_per_worker`` the bytes rank 0's host put on the wire per
-    iteration (a multicast message counts once); ``simulated_ranks`` how many ranks' network part
+    iteration (a multicast message counts once; a co-located server's copy to its own host is not
+    on the wire); ``simulated_ranks`` how many ranks' network part
     was simulated (1 or a few when folded, every worker otherwise). ``link_utilization`` maps each directed link (``h0->sw``) to its busy
     fraction over the steady-state window; it is empty when the collectives were timed in
     closed form by NCCL's model (``nccl``, ``ddp``, sharded strategies with ``comm=nccl``),

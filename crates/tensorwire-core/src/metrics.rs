@@ -86,8 +86,9 @@ pub struct Report {
     /// Per iteration, time not covered by rank 0's compute (communication that did not
     /// overlap with compute, plus any wait for other workers), s.
     pub exposed_comm_s: f64,
-    /// Per iteration, bytes rank 0's host put on the wire (every message it started, once
-    /// per message: a multicast counts once), bytes.
+    /// Per iteration, bytes rank 0's host put on the wire (every message it started to
+    /// another host, once per message: a multicast counts once; a copy to its own host, a
+    /// co-located server's share, is not on the wire), bytes.
     pub sent_bytes_per_worker: f64,
     /// Utilisation of each directed link over the steady-state window (0..1), by name; under
     /// the analytical model, which times every flow as if alone, the load over the capacity,

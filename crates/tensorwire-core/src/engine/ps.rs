@@ -493,6 +493,12 @@ mod tests {
         assert_eq!(local.len(), 2);
         assert!(local.iter().all(|f| f.to == vec![f.host] && f.bytes == sf / 2.0), "{local:?}");
         assert!(!r.folded);
+        // What rank 0's host put on the wire: its remote push and its server's remote pull,
+        // S/2 each, as a ring's 2(n-1)/n S; the host-local halves are not sent (they were
+        // counted, 2 S in all).
+        let mut steady = scenario(workload(&[s], 0), 2, "ps:num_ps=2,placement=sharded,colocated=true", hop);
+        steady.iterations = 3;
+        assert!((simulate(&steady).unwrap().sent_bytes_per_worker - sf).abs() < 1e-6);
     }
 
     #[test]

@@ -347,7 +347,8 @@ impl SimState {
         let w = &mut self.watched[self.job];
         let watched = src == w.host || dsts.contains(&w.host);
         w.flows += 1;
-        if src == w.host {
+        // On the wire: a copy to its own host (a co-located server's share) never leaves it.
+        if src == w.host && (dsts.is_empty() || dsts.iter().any(|&d| d != src)) {
             w.sent += bytes;
         }
         if watched {

@@ -239,10 +239,11 @@ impl<'a, E: Exec> Runner<'a, E> {
         self
     }
 
-    /// Runs every iteration of this job alone to completion.
-    pub fn run(mut self, core: &mut SimState) -> Result<Measured> {
+    /// Runs every iteration of this job alone to completion: what it measured, and the
+    /// stragglers' factor on its compute (`Sampler::compute_factor`).
+    pub fn run(mut self, core: &mut SimState) -> Result<(Measured, f64)> {
         drive(self.sc, &mut [&mut self], core)?;
-        Ok(self.out)
+        Ok((self.out, self.sampler.compute_factor(true)))
     }
 
     /// Runs rank `r`'s program until it must wait for compute or a collective.

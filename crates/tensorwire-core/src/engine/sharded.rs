@@ -46,9 +46,10 @@
 use super::interference::Interference;
 use super::nccl_times::{NcclGroup, NcclTimes};
 use super::program::{Instr, Program, Runner};
+use super::state::SimState;
 use super::step::{StepCollective, StepSettings};
 use super::timed::TimedCollective;
-use super::{build_core, build_report, estimate, variability, Mode, Scenario};
+use super::{build_core, build_report, estimate, variability, Measured, Mode, Scenario};
 use crate::collectives::{
     split_layout, AcrossGroups, AllGather, Collective, HalvingDoubling, InGroups, LevelPhase, Levels, ReduceScatter,
     Ring, StepSchedule,
@@ -151,12 +152,12 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result
     }
     let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
-    let mut measured =
+    let (mut measured, compute_factor) =
         Runner::new(sc, program, ranks, 0, exec, sampler).with_interference(interference(cfg, comm)).run(&mut core)?;
     if let Some(fold) = relabel {
         fold.relabel(&mut measured.compute_spans);
     }
-    Ok(Some(build_report(sc, &mut core, measured)))
+    Ok(Some(measured_report(sc, &mut core, measured, compute_factor)))
 }
 
 /// The NCCL collective of each schedule index.
@@ -280,8 +281,17 @@ fn simulate_nccl(
     if mode == Mode::Check {
         return Ok(None);
     }
-    let measured = nccl_runner(sc, cfg, timed, ranks, 0).run(&mut core)?;
-    Ok(Some(build_report(sc, &mut core, measured)))
+    let (measured, compute_factor) = nccl_runner(sc, cfg, timed, ranks, 0).run(&mut core)?;
+    Ok(Some(measured_report(sc, &mut core, measured, compute_factor)))
+}
+
+/// The report of a sharded run: with stragglers, the compute per iteration is what an
+/// iteration waits for, `compute_factor` x the workload's (`Sampler::compute_factor`; as
+/// the gradient engine's and a job's reports give it).
+fn measured_report(sc: &Scenario, core: &mut SimState, measured: Measured, compute_factor: f64) -> Report {
+    let mut report = build_report(sc, core, measured);
+    report.scale_compute(compute_factor);
+    report
 }
 
 /// Streams (NCCL communicators) of the all-gathers, reduce-scatters and hsdp's

@@ -475,7 +475,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
     };
     // NCCL chose by its model; NVLS runs at its links' rate, not the search's rounded
     // per-channel speed (`tuning::run_bandwidth`).
-    let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, bw);
+    let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, proto, bw);
     let mut wire = bytes / (bw * 1e9);
     // The NICs' min cut at line rate, seconds (0 on one node).
     let mut nic_floor = 0.0;

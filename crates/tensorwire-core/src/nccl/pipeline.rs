@@ -388,7 +388,7 @@ mod tests {
             let g = crate::nccl::graph::search(&f);
             let (l, b) = crate::nccl::tuning::entry(&f, &g, Collective::AllReduce, a, c.proto);
             let (l, b) = crate::nccl::tuning::parts(&f, &g, Collective::AllReduce, a, c.proto, big, l, b);
-            (l, crate::nccl::tuning::run_bandwidth(&f, &g, Collective::AllReduce, a, b))
+            (l, crate::nccl::tuning::run_bandwidth(&f, &g, Collective::AllReduce, a, c.proto, b))
         };
         let model = lat * 1e-6 + big / (bw * 1e9);
         assert!(c.seconds >= model && c.seconds <= model * 1.001, "{} {model}", c.seconds);

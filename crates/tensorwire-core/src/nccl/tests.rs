@@ -656,6 +656,35 @@ fn ring_and_tree_across_nodes_run_at_their_links_rate_so_a_faster_nic_is_never_s
 }
 
 #[test]
+fn the_formulas_caps_bound_the_run_speed_so_a_faster_nic_never_slows_a_tree() {
+    // On DGX H100 nodes a tree's channel runs at its GPUs' links whatever the NIC, and
+    // NCCL's per-channel tree cap binds the model from 200 Gbit/s up. Scaling the capped
+    // figure by (run speed / search speed) made 400 Gbit/s slower than 200: 64 MiB on 16
+    // GPUs, tree/Simple, 1.14 ms against 1.08. Through the formula, the cap binds both.
+    let at = |gbps: u32, ranks: usize| {
+        let spec = TopologySpec::parse(&format!("rail:node=dgx-h100,nic={gbps}Gbps")).unwrap();
+        NcclFabric::from_topology(&spec, ranks, spec.host_rate(None).unwrap(), Transport::Rdma).unwrap()
+    };
+    for ranks in [16, 64] {
+        for p in Proto::ALL {
+            for bytes in [MIB, 64.0 * MIB, GIB] {
+                // On the same graphs: the search gives 200, 400 and 800 Gbit/s NICs 8 tree
+                // channels each (300 Gbit/s gets 24 of 15 GB/s, another model).
+                let rates = [200, 400, 800];
+                assert!(rates.iter().all(|&g| search(&at(g, ranks)).tree.channels == 8));
+                let times: Vec<f64> = rates
+                    .iter()
+                    .map(|&g| {
+                        choose(&at(g, ranks), Collective::AllReduce, bytes, &only(&[Algo::Tree], &[p])).unwrap().seconds
+                    })
+                    .collect();
+                assert!(times.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-9)), "{ranks} tree/{p:?} {bytes}: {times:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_caret_goes_once_before_the_whole_list() {
     // NCCL_ALGO="^NVLS,Ring" excludes both; "^NVLS,^Ring" said `unknown "^ring"`.
     let both = NcclOptions::parse_algos("^nvls+ring").unwrap();

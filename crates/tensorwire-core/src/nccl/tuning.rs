@@ -238,19 +238,37 @@ fn nvls_channel_bw(f: &NcclFabric, graph: Graph, coll: Collective, a: Algo, bw_i
 /// it (a 4 Gbit/s NIC: tree `bwIntra` 1.2 on 2 channels, 2.4 GB/s). Timed by the model, a
 /// faster NIC could be slower (1 MiB all-reduce on 2 nodes of 8: 3.8 ms at 4 Gbit/s, 6.8
 /// ms at 5). Where the search's speed is the links' own (DGX H100: 8 channels x 48 GB/s on
-/// 8 NICs of 48), nothing changes.
-pub fn run_bandwidth(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, model_bw: f64) -> f64 {
+/// 8 NICs of 48), nothing changes. The run speed goes through NCCL's formula in place of
+/// the search's ([`entry`] on graphs carrying it), so the formula's caps (tree's and
+/// LL128's per-channel maxima, LL's ceiling) bound what runs as they bound the model:
+/// scaling the capped figure by the speeds' ratio made a tree on 400 Gbit/s NICs slower
+/// than on 200 (its search speed doubles, its capped figure does not, its run speed is the
+/// GPUs' links either way: 64 MiB on 16 H100, 1.14 ms against 1.08).
+pub fn run_bandwidth(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, p: Proto, model_bw: f64) -> f64 {
     if model_bw <= 0.0 {
         return model_bw;
     }
     if matches!(a, Algo::Ring | Algo::Pat | Algo::Tree) && f.nodes > 1 {
         let graph = graph_of(g, a);
-        let model_speed = if f.nodes <= 2 { graph.bw_intra } else { graph.bw_inter };
-        return if model_speed > 0.0 {
-            model_bw * across_nodes_channel_speed(f, a, graph) / model_speed
-        } else {
-            model_bw
+        let mut run = *g;
+        let speed = across_nodes_channel_speed(f, a, graph);
+        let graph_at_speed = |mut graph: Graph| {
+            if f.nodes <= 2 {
+                graph.bw_intra = speed;
+            } else {
+                graph.bw_inter = speed;
+            }
+            graph
         };
+        match a {
+            Algo::Tree => run.tree = graph_at_speed(run.tree),
+            _ => run.ring = graph_at_speed(run.ring),
+        }
+        let (_, model) = entry(f, g, coll, a, p);
+        let (_, runs) = entry(f, &run, coll, a, p);
+        // `model_bw` is the model's figure with `channels=` and the size's corrections,
+        // which scale it whatever the speed.
+        return if model > 0.0 { model_bw * runs / model } else { model_bw };
     }
     if !matches!(a, Algo::Nvls | Algo::NvlsTree) {
         return model_bw;

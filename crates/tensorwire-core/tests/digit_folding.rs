@@ -23,6 +23,10 @@ fn assert_fold_agrees(mut sc: Scenario, reps: usize) -> (Report, Report) {
         assert!(close(*x, *y) || (x - y).abs() < 1e-12, "{what} {a}: {x} vs {y}");
     }
     assert!(folded.flows < full.flows);
+    // What rank 0 did: its time with messages in flight (those it receives from ranks not
+    // simulated arrive, folded, at another rank of its orbit) and the bytes it sent.
+    assert!(close(folded.comm_time_s, full.comm_time_s), "{what}: comm {} vs {}", folded.comm_time_s, full.comm_time_s);
+    assert!(close(folded.sent_bytes_per_worker, full.sent_bytes_per_worker), "{what}");
     (folded, full)
 }
 
@@ -102,5 +106,6 @@ proptest! {
         for ((a, x), (_, y)) in folded.link_utilization.iter().zip(&full.link_utilization) {
             prop_assert!(close(*x, *y) || (x - y).abs() < 1e-12, "{} {}: {} vs {}", topology, a, x, y);
         }
+        prop_assert!(close(folded.comm_time_s, full.comm_time_s), "{} n={}: comm {} vs {}", topology, n, folded.comm_time_s, full.comm_time_s);
     }
 }

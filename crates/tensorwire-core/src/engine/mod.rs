@@ -368,10 +368,7 @@ fn prepare(sc: &Scenario, mode: Mode) -> Result<Option<Report>> {
         _ => None,
     };
     let mut core = build_core(sc, topo, folded)?;
-    let rank_fold = digit_fold.map(|f| {
-        core.link_fold = Some(f.links);
-        f.ranks
-    });
+    let rank_fold = digit_fold.map(|f| core.fold_by_digits(f));
     // Parameter servers fold by server class (`ps.rs`) on a star whose workers are alike
     // and send every piece of a tensor as soon as it is ready (no credit or in-flight limit;
     // one connection per pair would serialise what the folding runs side by side).

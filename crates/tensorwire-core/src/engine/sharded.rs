@@ -131,10 +131,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result
         None
     };
     let mut core = build_core(sc, topo, folded)?;
-    let rank_fold = digit_fold.map(|f| {
-        core.link_fold = Some(f.links);
-        f.ranks
-    });
+    let rank_fold = digit_fold.map(|f| core.fold_by_digits(f));
     let ranks = rank_fold.as_ref().map_or(if folded { 1 } else { n }, |f| f.reps.len());
     let settings = StepSettings {
         wire_factor: 1.0,

@@ -26,7 +26,6 @@ Layers and tensors (docs/llm.md has the full rules and the sources of every figu
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
@@ -337,7 +336,14 @@ def workload(
         fwd = spec.forward_flops * b / rate
         bwd = (3 if recompute and spec.block else 2) * fwd
         built.append(Layer(spec.name, fwd, bwd, tuple(Tensor(t, n * dtype_bytes) for t, n in spec.tensors)))
-    compute_s = math.fsum(layer.forward_s + layer.backward_s for layer in built)
+    description = (
+        f"{a.display_name} on {g.display_name}, micro-batch {b} x {s} tokens, "
+        f"MFU {u:.2f} of {g.mixed_precision_flops / 1e12:.1f} TFLOP/s {g.mixed_precision_dtype}, "
+        f"gradients {'bf16' if dtype_bytes == 2 else 'fp32'}" + (", full recomputation" if recompute else "")
+    )
+    sources = (a.source, *g.sources, MFU_SOURCE if mfu is None else f"MFU {u} given by the user")
+    w = Workload(name, b, tuple(built), description, sources, dtype_bytes)
+    compute_s = w.compute_time_s
     if compute_s >= _core.HORIZON_S:
         # Name what the user chose that made it so: a tiny mfu, or else a huge micro-batch.
         tiny_mfu = mfu is not None and u < DEFAULT_MFU
@@ -348,13 +354,7 @@ def workload(
             f"{value!r} makes an iteration's compute {compute_s:.3g} s (micro-batch {b}, MFU {u:g}), past the"
             f" simulation horizon of {_core.HORIZON_S:.0f} s (2^53 ns, 104 days); {fix}",
         )
-    description = (
-        f"{a.display_name} on {g.display_name}, micro-batch {b} x {s} tokens, "
-        f"MFU {u:.2f} of {g.mixed_precision_flops / 1e12:.1f} TFLOP/s {g.mixed_precision_dtype}, "
-        f"gradients {'bf16' if dtype_bytes == 2 else 'fp32'}" + (", full recomputation" if recompute else "")
-    )
-    sources = (a.source, *g.sources, MFU_SOURCE if mfu is None else f"MFU {u} given by the user")
-    return Workload(name, b, tuple(built), description, sources, dtype_bytes)
+    return w
 
 
 def tokens_per_sample(name: str, seq_len: Optional[int] = None) -> int:

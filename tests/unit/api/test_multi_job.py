@@ -106,7 +106,19 @@ def test_cli_jobs_keep_to_the_flow_budget() -> None:
         "--max-flows",
         "1000",
     )
-    assert error_line(p).startswith("tensorwire: error: max_flows: the simulation needs more than 1000 flows")
+    # Refused up front: the jobs' measured iterations alone are estimated past the budget.
+    line = error_line(p)
+    assert line.startswith("tensorwire: error: max_flows: the jobs' 2 measured iterations need about "), line
+    assert "(a " in line and ", b " in line and "more than 1000 flows" in line, line
+    # Past the measured iterations' estimate, the faster job's background iterations are the
+    # running check's: it stops the run and names a budget to try.
+    p = run(
+        "jobs", "--job", "a:resnet50:16:ring", "--job", "b:vgg16:16:ring", "-b", "25Gbps",
+        "--topology", "leaf-spine:hosts_per_leaf=8,spines=2", "--placement", "spread", "--max-flows", "280000",
+    )  # fmt: skip
+    line = error_line(p)
+    assert line.startswith("tensorwire: error: max_flows: the simulation needs more than 280000 flows"), line
+    assert "what every iteration needs at this pace" in line, line
     with pytest.raises(tw.InputError) as e:
         tw.simulate_jobs([tw.Job("a", tw.load_model("resnet50"), 2, "ring")], tw.Cluster(2, "25Gbps"), max_flows=0)
     assert e.value.args[0] == "max_flows"

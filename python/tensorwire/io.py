@@ -228,14 +228,27 @@ def decode_text(data: bytes, path: PathLike, field: str) -> str:
         raise InputError(field, f"{Path(path).name}: not UTF-8 text (byte {e.start}); expected a text file") from None
 
 
-def loads_json(text: Union[str, bytes], path: PathLike, field: str) -> Any:
-    """Parsed JSON; invalid or too deeply nested JSON is refused in one line."""
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters (with ``...``) for quoting in an error message:
+    a log or file can carry a line of megabytes, and the message stays one short line."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def loads_json(
+    text: Union[str, bytes], path: PathLike, field: str, expected: str = "a JSON file", invalid: str = ""
+) -> Any:
+    """Parsed JSON; invalid or too deeply nested JSON, and integers longer than Python
+    converts (4,300 digits), are refused in one line naming the file and ``expected``
+    (``invalid`` is added to the message for JSON that does not parse)."""
     name = Path(path).name
     try:
         return json.loads(text)
     except UnicodeDecodeError as e:
-        raise InputError(field, f"{name}: not UTF-8 text (byte {e.start}); expected a JSON file") from None
+        raise InputError(field, f"{name}: not UTF-8 text (byte {e.start}); expected {expected}") from None
     except json.JSONDecodeError as e:
-        raise InputError(field, f"{name}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        raise InputError(field, f"{name}: not valid JSON (line {e.lineno}: {e.msg}){invalid}") from None
     except RecursionError:
-        raise InputError(field, f"{name}: JSON nested too deeply") from None
+        raise InputError(field, f"{name}: JSON nested too deeply; expected {expected}") from None
+    except ValueError:
+        # Python's limit on integer string conversion (sys.get_int_max_str_digits()).
+        raise InputError(field, f"{name}: an integer of more than 4,300 digits; expected {expected}") from None

@@ -54,11 +54,23 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
             raise InputError("stragglers", f"{spec!r}: empirical needs a file of multipliers, e.g. empirical:times.txt")
         data = io.read_input(arg, "stragglers", EMPIRICAL_FILE_LIMIT)
         values = _numbers(io.decode_text(data, arg, "stragglers").split(), spec)
-        mean = sum(values) / len(values)
+        # (Each over the count first: the sum of two 1e308 is past a float.)
+        mean = math.fsum(v / len(values) for v in values)
         return {"stragglers": "empirical", "slowdowns": [v / mean for v in values]}
     raise InputError(
         "stragglers", f"{spec!r} is not none, normal:CV, lognormal:SIGMA, fixed:M0,M1,... or empirical:FILE"
     )
+
+
+def input_files(spec: str) -> list[str]:
+    """The files a stragglers spec reads (``empirical:FILE``), for outputs to refuse to
+    overwrite.
+
+    >>> input_files("empirical:times.txt"), input_files("lognormal:0.2")
+    (['times.txt'], [])
+    """
+    kind, _, arg = spec.partition(":")
+    return [arg] if kind == "empirical" and arg.strip() else []
 
 
 def _numbers(texts: list[str], spec: str) -> list[float]:

@@ -24,9 +24,9 @@ from tensorwire.calibrate.fit import (
     topology_options,
     with_options,
 )
-from tensorwire.calibrate.logs import COLLECTIVES, Run, clip, parse_log
+from tensorwire.calibrate.logs import COLLECTIVES, Run, parse_log
 from tensorwire.cli import options, render
-from tensorwire.io import check_output
+from tensorwire.io import check_output, clip
 from tensorwire.units import format_bytes, format_seconds
 from tensorwire.workloads import hardware
 

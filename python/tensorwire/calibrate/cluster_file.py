@@ -32,8 +32,7 @@ from click.core import ParameterSource
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.calibrate.logs import clip
-from tensorwire.io import loads_json, read_input, write_atomic
+from tensorwire.io import clip, loads_json, read_input, write_atomic
 from tensorwire.limits import check_text
 from tensorwire.units import format_rate, format_seconds
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from tensorwire._core import InputError
-from tensorwire.calibrate.logs import Run, clip
+from tensorwire.calibrate.logs import Run
 from tensorwire.calibrate.predict import (
     CALIBRATION_OPTIONS,
     POINT_TO_POINT,
@@ -57,6 +57,7 @@ from tensorwire.calibrate.predict import (
     calibration_supported,
     nccl_predict,
 )
+from tensorwire.io import clip
 from tensorwire.workload import bus_factor
 
 #: Rounds of (choose, fit) at most.

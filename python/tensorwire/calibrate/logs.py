@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tensorwire._core import InputError
-from tensorwire.io import read_input
+from tensorwire.io import clip, read_input
 from tensorwire.workload import bus_factor
 
 #: The nccl-tests binaries calibration reads, and the collective each one measures.
@@ -75,6 +75,9 @@ _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _LIBRARY_CODE = re.compile(r"nccl-library=(\d+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _ROW_START = re.compile(r"^\s*\d+\s+\d+\s")
+#: A line that looks like a table row (a number first, then at least eight more fields)
+#: without being one: refused, naming the line, rather than skipped.
+_ROW_LIKE = re.compile(r"^\s*[-+]?\.?\d\S*(\s+\S+){8}")
 
 
 @dataclass(frozen=True)
@@ -113,12 +116,6 @@ class Run:
     skipped: tuple[int, ...] = ()
     #: SHA-256 (hex) of the bytes read: the log as parsed, also when it came from a pipe.
     sha256: str = ""
-
-
-def clip(text: str, limit: int = 60) -> str:
-    """``text`` cut to ``limit`` characters (with ``...``) for quoting in an error message:
-    a log or file can carry a line of megabytes, and the message stays one short line."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _error(path: str, line: Optional[int], message: str) -> InputError:
@@ -223,6 +220,9 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         if binary is None and (m := _BINARY.search(text)) is not None and not _ROW_START.match(text):
             binary = m.group(1)  # the command line echoed before the output
         if not _ROW_START.match(text):
+            if _ROW_LIKE.match(text) and columns is not None:
+                first = clip(text.split()[0])
+                raise _error(path, i, f"a table row whose size or count is not a whole number of bytes ({first!r})")
             continue
         if columns is None:
             raise _error(
@@ -327,8 +327,8 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     fields = text.split()
     if len(fields) < len(columns) - 1 or len(fields) < 9:
         raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}")
-    size = int(fields[0])
-    count = int(fields[1])
+    # (Past 16 digits a size is past 2^53 whatever its value; int() of 4,300 would raise.)
+    size, count = (int(f) if len(f.lstrip("0")) <= 16 else MAX_SIZE + 1 for f in fields[:2])
     if size > MAX_SIZE or count > MAX_SIZE:
         what = "size" if size > MAX_SIZE else "count"
         raise _error(path, line, f"{what} {clip(fields[0 if what == 'size' else 1])} is past 2^53 (8 PiB): not a run")

@@ -20,6 +20,7 @@ from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.io import check_output
 from tensorwire.result import Result
+from tensorwire.stragglers import input_files as stragglers_files
 from tensorwire.stragglers import parse_stragglers
 from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
 from tensorwire.units import format_seconds
@@ -183,7 +184,11 @@ def simulate_cmd(
     variability = parse_stragglers(stragglers, workers)
     cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
     if trace_file is not None:
-        inputs = {"workload files": [workload_file] if workload_file else [], "cluster files": given_files(ctx)}
+        inputs = {
+            "workload files": [workload_file] if workload_file else [],
+            "cluster files": given_files(ctx),
+            "stragglers files": stragglers_files(stragglers),
+        }
         check_output(trace_file, "trace", inputs)
     with render.run_progress() as progress:
         result = simulate(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from tensorwire._core import InputError
-from tensorwire.io import read_input, write_atomic
+from tensorwire.io import loads_json, read_input, write_atomic
 
 Row = dict[str, Any]
 
@@ -137,7 +137,7 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
                 except ValueError as e:  # a cell that is not its column's type: name the line
                     raise _CellError(f"{p.name}:{reader.line_num}: {e}") from None
         elif suffix == ".json":
-            loaded = json.loads(data)
+            loaded = loads_json(data, p, field, expected="a sweep file (a JSON list of rows)")
             if not isinstance(loaded, list) or not all(isinstance(r, dict) for r in loaded):
                 raise ValueError("expected a list of objects")
             rows = loaded
@@ -150,6 +150,8 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
             rows = pq.read_table(io.BytesIO(data), use_threads=False).to_pylist()
     except _CellError as e:
         raise InputError(field, str(e)) from None
+    except InputError:
+        raise
     except (ValueError, UnicodeDecodeError, OSError, csv.Error) as e:
         raise InputError(field, f"{p.name}: not a sweep file ({e})") from None
     missing = [c.name for c in COLUMNS if rows and c.name not in rows[0]]

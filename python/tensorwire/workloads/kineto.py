@@ -29,7 +29,6 @@ time), an approximation documented in docs/traces.md.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire._core import InputError
-from tensorwire.io import TRACE_FILE_LIMIT, gunzip, read_input
+from tensorwire.io import TRACE_FILE_LIMIT, clip, gunzip, loads_json, read_input
 from tensorwire.workload import Layer, Workload
 from tensorwire.workloads.layering import (
     Collective,
@@ -146,7 +145,8 @@ _KINDS = {
     "recv": "recv",
     "recv_any_source": "recv",
 }
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
+#: (At most 18 digits: a longer number is no step torch writes, and int() of 4,300 raises.)
+_STEP = re.compile(r"ProfilerStep#(\d{1,18})$")
 _BACKWARD = "autograd::engine::evaluate_function: "
 _MODULE = "nn.Module: "
 _BACKEND = re.compile(r"(gloo|nccl|mpi|ucc|xccl):(\w+)$")
@@ -183,16 +183,9 @@ def load_trace(path: PathLike) -> dict[str, Any]:
     raw = read_input(p, "workload", TRACE_FILE_LIMIT)
     if raw[:2] == b"\x1f\x8b":
         raw = gunzip(raw, p.name, "workload", TRACE_FILE_LIMIT)
-    try:
-        data = json.loads(raw)
-    except UnicodeDecodeError:
-        raise InputError("workload", f"{p.name}: not text; expected a Kineto JSON trace (.json or .json.gz)") from None
-    except json.JSONDecodeError as e:
-        raise InputError(
-            "workload", f"{p.name}: not valid JSON (line {e.lineno}: {e.msg}); the trace may be truncated"
-        ) from None
-    except RecursionError:
-        raise InputError("workload", f"{p.name}: JSON nested too deeply; expected a Kineto JSON trace") from None
+    data = loads_json(
+        raw, p, "workload", expected="a Kineto JSON trace (.json or .json.gz)", invalid="; the trace may be truncated"
+    )
     if isinstance(data, list):
         data = {"traceEvents": data}
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
@@ -208,17 +201,23 @@ def _events(data: dict[str, Any], name: str) -> list[_Ev]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         ts, dur = e.get("ts"), e.get("dur", 0)
-        if (
-            not isinstance(ts, (int, float))
-            or not isinstance(dur, (int, float))
-            or not math.isfinite(ts)
-            or not dur >= 0
-        ):
+        try:  # (an integer past a float's range raises OverflowError)
+            times = (float(ts), float(dur)) if not isinstance(ts, bool) and not isinstance(dur, bool) else None
+        except (TypeError, ValueError, OverflowError):
+            times = None
+        if times is None or not isinstance(ts, (int, float)) or not math.isfinite(times[0]) or not times[1] >= 0:
             raise InputError(
-                "workload", f"{name}: event {e.get('name')!r} has a bad ts/dur ({ts!r}, {dur!r}); expected microseconds"
+                "workload",
+                f"{name}: event {clip(str(e.get('name')))!r} has a bad ts/dur ({clip(repr(ts))}, {clip(repr(dur))}); expected microseconds",
+            )
+        tid = e.get("tid")
+        if tid is not None and (isinstance(tid, bool) or not isinstance(tid, (int, str))):
+            raise InputError(
+                "workload",
+                f"{name}: event {clip(str(e.get('name')))!r} has tid {clip(repr(tid))}; expected a thread id (a number or a string)",
             )
         args: dict[str, Any] = e["args"] if isinstance(e.get("args"), dict) else {}
-        out.append(_Ev(str(e.get("name", "")), e.get("tid"), float(ts), float(dur), str(e.get("cat", "")), args))
+        out.append(_Ev(str(e.get("name", "")), tid, times[0], times[1], str(e.get("cat", "")), args))
     out.sort(key=lambda e: (e.ts, -e.dur))
     return out
 

@@ -156,3 +156,49 @@ def test_a_workload_file_with_a_utf8_byte_order_mark_is_read(tmp_path: Path) -> 
     b = run("simulate", "--workload", "bom.json", "-n", "4", "-b", "25Gbps", "-s", "ring", "--json", cwd=tmp_path)
     assert a.returncode == b.returncode == 0, b.stderr
     assert json.loads(a.stdout)["iteration_time_s"] == json.loads(b.stdout)["iteration_time_s"]
+
+
+def test_a_trace_is_never_written_over_the_stragglers_file(tmp_path: Path) -> None:
+    # The multipliers file was replaced by the trace, exit 0.
+    (tmp_path / "m.json").write_text("1\n2\n")
+    line = one_line(run(*RUN, "--stragglers", "empirical:m.json", "--trace", "m.json", cwd=tmp_path))
+    assert line == "tensorwire: error: trace: m.json is one of the stragglers files; write the output elsewhere", line
+    assert (tmp_path / "m.json").read_text() == "1\n2\n"
+
+
+def test_multipliers_near_the_largest_float_are_normalised_without_overflow(tmp_path: Path) -> None:
+    # Their mean overflowed to inf: "expected positive numbers" for two valid values.
+    (tmp_path / "big.txt").write_text("1e308\n1e308\n")
+    (tmp_path / "one.txt").write_text("1\n1\n")
+    big = run(*RUN, "--stragglers", "empirical:big.txt", "--json", cwd=tmp_path)
+    one = run(*RUN, "--stragglers", "empirical:one.txt", "--json", cwd=tmp_path)
+    assert big.returncode == 0, big.stderr
+    assert json.loads(big.stdout)["iteration_time_s"] == json.loads(one.stdout)["iteration_time_s"]
+
+
+@pytest.mark.parametrize(
+    "args, name, text",
+    [
+        (
+            ("simulate", "-n", "4", "-b", "25Gbps", "-s", "ring", "--workload", "w.json"),
+            "w.json",
+            '{"format": "tensorwire-workload/1", "name": "m", "batch_size": 1' + "0" * 4400 + ', "layers": []}',
+        ),
+        (("topology", "--adjacency", "a.json"), "a.json", '{"gpus": 1' + "0" * 4400 + "}"),
+        (
+            ("import-trace", "k.json", "-o", "out.json"),
+            "k.json",
+            '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1' + "0" * 4400 + ', "dur": 1}]}',
+        ),
+        (("report", "--sweep", "s.json", "-o", "r.html"), "s.json", "[" * 100_000 + "]" * 100_000),
+    ],
+)
+def test_json_past_pythons_integer_or_nesting_limits_is_one_line(
+    tmp_path: Path, args: tuple[str, ...], name: str, text: str
+) -> None:
+    # Integers of more than 4,300 digits raised ValueError (a traceback); the sweep reader
+    # raised RecursionError on deep nesting.
+    (tmp_path / name).write_text(text)
+    line = one_line(run(*args, cwd=tmp_path))
+    assert name in line and ("4,300 digits" in line or "nested too deeply" in line), line
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "r.html").exists()

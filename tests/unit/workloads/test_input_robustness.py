@@ -140,6 +140,24 @@ def test_deeply_nested_kineto_and_adjacency(tmp_path: Path, capsys: pytest.Captu
     )
 
 
+@pytest.mark.parametrize(
+    "event, message",
+    [
+        ('{"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 5, "tid": {}}', "has tid {}"),
+        ('{"ph": "X", "name": "a", "ts": 1' + "0" * 400 + ', "dur": 1}', "bad ts/dur"),
+        ('{"ph": "X", "name": "ProfilerStep#1' + "0" * 4400 + '", "ts": 0, "dur": 5}', "no ProfilerStep#N"),
+    ],
+)
+def test_kineto_events_of_the_wrong_shape_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], event: str, message: str
+) -> None:
+    # A dict as a thread id raised "unhashable type"; a 400-digit ts an OverflowError; a
+    # step number of 4,401 digits Python's ValueError.
+    k = tmp_path / "k.json"
+    k.write_text('{"traceEvents": [' + event + "]}")
+    _refused(capsys, k, message)
+
+
 def test_adjacency_weights_are_0_to_3_and_rendered_without_markup(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

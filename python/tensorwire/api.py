@@ -148,6 +148,8 @@ def _run_args(
         raise TypeError(f"fold must be True or False, not {fold!r:.80}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function taking a Progress (or None), not {progress!r:.80}")
+    if isinstance(spread, bool) or not isinstance(spread, (int, float)):
+        raise TypeError(f"spread must be a number, not {spread!r:.80}")
     if slowdowns is not None and stragglers not in ("fixed", "empirical"):
         raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
     options: dict[str, Any] = dict(

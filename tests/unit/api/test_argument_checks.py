@@ -132,6 +132,8 @@ def test_type_errors_name_the_argument_not_the_binding() -> None:
         (lambda: tw.Workload.collective(None), "Workload.collective takes text"),  # type: ignore[arg-type]
         (lambda: tw.simulate(w, c, "ring", timeline="yes"), "timeline must be True or False"),  # type: ignore[arg-type]
         (lambda: tw.simulate(w, c, "ring", fold="no"), "fold must be True or False"),  # type: ignore[arg-type]
+        # (was float()'s "could not convert string to float")
+        (lambda: tw.simulate(w, c, "ring", stragglers="normal", spread="abc"), "spread must be a number"),  # type: ignore[arg-type]
     ]
     for call, message in cases:
         with pytest.raises(TypeError, match=message):

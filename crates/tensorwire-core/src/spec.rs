@@ -24,6 +24,10 @@ pub enum OptionKind {
     NonNegativeReal,
     /// A real number in (0, max]: a factor with a largest sensible value.
     RealAtMost(f64),
+    /// A finite real number >= min (a ratio: `compression` 1 means none).
+    RealAtLeast(f64),
+    /// An integer in [1, max] (`communicators`: 1 or 2).
+    CountAtMost(u64),
     /// A real number in [0, max].
     NonNegativeRealAtMost(f64),
     /// `true` or `false`.
@@ -44,6 +48,8 @@ impl OptionKind {
             OptionKind::Real => "a number > 0".into(),
             OptionKind::NonNegativeReal => "a number >= 0".into(),
             OptionKind::RealAtMost(max) => format!("a number in (0, {}]", crate::units::format_number(*max)),
+            OptionKind::RealAtLeast(min) => format!("a number >= {}", crate::units::format_number(*min)),
+            OptionKind::CountAtMost(max) => format!("an integer from 1 to {max}"),
             OptionKind::NonNegativeRealAtMost(max) => format!("a number in [0, {}]", crate::units::format_number(*max)),
             OptionKind::Flag => "true or false".into(),
             OptionKind::Choice(words) => format!("one of {}", words.join(", ")),
@@ -197,6 +203,14 @@ pub fn parse_value(field: &str, kind: OptionKind, text: &str) -> Result<OptionVa
         },
         OptionKind::RealAtMost(max) => match text.parse::<f64>() {
             Ok(v) if v.is_finite() && v > 0.0 && v <= max => OptionValue::Real(v),
+            _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
+        },
+        OptionKind::RealAtLeast(min) => match text.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= min => OptionValue::Real(v),
+            _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
+        },
+        OptionKind::CountAtMost(max) => match text.parse::<u64>() {
+            Ok(v) if (1..=max).contains(&v) => OptionValue::Count(v),
             _ => return Err(Error::invalid(field, format!("{text:?} is not {}", kind.describe()))),
         },
         OptionKind::NonNegativeRealAtMost(max) => match text.parse::<f64>() {

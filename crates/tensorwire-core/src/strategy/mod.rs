@@ -514,7 +514,8 @@ mod tests {
             OptionKind::Bytes => "2MiB".into(),
             OptionKind::Rate => "10Gbps".into(),
             OptionKind::Duration => "1ms".into(),
-            OptionKind::Count | OptionKind::Natural => "2".into(),
+            OptionKind::Count | OptionKind::Natural | OptionKind::CountAtMost(_) => "2".into(),
+            OptionKind::RealAtLeast(min) => crate::units::format_number(min + 1.0),
             OptionKind::Real | OptionKind::NonNegativeReal => if o.name == "penalty" { "0.5" } else { "2" }.into(),
             OptionKind::RealAtMost(max) | OptionKind::NonNegativeRealAtMost(max) => {
                 crate::units::format_number(max.min(2.0) / 2.0)
@@ -597,6 +598,16 @@ mod tests {
         assert_eq!(Strategy::parse("ring:cycle=1ms").unwrap_err().field(), "strategy.cycle");
         assert_eq!(Strategy::parse("ring:compression=0.5").unwrap_err().field(), "strategy.compression");
         assert_eq!(Strategy::parse("ps:switch_memory=1MB").unwrap_err().field(), "strategy.switch_memory");
+        // What `strategies` lists as allowed is what the parser takes.
+        for (spec, field, allowed) in [
+            ("ring:compression=0.5", "strategy.compression", "a number >= 1"),
+            ("multitree:penalty=2", "strategy.penalty", "a number in (0, 1]"),
+            ("fsdp:communicators=3", "strategy.communicators", "an integer from 1 to 2"),
+        ] {
+            let e = Strategy::parse(spec).unwrap_err();
+            assert_eq!(e.field(), field);
+            assert!(e.to_string().contains(allowed), "{e}");
+        }
         // No memory is refused, not read as unlimited.
         for zero in ["0B", "0.4B"] {
             let e = Strategy::parse(&format!("ps+ina:switch_memory={zero}")).unwrap_err();

@@ -55,7 +55,7 @@ pub(super) const TREES: OptionInfo = OptionInfo {
 
 pub(super) const PENALTY: OptionInfo = OptionInfo {
     name: "penalty",
-    kind: OptionKind::Real,
+    kind: OptionKind::RealAtMost(1.0),
     default: "0.7",
     help: "link-usage penalty: weights of links used by a tree are multiplied by this for the next tree",
     aliases: &[],
@@ -110,7 +110,7 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo { name: "fusion", kind: OptionKind::Bytes, default: "", help: "fusion buffer (Horovod): ready tensors are fused until this size...", aliases: &[] },
     OptionInfo { name: "cycle", kind: OptionKind::Duration, default: "5ms", help: "...or until the oldest has waited this long", aliases: &[] },
-    OptionInfo { name: "compression", kind: OptionKind::Real, default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (Zhang et al. 2020, seed 001)", aliases: &[] },
+    OptionInfo { name: "compression", kind: OptionKind::RealAtLeast(1.0), default: "1", help: "gradient compression ratio: gradient bytes on the wire divided by this (Zhang et al. 2020, seed 001)", aliases: &[] },
     OptionInfo { name: "reduce", kind: OptionKind::Rate, default: "", help: "rate at which hosts add received gradients (Zhang et al. 2020's AddEst), e.g. 800Gbps; default free", aliases: &[] },
     OptionInfo {
         name: "transport",

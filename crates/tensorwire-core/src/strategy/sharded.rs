@@ -232,7 +232,7 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo {
         name: "communicators",
-        kind: OptionKind::Count,
+        kind: OptionKind::CountAtMost(2),
         default: "1",
         help: "fsdp/hsdp/zero3: 1: all-gather and reduce-scatter serialised on one communicator (one process group, FSDP2 and DeepSpeed); 2: overlapping",
         aliases: &[],

@@ -22,6 +22,11 @@ pub const MAX_STEP_S: f64 = 1e-3;
 /// rate, so twice them is past any link's line rate.
 pub const MAX_EFFICIENCY: f64 = 2.0;
 
+/// Largest `oversubscription` of a rail fabric's leaves: an uplink 1,024 times thinner than
+/// the downlinks it serves (deployed fabrics run 1 to 4). 1e308 left the uplinks no rate at
+/// all, and the run stalled.
+pub const MAX_OVERSUBSCRIPTION: f64 = 1024.0;
+
 /// The largest calibrated fill factor (`intra_fill=`, `inter_fill=`, `nvls_fill=`,
 /// `nvlstree_fill=`): ten
 /// times NCCL's pipeline depths.
@@ -202,9 +207,9 @@ static RAIL: &[OptionInfo] = &[
     },
     OptionInfo {
         name: "oversubscription",
-        kind: OptionKind::Real,
+        kind: OptionKind::RealAtMost(MAX_OVERSUBSCRIPTION),
         default: "1",
-        help: "leaf downlink capacity / uplink capacity (1 = non-blocking)",
+        help: "leaf downlink capacity / uplink capacity (1 = non-blocking; at most 1,024: past it the uplinks carry nothing an iteration could wait for)",
         aliases: &[],
     },
     OptionInfo {
@@ -521,6 +526,15 @@ impl TopologySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oversubscription_is_bounded_where_the_uplinks_would_carry_nothing() {
+        // 1e308 left the uplinks no rate at all: the run stalled ("internal error").
+        let e = TopologySpec::parse("rail:oversubscription=1e308").unwrap_err();
+        assert_eq!(e.field(), "topology.oversubscription");
+        assert!(e.to_string().contains("(0, 1024]"), "{e}");
+        assert!(TopologySpec::parse("rail:oversubscription=1024").is_ok());
+    }
 
     #[test]
     fn a_gpu_fabric_s_transport_is_nccl_s_unless_the_strategy_gives_one() {

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from tensorwire._core import InputError
-from tensorwire.io import loads_json, read_input, write_atomic
+from tensorwire.io import decode_text, loads_json, read_input, write_atomic
 
 Row = dict[str, Any]
 
@@ -129,7 +129,7 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":
-            reader = csv.DictReader(io.StringIO(data.decode()))
+            reader = csv.DictReader(io.StringIO(decode_text(data, p, field)))
             rows = []
             for raw in reader:
                 try:

@@ -202,3 +202,13 @@ def test_json_past_pythons_integer_or_nesting_limits_is_one_line(
     line = one_line(run(*args, cwd=tmp_path))
     assert name in line and ("4,300 digits" in line or "nested too deeply" in line), line
     assert not (tmp_path / "out.json").exists() and not (tmp_path / "r.html").exists()
+
+
+def test_a_sweep_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # Saved again by a spreadsheet on Windows: "missing columns model" (the BOM joined the
+    # first column's name).
+    p = run("sweep", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring", "-o", "s.csv", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "s.csv").read_bytes())
+    p = run("report", "--sweep", "bom.csv", "-o", "r.html", cwd=tmp_path)
+    assert p.returncode == 0 and (tmp_path / "r.html").exists(), p.stderr

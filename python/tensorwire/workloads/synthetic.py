@@ -30,12 +30,16 @@ def repeat_block(workload: Workload, prefix: str, count: int) -> Workload:
     block = [i for i, layer in enumerate(workload.layers) if layer.name.startswith(prefix + ".")]
     if not block:
         raise InputError("modules", f"{workload.name} has no block {prefix!r}")
+    # A workload holds at most MAX_LAYERS layers and as many tensors: room for both.
+    block_tensors = sum(len(workload.layers[i].tensors) for i in block)
     room = (_core.MAX_LAYERS - len(workload.layers)) // len(block)
+    if block_tensors:
+        room = min(room, (_core.MAX_LAYERS - len(workload.tensors)) // block_tensors)
     if count > room:  # refused before the copies are built (10^20 of them filled memory)
         raise InputError(
             "modules",
-            f"{count:,} copies of {prefix} ({len(block)} layers each) would pass the {_core.MAX_LAYERS:,} layers a "
-            f"workload can hold; at most {max(room, 0):,}",
+            f"{count:,} copies of {prefix} ({len(block)} layers, {block_tensors} tensors each) would pass the "
+            f"{_core.MAX_LAYERS:,} layers and tensors a workload can hold; at most {max(room, 0):,}",
         )
     copies = [
         Layer(

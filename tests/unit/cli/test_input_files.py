@@ -104,12 +104,16 @@ def test_more_module_copies_than_a_workload_holds_are_refused_before_they_are_bu
     from tensorwire.workloads.synthetic import repeat_block
 
     w = load_model("inception_v3")
-    block = sum(1 for layer in w.layers if layer.name.startswith("Mixed_6e."))
-    room = (_core.MAX_LAYERS - len(w.layers)) // block
-    assert len(repeat_block(w, "Mixed_6e", 2).layers) == len(w.layers) + 2 * block
+    block = [layer for layer in w.layers if layer.name.startswith("Mixed_6e.")]
+    tensors = sum(len(layer.tensors) for layer in block)
+    # Room for the layers and for the tensors (the bound counted layers only, and a copy
+    # count it suggested was refused for its tensors after 16 s).
+    room = min((_core.MAX_LAYERS - len(w.layers)) // len(block), (_core.MAX_LAYERS - len(w.tensors)) // tensors)
+    assert tensors > len(block) and room < (_core.MAX_LAYERS - len(w.layers)) // len(block)
+    assert len(repeat_block(w, "Mixed_6e", 2).layers) == len(w.layers) + 2 * len(block)
     with pytest.raises(InputError, match=f"at most {room:,}"):
         repeat_block(w, "Mixed_6e", room + 1)
-    with pytest.raises(InputError, match="would pass the 1,048,576 layers"):
+    with pytest.raises(InputError, match="would pass the 1,048,576 layers and tensors"):
         repeat_block(w, "Mixed_6e", 10**20)
 
 

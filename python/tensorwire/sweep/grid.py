@@ -30,6 +30,10 @@ T = TypeVar("T")
 
 #: The ``gpu`` column of a workload read from a file (its compute times are the file's).
 FILE_GPU = "file"
+
+#: Most configurations one sweep runs (``grid`` is refused past it, before anything runs):
+#: at a few milliseconds each, hours of simulation and a results file of ~30 MB.
+MAX_POINTS = 100_000
 Scalar = Union[str, int, float]
 Axis = Union[None, str, int, float, Iterable[Optional[Scalar]]]
 
@@ -219,6 +223,26 @@ def expand(
     if workload_file:
         w = load_workload(workload_file, workload_format)  # raises InputError (workload...)
         files.append((w.name, FILE_GPU, w.batch_size))
+
+    # Refused before anything runs: a grid past this is hours of simulation and a results
+    # file of hundreds of megabytes (1,000 worker counts x 1,000 rates ran a minute without
+    # a line of output).
+    points = (
+        len(resolved + files)
+        * len(speedups)
+        * len(nets)
+        * len(lats)
+        * len(ns)
+        * sum(len(rates_of[t]) for t in topos)
+        * len(specs)
+        * len(seed_values)
+    )
+    if points > MAX_POINTS:
+        raise InputError(
+            "grid",
+            f"{points:,} configurations, more than the {MAX_POINTS:,} a sweep runs; give fewer values on its "
+            "axes (models, workers, bandwidths, strategies, topologies, latencies, seeds), or run it in parts",
+        )
 
     _probe(specs, topos, ns, nets)
 

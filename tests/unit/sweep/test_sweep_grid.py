@@ -112,3 +112,15 @@ def test_a_rail_keeps_its_own_nics_unless_a_bandwidth_is_given() -> None:
     assert {c.topology: c.bandwidth for c in configs} == {"rail:node=dgx-a100": 25e9, "star": 25e9 / 8}
     given = expand("resnet50", "16", "25Gbps", "ring", topologies="rail:node=dgx-a100")
     assert [c.bandwidth for c in given] == [25e9 / 8]
+
+
+def test_a_grid_past_the_largest_sweep_is_refused_before_anything_runs() -> None:
+    # 1,000 worker counts x 1,000 rates ran a minute without a line of output.
+    from tensorwire.sweep.grid import MAX_POINTS
+
+    rates = [f"{i}Gbps" for i in range(1, 1001)]
+    with pytest.raises(tw.InputError) as e:
+        expand("resnet50", list(range(2, 1002)), rates, "ring")
+    assert e.value.args[0] == "grid" and "1,000,000 configurations" in e.value.args[1]
+    # At the limit it expands (100 x 1,000).
+    assert len(expand("resnet50", list(range(2, 102)), rates, "ring")) == MAX_POINTS

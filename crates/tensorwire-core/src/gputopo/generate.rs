@@ -55,6 +55,16 @@ pub fn generate_trees(topology: &GpuTopology, count: usize, penalty: f64) -> Res
         return Err(Error::invalid("trees", "0 trees; ask for 1 or more (one per GPU is usual)"));
     }
     crate::limits::at_most("trees", count as u64, crate::limits::MAX_TREES as u64, "trees")?;
+    let most = trees_within_budget(topology.gpus());
+    if count > most {
+        return Err(Error::invalid(
+            "trees",
+            format!(
+                "{count} trees of {} GPUs are past what builds in seconds (each tree's bisection costs ~n^3: 4,096 of 128 GPUs took 41 s); at most {most} here",
+                topology.gpus()
+            ),
+        ));
+    }
     if !(penalty > 0.0 && penalty <= 1.0) {
         return Err(Error::invalid(
             "penalty",
@@ -69,6 +79,19 @@ pub fn generate_trees(topology: &GpuTopology, count: usize, penalty: f64) -> Res
         out.push(g);
     }
     Ok(out)
+}
+
+/// Work units (trees x GPUs^3) [`generate_trees`] takes: about 1.3 s on the reference
+/// machine (one tree of a 128-GPU full mesh is ~10 ms, ~5 ns a unit).
+const TREE_WORK_BUDGET: u64 = 1 << 28;
+
+/// The most trees [`generate_trees`] builds on `gpus` GPUs: one per GPU (seed 003's default)
+/// always, more while `trees x gpus^3` stays within [`TREE_WORK_BUDGET`], at most
+/// [`crate::limits::MAX_TREES`].
+pub fn trees_within_budget(gpus: usize) -> usize {
+    let cube = (gpus.max(1) as u64).saturating_pow(3);
+    let by_work = usize::try_from(TREE_WORK_BUDGET / cube).unwrap_or(usize::MAX);
+    by_work.max(gpus).min(crate::limits::MAX_TREES)
 }
 
 /// The tree of recursive Kernighan-Lin bisection alone, unchecked, with no penalty;

@@ -302,7 +302,7 @@ class Job:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise InputError("jobs.name", f"{self.name!r} is not a job name; give a non-empty string")
-        check_text("jobs.name", self.name)
+        check_text("jobs.name", self.name, allow="")
         if not isinstance(self.workload, Workload):
             raise TypeError(
                 f"job {self.name!r}: workload must be a Workload (e.g. tensorwire.load_model('resnet50')), not {self.workload!r:.80}"

@@ -9,6 +9,7 @@ of range is refused here as an :class:`InputError` naming the field (never wrapp
 from __future__ import annotations
 
 import numbers
+import unicodedata
 from typing import Any
 
 from tensorwire._core import InputError
@@ -40,9 +41,11 @@ def check_int(field: str, value: Any, minimum: int = 0, maximum: int = U64_MAX) 
     return int(value)
 
 
-def check_text(field: str, value: Any) -> str:
-    """``value`` if it is text the core can take (a ``str`` that is valid Unicode: no lone
-    surrogates such as JSON's ``"\\ud800"``), else :class:`InputError`."""
+def check_text(field: str, value: Any, allow: str = "\t\n") -> str:
+    """``value`` if it is text the core can take and a terminal can print (a ``str`` that is
+    valid Unicode: no lone surrogates such as JSON's ``"\\ud800"``; no control characters but
+    those in ``allow``: an ESC from a file would drive the terminal the tables are printed
+    to), else :class:`InputError`."""
     if not isinstance(value, str):
         raise InputError(field, f"{value!r:.80} is not text")
     try:
@@ -51,4 +54,10 @@ def check_text(field: str, value: Any) -> str:
         raise InputError(
             field, f"{value[:40]!a}: not valid Unicode (character {e.start} is a lone surrogate)"
         ) from None
+    bad = next((i for i, c in enumerate(value) if unicodedata.category(c) == "Cc" and c not in allow), None)
+    if bad is not None:
+        raise InputError(
+            field,
+            f"{value[:40]!a}: character {bad} is a control character (U+{ord(value[bad]):04X}); give printable text",
+        )
     return value

@@ -65,7 +65,7 @@ class Tensor:
     bytes: int
 
     def __post_init__(self) -> None:
-        check_text("tensor.name", self.name)
+        check_text("tensor.name", self.name, allow="")
         check_int("tensor.bytes", self.bytes, 0, U64_MAX)
 
 
@@ -79,7 +79,7 @@ class Layer:
     tensors: tuple[Tensor, ...] = ()
 
     def __post_init__(self) -> None:
-        check_text("layer.name", self.name)
+        check_text("layer.name", self.name, allow="")
         for key in ("forward_s", "backward_s"):
             value = getattr(self, key)
             if (
@@ -131,7 +131,7 @@ class Workload:
             raise InputError("workload.layers", "a workload needs at least one layer")
         if isinstance(self.layers, (str, bytes)) or not all(isinstance(layer, Layer) for layer in self.layers):
             raise TypeError(f"workload {self.name!r}: layers must be Layer objects, got {self.layers!r:.200}")
-        check_text("workload.name", self.name)
+        check_text("workload.name", self.name, allow="")
         check_text("workload.description", self.description)
         for source in self.sources:
             check_text("workload.sources", source)

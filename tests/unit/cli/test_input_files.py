@@ -216,3 +216,18 @@ def test_a_sweep_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "s.csv").read_bytes())
     p = run("report", "--sweep", "bom.csv", "-o", "r.html", cwd=tmp_path)
     assert p.returncode == 0 and (tmp_path / "r.html").exists(), p.stderr
+
+
+@pytest.mark.parametrize("name", ["m\u001b[2J", "m\u0000", "m\u009b31m"])
+def test_a_name_with_control_characters_is_refused_before_it_reaches_the_terminal(tmp_path: Path, name: str) -> None:
+    # An ESC in a workload file's name was printed raw in simulate's table title.
+    doc = {
+        "format": "tensorwire-workload/1",
+        "name": name,
+        "batch_size": 1,
+        "layers": [{"name": "a", "forward_s": 0.001, "backward_s": 0.002, "tensors": [{"name": "w", "bytes": 1000}]}],
+    }
+    (tmp_path / "w.json").write_text(json.dumps(doc))
+    line = one_line(run("simulate", "--workload", "w.json", "-n", "4", "-b", "25Gbps", "-s", "ring", cwd=tmp_path))
+    assert "workload.name" in line and "control character" in line, line
+    assert "\u001b" not in line and "\u0000" not in line

@@ -321,6 +321,12 @@ def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given:
     )
 
 
+def _gbs(x: float) -> str:
+    """A bandwidth for a message, as nccl-tests prints it (2 decimals), or in exponent form
+    where a malformed row makes it absurd (1e-300 us gave 300 digits)."""
+    return f"{x:.2f}" if abs(x) < 1e9 else f"{x:.4g}"
+
+
 def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     """The row of ``text``; None for a row of size 0 (skipped: it times nothing, and
     nccl-tests prints its bandwidths as 0 or nan)."""
@@ -430,9 +436,9 @@ def disagreements(
         low = size / ((t + dt) * 1e3)
         high = size / ((t - dt) * 1e3) if t > dt else math.inf
         if a + da < low * (1 - _SLACK) or a - da > high * (1 + _SLACK):
-            out.append(f"algbw {algbw} is not size / time = {size / (t * 1e3):.2f} GB/s")
+            out.append(f"algbw {algbw} is not size / time = {_gbs(size / (t * 1e3))} GB/s")
     if abs(b - a * factor) > (db + da * factor) * (1 + _SLACK) + _SLACK * abs(b):
-        out.append(f"busbw {busbw} is not algbw x {factor:.4g} ({what}) = {a * factor:.2f} GB/s")
+        out.append(f"busbw {busbw} is not algbw x {factor:.4g} ({what}) = {_gbs(a * factor)} GB/s")
     return out
 
 

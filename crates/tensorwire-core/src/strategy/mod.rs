@@ -428,7 +428,10 @@ fn check_options(spec: &Spec) -> Result<()> {
                 let default = if name == "first_bucket" { "DDP's 1 MiB" } else { "none" };
                 return Err(Error::invalid(
                     format!("strategy.{name}"),
-                    format!("{b} bytes: must be at least 1 byte (leave {name} out for {default})"),
+                    format!(
+                        "{} bytes: must be at least 1 byte (leave {name} out for {default})",
+                        crate::units::format_number(b)
+                    ),
                 ));
             }
         }

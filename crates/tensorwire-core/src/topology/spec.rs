@@ -446,8 +446,8 @@ impl TopologySpec {
                 "bandwidth",
                 format!(
                     "the rail NIC rate is given twice, {} Gbps (--bandwidth) and nic={} Gbps (--topology); give one of them",
-                    rate * 8.0 / 1e9,
-                    nic * 8.0 / 1e9
+                    crate::units::format_number(rate * 8.0 / 1e9),
+                    crate::units::format_number(nic * 8.0 / 1e9)
                 ),
             )),
             (Some(rate), _) => Ok(rate),

@@ -91,9 +91,16 @@ pub fn nanos_clamped(ns: f64) -> Nanos {
 }
 
 /// The error of a run whose simulated time reached the horizon (inputs that make it so
-/// could not all be refused up front: straggler draws, long chains of steps).
-pub fn horizon_error(iterations_done: usize, iterations: u32, stragglers: bool) -> Error {
-    let cause = if stragglers { "; a drawn straggler slowdown (--stragglers spread) is that large" } else { "" };
+/// could not all be refused up front: straggler draws, long chains of steps, a slow link
+/// that only some messages cross), naming `suspects` (`Scenario::horizon_suspects`) if any.
+pub fn horizon_error(iterations_done: usize, iterations: u32, stragglers: bool, suspects: &[String]) -> Error {
+    let cause = if !suspects.is_empty() {
+        format!("; {}", suspects.join("; "))
+    } else if stragglers {
+        "; a drawn straggler slowdown (--stragglers spread) is that large".to_string()
+    } else {
+        String::new()
+    };
     Error::invalid(
         "horizon",
         format!(

@@ -119,7 +119,13 @@ pub fn nanos_to_seconds(t: Nanos) -> f64 {
 /// tiny, so that a line stays one short line.
 pub fn format_number(x: f64) -> String {
     if x != 0.0 && !(1e-3..1e9).contains(&x.abs()) {
-        format!("{x:e}")
+        // Four significant digits, trailing zeros dropped: 3.125e-299, not
+        // 3.1249999999999996e-299; 1e300, not 1.000e300.
+        let text = format!("{x:.3e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let mantissa =
+            if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
+        format!("{mantissa}e{exponent}")
     } else {
         format!("{x}")
     }
@@ -138,6 +144,15 @@ pub fn format_bytes(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_for_messages_stay_short() {
+        assert_eq!(format_number(3.1249999999999996e-299), "3.125e-299");
+        assert_eq!(format_number(1e300), "1e300");
+        assert_eq!(format_number(-2.5e10), "-2.5e10");
+        assert_eq!(format_number(0.125), "0.125");
+        assert_eq!(format_number(4.0), "4");
+    }
 
     #[test]
     fn parses_decimal_and_binary_sizes() {

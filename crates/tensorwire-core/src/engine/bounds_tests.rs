@@ -61,6 +61,26 @@ fn rates_and_sizes_past_the_horizon_are_refused_naming_the_input() {
         let e = crate::workload::collective_benchmark(spec).unwrap_err();
         assert_eq!(e.field(), "collective", "{spec}");
     }
+    // Every received byte is added at `reduce=`: it ran until the engine's horizon and said
+    // only "horizon".
+    assert_eq!(field_of(&with_strategy("ring:reduce=1e-9bps")), "strategy.reduce");
+}
+
+#[test]
+fn a_run_stopped_at_the_horizon_names_the_slow_link_given() {
+    // A fabric's own link or a failure's rate holds only the messages that cross it, so it
+    // is not refused up front; where the run then stops at the horizon, it is named.
+    let mut sc = with_strategy("ring");
+    sc.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=2,spines=1,uplink=1e-9bps").unwrap();
+    let e = simulate(&sc).unwrap_err().to_string();
+    assert!(e.starts_with("horizon:") && e.contains("topology.uplink at 1.25e-10 bytes/s"), "{e}");
+    // The same slow uplinks, unused (every host on one leaf): the run is fine.
+    sc.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=4,spines=1,uplink=1e-9bps").unwrap();
+    assert!(simulate(&sc).is_ok());
+    // A fusion cycle that a buffer waits every iteration; a buffer that fills does not wait.
+    let e = simulate(&with_strategy("ring:fusion=1MiB,cycle=5e6s")).unwrap_err().to_string();
+    assert!(e.starts_with("horizon:") && e.contains("strategy.cycle of 5000000 s"), "{e}");
+    assert!(simulate(&with_strategy("ring:fusion=1KiB,cycle=5e6s")).is_ok());
 }
 
 #[test]

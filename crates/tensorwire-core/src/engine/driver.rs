@@ -88,7 +88,7 @@ pub(crate) fn drive<J: SimulatedJob + ?Sized>(sc: &Scenario, jobs: &mut [&mut J]
         if let Next::Network(t) | Next::Timer(t) | Next::Queue(t) = next {
             if t >= HORIZON_NS {
                 let done = jobs.iter().map(|j| j.completed()).min().unwrap_or(0);
-                return Err(horizon_error(done, sc.iterations, !sc.variability.is_uniform()));
+                return Err(horizon_error(done, sc.iterations, !sc.variability.is_uniform(), &sc.horizon_suspects()));
             }
         }
         match next {

@@ -222,6 +222,36 @@ impl Scenario {
 
     /// Refuses, naming the input, what would pass the memory limits or the simulation
     /// horizon (`limits.rs`) before anything is built.
+    /// What a run stopped at the horizon names as its likely cause: the rates given that
+    /// would hold the workload's bytes past it if every byte crossed them (`topology.uplink`,
+    /// a failure's rate), and a fusion cycle that would pass it if a buffer waited it every
+    /// iteration. None is refused up front: a link holds only the messages that cross it,
+    /// and a buffer that fills does not wait.
+    pub(crate) fn horizon_suspects(&self) -> Vec<String> {
+        let bytes = self.workload.total_bytes() as f64;
+        let failed = self.failures.iter().filter(|f| f.rate > 0.0).map(|f| f.rate).fold(f64::INFINITY, f64::min);
+        let mut out: Vec<String> = self
+            .topology
+            .given_rates()
+            .into_iter()
+            .map(|(name, r)| (format!("topology.{name}"), r))
+            .chain(failed.is_finite().then(|| ("failures (rate)".to_string(), self.bandwidth * failed)))
+            .filter(|(_, r)| bytes / r >= crate::limits::HORIZON_S)
+            .map(|(f, r)| {
+                format!("{f} at {} bytes/s would hold the workload's bytes that long", crate::units::format_number(r))
+            })
+            .collect();
+        if let Some(f) = &self.strategy.fusion {
+            if f.cycle as f64 * (f64::from(self.iterations) + 1.0) >= crate::limits::HORIZON_NS as f64 {
+                out.push(format!(
+                    "strategy.cycle of {} s, waited every iteration, would pass it",
+                    crate::units::format_number(f.cycle as f64 / 1e9)
+                ));
+            }
+        }
+        out
+    }
+
     fn check_bounds(&self) -> Result<()> {
         use crate::limits::{at_most, HORIZON_S, MAX_ITERATIONS, MAX_PIECES, MAX_WORKERS, MAX_WORKER_ITERATIONS};
         at_most("workers", self.workers as u64, MAX_WORKERS as u64, "workers")?;
@@ -244,9 +274,14 @@ impl Scenario {
             None => (("per_message_overhead", self.per_message_overhead), ("copy_bandwidth", self.copy_bandwidth)),
         };
         check_step_durations(strategy, self.workers, ("latency", self.latency), overhead)?;
-        // Transfers: the workload's bytes at each rate a message may be held to.
+        // Transfers: the workload's bytes at each rate every message is held to (the hosts'
+        // links, a host copy, the adds of `reduce=`), named by the option that set it: past
+        // the horizon the run would stop there and could only say "horizon". (A fabric's own
+        // links and a failure's rate hold only the messages that cross them: the run decides,
+        // and `slow_rates` names them if it stops at the horizon.)
         let bytes = self.workload.total_bytes() as f64;
-        for (field, rate) in [("bandwidth", Some(self.bandwidth)), copy] {
+        let rates = [("bandwidth", Some(self.bandwidth)), copy, ("strategy.reduce", strategy.reduce_bytes_per_s)];
+        for (field, rate) in rates {
             if let Some(rate) = rate {
                 if bytes / rate >= HORIZON_S {
                     return Err(Error::invalid(

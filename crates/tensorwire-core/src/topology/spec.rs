@@ -434,6 +434,19 @@ impl TopologySpec {
         Some(self.0.rate("nic").unwrap_or(node.nic_bytes_per_s))
     }
 
+    /// The rates given in the spec (`nic=`, `nvlink=`, `uplink=`, ...), bytes/s, by option
+    /// name: each a link rate a message may be held to.
+    pub fn given_rates(&self) -> Vec<(&'static str, f64)> {
+        self.0
+            .given
+            .iter()
+            .filter_map(|(o, v)| match v {
+                crate::spec::OptionValue::Rate(r) => Some((o.name, *r)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The host link rate to build with, bytes/s, from the one given (`--bandwidth`), if
     /// any: it, or the fabric's own ([`TopologySpec::own_rate`]) when none is given. On
     /// `rail` a given rate is each GPU's NIC rate, so giving it and a different `nic=` is

@@ -78,6 +78,17 @@ def _not_utf8(args: Sequence[str]) -> Optional[str]:
     return None
 
 
+#: Fields the API names after its own arguments, named here after the command line's
+#: options that set them (``--overhead``, ``--stragglers fixed:...``, ``--batch`` of an
+#: LLM, ``--add-modules``).
+CLI_FIELDS = {
+    "per_message_overhead": "overhead",
+    "slowdowns": "stragglers",
+    "micro_batch": "batch",
+    "modules": "add_modules",
+}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns (and, from the console script, exits with) the exit status."""
     if sys.stdout is None:  # started with standard output closed (`tensorwire models >&-`)
@@ -101,7 +112,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
         if field == "interrupted":  # the core stopped at a pending signal
             return _interrupted()
-        return _fail(f"{field}: {message}")
+        return _fail(f"{CLI_FIELDS.get(field, field)}: {message}")
     except click.exceptions.NoSuchOption as e:
         return _fail(e.format_message())
     except _NO_COMMAND as e:  # the help, not squashed into one line

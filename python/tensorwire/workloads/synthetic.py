@@ -29,7 +29,11 @@ def repeat_block(workload: Workload, prefix: str, count: int) -> Workload:
         raise InputError("modules", f"{count!r} must be an integer >= 0")
     block = [i for i, layer in enumerate(workload.layers) if layer.name.startswith(prefix + ".")]
     if not block:
-        raise InputError("modules", f"{workload.name} has no block {prefix!r}")
+        kinds = ", ".join(f"{kind} ({block})" for kind, block in MODULES.items())
+        raise InputError(
+            "modules",
+            f"{workload.name} has no block {prefix!r}; the blocks are Inception-v3's (-m inception_v3): {kinds}, or any of its block names",
+        )
     # A workload holds at most MAX_LAYERS layers and as many tensors: room for both.
     block_tensors = sum(len(workload.layers[i].tensors) for i in block)
     room = (_core.MAX_LAYERS - len(workload.layers)) // len(block)

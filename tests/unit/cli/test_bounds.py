@@ -24,7 +24,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*SIM, "-s", "ring", "--stragglers", "lognormal:700"], "stragglers"),
     ([*SIM, "-s", "ring", "--latency", "1e9s"], "latency"),
     ([*SIM, "-s", "ring", "--latency", "1e300s"], "latency"),
-    ([*SIM, "-s", "ring", "--overhead", "1e300s"], "per_message_overhead"),
+    ([*SIM, "-s", "ring", "--overhead", "1e300s"], "overhead"),
     ([*SIM, "-s", "ring:overhead=1e300s"], "strategy.overhead"),
     ([*SIM, "-s", "ring:dispatch=1e300s"], "strategy.dispatch"),
     (["simulate", "-m", "resnet50", "-n", "1000000000", "-b", "25Gbps", "-s", "ring"], "workers"),

@@ -231,3 +231,22 @@ def test_a_name_with_control_characters_is_refused_before_it_reaches_the_termina
     line = one_line(run("simulate", "--workload", "w.json", "-n", "4", "-b", "25Gbps", "-s", "ring", cwd=tmp_path))
     assert "workload.name" in line and "control character" in line, line
     assert "\u001b" not in line and "\u0000" not in line
+
+
+@pytest.mark.parametrize(
+    "args, start",
+    [
+        (("--overhead", "1e300s"), "tensorwire: error: overhead: "),
+        (("--stragglers", "fixed:1,1,1,1e300"), "tensorwire: error: stragglers: "),
+        (("--batch", "4294967295"), "tensorwire: error: batch: 4294967295 makes an iteration's compute"),
+        (
+            ("--add-modules", "Mixed_5d:3"),
+            "tensorwire: error: add_modules: resnet50 has no block 'Mixed_5d'; the blocks",
+        ),
+    ],
+)
+def test_errors_name_the_option_the_command_line_gave(tmp_path: Path, args: tuple[str, ...], start: str) -> None:
+    # They named the API's arguments (per_message_overhead, slowdowns, modules) or, for a
+    # huge batch, the first layer's forward_s.
+    line = one_line(run(*RUN, *args, cwd=tmp_path))
+    assert line.startswith(start), line

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.io import TRACE_FILE_LIMIT, read_input
 from tensorwire.limits import U64_MAX
@@ -185,6 +186,12 @@ def _node(buf: bytes) -> Node:
     return n
 
 
+#: Most nodes read from one trace, 2^23 (8.4 million): counted before any is decoded (a node
+#: costs ~1 KiB in Python; a 99 MB trace of 2 million nodes filled 2.7 GB before its layer
+#: count was refused).
+MAX_NODES = 1 << 23
+
+
 def read_nodes(path: PathLike) -> tuple[str, list[Node]]:
     """The version string of the GlobalMetadata and the nodes of a Chakra ET file."""
     p = Path(path)
@@ -202,9 +209,22 @@ def read_nodes(path: PathLike) -> tuple[str, list[Node]]:
             pos = start + size
         if not messages:
             raise _Malformed("empty file")
+        if len(messages) - 1 > MAX_NODES:
+            raise InputError("workload", f"{p.name}: {len(messages) - 1:,} nodes, more than the {MAX_NODES:,} read")
         meta = _fields(messages[0])
         version = next((v.decode("utf-8", "replace") for k, _w, v in meta if k == 1 and isinstance(v, bytes)), "")
-        nodes = [_node(m) for m in messages[1:]]
+        nodes = []
+        comms = 0
+        for m in messages[1:]:
+            node = _node(m)
+            nodes.append(node)
+            comms += node.type in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE)
+            if comms > _core.MAX_LAYERS:  # each a tensor of the workload: refused while reading
+                raise InputError(
+                    "workload",
+                    f"{p.name}: more than {_core.MAX_LAYERS:,} communication nodes, the collectives (tensors) a "
+                    "workload holds",
+                )
     except _Malformed as e:
         raise InputError("workload", f"{p.name}: malformed Chakra trace: {e}; {_EXPECTED}") from None
     if not nodes:

@@ -165,3 +165,21 @@ def test_cli_simulate_and_error(tmp_path: Path) -> None:
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "malformed Chakra trace" in r.stderr, (
         r.stderr
     )
+
+
+def test_more_collectives_than_a_workload_holds_are_refused_while_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 99 MB trace of 1.1 million collectives filled 2.7 GB before its layer count was
+    # refused; the count is checked as nodes are decoded (the limit lowered here to 3).
+    from tensorwire import _core
+    from tensorwire.workloads import chakra
+
+    monkeypatch.setattr(_core, "MAX_LAYERS", 3)
+    comm = [cw.node(i, f"c{i}", COMM_COLL_NODE, attrs={"comm_type": 0, "comm_size": 4}) for i in range(1, 5)]
+    p = cw.write(tmp_path / "many.et", [cw.node(0, "a", COMP_NODE, duration_micros=5), *comm])
+    with pytest.raises(InputError, match="more than 3 communication nodes"):
+        read_nodes(p)
+    monkeypatch.setattr(chakra, "MAX_NODES", 2)
+    with pytest.raises(InputError, match="5 nodes, more than the 2 read"):
+        read_nodes(p)

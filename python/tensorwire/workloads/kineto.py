@@ -37,6 +37,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire._core import InputError
 from tensorwire.io import TRACE_FILE_LIMIT, clip, gunzip, loads_json, read_input
+from tensorwire.limits import U64_MAX
 from tensorwire.workload import Layer, Workload
 from tensorwire.workloads.layering import (
     Collective,
@@ -505,12 +506,17 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
             raise InputError(
                 "workload", f"{where}: dtype unknown; expected a dtype or Input type argument (record_shapes=True)"
             )
+        size = x.nelems * _dtype_bytes(x.dtype, where)
+        if size > U64_MAX:  # (it failed later as tensor.bytes, naming neither file nor event)
+            raise InputError(
+                "workload", f"{where}: {clip(str(x.nelems))} elements of {x.dtype} are more than 2^64 bytes"
+            )
         ex = x.exec_ev or x.ev
         phase = "forward" if x.ev.ts < bwd_start else ("backward" if x.ev.ts <= bwd_end else "after")
         colls.append(
             Collective(
                 kind=x.kind,
-                bytes=x.nelems * _dtype_bytes(x.dtype, where),
+                bytes=size,
                 dtype=x.dtype,
                 launch_s=us(x.ev.ts),
                 start_s=us(ex.ts),

@@ -196,7 +196,8 @@ def test_kineto_dims_beyond_64_bits(tmp_path: Path, capsys: pytest.CaptureFixtur
                 a[field] = [[10**30]] if field == "Input Dims" else 10**30
     path = tmp_path / "k.json"
     path.write_text(json.dumps(data))
-    _refused(capsys, path, "bytes")
+    # Naming the file and the event (it was `tensor.bytes: an integer of 102 bits`).
+    _refused(capsys, path, "are more than 2^64 bytes")
 
 
 def test_gzip_bomb_is_refused_without_inflating_it(

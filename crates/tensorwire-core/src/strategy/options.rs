@@ -87,7 +87,7 @@ pub static PS_OPTIONS: &[OptionInfo] = &[
     },
     OptionInfo { name: "barrier", kind: OptionKind::Flag, default: "true", help: "global barrier: nothing is sent back until every update of the iteration arrived", aliases: &[] },
     OptionInfo { name: "pipeline", kind: OptionKind::Bytes, default: "", help: "message pipelining: split tensors into messages of at most this size, forwarded when ready (Chang et al. 2020, seed 000 section 9.2); add credit=SIZE, or all pieces go at once and share the link", aliases: &[] },
-    OptionInfo { name: "switch_memory", kind: OptionKind::Bytes, default: "", help: "in-network aggregation: switch memory for partial aggregates (default unlimited)", aliases: &[] },
+    OptionInfo { name: "switch_memory", kind: OptionKind::Bytes, default: "", help: "in-network aggregation: switch memory for partial aggregates (default unlimited; a piece larger than it is aggregated alone; partition= cuts pieces to fit)", aliases: &[] },
 ];
 
 /// Options every strategy takes: scheduling, fusion, compression, reduction cost, transport.

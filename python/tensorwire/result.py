@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Optional
@@ -87,7 +88,14 @@ class Result:
         another value is an :class:`InputError` naming ``k``."""
         if not is_int(k) or k < 0:
             raise InputError("k", f"{k!r:.80} is not a count of links; give an integer >= 0")
-        return sorted(self.link_utilization.items(), key=lambda kv: (-kv[1], _natural(kv[0])))[:k]
+        if k == 0:
+            return []
+        # The k-th largest utilisation first (a fabric can have millions of links, and the
+        # natural key of every name cost 6 s of a 7 s command on 0.5 million); only the links
+        # at or above it are ordered by name.
+        cut = heapq.nlargest(k, self.link_utilization.values())[-1] if self.link_utilization else 0.0
+        top = [kv for kv in self.link_utilization.items() if kv[1] >= cut]
+        return heapq.nsmallest(k, top, key=lambda kv: (-kv[1], _natural(kv[0])))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict, as ``--json`` prints it: :attr:`active_processes` under its

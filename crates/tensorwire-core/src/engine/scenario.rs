@@ -220,8 +220,6 @@ impl Scenario {
         Ok(())
     }
 
-    /// Refuses, naming the input, what would pass the memory limits or the simulation
-    /// horizon (`limits.rs`) before anything is built.
     /// What a run stopped at the horizon names as its likely cause: the rates given that
     /// would hold the workload's bytes past it if every byte crossed them (`topology.uplink`,
     /// a failure's rate), and a fusion cycle that would pass it if a buffer waited it every
@@ -252,6 +250,8 @@ impl Scenario {
         out
     }
 
+    /// Refuses, naming the input, what would pass the memory limits or the simulation
+    /// horizon (`limits.rs`) before anything is built.
     fn check_bounds(&self) -> Result<()> {
         use crate::limits::{at_most, HORIZON_S, MAX_ITERATIONS, MAX_PIECES, MAX_WORKERS, MAX_WORKER_ITERATIONS};
         at_most("workers", self.workers as u64, MAX_WORKERS as u64, "workers")?;
@@ -278,7 +278,7 @@ impl Scenario {
         // links, a host copy, the adds of `reduce=`), named by the option that set it: past
         // the horizon the run would stop there and could only say "horizon". (A fabric's own
         // links and a failure's rate hold only the messages that cross them: the run decides,
-        // and `slow_rates` names them if it stops at the horizon.)
+        // and `horizon_suspects` names them if it stops at the horizon.)
         let bytes = self.workload.total_bytes() as f64;
         let rates = [("bandwidth", Some(self.bandwidth)), copy, ("strategy.reduce", strategy.reduce_bytes_per_s)];
         for (field, rate) in rates {

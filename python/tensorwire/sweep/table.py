@@ -137,7 +137,9 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
                 except ValueError as e:  # a cell that is not its column's type: name the line
                     raise _CellError(f"{p.name}:{reader.line_num}: {e}") from None
         elif suffix == ".json":
-            loaded = loads_json(data, p, field, expected="a sweep file (a JSON list of rows)")
+            loaded = loads_json(
+                data, p, field, expected="a sweep file (a JSON list of rows)", invalid="; not a sweep file"
+            )
             if not isinstance(loaded, list) or not all(isinstance(r, dict) for r in loaded):
                 raise ValueError("expected a list of objects")
             rows = loaded

@@ -280,7 +280,10 @@ impl Scenario {
         // links and a failure's rate hold only the messages that cross them: the run decides,
         // and `horizon_suspects` names them if it stops at the horizon.)
         let bytes = self.workload.total_bytes() as f64;
-        let rates = [("bandwidth", Some(self.bandwidth)), copy, ("strategy.reduce", strategy.reduce_bytes_per_s)];
+        // (`reduce=` under NCCL's timing is refused where the run is built, saying why.)
+        let timed = matches!(&strategy.family, Family::Sharded(cfg) if super::sharded::comm(cfg, &self.topology) == crate::strategy::Comm::Nccl);
+        let reduce = strategy.reduce_bytes_per_s.filter(|_| !timed);
+        let rates = [("bandwidth", Some(self.bandwidth)), copy, ("strategy.reduce", reduce)];
         for (field, rate) in rates {
             if let Some(rate) = rate {
                 if bytes / rate >= HORIZON_S {

@@ -202,11 +202,13 @@ def _events(data: dict[str, Any], name: str) -> list[_Ev]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         ts, dur = e.get("ts"), e.get("dur", 0)
-        try:  # (an integer past a float's range raises OverflowError)
-            times = (float(ts), float(dur)) if not isinstance(ts, bool) and not isinstance(dur, bool) else None
-        except (TypeError, ValueError, OverflowError):
-            times = None
-        if times is None or not isinstance(ts, (int, float)) or not math.isfinite(times[0]) or not times[1] >= 0:
+        times: Optional[tuple[float, float]] = None
+        if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and not isinstance(ts, bool):
+            try:  # (an integer past a float's range raises OverflowError)
+                times = (float(ts), float(dur)) if not isinstance(dur, bool) else None
+            except OverflowError:
+                times = None
+        if times is None or not math.isfinite(times[0]) or not times[1] >= 0:
             raise InputError(
                 "workload",
                 f"{name}: event {clip(str(e.get('name')))!r} has a bad ts/dur ({clip(repr(ts))}, {clip(repr(dur))}); expected microseconds",

@@ -60,7 +60,7 @@ pub fn generate_trees(topology: &GpuTopology, count: usize, penalty: f64) -> Res
         return Err(Error::invalid(
             "trees",
             format!(
-                "{count} trees of {} GPUs are past what builds in seconds (each tree's bisection costs ~n^3: 4,096 of 128 GPUs took 41 s); at most {most} here",
+                "{count} trees of {} GPUs are past what builds in seconds (each tree's bisection costs ~n^3: 4,096 of 128 GPUs took 31 s); at most {most} here",
                 topology.gpus()
             ),
         ));

@@ -469,7 +469,7 @@ proptest! {
 
 #[test]
 fn trees_are_bounded_by_their_build_work_but_one_per_gpu_always_builds() {
-    // 4,096 trees of a 128-GPU full mesh took 41 s (`topology --trees`, no flow budget).
+    // 4,096 trees of a 128-GPU full mesh took 31 s (`topology --trees`, no flow budget).
     use super::generate::trees_within_budget;
     assert_eq!(trees_within_budget(8), crate::limits::MAX_TREES);
     assert_eq!(trees_within_budget(64), 1024);

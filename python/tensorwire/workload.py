@@ -164,13 +164,20 @@ class Workload:
             Layer(layer.name, layer.forward_s / speedup, layer.backward_s / speedup, layer.tensors)
             for layer in self.layers
         )
-        if math.fsum(layer.forward_s + layer.backward_s for layer in layers) >= _core.HORIZON_S:
+        w = dataclasses.replace(self, layers=layers)
+        w.refuse_compute_past_horizon("compute_speedup", speedup, "use a speedup that keeps it far below")
+        return w
+
+    def refuse_compute_past_horizon(self, field: str, value: Any, fix: str, detail: str = "") -> None:
+        """:class:`InputError` naming ``field`` (set to ``value``, which made it so) where an
+        iteration's compute reaches the simulation horizon; ``detail`` and ``fix`` go in the
+        message. The engine would refuse it later, naming a layer the user never gave."""
+        if self.compute_time_s >= _core.HORIZON_S:
             raise InputError(
-                "compute_speedup",
-                f"{speedup!r} makes an iteration's compute pass the simulation horizon of"
-                f" {_core.HORIZON_S:.0f} s (2^53 ns, 104 days); use a speedup that keeps it far below",
+                field,
+                f"{value!r} makes an iteration's compute {self.compute_time_s:.3g} s{detail}, past the simulation"
+                f" horizon of {_core.HORIZON_S:.0f} s (2^53 ns, 104 days); {fix}",
             )
-        return dataclasses.replace(self, layers=layers)
 
     # -- constructors -------------------------------------------------------------------
     @classmethod

@@ -25,7 +25,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware, llm
@@ -228,10 +227,5 @@ def load_model(
         (data["architecture_source"], d["source"]),
         data.get("dtype_bytes", 4),
     )
-    if w.compute_time_s >= _core.HORIZON_S:  # (it named a layer's forward_s, a field never given)
-        raise InputError(
-            "batch",
-            f"{batch} makes an iteration's compute {w.compute_time_s:.3g} s, past the simulation horizon of "
-            f"{_core.HORIZON_S:.0f} s (2^53 ns, 104 days); use a smaller batch",
-        )
+    w.refuse_compute_past_horizon("batch", batch, "use a smaller batch")
     return w

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
 
-from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware
@@ -343,17 +342,11 @@ def workload(
     )
     sources = (a.source, *g.sources, MFU_SOURCE if mfu is None else f"MFU {u} given by the user")
     w = Workload(name, b, tuple(built), description, sources, dtype_bytes)
-    compute_s = w.compute_time_s
-    if compute_s >= _core.HORIZON_S:
-        # Name what the user chose that made it so: a tiny mfu, or else a huge micro-batch.
-        tiny_mfu = mfu is not None and u < DEFAULT_MFU
-        field, value = ("mfu", u) if tiny_mfu else ("micro_batch", b)
-        fix = "use a larger mfu" if tiny_mfu else "use a smaller micro-batch (--batch on the command line)"
-        raise InputError(
-            field,
-            f"{value!r} makes an iteration's compute {compute_s:.3g} s (micro-batch {b}, MFU {u:g}), past the"
-            f" simulation horizon of {_core.HORIZON_S:.0f} s (2^53 ns, 104 days); {fix}",
-        )
+    # Name what the user chose that made it so: a tiny mfu, or else a huge micro-batch.
+    tiny_mfu = mfu is not None and u < DEFAULT_MFU
+    field, value = ("mfu", u) if tiny_mfu else ("micro_batch", b)
+    fix = "use a larger mfu" if tiny_mfu else "use a smaller micro-batch (--batch on the command line)"
+    w.refuse_compute_past_horizon(field, value, fix, f" (micro-batch {b}, MFU {u:g})")
     return w
 
 

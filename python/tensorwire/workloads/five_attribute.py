@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 
+from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.limits import U32_MAX, U64_MAX
 from tensorwire.workload import Layer, Tensor, Workload
@@ -59,6 +60,12 @@ def parse_trace(text: str, name: str = "trace") -> Workload:
         source = source or src
         if src == source:
             events.append((t, tensor, b))
+            if len(events) > _core.MAX_LAYERS:  # each event a layer: refused while reading
+                raise InputError(
+                    f"trace line {number}",
+                    f"more than {_core.MAX_LAYERS:,} events of source {source!r}, each a layer of the workload;"
+                    f" a workload holds at most {_core.MAX_LAYERS:,}",
+                )
     if not events:
         raise InputError("trace", "no events found; expected lines of: event_time tensor_name size source destination")
     for key in ("forward_s", "first_backward_s"):

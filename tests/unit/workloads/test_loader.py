@@ -182,6 +182,21 @@ def test_malformed_traces_name_the_line(tmp_path: Path, text: str, field: str) -
     assert f"and {field}: " in e.value.args[1]
 
 
+def test_a_trace_with_more_events_than_a_workload_holds_is_refused_while_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1.1 million events were all read and sorted before the layer count was refused; the
+    # count is checked per event now (the limit lowered here to 2): the line that passes it.
+    from tensorwire import _core
+
+    monkeypatch.setattr(_core, "MAX_LAYERS", 2)
+    path = tmp_path / "long.trace"
+    path.write_text("0.0 a 1 w0 ps\n0.0 x 1 w1 ps\n0.1 b 1 w0 ps\n0.2 c 1 w0 ps\n0.3 d 1 w0 ps\n")
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert "trace line 4: more than 2 events of source 'w0'" in e.value.args[1]
+
+
 def test_collective_microbenchmark() -> None:
     w = Workload.collective("allreduce:1MiBx50")
     assert len(w.tensors) == 50 and w.compute_time_s == 0

@@ -18,6 +18,11 @@ fn one_job_alone_gives_what_simulate_gives() {
         ("star", "fsdp"),
         ("star", "zero2:bucket=100000B"),
         ("leaf-spine:hosts_per_leaf=4,spines=2", "ring"),
+        // Sharded strategies take the levels of the fabric built for the job's ranks, as
+        // alone (`algorithm=auto` is hierarchical on two leaves; they had run flat rings).
+        ("leaf-spine:hosts_per_leaf=4,spines=2", "fsdp"),
+        ("leaf-spine:hosts_per_leaf=4,spines=2", "zero3:algorithm=hierarchical"),
+        ("leaf-spine:hosts_per_leaf=4,spines=2", "hsdp"),
     ] {
         let mut sc = scenario(w.clone(), 8, strategy, 300);
         sc.topology = TopologySpec::parse(topology).unwrap();

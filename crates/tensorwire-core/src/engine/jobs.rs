@@ -338,22 +338,24 @@ fn job_sim<'a>(
     let n = sc.workers;
     let strategy = &sc.strategy;
     let sampler = || variability::Sampler::new(sc.variability.clone(), n, sc.seed);
-    if let Family::Sharded(cfg @ ShardedConfig { comm: Some(Comm::Nccl), .. }) = &strategy.family {
-        // As alone (`sharded::simulate_nccl`): the shard group and NCCL's fabrics of the
-        // job's own ranks on the fabric's spec, every collective timed, no flow.
+    if let Family::Sharded(cfg) = &strategy.family {
+        // As alone: the shard group, NCCL's fabrics (`comm=nccl`) and the levels that
+        // `algorithm=auto`/`hierarchical` run over (flows) are those of the fabric's spec
+        // built for the job's own ranks, as `simulate` of it alone takes them (and as the
+        // all-reduce strategies' `hierarchical` does), its rank i on its hosts[i]. Flat rings
+        // here ran 16 H100 of `rail:node=dgx-h100` through one NIC each (3.7 s against 1.2 s).
         let alone = sc.topology.build(n, 0, sc.bandwidth, 0)?;
         let group = sharded::shard_group(cfg, &alone, n)?;
-        let timed = sharded::nccl_program(sc, cfg, group)?;
-        // Timed collectives count nothing up front, as alone (`sharded::simulate_nccl`).
-        return Ok((Box::new(sharded::nccl_runner(sc, cfg, timed, n, i).run_until(limit)), estimate::Work::default()));
-    }
-    if let Family::Sharded(cfg) = &strategy.family {
-        // A job's ranks are a part of the fabric: its collectives use flat rings (the
-        // fabric's levels describe all of its hosts, not this job's), and an HSDP shard
-        // group is `shard_group=` or 8 (a star has no nodes to take it from).
-        let topo = crate::topology::TopologySpec::parse("star")?.build(n, 0, 1e9, 0)?;
-        let group = sharded::shard_group(cfg, &topo, n)?;
-        let schedules = sharded::schedules(cfg, &topo, n, group);
+        if cfg.comm == Some(Comm::Nccl) {
+            // Every collective timed, no flow; timed collectives count nothing up front, as
+            // alone (`sharded::simulate_nccl`).
+            let timed = sharded::nccl_program(sc, cfg, group)?;
+            return Ok((
+                Box::new(sharded::nccl_runner(sc, cfg, timed, n, i).run_until(limit)),
+                estimate::Work::default(),
+            ));
+        }
+        let schedules = sharded::schedules(cfg, &alone, n, group);
         let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
         let ranks: Vec<usize> = (0..n).collect();
         let work = sharded::program_work(&program, &schedules, n, &ranks, &settings(sc), sc.iterations);

@@ -13,8 +13,60 @@ use crate::topology::TopologySpec;
 /// Line rate of an NVLink2/3/4 lane per direction, bytes/s.
 const LANE: f64 = super::tables::NVLINK_LANE_LINE_GBS * 1e9;
 
-/// PCIe Gen4 x16 raw rate per direction, bytes/s (16 GT/s x 16 lanes / 8).
+/// PCIe Gen4 x16 raw rate per direction, bytes/s (16 GT/s x 16 lanes / 8): one GPU per
+/// host on the fabrics without a GPU machine.
 const PCIE_GEN4_X16: f64 = 32e9;
+
+/// A GPU machine's PCIe path between two GPUs, bytes/s per direction: the rate the
+/// machine presets give it in the flow model (seed 003's "PCIe through the CPU", 10 GB/s,
+/// [`crate::gputopo::link_bytes_per_s`]), so that NCCL on `pcie-8`, or on GPUs of a
+/// `p3.16xlarge` that NVLink cannot join in a ring, runs over the links the preset has (it
+/// took PCIe Gen4 x16, 32 GB/s: 23.9 GB/s busbw on links of 10).
+fn machine_pcie_bytes_per_s() -> f64 {
+    crate::gputopo::link_bytes_per_s(crate::gputopo::PCIE).expect("PCIe has a rate")
+}
+
+/// NVLink lanes each GPU of the first `g` GPUs of `machine` (packed ranks) gives NCCL's
+/// rings: the fewest any of them has to the others (weight 3, two lanes; 2, one), where
+/// NVLink alone joins them in a ring (a Hamiltonian cycle over NVLink pairs, or the one
+/// link of two GPUs); None where it cannot (GPU 4 of the first five of a DGX-1 has one
+/// NVLink neighbour among them), and NCCL's ring then crosses PCIe. On all 8 GPUs of a
+/// DGX-1, 6: the whole GPU. Two GPUs of a DGX-1 share one or two lanes, not six (NCCL's
+/// model gave 2 GPUs 118 GB/s busbw over one 25 GB/s NVLink).
+fn nvlink_ring_lanes(machine: &crate::gputopo::GpuTopology, g: usize) -> Option<u32> {
+    let lanes = |a: usize, b: usize| match machine.weight(a, b) {
+        crate::gputopo::DOUBLE_NVLINK => 2,
+        crate::gputopo::SINGLE_NVLINK => 1,
+        _ => 0,
+    };
+    if g < 2 {
+        return Some((1..machine.gpus()).map(|b| lanes(0, b)).sum());
+    }
+    let joined = if g == 2 { lanes(0, 1) > 0 } else { nvlink_cycle(g, &|a, b| lanes(a, b) > 0) };
+    joined.then(|| (0..g).map(|a| (0..g).filter(|&b| b != a).map(|b| lanes(a, b)).sum()).min().unwrap_or(0))
+}
+
+/// Whether GPUs `0..g` (g <= 8) have a Hamiltonian cycle over pairs `linked`: a depth-first
+/// search from GPU 0 (at most 7! orders).
+fn nvlink_cycle(g: usize, linked: &dyn Fn(usize, usize) -> bool) -> bool {
+    fn extend(path: &mut Vec<usize>, g: usize, linked: &dyn Fn(usize, usize) -> bool) -> bool {
+        let last = *path.last().expect("starts at GPU 0");
+        if path.len() == g {
+            return linked(last, path[0]);
+        }
+        for next in 1..g {
+            if !path.contains(&next) && linked(last, next) {
+                path.push(next);
+                if extend(path, g, linked) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    extend(&mut vec![0], g, linked)
+}
 
 pub(super) fn from_topology(
     spec: &TopologySpec,
@@ -54,15 +106,21 @@ pub(super) fn from_topology(
             ..base
         });
     }
-    if let Some(name) = spec.machine_name() {
+    if let (Some(name), Some(machine)) = (spec.machine_name(), spec.machine()) {
         // Seed 003's machines: DGX-1 V100 (6 NVLink2 lanes per GPU, no switch), DGX A100
-        // (12 NVLink3 lanes into NVSwitch), 8 GPUs on PCIe Gen4; one NIC per machine.
+        // (12 NVLink3 lanes into NVSwitch), 8 GPUs on PCIe; one NIC per machine.
+        let g = machine.gpus().max(1).min(ranks);
         let (arch, intra, rate) = match name {
-            "p3.16xlarge" => (Arch::Sm70, IntraLink::NvLink, 6.0 * LANE),
+            "p3.16xlarge" => {
+                let arch = Arch::Sm70;
+                match nvlink_ring_lanes(&machine, g) {
+                    Some(lanes) => (arch, IntraLink::NvLink, lanes as f64 * LANE),
+                    None => (arch, IntraLink::Pcie, machine_pcie_bytes_per_s()),
+                }
+            }
             "dgx-a100" => (Arch::Sm80, IntraLink::NvSwitch, 12.0 * LANE),
-            _ => (Arch::Sm80, IntraLink::Pcie, PCIE_GEN4_X16),
+            _ => (Arch::Sm80, IntraLink::Pcie, machine_pcie_bytes_per_s()),
         };
-        let g = spec.machine().map_or(8, |m| m.gpus()).max(1).min(ranks);
         return Ok(NcclFabric {
             nodes: ranks.div_ceil(g),
             gpus_per_node: g,

@@ -11,7 +11,8 @@
 //!   link once per direction);
 //! - one node, NVLink without switch (DGX-1 hybrid cube mesh): rings at most one lane fast
 //!   use every lane, `floor(gpu_bw / speed)`; faster rings only run over the double links,
-//!   which form one 8-cycle: 2 rings (both directions);
+//!   which form one 8-cycle: 2 rings (both directions), on all 8 GPUs only (fewer GPUs
+//!   have the lanes among them that `fabric.rs` counts, at most one lane per ring);
 //! - several nodes: each channel enters and leaves the node through a NIC at most
 //!   `min(NIC, GPU-NIC PCIe)` fast, `floor(that / speed)` channels per NIC, and its
 //!   intra-node part loads each GPU's NVLink (g-1)/g of the speed on average;
@@ -103,7 +104,7 @@ fn ring_capacity(f: &NcclFabric, speed: f64, multi: bool) -> usize {
                 let lane = NVLINK_LANE_GBS[tables::arch_index(f.arch)];
                 if speed <= lane + 1e-9 {
                     fit(gpu)
-                } else if speed <= 2.0 * lane + 1e-9 {
+                } else if speed <= 2.0 * lane + 1e-9 && double_link_rings(f) {
                     2
                 } else {
                     0
@@ -122,9 +123,19 @@ fn max_speed(f: &NcclFabric, multi: bool) -> f64 {
         return nic_gbs(f);
     }
     match f.intra {
-        IntraLink::NvLink => 2.0 * NVLINK_LANE_GBS[tables::arch_index(f.arch)],
+        IntraLink::NvLink => {
+            let lanes = if double_link_rings(f) { 2.0 } else { 1.0 };
+            lanes * NVLINK_LANE_GBS[tables::arch_index(f.arch)]
+        }
         _ => gpu_gbs(f),
     }
+}
+
+/// NVLink without a switch carries rings faster than one lane: the DGX-1's double links
+/// form one 8-cycle, so all of its 8 GPUs (6 lanes each) and no fewer (the first 2 to 7
+/// GPUs have no cycle of double links among them; `fabric.rs` gives them their own lanes).
+fn double_link_rings(f: &NcclFabric) -> bool {
+    f.intra == IntraLink::NvLink && f.gpus_per_node >= 8 && nvlink_lanes(f) >= 6.0 - 1e-9
 }
 
 /// Ring graph: pass 1, dup rule, pass 2 (module doc).

@@ -418,6 +418,35 @@ fn from_topology_derives_the_machines() {
     assert!(!NcclFabric::from_topology(&off, 8, 50e9, Transport::Rdma).unwrap().nvls);
 }
 
+#[test]
+fn fewer_gpus_of_a_machine_run_on_the_links_among_them() {
+    // p3.16xlarge (DGX-1 V100, `nvidia-smi topo -m` in gputopo): GPUs 0 and 1 share one
+    // NVLink (25 GB/s each way), so NCCL's ring carries one lane, 20 GB/s in NCCL's figure,
+    // not the whole GPU's 6 lanes (it gave 118 GB/s busbw); GPUs 0-2 have 2 lanes each at
+    // least (0-1 and 0-2 single), GPUs 0-3 4 (0-3 double); GPU 4 of the first five has one
+    // NVLink neighbour among them (0), so no NVLink ring joins them and the ring crosses the
+    // machine's PCIe (10 GB/s, the flow model's figure; NCCL's 0.75 of it).
+    let machine = |g: usize| on("nodes:machine=p3.16xlarge", g, 12.5e9);
+    for (g, lanes) in [(2, 1.0), (3, 2.0), (4, 4.0), (8, 6.0)] {
+        let f = machine(g);
+        assert_eq!((f.gpus_per_node, f.intra), (g, IntraLink::NvLink), "{g}");
+        assert_eq!(f.intra_bytes_per_s, lanes * 25e9, "{g}");
+        let r = search(&f).ring;
+        assert!(r.channels as f64 * r.bw_intra <= lanes * 20.0 + 1e-9, "{g}: {r:?}");
+    }
+    let two = machine(2);
+    let ring = pick(&two, Collective::AllReduce, 1024.0 * MIB);
+    // Bus bandwidth = algbw on 2 ranks: at most the pair's one lane at NCCL's 20 GB/s.
+    assert!(ring.algbw(1024.0 * MIB) <= 20e9 * (1.0 + 1e-9), "{}", ring.algbw(1024.0 * MIB));
+    assert!(ring.algbw(1024.0 * MIB) > 0.9 * 20e9);
+    let five = machine(5);
+    assert_eq!((five.intra, five.intra_bytes_per_s), (IntraLink::Pcie, 10e9));
+    let pcie = on("nodes:machine=pcie-8", 8, 12.5e9);
+    assert_eq!(pcie.intra_bytes_per_s, 10e9, "the preset's PCIe path");
+    let r = search(&pcie).ring;
+    assert!(r.channels as f64 * r.bw_intra <= 0.75 * 10.0 + 1e-9, "{r:?}");
+}
+
 fn on(spec: &str, ranks: usize, host: f64) -> NcclFabric {
     NcclFabric::from_topology(&TopologySpec::parse(spec).unwrap(), ranks, host, Transport::Rdma).unwrap()
 }

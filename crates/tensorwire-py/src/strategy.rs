@@ -59,6 +59,13 @@ impl PyStrategy {
         }
     }
 
+    /// Whether NCCL's closed-form model times its collectives on `topology` (a topology
+    /// spec): `nccl`, `ddp`, sharded strategies under `comm=nccl` (their default on GPU
+    /// fabrics). Such a run takes no per-hop latency, host overhead or rank placement.
+    fn timed_by_nccl(&self, topology: &str) -> PyResult<bool> {
+        guarded(|| Ok(self.inner.timed_by_nccl(&tensorwire_core::topology::TopologySpec::parse(topology)?)))
+    }
+
     /// Parameter servers it runs on hosts of their own (0 for the other families).
     #[getter]
     fn servers(&self) -> usize {

@@ -16,6 +16,7 @@ from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
+from tensorwire.strategy import Strategy
 from tensorwire.units import counted, format_seconds
 from tensorwire.workloads import load_model
 
@@ -157,6 +158,9 @@ def jobs(
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
     """
     listed = [parse_job(s, gpu) for s in job_specs]
+    # In a multi-job run sharded jobs default to comm=flows, as they do on a star: NCCL's
+    # model times `nccl`, `ddp` and `comm=nccl` only, whatever the fabric.
+    options.check_latency_seen(click.get_current_context(), [Strategy(str(j.strategy)) for j in listed], "star")
     fixed = fixed_hosts(places, listed)
     fabric_hosts = (
         hosts

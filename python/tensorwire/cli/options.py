@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from tensorwire import _core
+from tensorwire.strategy import Strategy
 from tensorwire.workloads import model_names
 from tensorwire.workloads.formats import FORMATS
 
@@ -41,6 +43,39 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Optional[int]) 
     if value is not None and value < 1:
         raise _core.InputError(param.name or "value", f"{value} is not allowed; need an integer >= 1")
     return value
+
+
+def latency_unseen(ctx: click.Context, strategies: list[Strategy], topology: str) -> list[str]:
+    """The specs among ``strategies`` that would not see a ``--latency`` given on the command
+    line: those NCCL's closed-form model times on ``topology`` (``nccl``, ``ddp``, sharded
+    under ``comm=nccl``), which takes its own latencies (``inter_latency=`` adds to them).
+    Empty where ``--latency`` is its default or comes from a ``--cluster`` file, whose
+    latency is for the flow-level strategies (docs/calibration.md)."""
+    if ctx.get_parameter_source("latency") is not ParameterSource.COMMANDLINE:
+        return []
+    return [s.spec for s in strategies if s.core.timed_by_nccl(topology)]
+
+
+def check_latency_seen(ctx: click.Context, strategies: list[Strategy], topology: str) -> None:
+    """Refuses a command-line ``--latency`` that none of ``strategies`` would see (each
+    timed by NCCL's model, :func:`latency_unseen`); where some would, a note on stderr names
+    the others."""
+    unseen = latency_unseen(ctx, strategies, topology)
+    if unseen and len(unseen) == len(strategies):
+        raise _core.InputError("latency", f"{', '.join(unseen)}: {LATENCY_UNSEEN}")
+    if unseen:
+        click.echo(
+            f"tensorwire: note: --latency applies to the flow-level strategies; {', '.join(unseen)} "
+            "time their collectives with NCCL's own latencies (inter_latency= on the topology adds to them)",
+            err=True,
+        )
+
+
+LATENCY_UNSEEN = (
+    "times its collectives with NCCL's model, which has its own latencies (add to them on the topology: "
+    "inter_latency=, intra_latency=); give a flow-level strategy (ring, hierarchical, fsdp:comm=flows) to simulate "
+    "a latency per hop"
+)
 
 
 workers = click.option("--workers", "-n", type=int, callback=_positive, help="Number of workers (data-parallel ranks).")

@@ -43,3 +43,29 @@ def test_compare_llama3_8b_on_64_h100_has_ddp_as_baseline_close_to_fsdp() -> Non
     # Both fit in memory at 8B on 80 GB GPUs: published comparisons find them close
     # (Zhao et al. 2023, arXiv 2304.11277), not 3.9x apart as ring-as-DDP made them.
     assert 0.8 < fsdp / ddp < 1.25, (ddp, fsdp)
+
+
+def test_a_latency_that_nccls_model_would_not_see_is_refused_or_named() -> None:
+    # NCCL's model takes its own latencies: `--latency 50us` under `nccl` changed nothing
+    # (72.31 us for 1 MiB at 0, 5, 50 us and 1 ms) and was taken without a word.
+    one_mib = ("--collective", "allreduce:1MiB", "-n", "16", "--topology", RAIL)
+    for spec in ("nccl", "ddp", "fsdp"):  # fsdp: comm=nccl on a GPU fabric
+        done = _tw("simulate", *one_mib, "-s", spec, "--latency", "50us")
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"tensorwire: error: latency: {spec}"), done.stderr
+        assert "inter_latency=" in lines[0]
+    # The flow-level strategies take it; the default is not the user's and refuses nothing.
+    flows = _tw("simulate", *one_mib, "-s", "fsdp:comm=flows", "--latency", "50us", "--json")
+    slow = json.loads(flows.stdout)["iteration_time_s"]
+    fast = json.loads(_tw("simulate", *one_mib, "-s", "fsdp:comm=flows", "--json").stdout)["iteration_time_s"]
+    assert slow > fast
+    assert _tw("simulate", *one_mib, "-s", "nccl").returncode == 0
+    # `compare` and `jobs` with some strategies that take it: run, and name the others.
+    mixed = _tw("compare", "-m", "resnet50", "-n", "16", "--topology", RAIL, "-s", "ddp,ring", "--latency", "10us")
+    assert mixed.returncode == 0, mixed.stderr
+    assert "note: --latency applies to the flow-level strategies; ddp time" in mixed.stderr
+    only = _tw("compare", "-m", "resnet50", "-n", "16", "--topology", RAIL, "-s", "ddp,nccl", "--latency", "10us")
+    assert only.returncode == 2 and "error: latency: ddp, nccl: " in only.stderr
+    job = _tw("jobs", "--job", "a:resnet50:16:ddp", "--topology", RAIL, "--latency", "10us")
+    assert job.returncode == 2 and "error: latency: ddp: " in job.stderr

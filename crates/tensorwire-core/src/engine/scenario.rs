@@ -281,7 +281,7 @@ impl Scenario {
         // and `horizon_suspects` names them if it stops at the horizon.)
         let bytes = self.workload.total_bytes() as f64;
         // (`reduce=` under NCCL's timing is refused where the run is built, saying why.)
-        let timed = matches!(&strategy.family, Family::Sharded(cfg) if super::sharded::comm(cfg, &self.topology) == crate::strategy::Comm::Nccl);
+        let timed = matches!(&strategy.family, Family::Sharded(_)) && strategy.timed_by_nccl(&self.topology);
         let reduce = strategy.reduce_bytes_per_s.filter(|_| !timed);
         let rates = [("bandwidth", Some(self.bandwidth)), copy, ("strategy.reduce", reduce)];
         for (field, rate) in rates {

@@ -58,20 +58,10 @@ use crate::error::{Error, Result};
 use crate::metrics::Report;
 use crate::nccl::{self, NcclFabric, NcclOptions};
 use crate::strategy::{Comm, ShardAlgorithm, ShardedConfig, Stage, Strategy};
-use crate::topology::TopologySpec;
 use crate::topology::{Shape, Topology};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
 
-/// How `cfg`'s collectives are timed on `topology`: `comm=`, else NCCL's model on GPU
-/// fabrics (`rail` nodes, `nodes` machines) and flows elsewhere (the seeds' fabrics).
-pub(super) fn comm(cfg: &ShardedConfig, topology: &TopologySpec) -> Comm {
-    cfg.comm.unwrap_or(if topology.rail_params(1.0).is_some() || topology.machine_name().is_some() {
-        Comm::Nccl
-    } else {
-        Comm::Flows
-    })
-}
 
 /// The compute slowdown while collectives run: `compute_slowdown=`, else
 /// [`nccl::DEFAULT_COMPUTE_SLOWDOWN`] with NCCL and none with flows.
@@ -105,7 +95,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result
     let latency = seconds_to_nanos("latency", sc.latency)?;
     let topo = sc.topology.build(n, 0, sc.bandwidth, latency)?;
     let group = shard_group(cfg, &topo, n)?;
-    let comm = comm(cfg, &sc.topology);
+    let comm = cfg.comm_on(&sc.topology);
     if comm == Comm::Nccl {
         return simulate_nccl(sc, cfg, topo, group, mode);
     }

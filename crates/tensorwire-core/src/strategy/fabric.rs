@@ -5,6 +5,18 @@ use crate::error::{Error, Result};
 use crate::topology::{Shape, Topology};
 
 impl Strategy {
+    /// Whether NCCL's closed-form model times this strategy's collectives on `topology`
+    /// (no flows): `nccl`, `ddp`, and the sharded strategies under `comm=nccl`, their
+    /// default on GPU fabrics ([`super::ShardedConfig::comm_on`]). Such a run does not see
+    /// the cluster's per-hop latency, host overhead or rank placement.
+    pub fn timed_by_nccl(&self, topology: &crate::topology::TopologySpec) -> bool {
+        match &self.family {
+            Family::Nccl(_) => true,
+            Family::Sharded(cfg) => cfg.comm_on(topology) == super::Comm::Nccl,
+            _ => false,
+        }
+    }
+
     /// What this strategy needs of the fabric `topo` and of its own options together,
     /// beyond `Scenario::validate`: in-network aggregation a star, multicast switches
     /// that replicate (star or leaf-spine), and no options that could deadlock or

@@ -254,6 +254,16 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
 ];
 
 impl ShardedConfig {
+    /// How the collectives are timed on `topology`: `comm=`, else NCCL's model on GPU
+    /// fabrics (`rail` nodes, `nodes` machines) and flows elsewhere (the seeds' fabrics).
+    pub fn comm_on(&self, topology: &crate::topology::TopologySpec) -> Comm {
+        self.comm.unwrap_or(if topology.rail_params(1.0).is_some() || topology.machine_name().is_some() {
+            Comm::Nccl
+        } else {
+            Comm::Flows
+        })
+    }
+
     /// ZeRO-1/2: listed bytes per (reduce bucket, all-gather bucket) for elements of
     /// `dtype_bytes` bytes (the workload's listed element size): DeepSpeed counts buckets
     /// in elements; `bucket=SIZE` gives both in bytes.

@@ -170,7 +170,7 @@ def simulate_cmd(
     if trace_file is None and ctx.get_parameter_source("trace_workers") is ParameterSource.COMMANDLINE:
         raise InputError("trace-workers", "needs --trace FILE (it picks the workers the trace shows)")
     spec = Strategy(strategy)
-    options.check_latency_seen(ctx, [spec], topology)
+    options.check_latency_seen(ctx, [(spec, topology)])
     if model is None:
         _refuse_model_options(ctx, "--collective" if collective is not None else "--workload", collective is not None)
     if collective is not None and workers < 2:
@@ -441,7 +441,7 @@ def compare_cmd(
     checked = [Strategy(s) for s in specs]
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
-    options.check_latency_seen(click.get_current_context(), checked, topology)
+    options.check_latency_seen(click.get_current_context(), [(s, topology) for s in checked])
     # The data-parallel baseline: PyTorch DDP for LLMs and on GPU fabrics, else (the
     # seeds' question) one parameter server, plain (`ps:num_ps=8` is a strategy like any
     # other); without it in the list, the first listed.

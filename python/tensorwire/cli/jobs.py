@@ -160,7 +160,7 @@ def jobs(
     listed = [parse_job(s, gpu) for s in job_specs]
     # In a multi-job run sharded jobs default to comm=flows, as they do on a star: NCCL's
     # model times `nccl`, `ddp` and `comm=nccl` only, whatever the fabric.
-    options.check_latency_seen(click.get_current_context(), [Strategy(str(j.strategy)) for j in listed], "star")
+    options.check_latency_seen(click.get_current_context(), [(Strategy(str(j.strategy)), "star") for j in listed])
     fixed = fixed_hosts(places, listed)
     fabric_hosts = (
         hosts

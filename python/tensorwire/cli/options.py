@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -45,27 +45,23 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Optional[int]) 
     return value
 
 
-def latency_unseen(ctx: click.Context, strategies: list[Strategy], topology: str) -> list[str]:
-    """The specs among ``strategies`` that would not see a ``--latency`` given on the command
-    line: those NCCL's closed-form model times on ``topology`` (``nccl``, ``ddp``, sharded
-    under ``comm=nccl``), which takes its own latencies (``inter_latency=`` adds to them).
-    Empty where ``--latency`` is its default or comes from a ``--cluster`` file, whose
+def check_latency_seen(ctx: click.Context, runs: Sequence[tuple[Strategy, str]], param: str = "latency") -> None:
+    """Refuses a ``--latency`` given on the command line (``param``, the command's name for
+    it) that no run of ``runs`` ((strategy, topology spec) pairs) would see: each timed by
+    NCCL's closed-form model (``nccl``, ``ddp``, sharded under ``comm=nccl``;
+    :meth:`tensorwire._core.Strategy.timed_by_nccl`), which takes its own latencies
+    (``inter_latency=`` adds to them). Where some would, a note on stderr names the others.
+    Nothing where ``--latency`` is its default or comes from a ``--cluster`` file, whose
     latency is for the flow-level strategies (docs/calibration.md)."""
-    if ctx.get_parameter_source("latency") is not ParameterSource.COMMANDLINE:
-        return []
-    return [s.spec for s in strategies if s.core.timed_by_nccl(topology)]
-
-
-def check_latency_seen(ctx: click.Context, strategies: list[Strategy], topology: str) -> None:
-    """Refuses a command-line ``--latency`` that none of ``strategies`` would see (each
-    timed by NCCL's model, :func:`latency_unseen`); where some would, a note on stderr names
-    the others."""
-    unseen = latency_unseen(ctx, strategies, topology)
-    if unseen and len(unseen) == len(strategies):
-        raise _core.InputError("latency", f"{', '.join(unseen)}: {LATENCY_UNSEEN}")
-    if unseen:
+    if ctx.get_parameter_source(param) is not ParameterSource.COMMANDLINE:
+        return
+    timed = [s for s, topology in runs if s.core.timed_by_nccl(topology)]
+    unseen = ", ".join(dict.fromkeys(s.spec for s in timed))
+    if timed and len(timed) == len(runs):
+        raise _core.InputError("latency", f"{unseen}: {LATENCY_UNSEEN}")
+    if timed:
         click.echo(
-            f"tensorwire: note: --latency applies to the flow-level strategies; {', '.join(unseen)} "
+            f"tensorwire: note: --latency applies to the flow-level strategies; {unseen} "
             "time their collectives with NCCL's own latencies (inter_latency= on the topology adds to them)",
             err=True,
         )

@@ -111,6 +111,7 @@ def report(
         own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
         own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
         configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
+        options.check_latencies_seen(ctx, configs)
         with render.progress(len(configs), "simulating") as advance:
 
             def done(k: int) -> None:

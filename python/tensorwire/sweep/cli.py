@@ -50,6 +50,7 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
     own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
     configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
     check_configs(configs)  # every point's scenario, before any prints or simulates
+    options.check_latencies_seen(ctx, configs)
     started = time.perf_counter()
     with render.progress(len(configs), "simulating") as advance:
 

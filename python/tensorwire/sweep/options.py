@@ -13,8 +13,17 @@ from typing import Any, Callable, Optional, TypeVar
 import click
 
 from tensorwire.cli import options as shared
+from tensorwire.strategy import Strategy
+from tensorwire.sweep.grid import Config
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_latencies_seen(ctx: click.Context, configs: list[Config]) -> None:
+    """:func:`tensorwire.cli.options.check_latency_seen` over a grid's ``--latency`` list:
+    refused where NCCL's model times every point, a note where it times some."""
+    pairs = dict.fromkeys((c.strategy, c.topology) for c in configs)
+    shared.check_latency_seen(ctx, [(Strategy(spec), topology) for spec, topology in pairs], "latencies")
 
 
 class ListOption(click.Option):

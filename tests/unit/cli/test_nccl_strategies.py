@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,12 @@ def test_a_latency_that_nccls_model_would_not_see_is_refused_or_named() -> None:
     assert only.returncode == 2 and "error: latency: ddp, nccl: " in only.stderr
     job = _tw("jobs", "--job", "a:resnet50:16:ddp", "--topology", RAIL, "--latency", "10us")
     assert job.returncode == 2 and "error: latency: ddp: " in job.stderr
+
+
+def test_a_sweep_of_latencies_that_nccls_model_would_not_see_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "s.csv"
+    grid = ("-m", "resnet50", "-n", "16", "--topology", RAIL, "--latency", "1us,100us", "-o", str(out))
+    done = _tw("sweep", *grid, "-s", "ddp,nccl")
+    assert done.returncode == 2 and "error: latency: ddp, nccl: " in done.stderr and not out.exists()
+    mixed = _tw("sweep", *grid, "-s", "ddp,ring")
+    assert mixed.returncode == 0 and "note: --latency applies to the flow-level strategies; ddp " in mixed.stderr

@@ -69,7 +69,8 @@ def simulate(
     longer runs, or ``None`` for no budget at all.
     ``progress`` is called every 65,536 events (and at least every 0.2 s) with a
     :class:`Progress` and stops the run (``InputError``, field ``interrupted``) when it
-    returns False; Ctrl-C stops a run within a second. ``failures`` lowers
+    returns False (any other result, None included, lets it go on); an exception it raises
+    stops the run and is raised from ``simulate``; Ctrl-C stops a run within a second. ``failures`` lowers
     links' rates (or takes them down) at given times (:mod:`tensorwire.failures`); one
     timed after the run ended could change nothing and is refused (``InputError``, field
     ``failures[i].at_s``, saying when the run ended), so ``Result.failures_applied`` is
@@ -86,7 +87,8 @@ def simulate(
     args, options = _run_args(
         workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures, progress
     )
-    report = None if progress is None else (lambda *p: bool(progress(Progress(*p))))
+    # Only False stops: a callback that prints and returns None lets the run go on.
+    report = None if progress is None else (lambda *p: progress(Progress(*p)) is not False)
     raw = _core.Scenario(*args, **options).simulate(timeline=timeline, progress=report)
     return _result(raw, workload, cluster.workers, cluster.bandwidth, parsed.spec)
 

@@ -15,21 +15,33 @@ use crate::report::PyReport;
 use crate::strategy::PyStrategy;
 use crate::workload::PyWorkload;
 
+/// Where the progress callback's own exception waits while the run stops, to be raised
+/// in place of the run's "interrupted" once the core returns.
+type CallbackError = std::sync::Arc<std::sync::Mutex<Option<PyErr>>>;
+
 /// Calls `callback(iterations_done, iterations, simulated_s, events, flows)` (if any) with
-/// the GIL; a false result, an exception or a pending signal (Ctrl-C) stops the run.
-fn progress_hook(callback: Option<PyObject>) -> ProgressHook {
-    ProgressHook(std::sync::Arc::new(move |p: &Progress| {
+/// the GIL; a result of exactly `False`, an exception (kept in the returned slot, raised
+/// when the run has stopped: a bug in a callback is not an interruption) or a pending
+/// signal (Ctrl-C) stops the run. Any other result, `None` included, lets it go on.
+fn progress_hook(callback: Option<PyObject>) -> (ProgressHook, CallbackError) {
+    let raised: CallbackError = Default::default();
+    let slot = raised.clone();
+    let hook = ProgressHook(std::sync::Arc::new(move |p: &Progress| {
         Python::with_gil(|py| {
             if py.check_signals().is_err() {
                 return false;
             }
-            callback.as_ref().is_none_or(|c| {
-                c.call1(py, (p.iterations_done, p.iterations, p.simulated_s, p.events, p.flows))
-                    .and_then(|r| r.is_truthy(py))
-                    .unwrap_or(false)
-            })
+            let Some(c) = callback.as_ref() else { return true };
+            match c.call1(py, (p.iterations_done, p.iterations, p.simulated_s, p.events, p.flows)) {
+                Ok(r) => !matches!(r.bind(py).downcast::<pyo3::types::PyBool>(), Ok(b) if !b.is_true()),
+                Err(e) => {
+                    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
+                    false
+                }
+            }
         })
-    }))
+    }));
+    (hook, raised)
 }
 
 /// (target, at s, rate) of each failure.
@@ -170,9 +182,13 @@ impl PyScenario {
     fn simulate(&self, py: Python<'_>, timeline: bool, progress: Option<PyObject>) -> PyResult<PyReport> {
         let mut scenario = self.inner.clone();
         scenario.record_timeline = timeline;
-        scenario.progress = Some(progress_hook(progress));
-        let inner = py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario)))?;
-        Ok(PyReport { inner })
+        let (hook, raised) = progress_hook(progress);
+        scenario.progress = Some(hook);
+        let run = py.allow_threads(|| guarded(|| tensorwire_core::simulate(&scenario)));
+        if let Some(e) = raised.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            return Err(e);
+        }
+        Ok(PyReport { inner: run? })
     }
 }
 

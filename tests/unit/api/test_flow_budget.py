@@ -54,3 +54,35 @@ def test_unfolded_parameter_servers_at_scale_are_refused_with_what_folds() -> No
 def test_no_budget_is_none() -> None:
     r = simulate(tw.load_model("resnet50"), Cluster(8, "25Gbps"), "ps", max_flows=None)
     assert r.flows > 0
+
+
+def _progress_run(progress: object) -> tw.Result:
+    # 0.8 million events: the callback is called about a dozen times.
+    return simulate(
+        tw.load_model("resnet50"),
+        Cluster(16, "25Gbps"),
+        "ring:partition=64KiB",
+        fold=False,
+        max_flows=None,
+        iterations=1,
+        progress=progress,  # type: ignore[arg-type]
+    )
+
+
+def test_only_false_from_progress_stops_a_run_and_its_exceptions_are_raised() -> None:
+    # A callback that prints (returns None) stopped the run as "interrupted", and one that
+    # raised was reported as "interrupted" too, its error lost.
+    calls: list[tw.Progress] = []
+    done = _progress_run(calls.append)
+    assert len(calls) >= 2 and done.iteration_time_s == _progress_run(None).iteration_time_s
+
+    def broken(p: tw.Progress) -> bool:
+        raise ZeroDivisionError("in the callback")
+
+    with pytest.raises(ZeroDivisionError, match="in the callback"):
+        _progress_run(broken)
+    with pytest.raises(TypeError):
+        _progress_run(lambda: True)
+    with pytest.raises(InputError) as e:
+        _progress_run(lambda p: False)
+    assert e.value.args[0] == "interrupted"

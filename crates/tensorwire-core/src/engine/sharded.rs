@@ -62,7 +62,6 @@ use crate::topology::{Shape, Topology};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
 
-
 /// The compute slowdown while collectives run: `compute_slowdown=`, else
 /// [`nccl::DEFAULT_COMPUTE_SLOWDOWN`] with NCCL and none with flows.
 pub(super) fn interference(cfg: &ShardedConfig, comm: Comm) -> Interference {

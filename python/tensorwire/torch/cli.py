@@ -6,6 +6,7 @@ The main CLI registers these command objects; importing this module needs click 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Callable, Optional, TypeVar
 
 import click
@@ -15,6 +16,16 @@ from tensorwire.cli import options
 from tensorwire.io import check_workload_output
 from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
 from tensorwire.units import format_bytes, format_rate, format_seconds
+
+
+def _threads(ctx: click.Context, param: click.Parameter, value: Optional[int]) -> Optional[int]:
+    """``--threads``: 1 to this machine's CPUs. More torch threads than cores only contend,
+    and torch was handed 100,000 of them unchecked (a segmentation fault after 5 s)."""
+    cpus = os.cpu_count() or 1
+    if value is not None and value > cpus:
+        raise InputError("threads", f"{value} is more than this machine's {cpus} CPUs; give 1 to {cpus}")
+    return value
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,7 +84,13 @@ def _need_torch() -> None:
     "--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Iterations run first and not kept."
 )
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="torch intra-op threads (default: torch's).")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    callback=_threads,
+    help="torch intra-op threads, at most this machine's CPUs (default: torch's).",
+)
 @click.option("--name", default=None, callback=options.workload_name, help="Workload name (default: the model's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the workload as JSON too.")
 def profile(
@@ -155,7 +172,14 @@ def profile(
 @_zoo_scale("--time-scale", "compute times")
 @click.option("--link-rate", default=None, help="Link rate per host, e.g. 10Gbps, for the utilisation.")
 @click.option("--interface", default=None, help="Count bytes on this network interface instead of estimating them.")
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="torch threads per process.")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    callback=_threads,
+    help="torch threads per process, at most this machine's CPUs.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def measure(
     model: str,

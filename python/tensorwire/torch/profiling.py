@@ -43,8 +43,12 @@ def torchvision_models() -> list[str]:
     """Names of torchvision's classification models (``resnet50``, ``vgg16``, ...)."""
     try:
         import torchvision  # type: ignore[import-untyped]
-    except ImportError:
+    except ModuleNotFoundError as e:
+        if e.name != "torchvision":
+            raise InputError("model", f"torchvision could not be imported: {e}") from None
         raise InputError("model", "torchvision is not installed: pip install 'tensorwire[torch]'") from None
+    except ImportError as e:  # installed, but failed to load (a broken install, no resources)
+        raise InputError("model", f"torchvision could not be imported: {e}") from None
     return sorted(torchvision.models.list_models(module=torchvision.models))
 
 

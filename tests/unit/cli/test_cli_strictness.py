@@ -78,6 +78,9 @@ JOBS = ["jobs", "-b", "25Gbps", "--job", "a:resnet50:4:ring", "--job", "b:vgg16:
             ["simulate", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring", "--trace-workers", "2"],
             "trace-workers: needs --trace FILE",
         ),
+        # torch was handed 100,000 threads unchecked (a segmentation fault after 5 s).
+        (["profile", "resnet18", "-o", "p.json", "--threads", "100000"], "threads: 100000 is more than this machine's"),
+        (["measure", "--threads", "100000"], "threads: 100000 is more than this machine's"),
     ],
 )
 def test_refused_in_one_line(args: list[str], start: str, capsys: pytest.CaptureFixture[str]) -> None:

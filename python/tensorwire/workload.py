@@ -223,6 +223,13 @@ class Workload:
     @classmethod
     def from_dict(cls, data: Any) -> Workload:
         """Builds a workload from the ``tensorwire-workload/1`` (or ``tensorwire-zoo/1``) dict."""
+        layers_given = data.get("layers") if isinstance(data, dict) else None
+        if isinstance(layers_given, list) and len(layers_given) > _core.MAX_LAYERS:
+            # Counted before each layer is validated: 1.5 million took 18 s and 1.5 GB first.
+            raise InputError(
+                "workload.layers",
+                f"{len(layers_given):,} layers is more than the {_core.MAX_LAYERS:,} a run can hold",
+            )
         try:
             model = _WorkloadFile.model_validate(data)
         except pydantic.ValidationError as e:
@@ -388,13 +395,16 @@ class _WorkloadFile(pydantic.BaseModel):
     collective: CollectiveName = "allreduce"
     sources: list[str] = []
     layers: list[_LayerModel] = pydantic.Field(min_length=1)
-    devices: dict[str, Any] = {}
+    devices: dict[str, dict[str, Any]] = {}
     default_device: str = ""
 
     @pydantic.model_validator(mode="before")
     @classmethod
     def _zoo_batch(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("format") == "tensorwire-zoo/1" and "batch_size" not in data:
-            device = data.get("devices", {}).get(data.get("default_device", ""), {})
-            data = {**data, "batch_size": device.get("batch_size", 1)}
+            # Malformed `devices`/`default_device` are left to the fields' own checks, which
+            # name them (a list or a number here raised AttributeError).
+            devices, default = data.get("devices", {}), data.get("default_device", "")
+            device = devices.get(default, {}) if isinstance(devices, dict) and isinstance(default, str) else {}
+            data = {**data, "batch_size": device.get("batch_size", 1) if isinstance(device, dict) else 1}
         return data

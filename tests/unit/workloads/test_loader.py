@@ -58,6 +58,9 @@ def test_zoo_file_is_accepted_as_a_workload_file() -> None:
     assert w.total_bytes == tw.load_model("vgg16").total_bytes
 
 
+LAYER = [{"name": "a", "forward_s": 0.001, "backward_s": 0.002}]
+
+
 @pytest.mark.parametrize(
     ("doc", "field"),
     [
@@ -109,6 +112,13 @@ def test_zoo_file_is_accepted_as_a_workload_file() -> None:
             },
             "workload.batch_size",
         ),  # fmt: skip
+        # A zoo file's devices malformed raised AttributeError or TypeError.
+        ({"format": "tensorwire-zoo/1", "name": "z", "layers": LAYER, "devices": []}, "workload.devices"),
+        ({"format": "tensorwire-zoo/1", "name": "z", "layers": LAYER, "devices": {"": 5}}, "workload.devices."),
+        (
+            {"format": "tensorwire-zoo/1", "name": "z", "layers": LAYER, "devices": {}, "default_device": [1]},
+            "workload.default_device",
+        ),
     ],
 )
 def test_malformed_workload_files_name_the_field(tmp_path: Path, doc: dict[str, object], field: str) -> None:
@@ -180,6 +190,16 @@ def test_malformed_traces_name_the_line(tmp_path: Path, text: str, field: str) -
     # Named as the file, read as a trace: the trace's own field (the line) in the message.
     assert e.value.args[0] == "workload" and f"{path}: not JSON, so read as a five-attribute trace" in e.value.args[1]
     assert f"and {field}: " in e.value.args[1]
+
+
+def test_more_layers_than_a_run_holds_are_refused_before_each_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tensorwire import _core
+
+    monkeypatch.setattr(_core, "MAX_LAYERS", 2)
+    doc = {"format": "tensorwire-workload/1", "name": "x", "batch_size": 1, "layers": [{"bad": 1}] * 3}
+    with pytest.raises(InputError) as e:
+        Workload.from_dict(doc)
+    assert e.value.args == ("workload.layers", "3 layers is more than the 2 a run can hold")
 
 
 def test_a_trace_with_more_events_than_a_workload_holds_is_refused_while_reading(

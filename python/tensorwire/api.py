@@ -9,7 +9,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
-from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_text, is_int
+from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text, is_int
 from tensorwire.result import Result, nccl_channels_text
 from tensorwire.strategy import Strategy
 from tensorwire.workload import Workload
@@ -152,17 +152,21 @@ def _run_args(
         raise TypeError(f"progress must be a function taking a Progress (or None), not {progress!r:.80}")
     if isinstance(spread, bool) or not isinstance(spread, (int, float)):
         raise TypeError(f"spread must be a number, not {spread!r:.80}")
+    spread = check_real("spread", spread)
     if slowdowns is not None and stragglers not in ("fixed", "empirical"):
         raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
     options: dict[str, Any] = dict(
         network=cluster.network,
         iterations=iterations,
-        seed=seed % 2**64,
+        seed=int(seed) % 2**64,
         per_message_overhead=cluster.per_message_overhead,
         copy_bandwidth=cluster.copy_bandwidth,
         stragglers=stragglers,
-        spread=float(spread),
-        slowdowns=list(slowdowns) if slowdowns is not None else None,
+        spread=spread,
+        # Integers past a float (10**400) named, not an OverflowError; other types the core checks.
+        slowdowns=None
+        if slowdowns is None
+        else [check_real(f"slowdowns[{i}]", x) if is_int(x) else x for i, x in enumerate(slowdowns)],
         allow_folding=fold,
         allow_lanes=fold,
         max_flows=max_flows,
@@ -435,7 +439,7 @@ def _run_jobs(
         cluster.core,
         network=cluster.network,
         iterations=iterations,
-        seed=seed % 2**64,
+        seed=int(seed) % 2**64,
         per_message_overhead=cluster.per_message_overhead,
         copy_bandwidth=cluster.copy_bandwidth,
         placement=cluster.rank_placement,

@@ -18,6 +18,7 @@ import numbers
 from dataclasses import dataclass
 
 from tensorwire._core import InputError
+from tensorwire.limits import check_real
 from tensorwire.units import to_seconds
 
 
@@ -36,6 +37,7 @@ class Failure:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise InputError(f"failures.{key}", f"{value!r:.80} is not a number")
+            check_real(f"failures.{key}", value)  # 10**400: named here, not an OverflowError in the run
         if not self.target:
             raise InputError("failures.target", "name a link (h0->sw) or a node (h0, sw, leaf0)")
         if not 0.0 <= self.rate <= 1.0:

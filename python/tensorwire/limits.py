@@ -41,6 +41,22 @@ def check_int(field: str, value: Any, minimum: int = 0, maximum: int = U64_MAX) 
     return int(value)
 
 
+def check_real(field: str, value: Any) -> float:
+    """``value`` as a float if it is a real number (``int``, ``float``, numpy's; not a
+    ``bool``) that a float holds, else :class:`InputError`: ``10**400`` raised Python's
+    ``OverflowError`` wherever it met a float.
+
+    >>> check_real("spread", 1)
+    1.0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(field, f"{value!r:.80} is not a number")
+    try:
+        return float(value)
+    except OverflowError:
+        raise InputError(field, f"an integer of {int(value).bit_length()} bits is more than a number holds") from None
+
+
 def check_text(field: str, value: Any, allow: str = "\t\n") -> str:
     """``value`` if it is text the core can take and a terminal can print (a ``str`` that is
     valid Unicode: no lone surrogates such as JSON's ``"\\ud800"``; no control characters but

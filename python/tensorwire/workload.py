@@ -27,7 +27,7 @@ import pydantic
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_text
+from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text
 
 _T = TypeVar("_T")
 
@@ -85,7 +85,7 @@ class Layer:
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
-                or not (math.isfinite(value) and value >= 0)
+                or not (math.isfinite(check_real(f"layer.{key}", value)) and value >= 0)
             ):
                 raise InputError(
                     f"layer.{key}", f"{value!r} (layer {self.name!r}) must be a finite number of seconds >= 0"
@@ -158,7 +158,7 @@ class Workload:
 
     def with_compute_speedup(self, speedup: float) -> Workload:
         """The same model on a device ``speedup`` times faster (Chang et al. 2020, seed 000 section 8.6)."""
-        if not speedup > 0 or speedup == float("inf"):
+        if not check_real("compute_speedup", speedup) > 0 or speedup == float("inf"):
             raise InputError("compute_speedup", f"{speedup!r} must be a number > 0")
         layers = tuple(
             Layer(layer.name, layer.forward_s / speedup, layer.backward_s / speedup, layer.tensors)

@@ -38,6 +38,12 @@ OUT_OF_RANGE: list[tuple[str, Callable[[], Any]]] = [
     ("slowdowns", lambda: tw.simulate(W, C, "ring", slowdowns=[2] * 8)),
     ("gpu", lambda: tw.load_model("resnet50", gpu="")),
     ("tensor.name", lambda: Tensor("\ud800", 4)),
+    # Integers past a float raised OverflowError wherever they met one.
+    ("layer.forward_s", lambda: Layer("a", 10**400, 0.0)),
+    ("compute_speedup", lambda: W.with_compute_speedup(10**400)),
+    ("spread", lambda: tw.simulate(W, C, "ring", stragglers="normal", spread=10**400)),
+    ("slowdowns[0]", lambda: tw.simulate(W, C, "ring", stragglers="fixed", slowdowns=[10**400] * 8)),
+    ("failures.at_s", lambda: Failure("h3", 10**400, 0.5)),
 ]
 
 
@@ -66,6 +72,12 @@ WRONG_TYPES: list[Callable[[], Any]] = [
 def test_wrong_types_are_type_errors_saying_what_is_expected(call: Callable[[], Any]) -> None:
     with pytest.raises(TypeError, match="must be|takes"):
         call()
+
+
+def test_a_numpy_seed_at_the_top_of_its_range_runs() -> None:
+    # `seed % 2**64` on numpy's uint64 raised OverflowError ("too large to convert to C long").
+    np = pytest.importorskip("numpy")
+    assert tw.simulate(W, C, "ring", seed=np.uint64(2**64 - 1)).iteration_time_s > 0
 
 
 def test_limits_are_the_cores_types() -> None:

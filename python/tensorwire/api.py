@@ -62,9 +62,10 @@ def simulate(
     same answer, slower; for checking.
     ``max_flows`` refuses a run that would need more flows than that with an ``InputError``
     (field ``max_flows``) instead of running for minutes or out of memory: before anything
-    is simulated, from an upper bound of the flows the run will simulate (after folding;
+    is simulated, from a bound of the flows the run will simulate (after folding;
     messages timed by lanes count 1/64 of a flow; a flow of an unfolded parameter server or
-    tree counts as the flows it shares links with), and again while running. The default,
+    tree counts as the flows it shares links with; past 16.8 million step evaluations a
+    schedule's ranks are sampled, an estimate), and again while running. The default,
     :data:`DEFAULT_MAX_FLOWS`, keeps a run within about 2 s; pass a larger number to allow
     longer runs, or ``None`` for no budget at all.
     ``progress`` is called every 65,536 events (and at least every 0.2 s) with a

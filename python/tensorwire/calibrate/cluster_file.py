@@ -109,8 +109,12 @@ def read(path: str) -> ClusterFile:
     except InputError as e:
         raise _bad(path, f"topology {clip(topology)!r}: {clip(str(e.args[-1]), 300)}") from None
     bandwidth = data.get("bandwidth_bytes_per_s")
-    if bandwidth is not None and not (_is_number(bandwidth) and bandwidth > 0):
-        raise _bad(path, '"bandwidth_bytes_per_s" must be a number > 0 (bytes/s) or null (the fabric\'s own)')
+    # In bits/s it must stay a number too (1e308 bytes/s printed "inf Tbps", and `sweep`,
+    # which passes rates as text, read "infbps").
+    if bandwidth is not None and not (_is_number(bandwidth) and bandwidth > 0 and math.isfinite(bandwidth * 8)):
+        raise _bad(
+            path, '"bandwidth_bytes_per_s" must be a number > 0 (bytes/s, below 2.2e307) or null (the fabric\'s own)'
+        )
     latency = data.get("latency_s")
     if not (isinstance(latency, (int, float)) and _is_number(latency) and 0 <= latency < _core.HORIZON_S):
         raise _bad(
@@ -125,6 +129,13 @@ def read(path: str) -> ClusterFile:
         raise _bad(path, '"gpus_per_node" must be an integer >= 1')
     if "calibration" in data:
         _check_calibration(path, data["calibration"], topology)
+    if bandwidth is None and _own_rate(topology) is None:
+        # `simulate` refused such a file and `sweep` ran it at its default 25 Gbit/s.
+        raise _bad(
+            path,
+            f'"bandwidth_bytes_per_s" is null (the fabric\'s own rate) but {clip(topology)!r} has none of its own '
+            "(only rail fabrics do); give the host link rate in bytes/s",
+        )
     known = {"tensorwire_cluster", "topology", "bandwidth_bytes_per_s", "latency_s", "transport", "gpus_per_node"}
     extra = {k: v for k, v in data.items() if k not in known}
     return ClusterFile(

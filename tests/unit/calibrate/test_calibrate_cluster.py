@@ -132,6 +132,10 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
         ('{"tensorwire_cluster": 2, "topology": "star", "latency_s": 0}', "it reads version 1"),
         # Past the simulation horizon: every consumer refused it later, in other words.
         ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 1e9}', "the simulation horizon"),
+        # In bits/s past a float: "inf Tbps" in simulate, "infbps is not a rate" in sweep.
+        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": 1e308}', "2.2e307"),
+        # No rate on a fabric without its own: simulate refused it, sweep ran it at 25 Gbit/s.
+        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0}', "'star' has none of its own"),
     ],
 )
 def test_bad_cluster_file_is_one_line(

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.io import clip
 from tensorwire.limits import check_int
 
 #: The presets the core knows (checked against the core's own list by the tests).
@@ -508,11 +509,13 @@ def _visible_indices(value: str, gpus: int) -> list[int]:
         raise InputError("CUDA_VISIBLE_DEVICES", "is empty: no GPU is visible to this process")
     out: list[int] = []
     for item in items:
-        if not item.isdigit():
+        # ASCII digits, bounded: "²".isdigit() is True and int("²") a ValueError, and a
+        # 5,000-digit index passed int()'s limit.
+        if re.fullmatch(r"[0-9]{1,9}", item) is None:
             if not out:
                 raise InputError(
                     "CUDA_VISIBLE_DEVICES",
-                    f"{value!r}: only integer indices are understood here; use Topology.detect(visible=False).subset([...])",
+                    f"{clip(value)!r}: only integer indices are understood here; use Topology.detect(visible=False).subset([...])",
                 )
             break
         idx = int(item)
@@ -524,8 +527,9 @@ def _visible_indices(value: str, gpus: int) -> list[int]:
 
 # -- detection ------------------------------------------------------------------------------
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_GPU = re.compile(r"^GPU(\d+)$")
-_NV = re.compile(r"^NV(\d+)$")
+# ASCII digits, at most 9 (a GPU index or NVLink count; int() of 5,000 digits raised).
+_GPU = re.compile(r"^GPU([0-9]{1,9})$")
+_NV = re.compile(r"^NV([0-9]{1,9})$")
 
 
 def parse_nvidia_smi_topo(text: str) -> list[list[int]]:
@@ -593,7 +597,7 @@ def parse_nvidia_smi_topo(text: str) -> list[list[int]]:
             else:
                 raise InputError(
                     "nvidia-smi",
-                    f"GPU{i}-GPU{j} link {cells[j]!r} is not understood; expected NV#, {', '.join(sorted(PCIE_CODES))} or X",
+                    f"GPU{i}-GPU{j} link {clip(cells[j])!r} is not understood; expected NV#, {', '.join(sorted(PCIE_CODES))} or X",
                 )
     return matrix
 
@@ -603,7 +607,16 @@ def _run_nvidia_smi() -> str:
     if exe is None:
         raise InputError("detect", "no NVIDIA GPU found: nvidia-smi is not on PATH; use a preset or an adjacency file")
     try:
-        p = subprocess.run([exe, "topo", "-m"], capture_output=True, text=True, timeout=60, check=False)
+        # Bytes that are not UTF-8 are replaced (they raised UnicodeDecodeError); the
+        # matrix's own tokens are ASCII.
+        p = subprocess.run(
+            [exe, "topo", "-m"],
+            capture_output=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise InputError("detect", f"nvidia-smi topo -m did not run: {e}") from None
     if p.returncode != 0:

@@ -229,6 +229,27 @@ def test_detect_runs_nvidia_smi_and_keeps_the_visible_gpus(tmp_path: Path, monke
     with pytest.raises(InputError) as e:
         Topology.detect()
     assert field_of(e) == "CUDA_VISIBLE_DEVICES"
+    # "²".isdigit() is True and int("²") a ValueError; 5,000 digits passed int()'s limit.
+    for value in ("\u00b2", "9" * 5000):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+        with pytest.raises(InputError) as e:
+            Topology.detect()
+        assert field_of(e) == "CUDA_VISIBLE_DEVICES" and len(message_of(e)) < 200
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,\u00b2")  # CUDA stops at the first invalid entry
+    assert Topology.detect().gpus == 1
+
+
+def test_nvidia_smi_output_that_is_not_utf8_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A byte that is not UTF-8 (in a legend line) raised UnicodeDecodeError from subprocess.
+    sample = tmp_path / "latin1.txt"
+    sample.write_bytes((DATA / "dgx1v.txt").read_bytes() + b"\n  caf\xe9 legend\n")
+    script = tmp_path / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\nexec /bin/cat '{sample}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ["PATH"])
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert Topology.detect() == Topology.preset("p3.16xlarge")
 
 
 def test_detect_without_gpus_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -362,13 +362,13 @@ def _not_bool(value: Any) -> Any:
 
 
 class _TensorModel(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
     name: str
     bytes: Annotated[int, pydantic.BeforeValidator(_not_bool), pydantic.Field(ge=0, le=U64_MAX)]
 
 
 class _LayerModel(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore")
+    model_config = pydantic.ConfigDict(extra="ignore", strict=True)
     name: str
     forward_s: pydantic.NonNegativeFloat
     backward_s: pydantic.NonNegativeFloat
@@ -385,7 +385,7 @@ class _LayerModel(pydantic.BaseModel):
 
 
 class _WorkloadFile(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore")
+    model_config = pydantic.ConfigDict(extra="ignore", strict=True)
     format: Literal["tensorwire-workload/1", "tensorwire-zoo/1"]
     name: str
     description: str = ""

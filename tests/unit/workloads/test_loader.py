@@ -112,6 +112,17 @@ LAYER = [{"name": "a", "forward_s": 0.001, "backward_s": 0.002}]
             },
             "workload.batch_size",
         ),  # fmt: skip
+        # Text where a number goes was read as the number ("8" as 8 workers' batch).
+        ({"format": "tensorwire-workload/1", "name": "x", "batch_size": "8", "layers": LAYER}, "workload.batch_size"),
+        (
+            {
+                "format": "tensorwire-workload/1",
+                "name": "x",
+                "batch_size": 1,
+                "layers": [{**LAYER[0], "forward_s": "0.5"}],
+            },
+            "workload.layers.0.forward_s",
+        ),
         # A zoo file's devices malformed raised AttributeError or TypeError.
         ({"format": "tensorwire-zoo/1", "name": "z", "layers": LAYER, "devices": []}, "workload.devices"),
         ({"format": "tensorwire-zoo/1", "name": "z", "layers": LAYER, "devices": {"": 5}}, "workload.devices."),

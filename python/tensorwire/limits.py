@@ -54,7 +54,8 @@ def check_real(field: str, value: Any) -> float:
     try:
         return float(value)
     except OverflowError:
-        raise InputError(field, f"an integer of {int(value).bit_length()} bits is more than a number holds") from None
+        bits = value.bit_length() if isinstance(value, int) else "so many"
+        raise InputError(field, f"an integer of {bits} bits is more than a number holds") from None
 
 
 def check_text(field: str, value: Any, allow: str = "\t\n") -> str:

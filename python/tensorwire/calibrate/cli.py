@@ -141,15 +141,28 @@ def _gbs(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e9:,.2f}"
 
 
+def _logs(result: Fit) -> list[tuple[Run, list[RowFit]]]:
+    """Each log's run and its rows, in the order given; a log given twice once (the rows of
+    its first run). Keyed by path and SHA-256, not by the :class:`Run`: hashing a frozen
+    dataclass hashes every field, a run's every row among them, and keying the rows by their
+    run made this quadratic in the rows (5,000 rows took 19 s, 100,000 past a minute)."""
+    logs: dict[tuple[str, str], tuple[Run, list[RowFit]]] = {}
+    for r in result.rows:
+        run, rows = logs.setdefault((r.run.path, r.run.sha256), (r.run, []))
+        if r.run is run:
+            rows.append(r)
+    return list(logs.values())
+
+
 def _show(result: Fit) -> None:
-    for run in dict.fromkeys(r.run for r in result.rows):
+    for run, run_rows in _logs(result):
         t = Table(
             title=f"{run.path}: {run.collective} on {run.nodes} node{'s' * (run.nodes > 1)} x {run.gpus_per_node} "
             f"{run.gpu}, busbw GB/s",
         )
         for column in ("size", "measured", "before", "after", "error", "algo/proto"):
             t.add_column(column, justify="left" if column == "algo/proto" else "right")
-        for r in (x for x in result.rows if x.run is run):
+        for r in run_rows:
             miss = abs(r.error) > 0.05
             t.add_row(
                 format_bytes(r.size),
@@ -292,7 +305,7 @@ def _restricted_strategy(result: Fit) -> str:
 
 def _skipped(result: Fit) -> list[tuple[str, int]]:
     """(log, line) of every row of size 0 the runs skipped."""
-    return [(run.path, line) for run in dict.fromkeys(r.run for r in result.rows) for line in run.skipped]
+    return [(run.path, line) for run, _ in _logs(result) for line in run.skipped]
 
 
 def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.ClusterFile:

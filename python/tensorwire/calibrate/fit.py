@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from tensorwire._core import InputError
-from tensorwire.calibrate.logs import Run
+from tensorwire.calibrate.logs import MAX_ROWS, Run
 from tensorwire.calibrate.predict import (
     CALIBRATION_OPTIONS,
     POINT_TO_POINT,
@@ -329,7 +329,18 @@ def default_topology(runs: Sequence[Run], node_names: Sequence[str]) -> str:
 
 def check_runs(runs: Sequence[Run], topology: str, gpus_per_preset: Optional[int]) -> None:
     """Refuses runs that do not describe one fabric: different GPUs, or multi-node runs with
-    another number of GPUs per node than the topology's nodes have."""
+    another number of GPUs per node than the topology's nodes have; and runs of more than
+    :data:`~tensorwire.calibrate.logs.MAX_ROWS` table rows together (the fit's time grows
+    with the rows: 10,000 take about 12 s), naming the log that passes it."""
+    total = 0
+    for r in runs:
+        total += len(r.rows) + len(r.skipped)
+        if total > MAX_ROWS:
+            raise InputError(
+                "log",
+                f"{r.path}: brings the logs' table rows to {total:,}, past the {MAX_ROWS:,} a calibration takes "
+                "in all (a nccl-tests sweep prints about 30 a run)",
+            )
     gpus = {r.gpu for r in runs}
     if len(gpus) > 1:
         raise InputError(

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from tensorwire._core import InputError
+from tensorwire._core import HORIZON_S, InputError
 from tensorwire.io import clip, read_input
 from tensorwire.workload import bus_factor
 
@@ -64,20 +64,45 @@ MAX_LOG_BYTES = 16 << 20
 #: The largest size a row may have: the core's bound on the bytes of a run (``limits::MAX_BYTES``,
 #: 2^53, 8 PiB), past which ``nccl_predict`` refuses it.
 MAX_SIZE = 1 << 53
+#: The largest number a header may give (nThread, nGpus, a rank, ``nccl-library=``): nccl-tests
+#: prints them from C ``int``s. Past it a log is refused, naming the line, before Python's
+#: ``int()`` (which refuses 4,300 digits and is quadratic below that) sees the digits.
+MAX_HEADER_NUMBER = (1 << 31) - 1
+#: The table rows a log may hold, and the logs of one calibration together (rows of size 0
+#: included): a nccl-tests sweep prints about 30 a run (8 B..16 GiB by factors of 2), and the
+#: fit predicts every row a few times a round for up to :data:`~tensorwire.calibrate.fit.MAX_ITERATIONS`
+#: rounds (about a millisecond a row in all, on one core: 10,000 rows take about 12 s), so
+#: past this a log is no sweep and its fit would run for minutes.
+MAX_ROWS = 10_000
+#: The largest decimal exponent of a number in a log: ``%e`` of a double writes at most
+#: ``e+308`` (and down to ``e-324``). Past it, ``0e400`` is 0 to within 10^400, which
+#: :func:`half_unit` cannot compute and no printf writes.
+MAX_EXPONENT = 308
+MIN_EXPONENT = -324
+#: The shortest time a row may give, seconds: the engine's resolution (1 ns). nccl-tests
+#: prints times to 0.01 us.
+MIN_TIME_S = 1e-9
 
+# Numbers are ASCII digits ([0-9], not \d: Python's \d and int() take any script's digits,
+# which no printf writes).
 _RANK = re.compile(
-    r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
+    r"^#\s+Rank\s+([0-9]+)\s+Group\s+([0-9]+)\s+Pid\s+([0-9]+)\s+on\s+(\S+)\s+device\s+([0-9]+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
 )
-_THREADS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\b")
+_THREADS = re.compile(r"^#\s*nThread\s+([0-9]+)\s+nGpus\s+([0-9]+)\b")
 _BINARY = re.compile(r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|[a-z_]+_perf)\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
-_NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
-_LIBRARY_CODE = re.compile(r"nccl-library=(\d+)")
+_NCCL_VERSION = re.compile(r"NCCL version ([0-9]+\.[0-9]+\.[0-9]+)")
+_LIBRARY_CODE = re.compile(r"nccl-library=([0-9]+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
-_ROW_START = re.compile(r"^\s*\d+\s+\d+\s")
+_ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s")
 #: A line that looks like a table row (a number first, then at least eight more fields)
-#: without being one: refused, naming the line, rather than skipped.
+#: without being one: refused, naming the line, rather than skipped. (``\d`` here takes any
+#: script's digits on purpose: a row whose size is ``\u0665`` is refused, not skipped.)
 _ROW_LIKE = re.compile(r"^\s*[-+]?\.?\d\S*(\s+\S+){8}")
+#: A number as printf writes one (``%f``, ``%e``, ``%g``): ASCII digits, a decimal point, an
+#: exponent. Python's float() takes more that no printf writes (``1_000``, ``\u0665\u0660``, ``nan``,
+#: ``infinity``, spaces), which :func:`printed_number` refuses.
+_DECIMAL = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([-+]?[0-9]+))?")
 
 
 @dataclass(frozen=True)
@@ -142,13 +167,61 @@ def _read(path: str) -> tuple[list[str], str]:
     return text.splitlines(), hashlib.sha256(data).hexdigest()
 
 
+def printed_number(text: str) -> Optional[float]:
+    """The value of ``text`` where it is a number as printf writes one (:data:`_DECIMAL`, an
+    exponent within a double's, :data:`MIN_EXPONENT` to :data:`MAX_EXPONENT`), else None.
+
+    >>> printed_number("41.99"), printed_number("1.2e+08"), printed_number("0e400"), printed_number("1_000")
+    (41.99, 120000000.0, None, None)
+    """
+    m = _DECIMAL.fullmatch(text)
+    if m is None:
+        return None
+    exponent = m.group(1)
+    if exponent is not None:
+        digits = exponent.lstrip("+-").lstrip("0")
+        if len(digits) > 3 or not MIN_EXPONENT <= int(exponent) <= MAX_EXPONENT:
+            return None
+    return float(text)
+
+
 def _number(path: str, line: int, column: str, text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise _error(path, line, f"{column} {clip(text)!r} is not a number") from None
-    if value != value or value < 0 or value == float("inf"):
-        raise _error(path, line, f"{column} {clip(text)!r} is not a number >= 0")
+    """The number >= 0 of the cell ``text`` of ``column``; anything else is refused naming the
+    line (one no printf writes, :func:`printed_number`, as not a number)."""
+    value = printed_number(text)
+    if value is None:
+        raise _error(
+            path,
+            line,
+            f"{column} {clip(text)!r} is not a number as nccl-tests prints one "
+            "(digits 0-9, a decimal point, an exponent from e-324 to e+308)",
+        )
+    if value < 0 or value == math.inf:
+        raise _error(path, line, f"{column} {clip(text)!r} is not a number >= 0 (and below 1.8e+308)")
+    return value
+
+
+def _whole(text: str, limit: int) -> int:
+    """The whole number the ASCII digits ``text`` write, or ``limit + 1`` where it is past
+    ``limit``. Only as many digits as ``limit`` has are converted: Python's int() refuses
+    4,300 digits (and leading zeros count), and takes quadratic time below that."""
+    digits = text.lstrip("0")
+    if len(digits) > len(str(limit)):
+        return limit + 1
+    return min(int(digits or "0"), limit + 1)
+
+
+def _header_number(path: str, line: int, what: str, text: str) -> int:
+    """A whole number of the header (``text``: ASCII digits), at most
+    :data:`MAX_HEADER_NUMBER`; past it refused naming the line."""
+    value = _whole(text, MAX_HEADER_NUMBER)
+    if value > MAX_HEADER_NUMBER:
+        raise _error(
+            path,
+            line,
+            f"{what} {clip(text)} is past {MAX_HEADER_NUMBER} (nccl-tests prints it from a C int): "
+            "not nccl-tests' output",
+        )
     return value
 
 
@@ -201,11 +274,11 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             if (m := _THREADS.match(text)) is not None:
                 if threads is not None:
                     raise _error(path, i, "a second run starts here; give each run in a file of its own")
-                threads = (int(m.group(1)), int(m.group(2)))
+                threads = (_header_number(path, i, "nThread", m.group(1)), _header_number(path, i, "nGpus", m.group(2)))
             elif (m := _STARTING.match(text)) is not None:
                 binary = os.path.basename(m.group(1))
             elif (m := _RANK.match(text)) is not None:
-                rank = int(m.group(1))
+                rank = _header_number(path, i, "rank", m.group(1))
                 if rank in ranks:
                     raise _error(path, i, f"rank {rank} is listed twice")
                 ranks[rank] = (m.group(4), m.group(7), i)
@@ -214,7 +287,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             elif (m := _AVG.match(text)) is not None:
                 avg = _number(path, i, "Avg bus bandwidth", m.group(1)) * 1e9
             elif (m := _LIBRARY_CODE.search(text)) is not None and nccl_version is None:
-                code = int(m.group(1))
+                code = _header_number(path, i, "nccl-library", m.group(1))
                 nccl_version = f"{code // 10000}.{code // 100 % 100}.{code % 100}"
             continue
         if binary is None and (m := _BINARY.search(text)) is not None and not _ROW_START.match(text):
@@ -227,6 +300,13 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         if columns is None:
             raise _error(
                 path, i, "a table row before the column header (# size count type redop root time algbw busbw ...)"
+            )
+        if len(rows) + len(zero) == MAX_ROWS:
+            raise _error(
+                path,
+                i,
+                f"row {MAX_ROWS + 1:,} of the table: a log may hold {MAX_ROWS:,} rows at most "
+                "(a nccl-tests sweep prints about 30)",
             )
         row = _row(path, i, text, columns)
         if row is None:
@@ -333,8 +413,7 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     fields = text.split()
     if len(fields) < len(columns) - 1 or len(fields) < 9:
         raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}")
-    # (Past 16 digits a size is past 2^53 whatever its value; int() of 4,300 would raise.)
-    size, count = (int(f) if len(f.lstrip("0")) <= 16 else MAX_SIZE + 1 for f in fields[:2])
+    size, count = (_whole(f, MAX_SIZE) for f in fields[:2])
     if size > MAX_SIZE or count > MAX_SIZE:
         what = "size" if size > MAX_SIZE else "count"
         raise _error(path, line, f"{what} {clip(fields[0 if what == 'size' else 1])} is past 2^53 (8 PiB): not a run")
@@ -345,13 +424,14 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     if not times or times[0] + 2 >= len(fields):
         raise _error(path, line, "no time, algbw and busbw columns")
 
-    def triple(j: int) -> tuple[float, float, float]:
+    def triple(j: int, where: str) -> tuple[float, float, float]:
         names = ("time", "algbw", "busbw")
-        t, a, b = (_number(path, line, names[k], fields[j + k]) for k in range(3))
+        t, a, b = (_number(path, line, where + names[k], fields[j + k]) for k in range(3))
+        _check_time(path, line, where + "time", fields[j], t * 1e-6)
         return t * 1e-6, a * 1e9, b * 1e9
 
-    seconds, algbw, busbw = triple(times[0])
-    in_place = triple(times[1]) if len(times) > 1 and times[1] + 2 < len(fields) else None
+    seconds, algbw, busbw = triple(times[0], "")
+    in_place = triple(times[1], "in-place ") if len(times) > 1 and times[1] + 2 < len(fields) else None
     if seconds <= 0:
         raise _error(path, line, f"time 0 at size {size}: a row needs a positive time")
     _check_wrong(path, line, fields, columns, size)
@@ -369,6 +449,27 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     )
 
 
+def _check_time(path: str, line: int, column: str, text: str, seconds: float) -> None:
+    """Refuses a time (``text`` in us, ``seconds``) above 0 and below :data:`MIN_TIME_S`, or at
+    or past the simulation horizon (``HORIZON_S``, 2^53 ns, 104 days): no collective takes
+    either, the engine cannot represent them, and the fit (weights 1/t, squared) overflows on
+    them (1e-200 us and 1e300 us raised OverflowError). A time of 0 is :func:`_row`'s to refuse."""
+    if 0 < seconds < MIN_TIME_S:
+        raise _error(
+            path,
+            line,
+            f"{column} {clip(text)} us is below 1 ns, the simulation's resolution (nccl-tests prints 0.01 us "
+            "at least): a time must be 0.001 us or more",
+        )
+    if seconds >= HORIZON_S:
+        raise _error(
+            path,
+            line,
+            f"{column} {clip(text)} us is at or past the simulation horizon of {HORIZON_S:.0f} s "
+            "(2^53 ns, 104 days): a time must be below it",
+        )
+
+
 def _check_wrong(path: str, line: int, fields: list[str], columns: list[str], size: int) -> None:
     """Refuses a row whose ``#wrong`` columns count wrong results: nccl-tests checked the
     collective's output and found elements that differ from the expected ones, so the run is
@@ -377,11 +478,8 @@ def _check_wrong(path: str, line: int, fields: list[str], columns: list[str], si
     for k, j in enumerate(j for j, c in enumerate(columns) if c == "#wrong"):
         if j >= len(fields) or fields[j] == "N/A":
             continue
-        try:
-            wrong = float(fields[j])
-        except ValueError:
-            wrong = math.nan
-        if not 0 <= wrong < math.inf:
+        wrong = printed_number(fields[j])
+        if wrong is None or not 0 <= wrong < math.inf:
             raise _error(path, line, f"#wrong {clip(fields[j])!r} is not a count or N/A")
         if wrong > 0:
             noun = "" if found else " wrong result" + "s" * (wrong != 1)
@@ -407,12 +505,16 @@ def half_unit(text: str) -> float:
     ``src/util.cu``; ``%7.2f``/``%7.1f``/``%7.0f`` and ``%6.2f`` in older ``src/common.cu``),
     so the printed digits themselves say the rounding.
 
+    ``text`` is a number as :func:`printed_number` takes one (its exponent at most
+    :data:`MAX_EXPONENT`, so that the power of 10 is a double's; past it, inf).
+
     >>> half_unit("41.99"), half_unit("15805.6"), half_unit("31391"), half_unit("1.2e+08")
     (0.005, 0.05, 0.5, 5000000.0)
     """
     mantissa, _, exponent = text.lower().partition("e")
     decimals = len(mantissa.partition(".")[2])
-    return 0.5 * 10.0 ** ((int(exponent) if exponent else 0) - decimals)
+    power = (int(exponent) if exponent else 0) - decimals
+    return 0.5 * 10.0**power if power <= MAX_EXPONENT else math.inf
 
 
 #: Relative slack on top of the printed digits' rounding: the checks' own float arithmetic.

@@ -490,3 +490,36 @@ def test_a_fit_above_the_nvlink_line_rate_says_the_logs_are_not_of_this_node(
     assert rc == 0 and "run above the NVLink line rate of 300 GB/s per GPU after the fit" in out, out
     rc, out, _ = _run(capsys, "calibrate", "nccl-tests", str(log))
     assert rc == 0 and "NVLink line rate" not in out
+
+
+def test_the_rows_are_grouped_by_log_without_hashing_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables and the skipped rows grouped the rows with ``dict.fromkeys`` of their Run:
+    hashing a frozen dataclass hashes its every row, so a log of 5,000 rows took 19 s (25
+    million hashes) and one of 100,000 past a minute. Grouped by path and digest, no Run is
+    hashed; a log given twice is still shown once, and each log's rows stay its own."""
+    from dataclasses import replace
+
+    from tensorwire.calibrate import cli
+    from tensorwire.calibrate.fit import Calibration, Fit, Model, RowFit
+    from tensorwire.calibrate.logs import Run, parse_log
+    from tensorwire.calibrate.predict import nccl_predict
+
+    run = parse_log(str(FIXTURES / "azure-nd-h100-v5-allreduce.log"))
+    big = replace(run, rows=run.rows * 400, skipped=(3, 4))  # 5,600 rows
+    again = replace(big)  # the same log given twice: an equal Run, another object
+    other = replace(run, path="other.log", skipped=(7,))
+    pred = nccl_predict("rail:node=dgx-h100", 8, "allreduce", 1 << 20)
+    rows = tuple(
+        RowFit(run=r, size=row.size, measured_busbw=row.busbw, measured_seconds=row.seconds, before=pred, after=pred)
+        for r in (big, again, other)
+        for row in r.rows
+    )
+    result = Fit(Calibration(), Model("rail:node=dgx-h100", None, "rdma", True), rows, ("intra",))
+    hashed: list[Run] = []
+    monkeypatch.setattr(Run, "__hash__", lambda self: hashed.append(self) or 0)
+    groups = cli._logs(result)
+    assert [(g is big, len(g_rows)) for g, g_rows in groups[:1]] == [(True, 5600)]
+    assert [(g is other, len(g_rows)) for g, g_rows in groups[1:]] == [(True, 14)]
+    assert all(r.run is g for g, g_rows in groups for r in g_rows)
+    assert cli._skipped(result) == [(big.path, 3), (big.path, 4), ("other.log", 7)]
+    assert hashed == []

@@ -451,3 +451,22 @@ def test_a_regime_no_fit_improves_keeps_nccls_figures_and_says_so(tmp_path: Path
     assert result.kept == ("inter",) and result.fitted == ("inter",) and result.families == ()
     assert result.calibration == Calibration()
     assert all(r.after == r.before for r in result.rows)
+
+
+def test_the_logs_of_one_calibration_hold_max_rows_table_rows_together() -> None:
+    """The fit's time grows with the rows (about a millisecond each): past MAX_ROWS table rows
+    in all (rows of size 0 included) the logs are refused, naming the log that passes it."""
+    from tensorwire.calibrate.fit import check_runs
+    from tensorwire.calibrate.logs import MAX_ROWS
+
+    run = parse_log(str(FIXTURES / "azure-nd-h100-v5-allreduce.log"))  # 14 rows
+    big = replace(run, rows=run.rows * (MAX_ROWS // 14), path="big.log")  # 9,996
+    check_runs([big, replace(run, rows=run.rows[:4], path="small.log")], "rail:node=dgx-h100", 8)
+    for small in (replace(run, rows=run.rows[:5]), replace(run, rows=run.rows[:4], skipped=(40,))):
+        with pytest.raises(InputError) as e:
+            check_runs([big, replace(small, path="small.log")], "rail:node=dgx-h100", 8)
+        assert e.value.args == (
+            "log",
+            "small.log: brings the logs' table rows to 10,001, past the 10,000 a calibration takes in all "
+            "(a nccl-tests sweep prints about 30 a run)",
+        )

@@ -557,3 +557,174 @@ def test_a_nodes_machine_must_have_the_logs_gpus_per_node(tmp_path: Path) -> Non
     )  # fmt: skip
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "4 GPUs per node on 2 nodes, where nodes:machine=dgx-a100 has 8" in p.stderr
+
+
+# --- numbers as nccl-tests prints them, and the bounds on a log ---------------------------
+
+#: What :func:`~tensorwire.calibrate.logs._number` says of a cell that is no number as
+#: printf writes one.
+NOT_PRINTED = "is not a number as nccl-tests prints one (digits 0-9, a decimal point, an exponent from e-324 to e+308)"
+
+#: Cells Python's float() reads (or overflows on) that nccl-tests never prints, by the fields
+#: of :data:`GOOD`'s 1 MiB row they replace, and the column the refusal names.
+UNPRINTED_CELLS = {
+    "algbw-0e400": ({6: "0e400"}, "algbw '0e400'"),  # half_unit raised OverflowError (10.0 ** 400)
+    "busbw-0e400": ({7: "0e400"}, "busbw '0e400'"),
+    "in-place-algbw-0e400": ({10: "0e400"}, "in-place algbw '0e400'"),
+    "arabic-indic-time": ({5: "\u0665\u0660.\u0660\u0660"}, "time '\u0665\u0660.\u0660\u0660'"),
+    "underscore-time": ({5: "1_000"}, "time '1_000'"),
+    "nan-busbw": ({7: "nan"}, "busbw 'nan'"),
+    "exponent-of-5000-digits": ({6: "1e" + "9" * 5000}, "algbw '1e99999999999999999999"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNPRINTED_CELLS))
+def test_a_cell_no_printf_writes_is_refused_naming_the_line(tmp_path: Path, name: str) -> None:
+    """``0e400`` raised OverflowError; ``\u0665\u0660.\u0660\u0660`` and ``1_000`` read as 50 and 1000 (and were
+    then refused as disagreeing columns, or not at all): each is one line naming the line."""
+    changes, what = UNPRINTED_CELLS[name]
+    text, line = _with_fields(GOOD, 1 << 20, changes)
+    path = tmp_path / f"{name}.log"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    field, message = e.value.args
+    assert field == "log" and message.startswith(f"{path}:{line}: {what}") and message.endswith(NOT_PRINTED)
+    assert len(message) < 300
+
+
+def test_a_count_no_printf_writes_is_refused(tmp_path: Path) -> None:
+    """``#wrong`` read with float(): an Arabic-Indic zero was a count of 0."""
+    text, line = _with_fields(GOOD, 1 << 20, {8: "\u0660"})
+    path = tmp_path / "wrong.log"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args == ("log", f"{path}:{line}: #wrong '\u0660' is not a count or N/A")
+
+
+@pytest.mark.parametrize("size", ["\u0661\u0660\u0664\u0668\u0665\u0667\u0666", "1_048_576"])
+def test_a_size_in_other_digits_is_refused_not_skipped(tmp_path: Path, size: str) -> None:
+    """int() reads Arabic-Indic digits and underscores; nccl-tests prints neither."""
+    text, line = _with_fields(GOOD, 1 << 20, {0: size})
+    path = tmp_path / "size.log"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args[1].startswith(f"{path}:{line}: a table row whose size or count is not a whole number")
+
+
+def test_leading_zeros_are_the_number_they_pad(tmp_path: Path) -> None:
+    """A size of 5,000 zeros then 1048576 raised ValueError (int() of 5,007 digits: the guard
+    counted the digits without the zeros); it is 1048576, and 5,000 zeros then 1 is size 1."""
+    path = tmp_path / "zeros.log"
+    text, _ = _with_fields(GOOD, 1 << 20, {0: "0" * 5000 + "1048576", 1: "0" * 5000 + "262144"})
+    path.write_text(text)
+    assert [(r.size, r.count) for r in parse_log(str(path)).rows] == [(1 << 20, 1 << 18), (1 << 21, 1 << 19)]
+    text, line = _with_fields(GOOD, 1 << 20, {0: "0" * 5000 + "1"})
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args[1].startswith(f"{path}:{line}: columns disagree at size 1: ")
+
+
+HUGE = "9" * 5000
+#: Header numbers of 5,000 digits (int() raised ValueError past 4,300), by the text replaced,
+#: what replaces it, the line it ends on and the number the refusal names.
+HEADER_NUMBERS = {
+    "nThread": ("# nThread 1 ", f"# nThread {HUGE} ", 1, "nThread"),
+    "nGpus": ("nGpus 1 ", f"nGpus {HUGE} ", 1, "nGpus"),
+    "rank": ("#  Rank  3 ", f"#  Rank {HUGE} ", 5, "rank"),
+    "nccl-library": ("# nThread 1 ", f"# nccl-library={HUGE}\n# nThread 1 ", 1, "nccl-library"),
+    "just-past-an-int": ("# nThread 1 ", "# nThread 2147483648 ", 1, "nThread"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEADER_NUMBERS))
+def test_a_header_number_past_a_c_int_is_refused_naming_the_line(tmp_path: Path, name: str) -> None:
+    old, new, line, what = HEADER_NUMBERS[name]
+    path = tmp_path / f"{name}.log"
+    path.write_text(GOOD.replace(old, new, 1))
+    p = _cli(path, "--topology", "rail:node=dgx-a100")
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr[-2000:]
+    (message,) = p.stderr.strip().splitlines()
+    assert message.startswith(f"tensorwire: error: log: {path}:{line}: {what} "), message
+    assert message.endswith("is past 2147483647 (nccl-tests prints it from a C int): not nccl-tests' output")
+    assert len(message) < 300
+
+
+def test_header_numbers_up_to_a_c_int_and_padded_with_zeros_read(tmp_path: Path) -> None:
+    path = tmp_path / "padded.log"
+    path.write_text(
+        GOOD.replace("# nThread 1 ", "# nThread " + "0" * 5000 + "1 ").replace("#  Rank  3 ", "#  Rank 0003 ")
+    )
+    run = parse_log(str(path))
+    assert (run.ranks, len(run.rows)) == (8, 2)
+    path.write_text("# nccl-library=2147483647\n" + GOOD)
+    assert parse_log(str(path)).nccl_version == "214748.36.47"
+
+
+#: Times out of the engine's range, by the fields of GOOD's 1 MiB row they replace (the
+#: bandwidths 0 or huge, so that the columns agree) and the start of the refusal.
+TIMES = {
+    "past-the-horizon": ({5: "1e300", 6: "0.00", 7: "0.00"}, "time 1e300 us is at or past the simulation horizon"),
+    "at-1e30-us": ({5: "1e30", 6: "0.00", 7: "0.00"}, "time 1e30 us is at or past the simulation horizon"),
+    "in-place-past-the-horizon": (
+        {9: "1e300", 10: "0.00", 11: "0.00"},
+        "in-place time 1e300 us is at or past the simulation horizon",
+    ),
+    "below-1-ns": ({5: "1e-200", 6: "1.0e+203", 7: "1.8e+203"}, "time 1e-200 us is below 1 ns"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIMES))
+def test_a_time_out_of_the_engines_range_is_refused_naming_the_line(tmp_path: Path, name: str) -> None:
+    """1e300 us (and 1e-200 us) raised OverflowError in the fit; 1e30 us was fitted (its error
+    +2.8e30%): each is one line naming the line, exit 2."""
+    changes, what = TIMES[name]
+    text, line = _with_fields(GOOD, 1 << 20, changes)
+    path = tmp_path / f"{name}.log"
+    path.write_text(text)
+    p = _cli(path, "--topology", "rail:node=dgx-a100")
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr[-2000:]
+    (message,) = p.stderr.strip().splitlines()
+    assert message.startswith(f"tensorwire: error: log: {path}:{line}: {what}"), message
+
+
+def test_the_shortest_and_longest_times_the_engine_takes_are_fitted(tmp_path: Path) -> None:
+    """0.001 us (1 ns) and 9e12 us (just below the 2^53 ns horizon) read, and the fit runs on
+    them to the end (weights 1/t, squared, stay finite)."""
+    text, _ = _with_fields(AZURE.read_text(), 1 << 20, {5: "0.001", 6: "1.0e+06", 7: "1.8e+06"})
+    text, _ = _with_fields(text, 2 << 20, {5: "9e12", 6: "0.00", 7: "0.00"})
+    path = tmp_path / "extreme.log"
+    path.write_text(text)
+    assert [r.seconds for r in parse_log(str(path)).rows[:2]] == [pytest.approx(1e-9), pytest.approx(9e6)]
+    p = _cli(path, "--topology", "rail:node=dgx-h100", "--json")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert len(json.loads(p.stdout)["rows"]) == 14
+
+
+def _many_rows(n: int) -> str:
+    """:data:`GOOD` with its 1 MiB row ``n`` times (and no other)."""
+    lines = GOOD.splitlines()
+    row = next(t for t in lines if t.split()[:1] == [str(1 << 20)])
+    head = [t for t in lines if t.startswith("#") and "Avg" not in t]
+    return "\n".join(head + [row] * n) + "\n"
+
+
+def test_a_log_may_hold_max_rows_rows(tmp_path: Path) -> None:
+    """100,000 rows (11.7 MB) ran past a minute; a log holds at most MAX_ROWS, and the one
+    past it is refused naming its line."""
+    from tensorwire.calibrate.logs import MAX_ROWS
+
+    path = tmp_path / "many.log"
+    path.write_text(_many_rows(MAX_ROWS))
+    assert len(parse_log(str(path)).rows) == MAX_ROWS
+    path.write_text(_many_rows(MAX_ROWS + 1))
+    line = len(_many_rows(0).splitlines()) + MAX_ROWS + 1
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args == (
+        "log",
+        f"{path}:{line}: row 10,001 of the table: a log may hold 10,000 rows at most (a nccl-tests sweep prints about 30)",
+    )

@@ -71,10 +71,18 @@ def check_text(field: str, value: Any, allow: str = "\t\n") -> str:
         raise InputError(
             field, f"{value[:40]!a}: not valid Unicode (character {e.start} is a lone surrogate)"
         ) from None
-    bad = next((i for i, c in enumerate(value) if unicodedata.category(c) == "Cc" and c not in allow), None)
+    bad = next(
+        (i for i, c in enumerate(value) if (unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS) and c not in allow),
+        None,
+    )
     if bad is not None:
         raise InputError(
             field,
             f"{value[:40]!a}: character {bad} is a control character (U+{ord(value[bad]):04X}); give printable text",
         )
     return value
+
+
+#: Unicode's bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069):
+#: a right-to-left override in a workload's name printed the rest of the table line reversed.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -218,7 +218,7 @@ def test_a_sweep_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     assert p.returncode == 0 and (tmp_path / "r.html").exists(), p.stderr
 
 
-@pytest.mark.parametrize("name", ["m\u001b[2J", "m\u0000", "m\u009b31m"])
+@pytest.mark.parametrize("name", ["m\u001b[2J", "m\u0000", "m\u009b31m", "m\u202ex"])  # U+202E: right-to-left override
 def test_a_name_with_control_characters_is_refused_before_it_reaches_the_terminal(tmp_path: Path, name: str) -> None:
     # An ESC in a workload file's name was printed raw in simulate's table title.
     doc = {

@@ -365,10 +365,16 @@ def nccl_list(value: Optional[str]) -> Optional[str]:
     """An NCCL_ALGO / NCCL_PROTO value in the ``nccl`` strategy's syntax: NCCL's comma
     list as ``+``, lower case (``Ring,Tree`` -> ``ring+tree``, ``^NVLS`` -> ``^nvls``).
 
+    A name given twice is written once (``Ring,ring`` -> ``ring``), as NCCL reads it.
+
     >>> nccl_list("Ring,Tree"), nccl_list("^NVLS,NVLSTree"), nccl_list("Ring, Tree"), nccl_list(None)
     ('ring+tree', '^nvls+nvlstree', 'ring+tree', None)
+    >>> nccl_list("Ring,ring,RING")
+    'ring'
     """
-    return None if value is None else "+".join(item.strip() for item in value.strip().lower().split(","))
+    if value is None:
+        return None
+    return "+".join(dict.fromkeys(item.strip() for item in value.strip().lower().split(",")))
 
 
 def check_restriction(

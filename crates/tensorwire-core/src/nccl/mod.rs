@@ -303,6 +303,10 @@ fn parse_list<T: Copy + PartialEq>(text: &str, field: &str, all: &[T], name: fn(
             })
         })
         .collect::<Result<Vec<T>>>()?;
+    // A name given twice means it once, as NCCL reads it (`simple+simple`; `calibrate --algo
+    // Ring,ring` had suggested `nccl:algo=ring+ring`).
+    let listed =
+        listed.iter().enumerate().filter(|(i, a)| !listed[..*i].contains(a)).map(|(_, a)| *a).collect::<Vec<T>>();
     if !exclude {
         return Ok(listed);
     }
@@ -316,6 +320,12 @@ fn parse_list<T: Copy + PartialEq>(text: &str, field: &str, all: &[T], name: fn(
 #[cfg(test)]
 mod parse_tests {
     use super::*;
+
+    #[test]
+    fn a_name_given_twice_means_it_once() {
+        assert_eq!(NcclOptions::parse_protos("simple+Simple").unwrap(), vec![Proto::Simple]);
+        assert_eq!(NcclOptions::parse_algos("ring+tree+RING").unwrap(), vec![Algo::Ring, Algo::Tree]);
+    }
 
     #[test]
     fn a_leading_caret_excludes_as_nccl_algo_does() {

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire._core import InputError
 from tensorwire.io import TRACE_FILE_LIMIT, clip, gunzip, loads_json, read_input
-from tensorwire.limits import U64_MAX
+from tensorwire.limits import U64_MAX, is_int
 from tensorwire.workload import Layer, Workload
 from tensorwire.workloads.layering import (
     Collective,
@@ -153,6 +154,8 @@ _MODULE = "nn.Module: "
 _BACKEND = re.compile(r"(gloo|nccl|mpi|ucc|xccl):(\w+)$")
 _C10D = re.compile(r"c10d::(\w+?)_?$")
 _NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
+#: Largest rank a trace's ``distributedInfo`` may give: torch's ranks are C ints (32 bits, signed).
+RANK_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,21 @@ class _Ev:
 def _kind(raw: str) -> Optional[str]:
     key = raw.lower().replace("-", "_")
     return _KINDS.get(key) or _KINDS.get(key.rstrip("_"))
+
+
+def _where(name: str, e: _Ev) -> str:
+    """``e`` named for an error message: the file, the event's name and its start (us)."""
+    return f"{name}: event {clip(e.name)!r} at {e.ts!r} us"
+
+
+def _shown(value: Any) -> str:
+    """A value of the trace quoted in an error message, in a few characters: a container is
+    named, not printed (it can be megabytes, or nested too deeply for ``repr``)."""
+    if isinstance(value, (list, dict)):
+        return "a list" if isinstance(value, list) else "an object"
+    if is_int(value) and value.bit_length() > 96:
+        return f"an integer of {value.bit_length()} bits"
+    return clip(repr(value))
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -225,24 +243,87 @@ def _events(data: dict[str, Any], name: str) -> list[_Ev]:
     return out
 
 
-def _rank(data: dict[str, Any], default: int) -> int:
+def _rank(data: dict[str, Any], default: int, name: str) -> int:
+    """The rank ``distributedInfo`` records (``default`` where it records none); anything but
+    an integer from 0 to :data:`RANK_MAX` is refused (a bool is not a rank)."""
     info = data.get("distributedInfo")
-    if isinstance(info, dict) and isinstance(info.get("rank"), int):
-        return int(info["rank"])
-    return default
+    rank = info.get("rank") if isinstance(info, dict) else None
+    if rank is None:
+        return default
+    if not is_int(rank) or not 0 <= rank <= RANK_MAX:
+        raise InputError(
+            "workload",
+            f"{name}: distributedInfo.rank is {_shown(rank)}; expected an integer from 0 to {RANK_MAX} "
+            "(the process's rank in torch.distributed)",
+        )
+    return int(rank)
 
 
 # -- collectives --------------------------------------------------------------------------
 
 
-def _nelems(dims: Any) -> Optional[int]:
-    """Elements of a recorded shape, or of a tensor list's shapes."""
+def _nelems(dims: Any, name: str, e: _Ev) -> Optional[int]:
+    """Elements of a recorded shape (a list of sizes; ``[]``, a scalar, has one), or of a
+    tensor list's shapes (a list of shapes, nested to any depth): the sum of its shapes'
+    elements. None where ``dims`` is no list.
+
+    Iterative: a shape nested as deeply as the JSON reader allows (about 1,000 levels) is
+    read, not a RecursionError. :class:`InputError` naming the event ``e`` of file ``name``
+    for a size that is not an integer >= 0 (a bool is not one), a list mixing sizes and
+    shapes, or more than 2^64 - 1 elements in all (no message is that large; the count
+    stops there, so that huge sizes cost no long products)."""
     if not isinstance(dims, list):
         return None
-    if all(isinstance(d, int) for d in dims):
-        return math.prod(dims)
-    parts = [_nelems(d) for d in dims]
-    return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+    total = 0
+    todo: list[list[Any]] = [dims]
+    while todo:
+        shape = todo.pop()
+        if shape and all(isinstance(d, list) for d in shape):
+            todo.extend(shape)
+            continue
+        total += _shape_nelems(shape, name, e)
+        if total > U64_MAX:
+            raise _too_many(name, e, "Input Dims give")
+    return total
+
+
+def _too_many(name: str, e: _Ev, what: str) -> InputError:
+    return InputError(
+        "workload", f"{_where(name, e)}: {what} more than 2^64 - 1 elements, which are more than 2^64 bytes"
+    )
+
+
+def _shape_nelems(shape: list[Any], name: str, e: _Ev) -> int:
+    """Elements of one shape (sizes), refused as :func:`_nelems` says past 2^64 - 1."""
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, int) or d < 0:
+            what = "a list of shapes among sizes" if isinstance(d, list) else f"size {_shown(d)}"
+            raise InputError(
+                "workload",
+                f"{_where(name, e)}: Input Dims has {what}; expected a shape (a list of integers >= 0) "
+                "or a list of shapes",
+            )
+    if 0 in shape:
+        return 0
+    n = 1
+    for d in shape:
+        n *= d
+        if n > U64_MAX:
+            raise _too_many(name, e, "Input Dims give")
+    return n
+
+
+def _count(e: _Ev, key: str, name: str) -> Optional[int]:
+    """The element count ``e.args[key]`` (``In msg nelems``, ``Out msg nelems``); None where
+    absent. Anything but an integer from 0 to 2^64 - 1 is refused (a bool is not a count)."""
+    n = e.args.get(key)
+    if n is None:
+        return None
+    if not is_int(n) or n < 0:
+        raise InputError("workload", f"{_where(name, e)}: {key!r} is {_shown(n)}; expected an integer >= 0")
+    if n > U64_MAX:
+        raise _too_many(name, e, f"{key!r} gives")
+    return int(n)
 
 
 def _dtype_bytes(dtype: str, where: str) -> int:
@@ -265,21 +346,22 @@ class _Launch:
     exec_ev: Optional[_Ev] = None
 
 
-def _param_comms(ev: _Ev) -> Optional[tuple[str, Optional[int], Optional[str]]]:
+def _param_comms(ev: _Ev, name: str) -> Optional[tuple[str, Optional[int], Optional[str]]]:
     coll = ev.args.get("Collective name")
     if not isinstance(coll, str):
         return None
     kind = _kind(coll)
     if kind is None:
         return None
-    n_in, n_out = ev.args.get("In msg nelems"), ev.args.get("Out msg nelems")
-    sizes = [n for n in (n_in, n_out) if isinstance(n, int)]
+    n_in, n_out = _count(ev, "In msg nelems", name), _count(ev, "Out msg nelems", name)
+    sizes = [n for n in (n_in, n_out) if n is not None]
     dtype = ev.args.get("dtype")
     return kind, (max(sizes) if sizes else None), (dtype if isinstance(dtype, str) else None)
 
 
-def _launches(events: Sequence[_Ev], comm_tids: set[Any]) -> tuple[list[_Launch], list[_Ev]]:
-    """Collective launches (in time order) and the backend execution ranges."""
+def _launches(events: Sequence[_Ev], comm_tids: set[Any], name: str) -> tuple[list[_Launch], list[_Ev]]:
+    """Collective launches and the backend execution ranges, both in time order (``events``
+    is; :func:`_match_executions` needs it)."""
     c10d: list[_Launch] = []
     rpc: list[_Launch] = []
     backend: list[_Ev] = []
@@ -288,10 +370,10 @@ def _launches(events: Sequence[_Ev], comm_tids: set[Any]) -> tuple[list[_Launch]
         m = _C10D.match(e.name)
         if m and e.tid not in comm_tids and _kind(m.group(1)):
             dims = e.args.get("Input Dims")
-            n = _nelems(dims[0]) if isinstance(dims, list) and dims else None
+            n = _nelems(dims[0], name, e) if isinstance(dims, list) and dims else None
             c10d.append(_Launch(e, _kind(m.group(1)) or "", n, None))
         elif e.name == "record_param_comms":
-            pc = _param_comms(e)
+            pc = _param_comms(e, name)
             if pc:
                 rpc.append(_Launch(e, *pc))
         elif _BACKEND.match(e.name):
@@ -300,15 +382,7 @@ def _launches(events: Sequence[_Ev], comm_tids: set[Any]) -> tuple[list[_Launch]
             kernels.append(e)
     launches = c10d
     if c10d and rpc:
-        # record_param_comms nested in a c10d op describes it: take its size and dtype.
-        for launch in c10d:
-            inner = next(
-                (r for r in rpc if r.ev.tid == launch.ev.tid and launch.ev.ts <= r.ev.ts <= launch.ev.end), None
-            )
-            if inner is not None:
-                launch.nelems = inner.nelems if inner.nelems is not None else launch.nelems
-                launch.dtype = inner.dtype
-        outside = [r for r in rpc if not any(c.ev.tid == r.ev.tid and c.ev.ts <= r.ev.ts <= c.ev.end for c in c10d)]
+        outside = _describe_c10d(c10d, rpc)
         launches = sorted(c10d + outside, key=lambda x: x.ev.ts)
     elif rpc:
         launches = rpc
@@ -318,9 +392,46 @@ def _launches(events: Sequence[_Ev], comm_tids: set[Any]) -> tuple[list[_Launch]
             kind = _kind(_BACKEND.match(e.name).group(2))  # type: ignore[union-attr]
             if kind:
                 dims = e.args.get("Input Dims")
-                launches.append(_Launch(e, kind, _nelems(dims[0]) if isinstance(dims, list) and dims else None, None))
+                n = _nelems(dims[0], name, e) if isinstance(dims, list) and dims else None
+                launches.append(_Launch(e, kind, n, None))
         executions = kernels
     return launches, executions
+
+
+def _describe_c10d(c10d: Sequence[_Launch], rpc: Sequence[_Launch]) -> list[_Launch]:
+    """Gives each c10d launch the size and dtype of the first ``record_param_comms`` range
+    nested in it (same thread, starting within it), which describes it; returns the ranges
+    nested in none, launches of their own. Both lists in time order.
+
+    By bisection on each thread's start times, O(n log n) (a scan of one list per item of the
+    other took quadratic time): the first range starting at or after a launch's start is the
+    first nested in it, if any is; a range is nested in some launch exactly when the latest
+    end among the launches that started no later than it reaches it."""
+    rpc_on: dict[Any, list[_Launch]] = {}
+    for r in rpc:
+        rpc_on.setdefault(r.ev.tid, []).append(r)
+    rpc_starts = {tid: [r.ev.ts for r in rs] for tid, rs in rpc_on.items()}
+    for launch in c10d:
+        tid = launch.ev.tid
+        if tid not in rpc_on:
+            continue
+        i = bisect_left(rpc_starts[tid], launch.ev.ts)
+        if i < len(rpc_on[tid]) and rpc_on[tid][i].ev.ts <= launch.ev.end:
+            inner = rpc_on[tid][i]
+            launch.nelems = inner.nelems if inner.nelems is not None else launch.nelems
+            launch.dtype = inner.dtype
+    c10d_starts: dict[Any, list[float]] = {}
+    reach: dict[Any, list[float]] = {}  # the latest end of the launches so far, per thread
+    for c in c10d:
+        c10d_starts.setdefault(c.ev.tid, []).append(c.ev.ts)
+        ends = reach.setdefault(c.ev.tid, [])
+        ends.append(max(ends[-1], c.ev.end) if ends else c.ev.end)
+    outside = []
+    for r in rpc:
+        i = bisect_right(c10d_starts.get(r.ev.tid, []), r.ev.ts) - 1
+        if i < 0 or reach[r.ev.tid][i] < r.ev.ts:
+            outside.append(r)
+    return outside
 
 
 def _exec_kind(e: _Ev) -> Optional[str]:
@@ -335,12 +446,13 @@ def _exec_kind(e: _Ev) -> Optional[str]:
     return None
 
 
-def _exec_nelems(e: _Ev) -> Optional[int]:
+def _exec_nelems(e: _Ev, name: str) -> Optional[int]:
     for key in ("In msg nelems", "Out msg nelems"):
-        if isinstance(e.args.get(key), int):
-            return int(e.args[key])
+        n = _count(e, key, name)
+        if n is not None:
+            return n
     dims = e.args.get("Input Dims")
-    return _nelems(dims[0]) if isinstance(dims, list) and dims else None
+    return _nelems(dims[0], name, e) if isinstance(dims, list) and dims else None
 
 
 def _exec_dtype(e: _Ev) -> Optional[str]:
@@ -350,24 +462,78 @@ def _exec_dtype(e: _Ev) -> Optional[str]:
     return types[0] if isinstance(types, list) and types and isinstance(types[0], str) and types[0] else None
 
 
-def _match_executions(launches: Sequence[_Launch], executions: Sequence[_Ev]) -> None:
-    """Pairs each launch with the first unused execution of its kind and size starting no
-    earlier than the launch (backends run a process group's work in order)."""
-    used: set[int] = set()
+class _Queue:
+    """Some executions (their positions in the time-ordered list), in time order; finds the
+    first one not yet taken that starts at a given time or later.
+
+    Bisection finds the first starting late enough; slots found taken are linked past (a
+    union-find with path halving), so each is stepped over O(1) times amortized: O(log n) a
+    query, and an execution may sit in several queues (it is marked taken once, in
+    ``taken``, and each queue notices when it meets it)."""
+
+    def __init__(self) -> None:
+        self.index: list[int] = []
+        self.starts: list[float] = []  # us, non-decreasing
+        self._next: list[int] = [0]  # slot -> itself while not known taken, else a later slot
+
+    def append(self, index: int, start: float) -> None:
+        self.index.append(index)
+        self.starts.append(start)
+        self._next.append(len(self.index))  # the sentinel past the end
+
+    def first(self, start: float, taken: Sequence[bool]) -> Optional[int]:
+        """Position of the first execution starting at ``start`` or later not ``taken``."""
+        slot = self._find(bisect_left(self.starts, start))
+        while slot < len(self.index) and taken[self.index[slot]]:
+            self._next[slot] = slot + 1
+            slot = self._find(slot + 1)
+        return self.index[slot] if slot < len(self.index) else None
+
+    def _find(self, slot: int) -> int:
+        nxt = self._next
+        while nxt[slot] != slot:
+            nxt[slot] = nxt[nxt[slot]]
+            slot = nxt[slot]
+        return slot
+
+
+def _match_executions(launches: Sequence[_Launch], executions: Sequence[_Ev], name: str) -> None:
+    """Pairs each launch (in order) with the first unused execution (in list order) of its
+    kind and size (either one's size unknown also matches) starting no earlier than 1 us
+    before the launch: backends run a process group's work in order.
+
+    ``executions`` is in time order (as :func:`_launches` gives it), so list order is time
+    order, and the candidates of a launch are the untaken ones at the end of two queues, those
+    of its kind and size and those of its kind and unknown size (or, for a launch of unknown
+    size, of one queue: all of its kind); the first of the two wins. Each execution's kind
+    and size is read once: O(n log n) in all (scanning the whole list for each launch took
+    quadratic time, for ever on a trace of 20,000 launches that matched nothing)."""
+    by_size: dict[tuple[str, Optional[int]], _Queue] = {}
+    by_kind: dict[str, _Queue] = {}
+    sizes: list[Optional[int]] = [None] * len(executions)
+    for i, e in enumerate(executions):
+        kind = _exec_kind(e)
+        if kind is not None:
+            sizes[i] = _exec_nelems(e, name)
+            by_size.setdefault((kind, sizes[i]), _Queue()).append(i, e.ts)
+            by_kind.setdefault(kind, _Queue()).append(i, e.ts)
+    taken = [False] * len(executions)
     for launch in launches:
-        for i, e in enumerate(executions):
-            if i in used or e.ts < launch.ev.ts - 1.0 or _exec_kind(e) != launch.kind:
-                continue
-            n = _exec_nelems(e)
-            if launch.nelems is not None and n is not None and n != launch.nelems:
-                continue
-            used.add(i)
-            launch.exec_ev = e
-            if launch.nelems is None:
-                launch.nelems = n
-            if launch.dtype is None:
-                launch.dtype = _exec_dtype(e)
-            break
+        if launch.nelems is None:
+            queues = [by_kind.get(launch.kind)]
+        else:
+            queues = [by_size.get((launch.kind, launch.nelems)), by_size.get((launch.kind, None))]
+        found = [i for i in (q.first(launch.ev.ts - 1.0, taken) for q in queues if q is not None) if i is not None]
+        if not found:
+            continue
+        i = min(found)
+        taken[i] = True
+        e = executions[i]
+        launch.exec_ev = e
+        if launch.nelems is None:
+            launch.nelems = sizes[i]
+        if launch.dtype is None:
+            launch.dtype = _exec_dtype(e)
 
 
 # -- one step -----------------------------------------------------------------------------
@@ -375,6 +541,22 @@ def _match_executions(launches: Sequence[_Launch], executions: Sequence[_Ev]) ->
 
 def _within(e: _Ev, start: float, end: float) -> bool:
     return start <= e.ts and e.end <= end + 1e-3
+
+
+class _Spans:
+    """Events, to ask in O(log n) whether one lies within a range (as :func:`_within` says):
+    the first starting at or after the range's start that ends earliest does if any does."""
+
+    def __init__(self, events: Iterable[_Ev]) -> None:
+        ordered = sorted(events, key=lambda e: e.ts)
+        self.starts = [e.ts for e in ordered]
+        self.earliest_end = [e.end for e in ordered]  # from each position on
+        for i in reversed(range(len(ordered) - 1)):
+            self.earliest_end[i] = min(self.earliest_end[i], self.earliest_end[i + 1])
+
+    def any_within(self, start: float, end: float) -> bool:
+        i = bisect_left(self.starts, start)
+        return i < len(self.starts) and self.earliest_end[i] <= end + 1e-3
 
 
 def _top_level(events: Sequence[_Ev]) -> list[_Ev]:
@@ -448,7 +630,7 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
     p = Path(path)
     data = load_trace(p)
     events = _events(data, p.name)
-    rank = _rank(data, default_rank)
+    rank = _rank(data, default_rank, p.name)
     steps = [e for e in events if _STEP.match(e.name)]
     if not steps:
         raise InputError(
@@ -458,13 +640,15 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
         )
     trace_end = max(e.end for e in events)
     comm_tids = {e.tid for e in events if _BACKEND.match(e.name)} - {s.tid for s in steps}
-    launches, executions = _launches(events, comm_tids)
-    _match_executions(launches, executions)
+    launches, executions = _launches(events, comm_tids, p.name)
+    _match_executions(launches, executions, p.name)
+    # (Per step in O(log n): a scan of the trace per step took quadratic time.)
+    backward_ops = _Spans(e for e in events if e.name.startswith(_BACKWARD))
+    unfinished = _Spans(x.ev for x in launches if x.exec_ev is None)
 
     def complete(s: _Ev) -> bool:
-        ls = [x for x in launches if _within(x.ev, s.ts, s.end)]
-        has_bwd = any(e.name.startswith(_BACKWARD) and _within(e, s.ts, s.end) for e in events)
-        return has_bwd and s.end <= trace_end and (not executions or all(x.exec_ev is not None for x in ls))
+        has_bwd = backward_ops.any_within(s.ts, s.end)
+        return has_bwd and s.end <= trace_end and (not executions or not unfinished.any_within(s.ts, s.end))
 
     numbers = {int(_STEP.match(s.name).group(1)): s for s in steps}  # type: ignore[union-attr]
     if step is None:
@@ -546,7 +730,7 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
         backward_s=(bwd_end - bwd_start) * 1e-6,
         layers=layers,
         collectives=tuple(colls),
-        batch_size=_batch_size(here, fwd_start, bwd_start),
+        batch_size=_batch_size(here, fwd_start, bwd_start, p.name),
         structure=kind,
     )
 
@@ -598,19 +782,16 @@ def _layers_from_modules(
     return layers, out
 
 
-def _batch_size(events: Iterable[_Ev], start: float, end: float) -> int:
-    """Leading dimension of the first forward op's first input: the batch size, usually."""
+def _batch_size(events: Iterable[_Ev], start: float, end: float, name: str) -> int:
+    """Leading dimension of the first forward op's first input: the batch size, usually (a
+    bad shape there is refused, as :func:`_nelems` says)."""
     for e in events:
         if start <= e.ts < end and e.cat == "cpu_op" and isinstance(e.args.get("Sequence number"), int):
             dims = e.args.get("Input Dims")
-            if (
-                isinstance(dims, list)
-                and dims
-                and isinstance(dims[0], list)
-                and dims[0]
-                and isinstance(dims[0][0], int)
-            ):
-                return max(1, int(dims[0][0]))
+            first = dims[0] if isinstance(dims, list) and dims else None
+            _nelems(first, name, e)
+            if isinstance(first, list) and first and is_int(first[0]):
+                return max(1, int(first[0]))
             break
     return 1
 
@@ -661,6 +842,14 @@ def from_profiler_trace(
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     first = Path(files[0]).name
     stem = re.sub(r"(\.pt)?\.trace|\.json(\.gz)?$", "", first).removesuffix(".json")
-    return merge_ranks(
+    w = merge_ranks(
         steps, name or stem or "trace", [f"PyTorch profiler trace {Path(f).name}" for f in files], "profiler trace"
     )
+    # The simulator would refuse it later, naming a layer the trace never named.
+    w.refuse_compute_past_horizon(
+        "workload",
+        ", ".join(Path(f).name for f in files),
+        "expected ts and dur in microseconds, as torch.profiler writes them",
+        f" (ProfilerStep#{steps[0].step}'s forward and backward passes)",
+    )
+    return w

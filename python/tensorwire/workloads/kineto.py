@@ -148,7 +148,7 @@ _KINDS = {
     "recv_any_source": "recv",
 }
 #: (At most 18 digits: a longer number is no step torch writes, and int() of 4,300 raises.)
-_STEP = re.compile(r"ProfilerStep#(\d{1,18})$")
+_STEP = re.compile(r"ProfilerStep#([0-9]{1,18})$")  # ASCII digits, as torch writes them
 _BACKWARD = "autograd::engine::evaluate_function: "
 _MODULE = "nn.Module: "
 _BACKEND = re.compile(r"(gloo|nccl|mpi|ucc|xccl):(\w+)$")
@@ -226,7 +226,8 @@ def _events(data: dict[str, Any], name: str) -> list[_Ev]:
                 times = (float(ts), float(dur)) if not isinstance(dur, bool) else None
             except OverflowError:
                 times = None
-        if times is None or not math.isfinite(times[0]) or not times[1] >= 0:
+        # A dur of infinity (JSON's Infinity, or 1e999) ended as a generated layer's error.
+        if times is None or not math.isfinite(times[0]) or not (math.isfinite(times[1]) and times[1] >= 0):
             raise InputError(
                 "workload",
                 f"{name}: event {clip(str(e.get('name')))!r} has a bad ts/dur ({clip(repr(ts))}, {clip(repr(dur))}); expected microseconds",

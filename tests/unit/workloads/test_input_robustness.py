@@ -146,6 +146,10 @@ def test_deeply_nested_kineto_and_adjacency(tmp_path: Path, capsys: pytest.Captu
         ('{"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 5, "tid": {}}', "has tid {}"),
         ('{"ph": "X", "name": "a", "ts": 1' + "0" * 400 + ', "dur": 1}', "bad ts/dur"),
         ('{"ph": "X", "name": "ProfilerStep#1' + "0" * 4400 + '", "ts": 0, "dur": 5}', "no ProfilerStep#N"),
+        # An infinite dur ended as a generated layer's error; a step numbered in other digits
+        # was read as a step.
+        ('{"ph": "X", "name": "a", "ts": 0, "dur": 1e999}', "bad ts/dur"),
+        ('{"ph": "X", "name": "ProfilerStep#\u0661", "ts": 0, "dur": 5}', "no ProfilerStep#N"),
     ],
 )
 def test_kineto_events_of_the_wrong_shape_are_one_line(

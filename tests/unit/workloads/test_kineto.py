@@ -545,3 +545,27 @@ def test_compute_past_the_simulation_horizon_is_refused_at_import(
     assert len(err.splitlines()) == 1 and err.startswith("tensorwire: error: workload: 't.json' makes")
     # Far below it (3e5 s of compute, 3.5 days) is read.
     assert from_profiler_trace(_write(tmp_path, _small(scale=1e9))).compute_time_s == pytest.approx(3e5)
+
+
+def _scan_innermost(mods: list[_Ev], op: _Ev) -> Optional[_Ev]:
+    """The scan `_module_layers` ran per forward op before (quadratic): the reference."""
+    best = None
+    for m in mods:
+        if m.ts <= op.ts and op.end <= m.end + 1e-3 and (best is None or m.dur <= best.dur):
+            best = m
+    return best
+
+
+def test_innermost_modules_are_those_the_scan_found() -> None:
+    # Nested, overlapping, equal-length and tolerance-edge (1e-3 us) modules; ops anywhere.
+    rng = random.Random(3)
+    for _ in range(400):
+        mods = [
+            _Ev(f"nn.Module: M{i}", 1, float(rng.randrange(20)), rng.choice([0.0, 1.0, 2.0, 5.0, 12.0]), "", {})
+            for i in range(rng.randrange(12))
+        ]
+        ops = [
+            _Ev("aten::op", 1, rng.randrange(25) + rng.choice([0.0, 0.5]), rng.choice([0.0, 0.999, 1.0, 3.0]), "", {})
+            for _ in range(rng.randrange(12))
+        ]
+        assert kineto._innermost(mods, ops) == [_scan_innermost(mods, op) for op in ops]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -114,4 +115,7 @@ def test_a_script_that_ends_in_an_error_exits_with_it_not_an_abort(tmp_path: Pat
     p = _torchrun(tmp_path, mode)
     assert error in p.stderr, p.stderr[-3000:]
     assert "terminate called" not in p.stderr and "SIGABRT" not in p.stderr, p.stderr[-3000:]
-    assert p.stderr.count("exitcode  : 1 ") == 2, p.stderr[-3000:]
+    # Each rank ends with status 1; one that is slower to fail may be stopped first by
+    # torchrun's agent (SIGTERM, -15) once the other has failed (seen under a loaded CI).
+    codes = [int(c) for c in re.findall(r"exitcode  : (-?\d+)", p.stderr)]  # the summary's lines
+    assert len(codes) == 2 and 1 in codes and set(codes) <= {1, -15}, p.stderr[-3000:]

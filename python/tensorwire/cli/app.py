@@ -175,6 +175,10 @@ def simulate_cmd(
         _refuse_model_options(ctx, "--collective" if collective is not None else "--workload", collective is not None)
     if collective is not None and workers < 2:
         raise InputError("workers", f"{workers} worker has nothing to exchange; a collective needs 2 or more")
+    # The cluster first: a missing rate is one line before a workload of a million layers is
+    # built (`--collective allreduce:1Bx1048576` took 7 s to say -b was missing).
+    cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
+    variability = parse_stragglers(stragglers, workers)
     if model is not None:
         workload = _load(model, gpu, batch, seq_len, mfu, recompute)
     elif workload_file is not None:
@@ -182,8 +186,6 @@ def simulate_cmd(
     else:
         workload = Workload.collective(collective or "")
     workload = _whatif(workload, compute_speedup, add_modules)
-    variability = parse_stragglers(stragglers, workers)
-    cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
     if trace_file is not None:
         inputs = {
             "workload files": [workload_file] if workload_file else [],

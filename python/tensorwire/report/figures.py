@@ -91,8 +91,11 @@ def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, st
 
 def breakdown(rows: list[Row]) -> go.Figure:
     """One bar per strategy, fastest on top: compute with no communication under it,
-    compute overlapped with communication, and exposed communication; the bar's length
-    is the iteration time."""
+    compute overlapped with communication, and the time not covered by compute (exposed:
+    communicating, or waiting for a peer or a server); the bar's length is the iteration
+    time. The overlap is what the rows give, ``comm_time_s - exposed_comm_s``, a lower bound:
+    where a rank waits with nothing in flight (a parameter server serving the others) the
+    exposed time holds more than its own communication, and the overlap shows as less."""
     rs = sorted(rows, key=lambda r: float(r["iteration_time_s"]), reverse=True)
     names = [str(r["strategy"]) for r in rs]
     compute = [float(r["compute_time_s"]) * 1e3 for r in rs]
@@ -102,8 +105,8 @@ def breakdown(rows: list[Row]) -> go.Figure:
     ]
     parts = (
         ("compute, no communication", [c - o for c, o in zip(compute, overlapped)], "#4c78a8"),
-        ("communication overlapped with compute", overlapped, "#72b7b2"),
-        ("exposed communication", exposed, "#e45756"),
+        ("communication overlapped with compute (at least)", overlapped, "#72b7b2"),
+        ("exposed: communicating or waiting for it", exposed, "#e45756"),
     )
     fig = go.Figure()
     for label, values, colour in parts:

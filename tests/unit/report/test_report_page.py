@@ -63,6 +63,12 @@ def test_breakdown_adds_up_to_the_iteration_time(rows: Rows) -> None:
     totals = [sum(values) for values in zip(*(trace.x for trace in fig.data))]
     for name, total in zip(fig.data[0].y, totals):
         assert total == pytest.approx(by_strategy[name], rel=1e-9)
+    # The exposed part is iteration minus compute, waiting included (a ps worker waits for
+    # the server with nothing in flight): named so, and the overlap as the bound it is.
+    assert [t.name for t in fig.data][1:] == [
+        "communication overlapped with compute (at least)",
+        "exposed: communicating or waiting for it",
+    ]
 
 
 SPANS = [

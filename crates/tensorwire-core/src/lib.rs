@@ -51,6 +51,7 @@
 //! # Ok::<(), tensorwire_core::Error>(())
 //! ```
 
+pub(crate) mod arith;
 pub mod dtype;
 pub mod error;
 pub(crate) mod fasthash;

@@ -96,13 +96,7 @@ fn messages_within(schedule: &dyn StepSchedule, n: usize, pipeline: usize, ranks
     // Every `stride`-th rank, the stride coprime with the rank count: distinct ranks, and
     // each residue modulo any divisor of the count (a node's leaders) equally often.
     let len = ranks.len();
-    let gcd = |mut a: usize, mut b: usize| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
-    let stride = (len.div_ceil(affordable)..).find(|&s| gcd(s, len) == 1).unwrap_or(1);
+    let stride = (len.div_ceil(affordable)..).find(|&s| crate::arith::gcd(s, len) == 1).unwrap_or(1);
     let sampled: u64 = (0..affordable).map(|i| count(ranks[(i * stride) % len])).sum();
     Some((sampled as f64 * len as f64 / affordable as f64).ceil() as u64)
 }

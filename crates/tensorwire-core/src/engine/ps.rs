@@ -350,17 +350,11 @@ impl ParameterServer {
 /// strides `a` and `b` meet at the steps `i` where `(a - b) i = 0 mod n`: `gcd(a - b, n)`
 /// times a round, at most twice for the first two (`gcd(n - 2, n) <= 2`).
 fn round_stride(n: usize, k: usize) -> usize {
-    let gcd = |mut a: usize, mut b: usize| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
     let mut strides = vec![1];
     if n > 2 {
         strides.push(n - 1);
     }
-    strides.extend((2..n.saturating_sub(1)).filter(|&s| gcd(s, n) == 1));
+    strides.extend((2..n.saturating_sub(1)).filter(|&s| crate::arith::gcd(s, n) == 1));
     strides[k % strides.len()]
 }
 

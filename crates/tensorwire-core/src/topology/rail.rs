@@ -69,14 +69,6 @@ pub struct Rail {
     pub extra: usize,
 }
 
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 impl Rail {
     /// Hosts in all.
     pub fn hosts(&self) -> usize {
@@ -103,12 +95,12 @@ impl Rail {
     /// rotate by this much. `A * nodes_per_group` is a multiple of `spines`, so the
     /// wrap-around of the digit rotates them by the same amount.
     pub fn node_step(&self) -> usize {
-        self.spines / gcd(self.spines, self.nodes_per_group)
+        self.spines / crate::arith::gcd(self.spines, self.nodes_per_group)
     }
 
     /// Spine rotation when the group digit of both ends moves by +1 (see [`Rail::node_step`]).
     pub fn group_step(&self) -> usize {
-        self.spines / gcd(self.spines, self.groups)
+        self.spines / crate::arith::gcd(self.spines, self.groups)
     }
 
     /// Deterministic ECMP: the spine of the route between hosts `a` and `b` (at least one

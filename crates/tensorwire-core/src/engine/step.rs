@@ -59,6 +59,20 @@ struct Op {
     started: usize,
 }
 
+impl Op {
+    /// Keeps deferred send `(order, sender, step, index)` until simulated rank `receiver`
+    /// starts.
+    fn defer(&mut self, receiver: usize, send: (u64, usize, usize, usize)) {
+        self.deferred.entry(receiver).or_default().push(send);
+    }
+
+    /// The first simulated rank among `send`'s receivers that has not started the
+    /// operation (None: all have, it can go).
+    fn first_waiting(&self, send: &Send, fold: Option<&RankFold>) -> Option<usize> {
+        send.to.iter().map(|&d| fold.map_or(d, |f| f.slot(d))).find(|&d| !self.ranks[d].started)
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Msg {
     op: u64,
@@ -335,15 +349,11 @@ impl StepCollective {
             let early = st.early.iter().filter(|&&s| s == step).count();
             st.early.retain(|&s| s != step);
             st.recvs_left -= early;
-            let (folded, fold) = (self.folded, &self.fold);
-            let slot = |d: usize| fold.as_ref().map_or(d, |f| f.slot(d));
             // Per send: the first receiver not started (None: it goes now).
             let waits: smallvec::SmallVec<[Option<usize>; 2]> = plan
                 .sends
                 .iter()
-                .map(
-                    |send| if folded { None } else { send.to.iter().map(|&d| slot(d)).find(|&d| !op.ranks[d].started) },
-                )
+                .map(|send| if self.folded { None } else { op.first_waiting(send, self.fold.as_ref()) })
                 .collect();
             for (index, wait) in waits.into_iter().enumerate() {
                 match wait {
@@ -352,7 +362,7 @@ impl StepCollective {
                         let op = self.ops.get_mut(op_id).unwrap();
                         let order = op.deferrals;
                         op.deferrals += 1;
-                        op.deferred.entry(receiver).or_default().push((order, rank, step, index));
+                        op.defer(receiver, (order, rank, step, index));
                     }
                 }
             }
@@ -412,19 +422,13 @@ impl StepCollective {
         // started go, in the order they were deferred; the others wait for the next.
         if let Some(op) = self.ops.get_mut(op_id) {
             let Some(waiting) = op.deferred.remove(&rank) else { return };
-            let fold = &self.fold;
+            let fold = self.fold.as_ref();
             let mut ready = Vec::new();
             for (order, src, step, index) in waiting {
-                let plan =
-                    self.schedules[op.schedule].step(fold.as_ref().map_or(src, |f| f.rank(src)), n, op.pipeline, step);
-                let next = plan.sends[index]
-                    .to
-                    .iter()
-                    .map(|&d| fold.as_ref().map_or(d, |f| f.slot(d)))
-                    .find(|&d| !op.ranks[d].started);
-                match next {
+                let plan = self.schedules[op.schedule].step(fold.map_or(src, |f| f.rank(src)), n, op.pipeline, step);
+                match op.first_waiting(&plan.sends[index], fold) {
                     None => ready.push((order, src, step, index)),
-                    Some(receiver) => op.deferred.entry(receiver).or_default().push((order, src, step, index)),
+                    Some(receiver) => op.defer(receiver, (order, src, step, index)),
                 }
             }
             ready.sort_unstable();

@@ -158,9 +158,10 @@ def jobs(
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
     """
     listed = [parse_job(s, gpu) for s in job_specs]
+    strategies = [Strategy(str(j.strategy)) for j in listed]
     # In a multi-job run sharded jobs default to comm=flows, as they do on a star: NCCL's
     # model times `nccl`, `ddp` and `comm=nccl` only, whatever the fabric.
-    options.check_latency_seen(click.get_current_context(), [(Strategy(str(j.strategy)), "star") for j in listed])
+    options.check_latency_seen(click.get_current_context(), [(s, "star") for s in strategies])
     fixed = fixed_hosts(places, listed)
     fabric_hosts = (
         hosts
@@ -181,10 +182,9 @@ def jobs(
                 _run_jobs([j], cluster, iterations, seed, failures, max_flows, allow_failures_after_end=True)[0]
             )
             advance()
-    # In a multi-job run NCCL's model times `nccl`, `ddp` and `comm=nccl` only (jobs.rs): a
-    # sharded job without comm= runs on flows there, where `simulate` of it alone on a GPU
-    # fabric times it with NCCL (a difference of 1-2% for fsdp on 8 H100).
-    strategies = [Strategy(str(j.strategy)) for j in pinned]
+    # A sharded job without comm= runs on flows in a multi-job run (above), where `simulate`
+    # of it alone on a GPU fabric times it with NCCL (a difference of 1-2% for fsdp on 8 H100).
+    # (`seat_jobs` keeps the jobs' order.)
     timed = [s.core.timed_by_nccl("star") for s in strategies]
     on_flows = [j.name for j, s, t in zip(pinned, strategies, timed) if not t and s.core.timed_by_nccl(topology)]
     if as_json:

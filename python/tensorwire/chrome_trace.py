@@ -10,6 +10,7 @@ the iteration.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from dataclasses import replace
@@ -37,7 +38,7 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
     :data:`MAX_SPANS` spans (the earliest); None: every worker and link, every span."""
     if not result.timeline:
         if result.iteration_time_s == 0:
-            return {"traceEvents": [], "displayTimeUnit": "ms"}  # nothing ran: nothing to show
+            return {"traceEvents": [], "displayTimeUnit": "ms", "metadata": {}}  # nothing ran: nothing to show
         raise ValueError("the result has no timeline; simulate with timeline=True")
     timeline = [s for s in result.timeline if workers is None or _shown(s, workers)]
     cut: Optional[dict[str, Any]] = None
@@ -151,10 +152,14 @@ def _shown(span: dict[str, Any], workers: int) -> bool:
 def write_trace(
     path: str | Path, result: Result, workers: Optional[int] = None
 ) -> tuple[int, int, Optional[dict[str, Any]]]:
-    """Writes the trace atomically (of ``workers`` workers, see :func:`chrome_trace`);
-    returns its size in bytes, its number of events, and where :data:`MAX_SPANS` cut it
-    short what it left out (the trace's ``metadata.cut``; None when it is whole)."""
+    """Writes the trace atomically (of ``workers`` workers, see :func:`chrome_trace`),
+    gzip-compressed where ``path`` ends in ``.gz`` (Perfetto and chrome://tracing open
+    either); returns its size in bytes as written, its number of events, and where
+    :data:`MAX_SPANS` cut it short what it left out (the trace's ``metadata.cut``; None when
+    it is whole)."""
     trace = chrome_trace(result, workers)
-    text = json.dumps(trace)
-    write_atomic(Path(path), text, field="trace")
-    return len(text.encode()), len(trace["traceEvents"]), trace["metadata"].get("cut")
+    data = json.dumps(trace).encode()
+    if Path(path).suffix == ".gz":
+        data = gzip.compress(data, mtime=0)  # mtime 0: the same run writes the same bytes
+    write_atomic(Path(path), data, field="trace")
+    return len(data), len(trace["traceEvents"]), trace["metadata"].get("cut")

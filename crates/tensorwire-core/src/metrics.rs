@@ -43,7 +43,7 @@ pub struct NcclUse {
     pub bytes: f64,
 }
 
-/// One recorded interval of the last simulated iteration.
+/// One recorded interval of one simulated iteration (see [`Report::timeline`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Span {
     /// What it was.
@@ -114,13 +114,15 @@ pub struct Report {
     /// Partial collectives: mean number of active processes per round in the steady
     /// state (the initiator and the ranks ready before it, seed 002); `None` otherwise.
     pub nap: Option<f64>,
-    /// Spans of the last iteration, when recording was asked for: the last period, from
-    /// the previous completion of every worker to the last (from 0 with one iteration),
-    /// each span clipped to it (a clipped message keeps its whole `bytes`). Hosts after
+    /// Spans of one iteration, when recording was asked for: one period, from a completion
+    /// of every worker to the next (the last but one with three or more iterations, since
+    /// workers that run ahead, parameter servers', start the next forward pass within a
+    /// period and the last one has no next; the last with two; from 0 with one), each span
+    /// clipped to it (a clipped message keeps its whole `bytes`). Hosts after
     /// the workers are parameter servers; in folded mode only rank 0 is recorded.
     pub timeline: Vec<Span>,
     /// Collectives timed by NCCL's model (`nccl`, `ddp`, sharded with `comm=nccl`): what
-    /// NCCL chose for the collectives rank 0 started in the last period (the timeline's:
+    /// NCCL chose for the collectives rank 0 started in one period (the timeline's:
     /// one iteration; the whole run with one iteration), one entry per choice, the most
     /// used first. Empty for collectives run as flows.
     pub nccl_choices: Vec<NcclUse>,

@@ -47,7 +47,7 @@ pub struct Scenario {
     /// step recurrence instead of message by message (`lanes.rs`: the same results, only
     /// faster); off, every message is a flow of the network model.
     pub allow_lanes: bool,
-    /// Record the spans of the last iteration (period) into [`Report::timeline`](crate::metrics::Report::timeline).
+    /// Record the spans of one iteration (period) into [`Report::timeline`](crate::metrics::Report::timeline).
     pub record_timeline: bool,
     /// Refuse runs that need more than this many flows (a guard against runs that would
     /// take hours or exhaust memory; messages timed by lanes count 1/64 of a flow each:

@@ -158,7 +158,7 @@ pub(crate) struct WatchedHost {
     /// [`SimState::watch_timed_end`]).
     timed: SpanUnion,
     /// Those timed by NCCL's model: when each started, what NCCL chose and the buffer's
-    /// size S (bytes) (`Report::nccl_choices` counts them over the last period).
+    /// size S (bytes) (`Report::nccl_choices` counts them over the timeline's period).
     pub timed_picks: Vec<(Nanos, NcclPick, f64)>,
 }
 

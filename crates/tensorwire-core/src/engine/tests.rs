@@ -364,14 +364,14 @@ proptest! {
 }
 
 #[test]
-fn timeline_records_the_last_iteration() {
+fn timeline_records_one_iteration() {
     let mut sc = scenario(workload(&[4000, 8000], 1000), 4, "ring", 100);
     sc.record_timeline = true;
     let r = run(&sc);
-    let (from, to) = (r.completions_s[1], r.completions_s[2]);
+    let (from, to) = (r.completions_s[0], r.completions_s[1]);
     let compute: Vec<&crate::metrics::Span> =
         r.timeline.iter().filter(|s| s.kind != crate::metrics::SpanKind::Flow).collect();
-    // Folded: rank 0's two forward and two backward passes of the last iteration.
+    // Folded: rank 0's two forward and two backward passes of one iteration.
     assert_eq!(compute.len(), 4);
     let flows = r.timeline.iter().filter(|s| s.kind == crate::metrics::SpanKind::Flow).count();
     assert_eq!(flows, 2 * 2 * 3, "two tensors, 2(N-1) ring steps each");
@@ -384,15 +384,23 @@ fn timeline_records_the_last_iteration() {
 fn timeline_of_one_iteration_spans_one_iteration_whatever_the_strategy() {
     // Parameter-server workers start the next forward pass while the previous distribution
     // is still going on, and sharded programs begin with a collective: the recorded spans
-    // are the last period (previous completion to last), clipped to it, so they cover one
-    // iteration's time exactly (they covered 1.5 periods for ps, the whole run for fsdp).
+    // are one period (one completion to the next: the last but one, since the last holds
+    // no forward pass of workers that run ahead), clipped to it, so they cover one
+    // iteration's time exactly (they covered 1.5 periods for ps, the whole run for fsdp)
+    // and every worker's whole compute (the last period had only ps workers' backward).
     let w = workload(&[40_000, 100_000, 60_000], 20_000);
     for strategy in ["ps:num_ps=2", "ps", "fsdp", "zero2", "ring"] {
         let mut sc = scenario(w.clone(), 4, strategy, 1000);
         sc.record_timeline = true;
         sc.allow_folding = false;
         let r = run(&sc);
-        let (from, to) = (r.completions_s[1], r.completions_s[2]);
+        let (from, to) = (r.completions_s[0], r.completions_s[1]);
+        for kind in [crate::metrics::SpanKind::Forward, crate::metrics::SpanKind::Backward] {
+            let busy: f64 =
+                r.timeline.iter().filter(|s| s.kind == kind && s.host == 0).map(|s| s.end_s - s.start_s).sum();
+            let whole = if kind == crate::metrics::SpanKind::Forward { 3.0 * 20e-6 } else { 3.0 * 40e-6 };
+            assert!(close(busy, whole), "{strategy}: worker 0's {kind:?} spans {busy} s of {whole} s");
+        }
         let lo = r.timeline.iter().map(|s| s.start_s).fold(f64::INFINITY, f64::min);
         let hi = r.timeline.iter().map(|s| s.end_s).fold(0.0, f64::max);
         assert!(lo >= from && hi <= to, "{strategy}: spans {lo}..{hi}, period {from}..{to}");

@@ -110,7 +110,9 @@ class Cluster:
         object.__setattr__(self, "core", _core.Topology(state["topology"]))
 
     def describe(self) -> str:
-        """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star``."""
+        """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star`` (``, analytical network``
+        added when flows are timed as if alone)."""
+        model = "" if self.network == "flow" else f", {self.network} network"
         if self.topology.startswith("rail"):
-            return f"{counted(self.workers, 'GPU')}, {format_rate(self.bandwidth)} NICs, {format_seconds(self.latency)}/hop, {self.topology}"
-        return f"{counted(self.workers, 'worker')}, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}"
+            return f"{counted(self.workers, 'GPU')}, {format_rate(self.bandwidth)} NICs, {format_seconds(self.latency)}/hop, {self.topology}{model}"
+        return f"{counted(self.workers, 'worker')}, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}{model}"

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional
 
 from tensorwire._core import InputError
 from tensorwire.limits import is_int
+from tensorwire.units import counted
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,24 @@ def _natural(name: str) -> tuple[tuple[int, str], ...]:
     return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"(\d+)", name) if p)
 
 
+#: What a result, a sweep and a report say where a link carried more than it can.
+OVERLOAD = (
+    "note: {strategies}: a link carries more than its capacity in this time (utilisation above 100%): the "
+    "analytical model times every flow as if alone, so this time is too short wherever flows share a link; "
+    "--network flow shares them"
+)
+
+
+def over_capacity(max_link_utilization: Optional[float]) -> bool:
+    """Whether the busiest link carried more than its capacity allows (only the analytical
+    model, which ignores contention, lets that happen; 0.1% above 1 is rounding).
+
+    >>> over_capacity(4.0), over_capacity(1.0005), over_capacity(None)
+    (True, False, False)
+    """
+    return max_link_utilization is not None and max_link_utilization > 1.001
+
+
 def nccl_channels_text(choice: Mapping[str, Any]) -> str:
     """The channels of one of NCCL's choices as the CLI and the timeline say them: an
     all-to-all's point-to-point channels with the channels each peer's send is striped over.
@@ -126,6 +145,6 @@ def nccl_channels_text(choice: Mapping[str, Any]) -> str:
     >>> nccl_channels_text({"channels": 32, "peer_channels": 4})
     '32 channels, 4 per peer'
     """
-    text = f"{choice['channels']} channels"
+    text = counted(int(choice["channels"]), "channel")
     per_peer = choice.get("peer_channels")
     return text if per_peer is None else f"{text}, {per_peer} per peer"

@@ -93,3 +93,15 @@ def format_seconds(s: float) -> str:
         if s >= scale:
             return f"{s / scale:.4g} {suffix}"
     return f"{s / 1e-9:.4g} ns"
+
+
+def format_count(x: float) -> str:
+    """A rate such as samples/s: thousands separated, with decimals when it is small (an LLM
+    job makes a few samples per second), three significant digits below 100.
+
+    >>> format_count(1878.74), format_count(16.42), format_count(0.0123)
+    ('1,879', '16.4', '0.0123')
+    """
+    if x >= 100 or x == 0:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"

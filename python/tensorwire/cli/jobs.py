@@ -17,7 +17,7 @@ from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.strategy import Strategy
-from tensorwire.units import counted, format_seconds
+from tensorwire.units import counted, format_count, format_seconds
 from tensorwire.workloads import load_model
 
 #: What a job's name may contain (it is shown in tables and named in --place).
@@ -170,11 +170,18 @@ def jobs(
     )
     cluster = Cluster(fabric_hosts, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
     pinned = seat_jobs(listed, fixed, fabric_hosts, topology, rank_placement, seed)
-    with render.progress(len(pinned) + 1, "simulating") as advance:
+    with render.progress(len(pinned) + (2 if failures else 1), "simulating") as advance:
         together = simulate_jobs(
             pinned, cluster, iterations=iterations, seed=seed, failures=failures, max_flows=max_flows
         )
         advance()
+        # With --fail, the jobs together on the healthy fabric too: what the failure cost
+        # (the alone column runs under the same failures, so the slowdown is sharing's).
+        healthy = (
+            simulate_jobs(pinned, cluster, iterations=iterations, seed=seed, max_flows=max_flows) if failures else None
+        )
+        if failures:
+            advance()
         alone = []
         for j in pinned:
             # Alone, a job ends sooner: failures after its end are allowed (they change nothing).
@@ -203,8 +210,13 @@ def jobs(
                         "slowdown": r.iteration_time_s / a.iteration_time_s,
                         "throughput_samples_per_s": r.throughput_samples_per_s,
                         "sent_bytes_per_worker": r.sent_bytes_per_worker,
+                        **(
+                            {}
+                            if healthy is None
+                            else {"without_failures_iteration_time_s": healthy[i].iteration_time_s}
+                        ),
                     }
-                    for j, r, a, t in zip(pinned, together, alone, timed)
+                    for i, (j, r, a, t) in enumerate(zip(pinned, together, alone, timed))
                 ],
                 indent=1,
             )
@@ -222,9 +234,10 @@ def jobs(
         ("alone", "right"),
         ("slowdown", "right"),
         ("samples/s", "right"),
+        *((("no failures", "right"),) if healthy is not None else ()),
     ):
-        t.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for j, r, a in zip(pinned, together, alone):
+        t.add_column(column, justify=justify)
+    for i, (j, r, a) in enumerate(zip(pinned, together, alone)):
         t.add_row(
             j.name,
             j.workload.name,
@@ -233,9 +246,16 @@ def jobs(
             format_seconds(r.iteration_time_s),
             format_seconds(a.iteration_time_s),
             f"{r.iteration_time_s / a.iteration_time_s:.2f}x",
-            f"{r.throughput_samples_per_s:,.0f}",
+            format_count(r.throughput_samples_per_s),
+            *((format_seconds(healthy[i].iteration_time_s),) if healthy is not None else ()),
         )
     render.console.print(t)
+    if healthy is not None:
+        click.echo(
+            f"tensorwire: {counted(len(failures), 'failure')} in every run above (alone too, so the slowdown is "
+            "sharing's); 'no failures' is the jobs together on the healthy fabric",
+            err=True,
+        )
     if on_flows:
         click.echo(
             f"tensorwire: note: {', '.join(on_flows)}: sharded, simulated on flows in a multi-job run (comm=flows; "

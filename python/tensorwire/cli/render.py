@@ -17,9 +17,9 @@ from rich.text import Text
 from tensorwire.api import Progress as RunProgress
 from tensorwire.cli.terminal import stdout_console
 from tensorwire.cluster import Cluster
-from tensorwire.result import Result, nccl_channels_text
+from tensorwire.result import OVERLOAD, Result, nccl_channels_text, over_capacity
 from tensorwire.strategy import OptionInfo, StrategyInfo
-from tensorwire.units import counted, format_bytes, format_rate, format_seconds
+from tensorwire.units import counted, format_bytes, format_count, format_rate, format_seconds
 from tensorwire.workload import Workload
 from tensorwire.workloads import ModelInfo
 
@@ -184,22 +184,8 @@ def result(
         for name, u in r.busiest_links(3):
             t.add_row(f"link {name}", f"{u:.1%}")
     console.print(t)
-    if overloaded(r):
+    if over_capacity(r.max_link_utilization):
         console.print(Text(OVERLOAD.format(strategies=r.strategy)))
-
-
-#: What ``simulate`` and ``compare`` say below a result whose links carried more than they can.
-OVERLOAD = (
-    "note: {strategies}: a link carries more than its capacity in this time (utilisation above 100%): the "
-    "analytical model times every flow as if alone, so this time is too short wherever flows share a link; "
-    "--network flow shares them"
-)
-
-
-def overloaded(r: Result) -> bool:
-    """Whether a link of ``r`` carried more than its capacity allows (only the analytical
-    model, which ignores contention, lets that happen; 0.1% above 1 is rounding)."""
-    return any(u > 1.001 for u in r.link_utilization.values())
 
 
 #: What the link section says when no link utilisation was measured.
@@ -283,7 +269,7 @@ def comparison(
     console.print(t)
     if any(not r.link_utilization for r in ran):
         console.print(Text(f"max link {NO_LINKS}"))
-    over = [r.strategy for r in ran if overloaded(r)]
+    over = [r.strategy for r in ran if over_capacity(r.max_link_utilization)]
     if over:
         console.print(Text(OVERLOAD.format(strategies=", ".join(over))))
     for i, x in enumerate(refused, 1):  # the reasons below the table, so its columns stay narrow
@@ -293,18 +279,6 @@ def comparison(
 def _label(spec: str) -> str:
     """How a baseline is named in a column header: ``ddp`` as DDP (PyTorch's)."""
     return "DDP" if spec.split(":", 1)[0] == "ddp" else spec
-
-
-def format_count(x: float) -> str:
-    """A rate such as samples/s: thousands separated, with decimals when it is small (an LLM
-    job makes a few samples per second), three significant digits below 100.
-
-    >>> format_count(1878.74), format_count(16.42), format_count(0.0123)
-    ('1,879', '16.4', '0.0123')
-    """
-    if x >= 100 or x == 0:
-        return f"{x:,.0f}"
-    return f"{x:.3g}"
 
 
 def model_dict(m: ModelInfo) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from tensorwire.cli import render
 from tensorwire.io import check_output
 from tensorwire.report.sweep_file import read_sweep
 from tensorwire.sweep import options
-from tensorwire.sweep.grid import expand
 from tensorwire.sweep.run import run_configs
 
 #: What to do when plotly is missing: tensorwire is not on PyPI, so the extra works only from
@@ -108,10 +107,7 @@ def report(
                 )
             rows = [r for r in rows if r["model"] in wanted]
     else:
-        own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
-        own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
-        configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
-        options.check_latencies_seen(ctx, configs)
+        configs = options.planned_configs(ctx, grid)
         with render.progress(len(configs), "simulating") as advance:
 
             def done(k: int) -> None:

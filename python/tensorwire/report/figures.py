@@ -16,7 +16,7 @@ from plotly.colors import qualitative  # type: ignore[import-untyped,import-not-
 from tensorwire.report.scenario import Scenario, speedup_known
 from tensorwire.report.timeline import Span
 from tensorwire.sweep.table import Row
-from tensorwire.units import counted, format_rate
+from tensorwire.units import counted, format_count, format_rate
 
 #: Timeline rows drawn at most: workers 0..N-1 (then links not tied to a worker).
 TIMELINE_ROWS = 8
@@ -63,9 +63,16 @@ def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, st
                 legendgroup=spec,
                 mode="lines+markers",
                 line=dict(color=colours.get(spec)),
-                customdata=[[float(r["iteration_time_s"]) * 1e3, float(r["scaling_factor"])] for r in rs],
+                customdata=[
+                    [
+                        float(r["iteration_time_s"]) * 1e3,
+                        float(r["scaling_factor"]),
+                        format_count(float(r["throughput_samples_per_s"])),
+                    ]
+                    for r in rs
+                ],
                 hovertemplate=f"<b>{spec}</b><br>%{{x}} {'Gbps' if vary == 'bandwidth' else 'workers'}"
-                + ("<br>speedup %{y:.2f}x" if use_speedup else "<br>%{y:,.0f} samples/s")
+                + ("<br>speedup %{y:.2f}x" if use_speedup else "<br>%{customdata[2]} samples/s")
                 + "<br>iteration %{customdata[0]:.2f} ms<br>scaling factor %{customdata[1]:.3f}<extra></extra>",
             )
         )

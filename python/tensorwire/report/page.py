@@ -20,8 +20,9 @@ from tensorwire._core import InputError, __version__
 from tensorwire.io import write_atomic
 from tensorwire.report import figures, timeline
 from tensorwire.report.scenario import Scenario, models_in, reference, speedup_known
+from tensorwire.result import OVERLOAD, over_capacity
 from tensorwire.sweep.table import COLUMNS, Row
-from tensorwire.units import counted, format_rate, format_seconds
+from tensorwire.units import counted, format_count, format_rate, format_seconds
 from tensorwire.workloads import models as zoo_models
 
 #: Records a timeline for a row, or says why it cannot (swappable for tests).
@@ -157,10 +158,13 @@ def _section(rows: list[Row], model: str, display: str, colours: dict[str, str],
             curves += 1
     if not curves:
         out.append('<p class="note">One bandwidth and one worker count in this sweep: no speedup curves.</p>')
-    if not speedup_known(here):
+    elif not speedup_known(here):
         out.append('<p class="note">No plain <code>ps</code> in the sweep: curves show throughput, not speedup.</p>')
     out.append(_plot(figures.breakdown(here), f"{key}-breakdown"))
     out.append(_table(here))
+    over = list(dict.fromkeys(str(r["strategy"]) for r in here if over_capacity(r["max_link_utilization"])))
+    if over:
+        out.append(f'<p class="note">{html.escape(OVERLOAD.format(strategies=", ".join(over)))}.</p>')
     if recorder is not None:
         out.append(_timelines(here, key, recorder))
     out.append("</section>")
@@ -186,7 +190,7 @@ def _table(rows: list[Row]) -> str:
             html.escape(str(r["strategy"])),
             format_seconds(float(r["iteration_time_s"])),
             "-" if speedup is None else f"{float(speedup):.2f}x",
-            f"{float(r['throughput_samples_per_s']):,.0f}",
+            format_count(float(r["throughput_samples_per_s"])),
             f"{float(r['scaling_factor']):.3f}",
             format_seconds(float(r["exposed_comm_s"])),
             "-" if r["max_link_utilization"] is None else f"{float(r['max_link_utilization']):.0%}",

@@ -6,14 +6,13 @@ import time
 from typing import Any, Optional
 
 import click
-from click.core import ParameterSource
 
 from tensorwire.calibrate.cluster_file import cluster_option, given_files
 from tensorwire.cli import render
 from tensorwire.io import check_output
+from tensorwire.result import OVERLOAD, over_capacity
 from tensorwire.sweep import options
-from tensorwire.sweep.grid import expand
-from tensorwire.sweep.run import check_configs, run_configs
+from tensorwire.sweep.run import run_configs
 from tensorwire.sweep.table import check_path, write_rows
 
 
@@ -46,11 +45,7 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
     workload_file = grid.get("workload_file")
     inputs = {"workload files": [workload_file] if workload_file else [], "cluster files": given_files(ctx)}
     path = check_output(check_path(out), "out", inputs)
-    own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
-    own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))  # --cluster FILE gave the rate, or none
-    configs = expand(**grid, own_rates=own)  # without -b a rail keeps its NICs
-    check_configs(configs)  # every point's scenario, before any prints or simulates
-    options.check_latencies_seen(ctx, configs)
+    configs = options.planned_configs(ctx, grid)
     started = time.perf_counter()
     with render.progress(len(configs), "simulating") as advance:
 
@@ -64,3 +59,8 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
     click.echo(
         f"{path}: {len(rows)} configuration{'s' if len(rows) != 1 else ''} in {time.perf_counter() - started:.1f} s on {where}"
     )
+    over = list(dict.fromkeys(str(r["strategy"]) for r in rows if over_capacity(r["max_link_utilization"])))
+    if over:
+        click.echo(
+            f"tensorwire: {OVERLOAD.format(strategies=', '.join(over))} (max_link_utilization above 1)", err=True
+        )

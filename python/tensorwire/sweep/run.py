@@ -103,20 +103,40 @@ def run_grid(
         workload_format=workload_format,
         max_flows=max_flows,
     )
-    check_configs(configs)
+    configs = check_configs(configs, default_strategies=strategies is None)
     return run_configs(configs, jobs=jobs, ray_address=ray_address, progress=progress, executor=executor)
 
 
-def check_configs(configs: Sequence[Config]) -> None:
+def check_configs(configs: Sequence[Config], *, default_strategies: bool = False) -> list[Config]:
     """Raises, before anything is simulated, the :class:`InputError` the first configuration
     that would fail before simulating would raise (as :func:`run_one` words it): each one's
     workload loaded and its scenario built and checked by the core
     (:func:`tensorwire.api.check_simulate`: the strategy with the workload on the fabric,
     the flow budget), no simulation. :func:`tensorwire.sweep.grid.expand` checks each axis
     and probes each strategy with a tiny collective; this catches what depends on the
-    whole point (a model too large for a strategy's pieces or the flow budget)."""
+    whole point (a model too large for a strategy's pieces or the flow budget).
+
+    Returns the configurations to run: all of them, or with ``default_strategies`` (no
+    strategy named, so the grid took every built-in one) those within the flow budget. A
+    point over it is left out rather than ending a sweep that nobody asked it into (an LLM on
+    a rail fabric: ``double-tree``'s messages are flows); a named strategy over it is an error.
+    """
+    kept = []
     for c in configs:
-        _run(c, check_simulate)
+        try:
+            _run(c, check_simulate)
+        except InputError as e:
+            if not (default_strategies and e.args and e.args[0] == "max_flows"):
+                raise
+            continue
+        kept.append(c)
+    if configs and not kept:
+        raise InputError(
+            "strategies",
+            "every built-in strategy is over the flow budget at every point of this grid; name strategies "
+            "NCCL's model times (ddp, nccl, fsdp), fewer workers, or raise max_flows",
+        )
+    return kept
 
 
 def run_configs(

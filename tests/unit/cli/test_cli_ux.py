@@ -256,7 +256,7 @@ def test_llm_results_have_tokens_and_achieved_tflops() -> None:
 
 
 def test_small_rates_keep_their_decimals() -> None:
-    from tensorwire.cli.render import format_count
+    from tensorwire.units import format_count
 
     assert format_count(16.42) == "16.4" and format_count(1878.7) == "1,879"
 

@@ -135,6 +135,14 @@ class Workload:
         check_text("workload.description", self.description)
         for source in self.sources:
             check_text("workload.sources", source)
+        if self.total_bytes == 0 and all(layer.forward_s + layer.backward_s < 0.5e-9 for layer in self.layers):
+            # An iteration of no time: the results' throughput was infinite and the
+            # comparisons divided by zero after the run.
+            raise InputError(
+                "workload.layers",
+                "no compute (every forward_s and backward_s below 1 ns) and no gradient bytes: nothing to "
+                "simulate; give a layer a compute time or a tensor of at least one byte",
+            )
         if self.total_bytes > U64_MAX:
             raise InputError(
                 "workload.tensors", f"{self.total_bytes} bytes in all is more than the core's limit of {U64_MAX}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, st
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload, bus_factor
 from tensorwire.workloads import llm, load_model, models
-from tensorwire.workloads.formats import load_workload
+from tensorwire.workloads.formats import load_workload, name_apart
 from tensorwire.workloads.synthetic import add_modules
 
 DEFAULT_MODELS = ("resnet50", "vgg16", "bert_base")
@@ -118,7 +119,7 @@ def _emit_json(data: Any) -> None:
     "--trace",
     "trace_file",
     type=click.Path(dir_okay=False),
-    help="Write a Chrome/Perfetto trace of the last iteration.",
+    help="Write a Chrome/Perfetto trace of one steady-state iteration.",
 )
 @click.option(
     "--trace-workers",
@@ -223,6 +224,9 @@ def simulate_cmd(
     extra = collective_metrics(workload, result) if collective is not None else _llm_metrics(workload, seq_len, result)
     if as_json:
         out = result.to_dict()
+        # The timeline goes to --trace's file (cut to --trace-workers), never to stdout: a
+        # traced 32-worker run printed 300 MB of spans.
+        out.pop("timeline")
         out["bandwidth_bytes_per_s"] = result.bandwidth
         out.update(extra)
         if healthy is not None:
@@ -370,7 +374,13 @@ def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[
 
 @cli.command("compare")
 @cluster_option()
-@click.option("--model", "-m", "model_names", multiple=True, help=options.model_help + " Repeat for several.")
+@click.option(
+    "--model",
+    "-m",
+    "model_names",
+    multiple=True,
+    help=options.model_help + " Repeat, or list with commas, for several.",
+)
 @options.workload_file
 @options.workers
 @options.bandwidth
@@ -424,7 +434,9 @@ def compare_cmd(
     workload or trace. A strategy over the flow budget (--max-flows) is listed as refused,
     not run; when the baseline is refused, the next strategy that ran is the baseline.
     """
-    names = list(model_names) or ([] if workload_file is not None else list(DEFAULT_MODELS))
+    # `-m resnet50,vgg16` as in sweep and report (no model name has a comma).
+    listed = [n.strip() for m in model_names for n in m.split(",") if n.strip()]
+    names = list(dict.fromkeys(listed)) or ([] if workload_file is not None else list(DEFAULT_MODELS))
     n = workers or DEFAULT_WORKERS
     only_llms = bool(names) and workload_file is None and all(name in llm.names() for name in names)
     # By default every built-in strategy that runs on this cluster (multitree needs one
@@ -461,7 +473,8 @@ def compare_cmd(
     )
     loaded = [_load(m, gpu, batch, seq_len, mfu, recompute) for m in names]
     if workload_file is not None:
-        loaded.append(load_workload(workload_file, workload_format))
+        w = load_workload(workload_file, workload_format)
+        loaded.append(dataclasses.replace(w, name=name_apart(w.name, names, workload_file)))
     workloads = [_whatif(w, compute_speedup, add_modules) for w in loaded]
     variability = parse_stragglers(stragglers, cluster.workers)
     # Every combination checked before any runs: a strategy the fabric refuses (pat with 8 GPUs
@@ -498,6 +511,7 @@ def compare_cmd(
                 d = r.to_dict()
                 d.pop("link_utilization")
                 d.pop("timeline")
+                d["bandwidth_bytes_per_s"] = r.bandwidth
                 d.update(_llm_metrics(by_name[name], seq_len, r))
                 d["baseline"] = base.strategy if base is not None else None
                 if note:

@@ -24,7 +24,7 @@ from tensorwire.strategy import strategies as builtin_strategies
 from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
 from tensorwire.workloads import load_model
 from tensorwire.workloads import models as zoo_models
-from tensorwire.workloads.formats import load_workload
+from tensorwire.workloads.formats import load_workload, name_apart
 
 T = TypeVar("T")
 
@@ -222,7 +222,7 @@ def expand(
     files: list[tuple[str, str, int]] = []
     if workload_file:
         w = load_workload(workload_file, workload_format)  # raises InputError (workload...)
-        files.append((w.name, FILE_GPU, w.batch_size))
+        files.append((name_apart(w.name, model_names, workload_file), FILE_GPU, w.batch_size))
 
     # Refused before anything runs: a grid past this is hours of simulation and a results
     # file of hundreds of megabytes (1,000 worker counts x 1,000 rates ran a minute without

@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Collection, Optional, Sequence, Union
 
 from tensorwire import io
 from tensorwire._core import InputError
@@ -19,6 +19,20 @@ from tensorwire.workloads.five_attribute import parse_trace
 
 FORMATS = ("tensorwire", "kineto", "chakra")
 PathLike = Union[str, Path]
+
+
+def name_apart(name: str, taken: Collection[str], path: PathLike) -> str:
+    """The name a workload file runs under beside built-in models: its own, or, where a model
+    of that name runs in the same command (``tensorwire profile resnet50`` names its file
+    ``resnet50``), its own followed by the file's, so that the two never share a table, a
+    row key or a report card.
+
+    >>> name_apart("resnet50", ["resnet50", "vgg16"], "runs/r50.json")
+    'resnet50 (r50.json)'
+    >>> name_apart("mine", ["resnet50"], "runs/mine.json")
+    'mine'
+    """
+    return f"{name} ({Path(path).name})" if name in taken else name
 
 
 def read_head(path: PathLike, size: int = 65536) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -12,12 +13,41 @@ from tensorwire.failures import Failure
 from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text, is_int
 from tensorwire.result import Result, nccl_channels_text
 from tensorwire.strategy import Strategy
+from tensorwire.units import format_seconds
 from tensorwire.workload import Workload
 
 #: The flow budget ``simulate`` and ``simulate_jobs`` use when given none (and the CLI's
 #: ``--max-flows`` default): defined once, in the core (about 2 s of simulation; see
 #: docs/simulator.md, "The flow budget").
 DEFAULT_MAX_FLOWS: int = _core.DEFAULT_MAX_FLOWS
+
+
+class UnseenOptionWarning(UserWarning):
+    """A run took an option that changes nothing in it: a cluster's per-hop ``latency``
+    (other than the default) under a strategy timed by NCCL's model (``nccl``, ``ddp``,
+    sharded strategies on ``comm=nccl``), which has its own latencies (``inter_latency=``,
+    ``intra_latency=`` on the topology add to them). The CLI refuses or notes such a
+    ``--latency`` itself and ignores this warning; a ``--cluster`` file's latency is for the
+    flow-level strategies that run beside them."""
+
+
+def warn_unseen_latency(cluster: Cluster, strategy: Strategy, stacklevel: int = 3) -> None:
+    """Warns (:class:`UnseenOptionWarning`) where ``cluster``'s latency is not the default
+    and ``strategy`` is timed by NCCL's model, which does not see it."""
+    if cluster.latency != _core.DEFAULT_LATENCY_S and strategy.core.timed_by_nccl(cluster.topology):
+        warnings.warn(
+            f"latency {format_seconds(cluster.latency)}/hop: {strategy.spec} {LATENCY_UNSEEN}",
+            UnseenOptionWarning,
+            stacklevel=stacklevel,
+        )
+
+
+#: Why a per-hop latency changes nothing under NCCL's timing (the API's warning, the CLI's refusal).
+LATENCY_UNSEEN = (
+    "times its collectives with NCCL's model, which has its own latencies (add to them on the topology: "
+    "inter_latency=, intra_latency=); give a flow-level strategy (ring, hierarchical, fsdp:comm=flows) to simulate "
+    "a latency per hop"
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +105,8 @@ def simulate(
     links' rates (or takes them down) at given times (:mod:`tensorwire.failures`); one
     timed after the run ended could change nothing and is refused (``InputError``, field
     ``failures[i].at_s``, saying when the run ended), so ``Result.failures_applied`` is
-    every failure.
+    every failure. A cluster's ``latency`` under a strategy NCCL's model times changes
+    nothing and warns (:class:`UnseenOptionWarning`).
 
     >>> from tensorwire import Cluster, load_model
     >>> r = simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
@@ -88,6 +119,7 @@ def simulate(
     args, options = _run_args(
         workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures, progress
     )
+    warn_unseen_latency(cluster, parsed)
     # Only False stops: a callback that prints and returns None lets the run go on.
     report = None if progress is None else (lambda *p: progress(Progress(*p)) is not False)
     raw = _core.Scenario(*args, **options).simulate(timeline=timeline, progress=report)

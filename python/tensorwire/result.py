@@ -23,7 +23,10 @@ class Result:
     002; ``nap`` is its deprecated old name, and its key in :meth:`to_dict`).
 
     ``scaling_factor`` is T_n / (n T_1) as seed 001 defines it: the job's throughput over
-    n times the throughput of one worker that only computes. ``exposed_comm_s`` is the time
+    n times the throughput of one worker that only computes (compute / iteration). With
+    stragglers the compute is what an iteration waits for (the slowest worker's, averaged;
+    ``compute_time_s``), so the factor speaks of communication alone; what the stragglers
+    cost shows in the iteration time against a run without them (docs/simulator.md). ``exposed_comm_s`` is the time
     per iteration not covered by compute; ``comm_time_s`` the time rank 0 had any message
     in flight; ``sent_bytes_per_worker`` the bytes rank 0's host put on the wire per
     iteration (a multicast message counts once; a co-located server's copy to its own host is not

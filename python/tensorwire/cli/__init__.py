@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import signal
 import sys
+import warnings
 from types import FrameType
 from typing import Any, Optional, Sequence
 
@@ -93,8 +94,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns (and, from the console script, exits with) the exit status."""
     if sys.stdout is None:  # started with standard output closed (`tensorwire models >&-`)
         return _fail("stdout: closed; give the command somewhere to write its output (a file or a pipe)")
+    from tensorwire.api import UnseenOptionWarning
     from tensorwire.cli.app import cli
 
+    # The commands refuse or note a --latency that NCCL's timing does not see themselves
+    # (options.check_latency_seen); a --cluster file's latency is for flow-level strategies.
+    warnings.filterwarnings("ignore", category=UnseenOptionWarning)
     args = list(argv) if argv is not None else sys.argv[1:]
     bad = _not_utf8(args)
     if bad is not None:

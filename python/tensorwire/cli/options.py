@@ -8,6 +8,7 @@ import click
 from click.core import ParameterSource
 
 from tensorwire import _core
+from tensorwire.api import LATENCY_UNSEEN
 from tensorwire.strategy import Strategy
 from tensorwire.workloads import model_names
 from tensorwire.workloads.formats import FORMATS
@@ -65,13 +66,6 @@ def check_latency_seen(ctx: click.Context, runs: Sequence[tuple[Strategy, str]],
             "time their collectives with NCCL's own latencies (inter_latency= on the topology adds to them)",
             err=True,
         )
-
-
-LATENCY_UNSEEN = (
-    "times its collectives with NCCL's model, which has its own latencies (add to them on the topology: "
-    "inter_latency=, intra_latency=); give a flow-level strategy (ring, hierarchical, fsdp:comm=flows) to simulate "
-    "a latency per hop"
-)
 
 
 workers = click.option("--workers", "-n", type=int, callback=_positive, help="Number of workers (data-parallel ranks).")

@@ -164,7 +164,7 @@ def expand(
     workload_file: Optional[str] = None,
     workload_format: str = "auto",
     max_flows: Optional[int] = None,
-    own_rates: bool = False,
+    own_rates: Optional[bool] = None,
 ) -> list[Config]:
     """Validates every axis and returns the cross product, strategies varying fastest.
 
@@ -174,8 +174,10 @@ def expand(
     :func:`tensorwire.workloads.formats.load_workload` reads) is simulated too, as a model named after
     the workload; with it, ``models`` left out means the file alone. ``max_flows`` is
     passed to every simulation. ``own_rates``: a fabric whose GPUs have NICs of their own
-    (``rail``) is simulated at its NICs' rate instead of ``bandwidths`` (what the commands do
-    when ``--bandwidth`` is not given, so that a default does not replace a preset's NICs).
+    (``rail``) is simulated at its NICs' rate instead of ``bandwidths``; by default where
+    ``bandwidths`` is not given, as ``Cluster(bandwidth=None)`` and the commands without
+    ``--bandwidth`` do, so that a default rate does not replace a preset's NICs (``run_grid``
+    on ``rail:node=dgx-h100`` ran 25 Gbps NICs).
 
     Raises :class:`tensorwire.InputError` naming the field (``model``, ``gpu``, ``batch``,
     ``workers``, ``bandwidth``, ``latency``, ``topology``, ``network``, ``strategy``,
@@ -205,6 +207,8 @@ def expand(
     rates = _unique(
         to_rate(v if isinstance(v, (int, float)) else str(v), "bandwidth") for v in _items(bandwidths, "bandwidth")
     )
+    if own_rates is None:
+        own_rates = bandwidths is None
     rates_of = {t: [_core.host_rate(t)] if own_rates and _own_rate(t) else rates for t in topos}
     if strategies is None:  # every built-in strategy that runs on every topology and size of the grid
         specs = [s.name for s in builtin_strategies() if s.alias_of is None and _runs(s.name, topos, ns, nets)]

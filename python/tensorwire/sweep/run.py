@@ -20,14 +20,16 @@ import multiprocessing
 import os
 import threading
 import time
+import warnings
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from functools import lru_cache
 from typing import Any, Callable, Literal, Optional, Sequence, TypeVar
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.api import check_simulate, simulate
+from tensorwire.api import UnseenOptionWarning, check_simulate, simulate, warn_unseen_latency
 from tensorwire.cluster import Cluster
+from tensorwire.strategy import Strategy
 from tensorwire.sweep.grid import Axis, Config, expand
 from tensorwire.sweep.table import Row, add_speedup
 from tensorwire.workload import Workload
@@ -104,6 +106,8 @@ def run_grid(
         max_flows=max_flows,
     )
     configs = check_configs(configs, default_strategies=strategies is None)
+    for c in {(c.strategy, c.topology, c.latency): c for c in configs}.values():
+        warn_unseen_latency(Cluster(c.workers, c.bandwidth, c.latency, c.topology, c.network), Strategy(c.strategy))
     return run_configs(configs, jobs=jobs, ray_address=ray_address, progress=progress, executor=executor)
 
 
@@ -204,7 +208,10 @@ def _run(c: Config, call: Callable[..., T]) -> T:
             if c.workload_file
             else _workload(c.model, c.gpu, c.batch, c.compute_speedup)
         )
-        return call(w, cluster, c.strategy, iterations=c.iterations, seed=c.seed, max_flows=c.max_flows)
+        with warnings.catch_warnings():
+            # Said once per grid by run_grid (and by the CLI's own check), not once per point.
+            warnings.simplefilter("ignore", UnseenOptionWarning)
+            return call(w, cluster, c.strategy, iterations=c.iterations, seed=c.seed, max_flows=c.max_flows)
     except InputError as e:
         field, message = e.args if len(e.args) == 2 else ("input", str(e))
         raise InputError(field, f"{c.describe()}: {message}") from None

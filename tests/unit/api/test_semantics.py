@@ -144,6 +144,8 @@ def test_parameter_server_accounting_is_per_iteration(spec: str) -> None:
     [
         ("fsdp:reduce=1Kbps", {}, "strategy.reduce"),
         ("ddp", {"per_message_overhead": "1ms"}, "overhead"),
+        ("ddp", {"copy_bandwidth": "1Gbps"}, "copy_bandwidth"),
+        ("fsdp", {"copy_bandwidth": "1Gbps"}, "copy_bandwidth"),
         ("fsdp:algorithm=ring", {}, "strategy.algorithm"),
         ("zero2:algorithm=halving-doubling", {}, "strategy.algorithm"),
         ("hsdp", {"rank_placement": "spread"}, "rank_placement"),
@@ -187,3 +189,43 @@ def test_an_unknown_options_message_lists_only_what_the_strategy_takes(strategy:
     info = next(i for i in strategies() if i.name == strategy)
     assert listed == {o.name for o in info.options} | set(info.host_options)
     assert ("partition" in listed) == (strategy == "ring")
+
+
+def test_a_latency_nccls_timing_does_not_see_warns_once() -> None:
+    """A cluster latency other than the default changes nothing under ddp: simulate warns
+    (UnseenOptionWarning) and times it as without; a flow-level strategy sees it, silently."""
+    import warnings
+
+    from tensorwire.api import UnseenOptionWarning
+
+    w = tw.load_model("resnet50")
+    slow = tw.Cluster(16, None, topology="rail:node=dgx-h100", latency="1ms")
+    with pytest.warns(UnseenOptionWarning, match="ddp times its collectives with NCCL's model"):
+        r = tw.simulate(w, slow, "ddp")
+    assert (
+        r.iteration_time_s
+        == tw.simulate(w, tw.Cluster(16, None, topology="rail:node=dgx-h100"), "ddp").iteration_time_s
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnseenOptionWarning)
+        ring = tw.simulate(w, slow, "ring")
+        assert (
+            ring.iteration_time_s
+            > tw.simulate(w, tw.Cluster(16, None, topology="rail:node=dgx-h100"), "ring").iteration_time_s
+        )
+    from tensorwire.sweep import run_grid
+
+    with pytest.warns(UnseenOptionWarning) as seen:
+        run_grid("resnet50", "8,16", None, "ddp,ring", topologies="rail:node=dgx-h100", latencies="1ms", jobs=1)
+    assert len([x for x in seen if x.category is UnseenOptionWarning]) == 1  # once per strategy, not per point
+
+
+def test_run_grid_keeps_a_rail_presets_nics_without_a_bandwidth() -> None:
+    """run_grid without bandwidths ran 25 Gbps NICs on rail:node=dgx-h100 (the CLI and
+    Cluster(bandwidth=None) take the preset's 400 Gbps)."""
+    from tensorwire.sweep import run_grid
+
+    rows = run_grid("resnet50", 16, None, "ddp", topologies="rail:node=dgx-h100", jobs=1)
+    alone = tw.simulate(tw.load_model("resnet50"), tw.Cluster(16, None, topology="rail:node=dgx-h100"), "ddp")
+    assert rows[0]["bandwidth_gbps"] == 400.0 and rows[0]["iteration_time_s"] == alone.iteration_time_s
+    assert run_grid("resnet50", 8, None, "ring", jobs=1)[0]["bandwidth_gbps"] == 25.0  # a star keeps the default

@@ -288,7 +288,7 @@ pub(crate) enum Mode {
 
 /// Refuses what NCCL's closed-form timing does not see, for a strategy it times (`nccl`,
 /// `ddp`, or `sharded`'s strategy on `comm=nccl`): a host overhead per message
-/// (`--overhead`), a host reduction rate (`reduce=`), a sharded strategy's flow-level
+/// (`--overhead`), a host copy rate (`copy_bandwidth`), a host reduction rate (`reduce=`), a sharded strategy's flow-level
 /// algorithm (`algorithm=`) and a rank placement other than packed. Each changes only
 /// messages simulated as flows, so it would be accepted and change nothing.
 pub(super) fn check_nccl_timed(sc: &Scenario, sharded: Option<&crate::strategy::ShardedConfig>) -> Result<()> {
@@ -303,6 +303,12 @@ pub(super) fn check_nccl_timed(sc: &Scenario, sharded: Option<&crate::strategy::
     };
     if sc.per_message_overhead > 0.0 {
         return refuse("overhead", "has its own latencies (calibrate them on the topology: inter_latency=)");
+    }
+    if sc.copy_bandwidth.is_some() {
+        return refuse(
+            "copy_bandwidth",
+            "moves data at its links' and protocols' rates (calibrate: inter_efficiency=)",
+        );
     }
     if sc.strategy.reduce_bytes_per_s.is_some() {
         return refuse("strategy.reduce", "reduces on the GPUs at its own bandwidths (calibrate: intra_efficiency=)");

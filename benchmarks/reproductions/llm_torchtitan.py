@@ -42,7 +42,7 @@ def predict(model: str, recompute: bool, mfu: float, topology: str) -> tw.Result
     rail's NICs at the node preset's rate (200 Gbit/s) or the topology's ``nic=``."""
     efficiency = mfu * (4 / 3 if recompute else 1.0)  # hardware FLOPs include the recomputed forward
     w = llm.workload(model, gpu="a100-80gb", seq_len=SEQ, micro_batch=1, mfu=efficiency, recompute=recompute)
-    return tw.simulate(w, tw.Cluster(GPUS, None, latency="1us", topology=topology), STRATEGY, iterations=3)
+    return tw.simulate(w, tw.Cluster(GPUS, None, topology=topology), STRATEGY, iterations=3)
 
 
 def main() -> None:

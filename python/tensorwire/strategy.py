@@ -13,7 +13,7 @@ NCCL 2.30.7's tuning model (docs/simulator.md, "NCCL strategies"; docs/collectiv
   ``algo`` is NCCL_ALGO (``tree``, ``ring``, ``collnetdirect``, ``collnetchain``, ``nvls``,
   ``nvlstree``, ``pat``; ``+``-separated, a leading ``^`` excludes), ``proto`` is NCCL_PROTO
   (``ll``, ``ll128``, ``simple``), ``channels=N`` is NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS
-  = N, ``pxn=true`` is NCCL_PXN; without them NCCL's model picks per collective and size.
+  = N, ``pxn=true`` is NCCL_PXN (all-to-all only); without them NCCL's model picks per collective and size.
   ``fusion=SIZE,cycle=DURATION`` adds Horovod's Tensor Fusion (``nccl:fusion=64MiB,cycle=5ms``).
 - ``ddp[:bucket=25MiB,first_bucket=1MiB,...]`` (and the ``nccl`` options): PyTorch
   DistributedDataParallel: gradients in reverse parameter order fill buckets (the first

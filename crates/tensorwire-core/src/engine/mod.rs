@@ -319,6 +319,19 @@ pub(super) fn check_nccl_timed(sc: &Scenario, sharded: Option<&crate::strategy::
     if sc.rank_to_host.is_some() {
         return refuse("rank_placement", "places ranks as NCCL's communicators do, a node's GPUs together (packed)");
     }
+    if let Family::Nccl(cfg) = &sc.strategy.family {
+        if cfg.options.pxn && sc.workload.collective != crate::collectives::Collective::AllToAll {
+            // Accepted, it changed nothing: PXN routes point-to-point sends (all-to-all).
+            return Err(crate::error::Error::invalid(
+                "strategy.pxn",
+                format!(
+                    "applies to all-to-all (NCCL routes point-to-point sends through PXN); {spec} runs {}s here, \
+                     which it does not change",
+                    sc.workload.collective.name()
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -463,3 +463,20 @@ fn progress_is_reported_and_can_stop_a_run() {
     sc.strategy = crate::strategy::Strategy::parse("fsdp").unwrap();
     assert_eq!(simulate(&sc).unwrap_err().field(), "interrupted");
 }
+
+#[test]
+fn options_a_run_would_not_see_are_refused() {
+    // tree's trees= and penalty= shape the GPU trees inside one machine (seed 003); on a
+    // star the tree is one binomial tree and they changed nothing to the nanosecond.
+    for (spec, field) in [("tree:trees=2", "strategy.trees"), ("tree:penalty=0.1", "strategy.penalty")] {
+        let e = simulate(&scenario(workload(&[4000, 8000], 1000), 8, spec, 100)).unwrap_err();
+        assert_eq!(e.field(), field, "{spec}: {e}");
+    }
+    assert!(simulate(&scenario(workload(&[4000, 8000], 1000), 8, "tree", 100)).is_ok());
+    // PXN routes point-to-point sends: an all-reduce never used it.
+    let e = simulate(&scenario(workload(&[4000, 8000], 1000), 8, "nccl:pxn=true", 100)).unwrap_err();
+    assert_eq!(e.field(), "strategy.pxn", "{e}");
+    let mut all_to_all = workload(&[4000, 8000], 1000);
+    all_to_all.collective = crate::collectives::Collective::AllToAll;
+    assert!(simulate(&scenario(all_to_all, 8, "nccl:pxn=true", 100)).is_ok());
+}

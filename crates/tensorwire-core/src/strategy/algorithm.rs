@@ -133,11 +133,27 @@ impl Algorithm {
             (Algorithm::Butterfly | Algorithm::RecursiveDoubling, _) => Box::new(RecursiveDoubling),
             (Algorithm::HalvingDoubling, _) => Box::new(HalvingDoubling),
             (Algorithm::Tree, Some(m)) => {
-                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, false)?)
+                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty(), false)?)
             }
-            (Algorithm::Tree, None) => Box::new(BinomialTree),
+            (Algorithm::Tree, None) => {
+                if let Some(field) = [("trees", strategy.trees.is_some()), ("penalty", strategy.penalty.is_some())]
+                    .into_iter()
+                    .find_map(|(f, given)| given.then_some(f))
+                {
+                    // Accepted, it changed nothing: the binomial tree has one tree and no links to share.
+                    return Err(Error::invalid(
+                        &format!("strategy.{field}"),
+                        format!(
+                            "applies to the GPU trees inside one machine (seed 003: nodes:machine=M with as many \
+                             workers as M has GPUs); tree with {n} workers on {} is one binomial tree",
+                            topology.name()
+                        ),
+                    ));
+                }
+                Box::new(BinomialTree)
+            }
             (Algorithm::MultiTree, Some(m)) => {
-                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty, true)?)
+                Box::new(GpuTrees::new(m, strategy.trees.unwrap_or(0), strategy.tree_penalty(), true)?)
             }
             (Algorithm::MultiTree, None) => return Err(multitree_off_one_machine(topology, n)),
             (Algorithm::DoubleTree, _) => Box::new(DoubleBinaryTree),

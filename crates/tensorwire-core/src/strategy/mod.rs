@@ -221,8 +221,9 @@ pub struct Strategy {
     pub gpus_per_node: Option<usize>,
     /// Trees for `tree`/`multitree` inside a machine (`None`: one per GPU).
     pub trees: Option<usize>,
-    /// Multiplicative link-usage penalty between trees (seed 003), in (0, 1].
-    pub tree_penalty: f64,
+    /// Multiplicative link-usage penalty between trees (seed 003), in (0, 1] (`None`: the
+    /// default, [`Strategy::tree_penalty`]).
+    pub penalty: Option<f64>,
     /// Partial collective, if any.
     pub partial: Option<Partial>,
     /// Coordinator's dispatch cost per collective, s (all-reduce; 0: none). Released
@@ -244,6 +245,12 @@ pub struct Strategy {
 }
 
 impl Strategy {
+    /// The link-usage penalty between the trees of `tree`/`multitree` inside a machine
+    /// (seed 003): `penalty=`, else its default.
+    pub fn tree_penalty(&self) -> f64 {
+        self.penalty.unwrap_or_else(|| options::default_number(TREES, "penalty"))
+    }
+
     /// Parameter servers it runs on hosts of their own (0 for the other families and for
     /// servers co-located with the workers).
     pub fn servers(&self) -> usize {
@@ -391,10 +398,9 @@ impl Strategy {
             pipeline_chunk: spec.bytes("chunk").unwrap_or_else(|| options::default_number(PIPELINED, "chunk")).max(1.0),
             gpus_per_node: spec.count("gpus_per_node").map(|g| g as usize),
             trees: spec.count("trees").map(|t| t as usize),
-            tree_penalty: match spec.real("penalty") {
+            penalty: match spec.real("penalty") {
                 Some(p) if p > 1.0 => return Err(Error::invalid("strategy.penalty", "must be in (0, 1]")),
-                Some(p) => p,
-                None => options::default_number(TREES, "penalty"),
+                p => p,
             },
             partial,
             dispatch_s,

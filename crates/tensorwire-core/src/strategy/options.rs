@@ -49,7 +49,7 @@ pub(super) const TREES: OptionInfo = OptionInfo {
     name: "trees",
     kind: OptionKind::Count,
     default: "",
-    help: "trees inside a machine (default one per GPU)",
+    help: "trees inside a machine (default one per GPU); tree elsewhere is one binomial tree and refuses it",
     aliases: &[],
 };
 
@@ -57,7 +57,7 @@ pub(super) const PENALTY: OptionInfo = OptionInfo {
     name: "penalty",
     kind: OptionKind::RealAtMost(1.0),
     default: "0.7",
-    help: "link-usage penalty: weights of links used by a tree are multiplied by this for the next tree",
+    help: "link-usage penalty inside a machine: weights of links used by a tree are multiplied by this for the next tree",
     aliases: &[],
 };
 
@@ -301,7 +301,7 @@ const NCCL_PXN: OptionInfo = OptionInfo {
     name: "pxn",
     kind: OptionKind::Flag,
     default: "false",
-    help: "PXN: cross-rail traffic first hops over NVLink to the GPU on the destination's rail",
+    help: "PXN, for all-to-all: cross-rail traffic first hops over NVLink to the GPU on the destination's rail",
     aliases: &[],
 };
 
@@ -360,7 +360,7 @@ mod tests {
         }
         // The values the parser applied as literals before reading the table.
         assert_eq!(Strategy::parse("double-tree").unwrap().pipeline_chunk, 1048576.0);
-        assert_eq!(Strategy::parse("tree").unwrap().tree_penalty, 0.7);
+        assert_eq!(Strategy::parse("tree").unwrap().tree_penalty(), 0.7);
         assert_eq!(Strategy::parse("ring:fusion=1MiB").unwrap().fusion.unwrap().cycle, 5_000_000);
         let ring = Strategy::parse("ring").unwrap();
         assert_eq!((ring.compression, ring.dispatch_s), (1.0, 0.0));

@@ -10,7 +10,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
-from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text, is_int
+from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text, is_int, is_real
 from tensorwire.result import Result, nccl_channels_text
 from tensorwire.strategy import Strategy
 from tensorwire.units import format_seconds
@@ -75,7 +75,7 @@ def simulate(
     timeline: bool = False,
     max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
     progress: Optional[Callable[[Progress], bool]] = None,
-    failures: Sequence[Failure] = (),
+    failures: Optional[Sequence[Failure]] = (),
 ) -> Result:
     """Simulates ``iterations`` training iterations and reports the steady state.
 
@@ -87,6 +87,11 @@ def simulate(
     The first iteration is warm-up when there are several. ``stragglers`` is ``none``,
     ``normal`` (``spread`` = coefficient of variation), ``lognormal`` (``spread`` = sigma)
     or ``fixed`` (``slowdowns`` = one compute multiplier per worker); draws are seeded.
+    A ``spread`` other than 0 with another mode (``none``, ``fixed``, ``empirical``) is
+    refused (``InputError``, field ``spread``), as ``slowdowns`` are without ``fixed``: it
+    would change nothing. Numbers may be numpy's (``np.int64(8)``, ``np.float32(0.2)``);
+    ``True`` and ``False`` are not numbers (a slowdown of ``True`` is refused, naming
+    ``slowdowns[i]``).
     ``fold=False`` disables the shortcuts (folding ranks that behave alike; timing a
     collective whose messages each have links of their own by its step recurrence): the
     same answer, slower; for checking.
@@ -102,7 +107,8 @@ def simulate(
     :class:`Progress` and stops the run (``InputError``, field ``interrupted``) when it
     returns False (any other result, None included, lets it go on); an exception it raises
     stops the run and is raised from ``simulate``; Ctrl-C stops a run within a second. ``failures`` lowers
-    links' rates (or takes them down) at given times (:mod:`tensorwire.failures`); one
+    links' rates (or takes them down) at given times (:mod:`tensorwire.failures`; ``None``,
+    like an empty list, is no failures); one
     timed after the run ended could change nothing and is refused (``InputError``, field
     ``failures[i].at_s``, saying when the run ended), so ``Result.failures_applied`` is
     every failure. A cluster's ``latency`` under a strategy NCCL's model times changes
@@ -138,7 +144,7 @@ def check_simulate(
     slowdowns: Optional[Sequence[float]] = None,
     fold: bool = True,
     max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
-    failures: Sequence[Failure] = (),
+    failures: Optional[Sequence[Failure]] = (),
 ) -> None:
     """Raises the :class:`InputError` that :func:`simulate` with these arguments would raise
     before simulating anything (the arguments, the strategy on the fabric with the workload,
@@ -171,23 +177,30 @@ def _run_args(
     slowdowns: Optional[Sequence[float]],
     fold: bool,
     max_flows: Optional[int],
-    failures: Sequence[Failure],
+    failures: Optional[Sequence[Failure]],
     progress: Any = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Checks what :func:`simulate` and :func:`check_simulate` check in Python; returns the
     core's positional arguments of the run (workload, workers, strategy, bandwidth, latency,
-    topology) and its keyword arguments, those of :class:`_core.Scenario`."""
+    topology) and its keyword arguments, those of :class:`_core.Scenario`. Numbers (numpy's
+    too) are passed on as plain ``int``/``float``."""
     _check_types(workload, cluster)
-    _check_run(iterations, seed, max_flows, failures)
+    iterations, seed, max_flows, failures = _check_run(iterations, seed, max_flows, failures)
     if not isinstance(fold, bool):
         raise TypeError(f"fold must be True or False, not {fold!r:.80}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function taking a Progress (or None), not {progress!r:.80}")
-    if isinstance(spread, bool) or not isinstance(spread, (int, float)):
+    # Any real number, numpy's included (np.float32(0.2) was "must be a number"); not a bool.
+    if not is_real(spread):
         raise TypeError(f"spread must be a number, not {spread!r:.80}")
     spread = check_real("spread", spread)
     if slowdowns is not None and stragglers not in ("fixed", "empirical"):
         raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
+    if spread != 0 and stragglers in ("none", "fixed", "empirical"):
+        # Was ignored without a word, where slowdowns without 'fixed' are refused.
+        raise InputError(
+            "spread", f"{spread!r} applies only with stragglers='normal' or 'lognormal'; stragglers is {stragglers!r}"
+        )
     options: dict[str, Any] = dict(
         network=cluster.network,
         iterations=iterations,
@@ -196,10 +209,14 @@ def _run_args(
         copy_bandwidth=cluster.copy_bandwidth,
         stragglers=stragglers,
         spread=spread,
-        # Integers past a float (10**400) named, not an OverflowError; other types the core checks.
+        # Numbers (numpy's too) as floats, integers past a float (10**400) and True/False
+        # (were taken as 1.0 and 0.0) refused naming the item; other types the core checks.
         slowdowns=None
         if slowdowns is None
-        else [check_real(f"slowdowns[{i}]", x) if is_int(x) else x for i, x in enumerate(slowdowns)],
+        else [
+            check_real(f"slowdowns[{i}]", x) if is_real(x) or isinstance(x, bool) else x
+            for i, x in enumerate(slowdowns)
+        ],
         allow_folding=fold,
         allow_lanes=fold,
         max_flows=max_flows,
@@ -346,7 +363,8 @@ class Job:
             raise TypeError(
                 f"job {self.name!r}: workload must be a Workload (e.g. tensorwire.load_model('resnet50')), not {self.workload!r:.80}"
             )
-        check_int("jobs.workers", self.workers, 1, U32_MAX)
+        # Kept as a plain int (numpy's reached the results' to_dict(), which json refused).
+        object.__setattr__(self, "workers", check_int("jobs.workers", self.workers, 1, U32_MAX))
         if self.hosts is not None and (
             isinstance(self.hosts, (str, bytes)) or not all(is_int(h) and 0 <= h <= U32_MAX for h in self.hosts)
         ):
@@ -371,7 +389,7 @@ def simulate_jobs(
     *,
     iterations: int = _core.DEFAULT_ITERATIONS,
     seed: int = 0,
-    failures: Sequence[Failure] = (),
+    failures: Optional[Sequence[Failure]] = (),
     max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
 ) -> list[Result]:
     """Simulates several jobs sharing one fabric; one :class:`Result` per job.
@@ -387,8 +405,9 @@ def simulate_jobs(
     take lanes; a job's ``link_utilization`` is the whole fabric's. Every strategy runs as it
     does alone, with all its options; a parameter-server job's servers take hosts of their
     own after its workers' (:attr:`Job.hosts_needed`). A failure timed after the last job
-    ended is refused as in :func:`simulate`. ``max_flows`` is the budget of all the jobs
-    together, as in :func:`simulate` (checked while running; ``None``: no budget).
+    ended is refused as in :func:`simulate` (``failures=None``: none). ``max_flows`` is the
+    budget of all the jobs together, as in :func:`simulate` (checked while running;
+    ``None``: no budget).
 
     >>> import tensorwire as tw
     >>> w = tw.load_model("resnet50")
@@ -422,15 +441,24 @@ def _check_types(workload: Any, cluster: Any) -> None:
         raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
 
 
-def _check_run(iterations: Any, seed: Any, max_flows: Any, failures: Any) -> None:
-    """The arguments :func:`simulate` and :func:`simulate_jobs` share, in the core's ranges."""
-    check_int("iterations", iterations, 1, U32_MAX)
-    check_int("seed", seed, 0, U64_MAX)
+def _check_run(
+    iterations: Any, seed: Any, max_flows: Any, failures: Any
+) -> tuple[int, int, Optional[int], tuple[Failure, ...]]:
+    """The arguments :func:`simulate` and :func:`simulate_jobs` share, in the core's ranges,
+    returned as plain ints (numpy's converted) and a tuple of failures (``None``: none)."""
+    iterations = check_int("iterations", iterations, 1, U32_MAX)
+    seed = check_int("seed", seed, 0, U64_MAX)
     _check_max_flows(max_flows)
-    if isinstance(failures, (str, bytes, Failure)) or not all(isinstance(f, Failure) for f in failures):
+    try:
+        # Taken once (a generator was used up by the check), None as none.
+        given = None if isinstance(failures, (str, bytes, Failure)) else () if failures is None else tuple(failures)
+    except TypeError:  # not iterable
+        given = None
+    if given is None or not all(isinstance(f, Failure) for f in given):
         raise TypeError(
-            f"failures must be a list of Failure objects (e.g. [tensorwire.failures.parse_failure('h3@0s')]), not {failures!r:.80}"
+            f"failures must be a list of Failure objects (e.g. [tensorwire.failures.parse_failure('h3@0s')]) or None, not {failures!r:.80}"
         )
+    return iterations, seed, None if max_flows is None else int(max_flows), given
 
 
 def _job_workload(i: int, job: Job) -> _core.Workload:
@@ -447,7 +475,7 @@ def _run_jobs(
     cluster: Cluster,
     iterations: int,
     seed: int,
-    failures: Sequence[Failure],
+    failures: Optional[Sequence[Failure]],
     max_flows: Optional[int],
     *,
     allow_failures_after_end: bool,
@@ -460,7 +488,7 @@ def _run_jobs(
     if not isinstance(cluster, Cluster):
         raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
     parsed = [_as_strategy(j.strategy) for j in jobs]
-    _check_run(iterations, seed, max_flows, failures)
+    iterations, seed, max_flows, failures = _check_run(iterations, seed, max_flows, failures)
     raws = _core.simulate_jobs(
         [
             (j.name, _job_workload(i, j), j.workers, s.core, None if j.hosts is None else list(j.hosts))

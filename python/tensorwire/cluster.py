@@ -31,7 +31,9 @@ class Cluster:
     leaves, groups or machines first) or ``random`` (seeded by ``simulate``'s seed); any
     other than packed is not folded. ``placement`` is its old name, still accepted as a
     keyword and readable as an attribute (not both given). Numbers are bytes/s and seconds;
-    text such as ``"25Gbps"`` or ``"5us"`` is accepted.
+    text such as ``"25Gbps"`` or ``"5us"`` is accepted. numpy's numbers are taken too and
+    kept as plain ``int``/``float`` (a result's :meth:`~tensorwire.Result.to_dict` stays
+    JSON-ready).
 
     >>> c = Cluster(workers=32, bandwidth="25Gbps")
     >>> c.bandwidth, c.latency
@@ -64,7 +66,9 @@ class Cluster:
         *,
         placement: Optional[str] = None,
     ) -> None:
-        check_int("workers", workers, 1, _core.MAX_WORKERS)
+        # A plain int, also from numpy's integers: stored as given, np.int64 reached the
+        # results and their to_dict(), which json.dumps refused.
+        workers = check_int("workers", workers, 1, _core.MAX_WORKERS)
         if not isinstance(topology, str):
             raise InputError(
                 "topology", f"{topology!r} is not a topology spec such as star or leaf-spine:hosts_per_leaf=8"

@@ -25,6 +25,16 @@ def is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def is_real(value: Any) -> bool:
+    """A real number (``int``, ``float``, numpy's integers and floats, ``Fraction``) that is
+    not a ``bool``: what :func:`check_real` converts.
+
+    >>> is_real(0.5), is_real(True), is_real("0.5")
+    (True, False, False)
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def check_int(field: str, value: Any, minimum: int = 0, maximum: int = U64_MAX) -> int:
     """``value`` if it is an integer in ``[minimum, maximum]``, else :class:`InputError`.
 
@@ -49,7 +59,7 @@ def check_real(field: str, value: Any) -> float:
     >>> check_real("spread", 1)
     1.0
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise InputError(field, f"{value!r:.80} is not a number")
     try:
         return float(value)

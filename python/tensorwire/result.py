@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import heapq
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 from tensorwire._core import InputError
@@ -34,7 +35,9 @@ class Result:
     was simulated (1 or a few when folded, every worker otherwise). ``link_utilization`` maps each directed link (``h0->sw``) to its busy
     fraction over the steady-state window; it is empty when the collectives were timed in
     closed form by NCCL's model (``nccl``, ``ddp``, sharded strategies with ``comm=nccl``),
-    which puts no flow on any link.
+    which puts no flow on any link. It is read-only (a ``types.MappingProxyType`` over a copy
+    of the mapping given: writing to it changed :attr:`max_link_utilization` of a frozen
+    result); :meth:`to_dict` gives a plain dict.
 
     ``nccl_choices``: for collectives timed by NCCL's model, what NCCL chose for those rank
     0 started in one iteration (the last; a microbenchmark: its collective), one dict per
@@ -56,7 +59,7 @@ class Result:
     compute_time_s: float
     comm_time_s: float
     exposed_comm_s: float
-    link_utilization: dict[str, float]
+    link_utilization: Mapping[str, float]
     completions_s: tuple[float, ...]
     network_model: str
     folded: bool
@@ -68,6 +71,18 @@ class Result:
     simulated_ranks: int = 0
     failures_applied: int = 0
     nccl_choices: tuple[dict[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "link_utilization", MappingProxyType(dict(self.link_utilization)))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields, :attr:`link_utilization` as a plain dict (a mapping proxy does not pickle)."""
+        return {**self.__dict__, "link_utilization": dict(self.link_utilization)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "link_utilization", MappingProxyType(dict(state["link_utilization"])))
 
     @property
     def links_measured(self) -> bool:
@@ -104,12 +119,23 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict, as ``--json`` prints it: :attr:`active_processes` under its
         old key ``nap`` (kept so that JSON read by existing tools does not change)."""
-        d = {("nap" if k == "active_processes" else k): v for k, v in asdict(self).items()}
+        d = {("nap" if f.name == "active_processes" else f.name): _copied(getattr(self, f.name)) for f in fields(self)}
         d["completions_s"] = list(self.completions_s)
         d["max_link_utilization"] = self.max_link_utilization
         d["timeline"] = list(self.timeline)
         d["nccl_choices"] = list(self.nccl_choices)
         return d
+
+
+def _copied(value: Any) -> Any:
+    """``value`` with its dicts, lists and tuples copied (a mapping proxy as a dict), as
+    ``dataclasses.asdict`` copies a field (it cannot copy a mapping proxy): the dict
+    :meth:`Result.to_dict` returns shares nothing mutable with the result."""
+    if isinstance(value, (dict, MappingProxyType)):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(v) for v in value)
+    return value
 
 
 def _natural(name: str) -> tuple[tuple[int, str], ...]:

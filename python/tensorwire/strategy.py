@@ -111,6 +111,22 @@ class Strategy:
         object.__setattr__(self, "core", core)
         object.__setattr__(self, "spec", core.spec)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The spec alone: the core's parsed object does not pickle (``pickle`` and
+        ``copy.deepcopy`` of a Strategy, or of a :class:`~tensorwire.Job` holding one, raised
+        TypeError); :meth:`__setstate__` parses it again, as :class:`~tensorwire.Cluster`
+        does its topology.
+
+        >>> import pickle
+        >>> pickle.loads(pickle.dumps(Strategy("ring:partition=4MiB"))).core.partition_bytes
+        4194304
+        """
+        return {"spec": self.spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        object.__setattr__(self, "spec", state["spec"])
+        object.__setattr__(self, "core", _core.Strategy(state["spec"]))
+
     @property
     def name(self) -> str:
         """The strategy name, before any options."""

@@ -27,7 +27,7 @@ import pydantic
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text
+from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text, is_int, is_real
 
 _T = TypeVar("_T")
 
@@ -59,19 +59,24 @@ def bus_factor(collective: str, ranks: int) -> float:
 
 @dataclass(frozen=True)
 class Tensor:
-    """A gradient tensor: its name and size in bytes."""
+    """A gradient tensor: its name and size in bytes (an integer; numpy's is kept as a plain
+    ``int``, so that :meth:`Workload.to_dict` stays JSON-ready)."""
 
     name: str
     bytes: int
 
     def __post_init__(self) -> None:
         check_text("tensor.name", self.name, allow="")
-        check_int("tensor.bytes", self.bytes, 0, U64_MAX)
+        object.__setattr__(self, "bytes", check_int("tensor.bytes", self.bytes, 0, U64_MAX))
 
 
 @dataclass(frozen=True)
 class Layer:
-    """A module: compute times in seconds and the tensors it owns."""
+    """A module: compute times in seconds and the tensors it owns.
+
+    The times are any real numbers >= 0 (numpy's too), kept as plain ``float``; ``tensors``
+    is any sequence of :class:`Tensor`, kept as a tuple (a list made the layer unhashable).
+    """
 
     name: str
     forward_s: float
@@ -82,21 +87,24 @@ class Layer:
         check_text("layer.name", self.name, allow="")
         for key in ("forward_s", "backward_s"):
             value = getattr(self, key)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not (math.isfinite(check_real(f"layer.{key}", value)) and value >= 0)
-            ):
+            seconds = check_real(f"layer.{key}", value) if is_real(value) else math.nan
+            if not (math.isfinite(seconds) and seconds >= 0):
                 raise InputError(
                     f"layer.{key}", f"{value!r} (layer {self.name!r}) must be a finite number of seconds >= 0"
                 )
+            object.__setattr__(self, key, seconds)
         if isinstance(self.tensors, (str, bytes)) or not all(isinstance(t, Tensor) for t in self.tensors):
             raise TypeError(f"layer {self.name!r}: tensors must be Tensor objects, got {self.tensors!r:.200}")
+        object.__setattr__(self, "tensors", tuple(self.tensors))
 
 
 @dataclass(frozen=True)
 class Workload:
     """A model as the network sees it.
+
+    ``batch_size`` (samples per worker and iteration) and ``dtype_bytes`` are integers
+    (numpy's too, kept as plain ``int``); ``layers`` and ``sources`` are sequences, kept as
+    tuples so that a workload is hashable (``sources`` is a sequence of texts, not one text).
 
     >>> w = Workload("toy", 8, (Layer("fc", 0.001, 0.002, (Tensor("fc.weight", 4000),)),))
     >>> w.total_bytes, w.compute_time_s
@@ -122,17 +130,27 @@ class Workload:
                 "workload.collective",
                 f"{self.collective_kind!r} is not a collective; choose one of {', '.join(COLLECTIVES)}",
             )
-        if isinstance(self.dtype_bytes, bool) or self.dtype_bytes not in (1, 2, 4, 8):
+        # An integer only: 2.0 passed `in (1, 2, 4, 8)` and failed in the core as a bare TypeError.
+        if not is_int(self.dtype_bytes) or self.dtype_bytes not in (1, 2, 4, 8):
             raise InputError(
                 "workload.dtype_bytes", f"{self.dtype_bytes!r} is not an element size; choose 1, 2, 4 or 8"
             )
-        check_int("workload.batch_size", self.batch_size, 1, U32_MAX)
+        object.__setattr__(self, "dtype_bytes", int(self.dtype_bytes))
+        object.__setattr__(self, "batch_size", check_int("workload.batch_size", self.batch_size, 1, U32_MAX))
         if not self.layers:
             raise InputError("workload.layers", "a workload needs at least one layer")
         if isinstance(self.layers, (str, bytes)) or not all(isinstance(layer, Layer) for layer in self.layers):
             raise TypeError(f"workload {self.name!r}: layers must be Layer objects, got {self.layers!r:.200}")
+        object.__setattr__(self, "layers", tuple(self.layers))
         check_text("workload.name", self.name, allow="")
         check_text("workload.description", self.description)
+        # One text is not a list of them: "abc" became the sources 'a', 'b', 'c'.
+        if isinstance(self.sources, (str, bytes)):
+            raise InputError(
+                "workload.sources",
+                f"{self.sources!r:.80} is one text; give a list of sources, e.g. [{self.sources!r:.60}]",
+            )
+        object.__setattr__(self, "sources", tuple(self.sources))
         for source in self.sources:
             check_text("workload.sources", source)
         if self.total_bytes == 0 and all(layer.forward_s + layer.backward_s < 0.5e-9 for layer in self.layers):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.limits import check_real, is_int
+from tensorwire.units import to_rate
 
 #: The topology options that carry a calibration (``rail`` and ``nodes`` specs): factors on
 #: NCCL's intra-node and inter-node bandwidths, latencies added to each single-node and
@@ -56,7 +58,7 @@ def nccl_predict(
     collective: str,
     size: float,
     *,
-    bandwidth: Optional[float] = None,
+    bandwidth: Union[float, str, None] = None,
     transport: Optional[str] = None,
     algo: Optional[str] = None,
     proto: Optional[str] = None,
@@ -65,15 +67,17 @@ def nccl_predict(
     """NCCL's algorithm, protocol, channels and time for ``collective`` (``allreduce``,
     ``allgather``, ``reducescatter``, ``alltoall``, ``broadcast``) over a buffer of ``size``
     bytes (nccl-tests' "size": the whole buffer, also for all-gather and reduce-scatter) on
-    ``gpus`` GPUs of ``topology`` (host links at ``bandwidth`` bytes/s, or the fabric's own
-    NICs), over ``transport`` (``rdma`` or ``tcp``; by default the topology's ``transport=``,
-    else ``rdma``). ``algo``, ``proto`` and ``channels``
-    restrict the choice as NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS do. All-to-all has no
-    NCCL_ALGO algorithm: NCCL runs it as point-to-point sends and receives, reported as
-    ``p2p``/``simple`` on NCCL's point-to-point channels, with the channels each peer's
-    send is striped over (``peer_channels``, which grows with the size as NCCL's
-    ``addP2pToPlan`` doubles it). Bad input raises
-    ``InputError(field, message)``.
+    ``gpus`` GPUs of ``topology`` (host links at ``bandwidth`` bytes/s or text such as
+    ``"25Gbps"``, as :class:`~tensorwire.Cluster` takes it, or the fabric's own NICs), over
+    ``transport`` (``rdma`` or ``tcp``; by default the topology's ``transport=``, else
+    ``rdma``). ``algo``, ``proto`` and ``channels`` restrict the choice as NCCL_ALGO,
+    NCCL_PROTO and NCCL_MIN_NCHANNELS do. All-to-all has no NCCL_ALGO algorithm: NCCL runs
+    it as point-to-point sends and receives, reported as ``p2p``/``simple`` on NCCL's
+    point-to-point channels, with the channels each peer's send is striped over
+    (``peer_channels``, which grows with the size as NCCL's ``addP2pToPlan`` doubles it).
+    ``gpus`` and ``channels`` are integers and ``size`` a
+    number (numpy's too; ``True`` is not one GPU nor one byte). Bad input raises
+    ``InputError(field, message)`` (the size's field is ``bytes``, as the core names it).
 
     >>> p = nccl_predict("rail:node=dgx-h100", 8, "allreduce", 1 << 30)
     >>> p.algbw == (1 << 30) / p.seconds and abs(p.busbw / p.algbw - 2 * 7 / 8) < 1e-12
@@ -83,18 +87,26 @@ def nccl_predict(
     (True, 'simple', 32, 8)
     >>> nccl_predict("rail", 8, "allreduce", 1e6, proto="fast")
     Traceback (most recent call last):
-    tensorwire.InputError: strategy.proto: unknown "fast"; choose from ll, ll128, simple
+    tensorwire.InputError: strategy.proto: unknown "fast"; choose from ll, ll128, simple (a leading ^ excludes them instead)
     """
+    # Booleans were taken as 1 GPU and 1 byte; numpy's integers pass as plain ints. The
+    # ranges are the core's (it names gpus, bytes, channels).
+    if not is_int(gpus):
+        raise InputError("gpus", f"{gpus!r:.80} is not a number of GPUs; give an integer >= 1")
+    if channels is not None and not is_int(channels):
+        raise InputError("channels", f"{channels!r:.80} is not a number of channels; give an integer >= 1")
     d = _core.nccl_predict(
         topology,
-        gpus,
+        int(gpus),
         collective,
-        size,
-        bandwidth=bandwidth,
+        # An integer as is: the core names one past a float (2**1100) by its size.
+        int(size) if is_int(size) else check_real("bytes", size),
+        # Text such as "25Gbps" was a bare TypeError.
+        bandwidth=None if bandwidth is None else to_rate(bandwidth, "bandwidth"),
         transport=transport,
         algo=algo,
         proto=proto,
-        channels=channels,
+        channels=None if channels is None else int(channels),
     )
     return Prediction(
         algo=str(d["algo"]),

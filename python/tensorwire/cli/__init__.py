@@ -86,6 +86,7 @@ CLI_FIELDS = {
     "per_message_overhead": "overhead",
     "slowdowns": "stragglers",
     "micro_batch": "batch",
+    "batch_size": "batch",
     "modules": "add_modules",
 }
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence, TypeVar, Union
+from typing import Any, Iterable, Optional, Sequence, TypeVar, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.limits import U32_MAX, U64_MAX, check_int
+from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, is_int, is_real
 from tensorwire.strategy import Strategy, probe, runs_on, split_specs
 from tensorwire.strategy import strategies as builtin_strategies
 from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
@@ -90,13 +90,16 @@ class Config:
 
 
 def _items(value: Axis, field: str, specs: bool = False) -> list[Optional[Scalar]]:
-    """The values of one axis: text is a comma-separated list, anything else an iterable."""
+    """The values of one axis: text is a comma-separated list, a number (numpy's too) one
+    value, anything else an iterable. numpy's numbers become plain ``int``/``float`` (an
+    ``np.int64`` was refused as a worker count and ``np.int64(8)`` alone was "not iterable");
+    ``True``/``False`` stay as given, for the checks to refuse by name."""
     if value is None:
         return list(DEFAULTS[field])
     if isinstance(value, str):
         items: list[Optional[Scalar]] = list(split_specs(value, field) if specs else _split(value, field))
-    elif isinstance(value, (int, float)):
-        items = [value]
+    elif isinstance(value, (int, float)) or is_real(value):  # numpy's scalars are not iterable
+        items = [_plain(value)]
     else:
         items = []
         for v in value:
@@ -105,10 +108,20 @@ def _items(value: Axis, field: str, specs: bool = False) -> list[Optional[Scalar
             elif isinstance(v, str) and specs:
                 items.extend(split_specs(v, field))
             else:
-                items.append(v)
+                items.append(_plain(v))
     if not items:
         raise InputError(field, "give at least one value")
     return items
+
+
+def _plain(value: Any) -> Any:
+    """A number (numpy's too, not a ``bool``) as a plain ``int`` or ``float``; anything else
+    as it is."""
+    if is_int(value):
+        return int(value)
+    if is_real(value):
+        return float(value)
+    return value
 
 
 def _split(text: str, field: str) -> list[str]:
@@ -124,7 +137,7 @@ def _unique(values: Iterable[T]) -> list[T]:
     return list(dict.fromkeys(values))
 
 
-def _int(value: Optional[Scalar], field: str, minimum: int, maximum: int = U64_MAX) -> int:
+def _int(value: Any, field: str, minimum: int, maximum: int = U64_MAX) -> int:
     """An integer in ``[minimum, maximum]`` (the core's type: workers, iterations and batch
     are 32-bit, seeds and flow budgets 64-bit; past it the core raised OverflowError)."""
     if isinstance(value, str):
@@ -132,16 +145,21 @@ def _int(value: Optional[Scalar], field: str, minimum: int, maximum: int = U64_M
             value = int(value.strip())
         except ValueError:
             raise InputError(field, f"{value!r} is not an integer") from None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:  # numpy's integers too (as plain ints); not a bool
         raise InputError(field, f"{value!r} is not allowed; need an integer >= {minimum}")
     return check_int(field, value, minimum, maximum)
 
 
 def _positive_float(value: Optional[Scalar], field: str) -> float:
-    try:
-        x = float(value) if value is not None and not isinstance(value, bool) else math.nan
-    except ValueError:
-        raise InputError(field, f"{value!r} is not a number") from None
+    """A finite number > 0 (numpy's too), or text of one, as a plain ``float``."""
+    if isinstance(value, str):
+        try:
+            x = float(value)
+        except ValueError:
+            raise InputError(field, f"{value!r} is not a number") from None
+    else:
+        # check_real: an integer past a float (10**400) was an OverflowError.
+        x = check_real(field, value) if is_real(value) else math.nan
     if not x > 0 or math.isinf(x):
         raise InputError(field, f"{value!r} is not allowed; need a number > 0")
     return x

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tensorwire._core import InputError
+from tensorwire.limits import is_int
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware, llm
 
@@ -169,7 +170,8 @@ def load_model(
     """A built-in model as a workload.
 
     Zoo models: on ``gpu`` (default: the model's default device) at ``batch_size`` per worker
-    (default: the device's measured batch size).
+    (default: the device's measured batch size): an integer >= 1 (numpy's too), else
+    ``InputError`` naming ``batch_size`` (the command line's ``--batch``).
 
     LLMs (:func:`tensorwire.workloads.llm.workload`): ``micro_batch`` sequences per worker
     (``batch_size`` is a synonym; default 1) of ``seq_len`` tokens (default: the context
@@ -205,8 +207,12 @@ def load_model(
         raise InputError("gpu", f"{name} has no measurements for {device!r}; available: {', '.join(data['devices'])}")
     d = data["devices"][device]
     batch = d["batch_size"] if batch_size is None else batch_size
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise InputError("batch", f"{batch!r} must be an integer >= 1")
+    # Named after this function's argument (was "batch", the command line's option);
+    # numpy's integers taken, as plain ints. Past the core's 32 bits the workload names its
+    # batch_size.
+    if not is_int(batch) or batch < 1:
+        raise InputError("batch_size", f"{batch!r} must be an integer >= 1")
+    batch = int(batch)
     flops = [layer["forward_flops"] for layer in data["layers"]]
     total = float(sum(flops))
     scale = batch / d["batch_size"]
@@ -227,5 +233,5 @@ def load_model(
         (data["architecture_source"], d["source"]),
         data.get("dtype_bytes", 4),
     )
-    w.refuse_compute_past_horizon("batch", batch, "use a smaller batch")
+    w.refuse_compute_past_horizon("batch_size", batch, "use a smaller batch")
     return w

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from tensorwire._core import InputError
+from tensorwire.limits import check_real, is_int, is_real
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware
 
@@ -179,7 +180,14 @@ def architecture(name: str) -> Architecture:
 
 
 def block_tensors(a: Architecture, i: int) -> list[tuple[str, int]]:
-    """Tensors (HuggingFace name, elements) of block ``i`` in ``module.parameters()`` order."""
+    """Tensors (HuggingFace name, elements) of block ``i`` in ``module.parameters()`` order;
+    ``i`` is 0 to ``a.layers - 1``, else :class:`InputError` naming ``block`` (``-1`` and
+    ``a.layers`` named blocks the model does not have).
+
+    >>> block_tensors(architecture("llama3_8b"), 31)[0]
+    ('model.layers.31.self_attn.q_proj.weight', 16777216)
+    """
+    i = check_block(a, i)
     d, q, kv, f = a.d_model, a.heads * a.head_dim, a.kv_heads * a.head_dim, a.ffn
     if a.style == "gpt":
         p = f"transformer.h.{i}."
@@ -227,7 +235,9 @@ def _matmul_params_per_token(a: Architecture) -> int:
 
 
 def block_forward_flops(a: Architecture, seq_len: int) -> int:
-    """Forward FLOPs of one block for one sequence of ``seq_len`` tokens."""
+    """Forward FLOPs of one block for one sequence of ``seq_len`` tokens (1 to the model's
+    context length, else :class:`InputError` naming ``seq_len``)."""
+    seq_len = check_seq_len(a, seq_len)
     matmul = 2 * _matmul_params_per_token(a) * seq_len
     attention = 2 * 2 * seq_len * seq_len * a.heads * a.head_dim
     norms = 2 * (2 * a.d_model * seq_len)
@@ -243,8 +253,10 @@ class _LayerSpec:
 
 
 def layers(a: Architecture, seq_len: int) -> list[_LayerSpec]:
-    """The layers in forward order, with forward FLOPs per sequence and owned tensors."""
-    d, s = a.d_model, seq_len
+    """The layers in forward order, with forward FLOPs per sequence and owned tensors, for
+    sequences of ``seq_len`` tokens (1 to the model's context length, else
+    :class:`InputError` naming ``seq_len``)."""
+    d, s = a.d_model, check_seq_len(a, seq_len)
     block = block_forward_flops(a, s)
     head = 2 * d * a.vocab * s
     if a.style == "gpt":
@@ -275,7 +287,13 @@ def parameters(name: str) -> int:
 
 
 def forward_flops(name: str, seq_len: int) -> int:
-    """Forward FLOPs of the whole model for one sequence of ``seq_len`` tokens."""
+    """Forward FLOPs of the whole model for one sequence of ``seq_len`` tokens: an integer
+    from 1 to the model's context length (as :func:`tokens_per_sample` takes it), else
+    :class:`InputError` naming ``seq_len`` (-5 gave negative FLOPs, 2.5 a float).
+
+    >>> forward_flops("llama3_8b", 1) > 0
+    True
+    """
     return sum(spec.forward_flops for spec in layers(architecture(name), seq_len))
 
 
@@ -283,9 +301,12 @@ def forward_flops(name: str, seq_len: int) -> int:
 
 
 def _int_at_least_1(field: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    """``value`` as a plain ``int`` if it is an integer >= 1 (numpy's too; not a ``bool``),
+    else :class:`InputError` naming ``field``. An upper bound is the caller's (the context
+    length) or the workload's (its 32-bit ``batch_size``)."""
+    if not is_int(value) or value < 1:
         raise InputError(field, f"{value!r} must be an integer >= 1")
-    return value
+    return int(value)
 
 
 def check_seq_len(a: Architecture, value: Any) -> int:
@@ -296,11 +317,22 @@ def check_seq_len(a: Architecture, value: Any) -> int:
     return s
 
 
+def check_block(a: Architecture, value: Any) -> int:
+    """``value`` as the index of one of ``a``'s transformer blocks: an integer from 0 to
+    ``a.layers - 1`` (numpy's too), else :class:`InputError` naming ``block``."""
+    if not is_int(value) or not 0 <= value < a.layers:
+        raise InputError(
+            "block", f"{value!r} is not a block of {a.display_name}; give an integer from 0 to {a.layers - 1}"
+        )
+    return int(value)
+
+
 def check_mfu(value: Any) -> float:
-    """``value`` as a model-FLOP utilisation: a number in (0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1):
+    """``value`` as a model-FLOP utilisation: a real number in (0, 1] (numpy's too), as a
+    plain ``float``."""
+    if not is_real(value) or not (0 < value <= 1):
         raise InputError("mfu", f"{value!r} must be a number in (0, 1] (fraction of the GPU's peak)")
-    return float(value)
+    return check_real("mfu", value)
 
 
 # -- workloads -----------------------------------------------------------------------------
@@ -327,8 +359,9 @@ def workload(
     u = DEFAULT_MFU if mfu is None else check_mfu(mfu)
     if not isinstance(recompute, bool):
         raise InputError("recompute", f"{recompute!r} must be true or false")
-    if dtype_bytes not in (2, 4):
+    if not is_int(dtype_bytes) or dtype_bytes not in (2, 4):  # 2.0 was taken, then refused by the core
         raise InputError("dtype_bytes", f"{dtype_bytes!r} is not allowed; choose 2 (bf16) or 4 (fp32)")
+    dtype_bytes = int(dtype_bytes)
     rate = g.mixed_precision_flops * u  # FLOP/s achieved
     built = []
     for spec in layers(a, s):

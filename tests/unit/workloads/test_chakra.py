@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from tensorwire._core import InputError
 from tensorwire.workload import Workload
@@ -71,6 +71,8 @@ def test_several_ranks_median_and_mismatch(tmp_path: Path) -> None:
 def test_bytes_and_backward_time_are_preserved(
     tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[int, int]]
 ) -> None:
+    # A trace of no compute and no bytes is nothing to simulate (refused: the test below).
+    assume(any(back or size for back, size in ops))
     nodes, nid = [], 1
     for back, size in ops:
         nodes.append(cw.node(nid, "MulBackward0", COMP_NODE, back, ctrl_deps=[nid - 1] if nid > 1 else []))
@@ -83,6 +85,16 @@ def test_bytes_and_backward_time_are_preserved(
     assert w.total_bytes == sum(size for _, size in ops)
     assert math.fsum(layer.backward_s for layer in w.layers) == pytest.approx(sum(b for b, _ in ops) * 1e-6)
     assert len(w.tensors) == len(ops)
+
+
+def test_a_trace_of_no_compute_and_no_bytes_is_refused(tmp_path: Path) -> None:
+    nodes = [
+        cw.node(1, "MulBackward0", COMP_NODE, 0),
+        cw.node(2, "ar", COMM_COLL_NODE, 1, ctrl_deps=[1], attrs={"comm_type": 0, "comm_size": 0}),
+    ]
+    with pytest.raises(InputError, match="nothing to simulate") as e:
+        from_chakra(cw.write(tmp_path / "t.et", nodes))
+    assert e.value.args[0] == "workload.layers"
 
 
 def test_reader_decodes_fields(tmp_path: Path) -> None:

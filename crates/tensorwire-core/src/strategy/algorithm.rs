@@ -142,7 +142,7 @@ impl Algorithm {
                 {
                     // Accepted, it changed nothing: the binomial tree has one tree and no links to share.
                     return Err(Error::invalid(
-                        &format!("strategy.{field}"),
+                        format!("strategy.{field}"),
                         format!(
                             "applies to the GPU trees inside one machine (seed 003: nodes:machine=M with as many \
                              workers as M has GPUs); tree with {n} workers on {} is one binomial tree",

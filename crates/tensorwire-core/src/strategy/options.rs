@@ -57,7 +57,8 @@ pub(super) const PENALTY: OptionInfo = OptionInfo {
     name: "penalty",
     kind: OptionKind::RealAtMost(1.0),
     default: "0.7",
-    help: "link-usage penalty inside a machine: weights of links used by a tree are multiplied by this for the next tree",
+    help:
+        "link-usage penalty inside a machine: weights of links used by a tree are multiplied by this for the next tree",
     aliases: &[],
 };
 

@@ -100,7 +100,32 @@ impl Scheduler {
 }
 
 /// A piece: (tensor, piece, offset, bytes, layer).
-type PieceTuple = (usize, usize, u64, u64, usize);
+pub(crate) type PieceTuple = (usize, usize, u64, u64, usize);
+
+/// A workload of tensors of `sizes` bytes owned by layers `layers` (one index per tensor),
+/// no compute: what the runtime and the testbed cut into pieces.
+pub(crate) fn sizes_workload(sizes: &[u64], layers: &[usize]) -> Result<Workload, Error> {
+    if sizes.len() != layers.len() {
+        return Err(Error::invalid("layers", "needs one layer index per tensor"));
+    }
+    let w = Workload {
+        name: "partition".into(),
+        batch_size: 1,
+        layers: (0..=layers.iter().copied().max().unwrap_or(0))
+            .map(|i| Layer { name: i.to_string(), forward: 0, backward: 0 })
+            .collect(),
+        tensors: sizes
+            .iter()
+            .zip(layers)
+            .enumerate()
+            .map(|(i, (&bytes, &layer))| Tensor { name: i.to_string(), bytes, layer })
+            .collect(),
+        dtype_bytes: 4,
+        collective: Collective::AllReduce,
+    };
+    w.validate()?;
+    Ok(w)
+}
 
 /// Splits tensors (sizes in bytes, owning layer indices) into pieces of at most
 /// `piece_bytes`; returns (tensor, piece, offset, bytes, layer) in parameters() order.
@@ -108,25 +133,7 @@ type PieceTuple = (usize, usize, u64, u64, usize);
 #[pyo3(signature = (sizes, layers, piece_bytes = None))]
 pub fn partition(sizes: Vec<u64>, layers: Vec<usize>, piece_bytes: Option<u64>) -> PyResult<Vec<PieceTuple>> {
     guarded(|| {
-        if sizes.len() != layers.len() {
-            return Err(Error::invalid("layers", "needs one layer index per tensor"));
-        }
-        let w = Workload {
-            name: "partition".into(),
-            batch_size: 1,
-            layers: (0..=layers.iter().copied().max().unwrap_or(0))
-                .map(|i| Layer { name: i.to_string(), forward: 0, backward: 0 })
-                .collect(),
-            tensors: sizes
-                .iter()
-                .zip(&layers)
-                .enumerate()
-                .map(|(i, (&bytes, &layer))| Tensor { name: i.to_string(), bytes, layer })
-                .collect(),
-            dtype_bytes: 4,
-            collective: Collective::AllReduce,
-        };
-        w.validate()?;
+        let w = sizes_workload(&sizes, &layers)?;
         Ok(sched::partition(&w, piece_bytes)?
             .into_iter()
             .map(|t| (t.tensor, t.piece, t.offset, t.bytes, t.layer))

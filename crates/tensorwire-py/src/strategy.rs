@@ -11,6 +11,9 @@ use tensorwire_core::units::nanos_to_seconds;
 
 use crate::guarded;
 
+/// A parameter server's piece: (tensor, piece, offset, bytes, layer, server).
+type ServerPiece = (usize, usize, u64, u64, usize, usize);
+
 /// A validated strategy spec (`NAME[:key=value,...]`), parsed once by the core.
 #[pyclass(name = "Strategy", module = "tensorwire._core", frozen)]
 pub struct PyStrategy {
@@ -145,6 +148,37 @@ impl PyStrategy {
         guarded(|| match &self.inner.family {
             Family::ParameterServer(c) => Ok(c.placement.assign(&sizes, c.num_ps)),
             _ => Err(tensorwire_core::Error::invalid("strategy", "tensor placement applies to parameter servers")),
+        })
+    }
+
+    /// Parameter servers: the pieces a run synchronises, `(tensor, piece, offset, bytes,
+    /// layer, server)` in `parameters()` order, for tensors of `sizes` bytes owned by layers
+    /// `layers` (the simulator's rule: `placement=sharded` cuts each tensor into `num_ps`
+    /// even pieces, piece `p` on server `p`; else `partition=` pieces on their tensor's
+    /// server). Refused for the other families.
+    fn ps_tasks(&self, sizes: Vec<u64>, layers: Vec<usize>) -> PyResult<Vec<ServerPiece>> {
+        guarded(|| {
+            let Family::ParameterServer(c) = &self.inner.family else {
+                return Err(tensorwire_core::Error::invalid("strategy", "server tasks apply to parameter servers"));
+            };
+            let w = crate::runtime::sizes_workload(&sizes, &layers)?;
+            let tasks = c.tasks(&w, self.inner.partition)?;
+            let servers = c.servers_of(&tasks, &sizes);
+            Ok(tasks.iter().zip(servers).map(|(t, s)| (t.tensor, t.piece, t.offset, t.bytes, t.layer, s)).collect())
+        })
+    }
+
+    /// Parameter servers: the order in which server `server` sends to `workers` workers in
+    /// a distribution round (the simulator's: from worker `server x workers / num_ps`,
+    /// servers sharing a start by different strides). Refused for the other families.
+    fn ps_worker_round(&self, server: usize, workers: usize) -> PyResult<Vec<usize>> {
+        guarded(|| match &self.inner.family {
+            Family::ParameterServer(c) if server < c.num_ps && workers > 0 => Ok(c.worker_round(server, workers)),
+            Family::ParameterServer(c) => Err(tensorwire_core::Error::invalid(
+                "server",
+                format!("need 0 <= server < num_ps ({}) and workers >= 1 (got {server}, {workers})", c.num_ps),
+            )),
+            _ => Err(tensorwire_core::Error::invalid("strategy", "server rounds apply to parameter servers")),
         })
     }
 

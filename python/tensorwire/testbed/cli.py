@@ -2,8 +2,10 @@
 
 The command object :data:`validate` is registered in the main CLI. It prints a table (or
 JSON with ``--json``) and, with ``--out DIR``, writes ``results.json``, a self-contained
-``results.html`` and ``results.md`` (the table of docs/fidelity.md) there (each written
-atomically).
+``results.html`` and ``results.md`` (the table of docs/fidelity.md) there. The folder and
+the three paths are checked before the run (minutes; :func:`check_out_dir`), the results
+are printed before anything is written, and the three files are written all or none
+(:func:`write_all`).
 """
 
 from __future__ import annotations
@@ -13,15 +15,65 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import click
 
 from tensorwire._core import InputError
-from tensorwire.io import write_atomic
+from tensorwire.io import check_output
 from tensorwire.testbed.validate import summary, within_10pct
+
+#: What ``--out DIR`` writes into DIR.
+OUT_FILES = ("results.json", "results.html", "results.md")
+
+
+def check_out_dir(out_dir: str) -> list[Path]:
+    """The paths of :data:`OUT_FILES` in ``out_dir``, after refusing (:class:`InputError`
+    naming ``out``), before the run, a folder or file that could not be written: ``out_dir``
+    an existing non-folder or under a file, an output path that is a folder, a folder
+    without write permission. Creates nothing."""
+    if not out_dir:
+        raise InputError("out", "the folder name is empty; give a folder such as results")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise InputError("out", f"cannot write into {out_dir}: it is a file, not a folder")
+    return [check_output(Path(out_dir) / name, "out") for name in OUT_FILES]
+
+
+def write_all(files: Mapping[Path, str]) -> None:
+    """Writes every file or none: each to a temporary file beside it (creating its folder),
+    then renames them all over their paths (over the file a symbolic link points to).
+    :class:`InputError` naming ``out`` says what was written when something fails."""
+    for path in files:
+        check_output(path, "out")  # still a regular file or nothing, its folder writable
+    temporaries: list[tuple[str, Path]] = []
+    done: list[str] = []
+    current = ""
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        for path, text in files.items():
+            current = str(path)
+            target = Path(os.path.realpath(path))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            temporaries.append((tmp, target))
+            os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 -> the usual mode of new files
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        for (tmp, target), path in zip(temporaries, files):
+            current = str(path)
+            os.replace(tmp, target)
+            done.append(current)
+    except BaseException as e:
+        for tmp, _ in temporaries:
+            Path(tmp).unlink(missing_ok=True)  # gone already where renamed
+        if not isinstance(e, OSError):
+            raise
+        written = f"only {', '.join(done)} written" if done else "nothing was written"
+        raise InputError("out", f"cannot write {current}: {e.strerror or e}; {written}") from None
 
 
 def _table(results: Sequence[dict[str, Any]]) -> None:
@@ -187,6 +239,7 @@ def validate(quick: bool, as_json: bool, out_dir: Optional[str], cleanup: bool) 
     from tensorwire.testbed.netns import TestbedUnavailable
     from tensorwire.testbed.validate import validate as run
 
+    paths = check_out_dir(out_dir) if out_dir is not None else []  # before a run of minutes
     command = "tensorwire validate" + (" --quick" if quick else "")
     try:
         results = run(quick, progress=lambda m: click.echo(f"validate: {m}", err=True))
@@ -194,15 +247,13 @@ def validate(quick: bool, as_json: bool, out_dir: Optional[str], cleanup: bool) 
         raise click.ClickException(f"testbed unavailable: {e}") from None
     except JobFailed as e:
         raise click.ClickException(f"a testbed job failed: {e}") from None
-    if out_dir is not None:
-        out = Path(out_dir)
-        write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
-        write_atomic(out / "results.html", render_html(results, command))
-        write_atomic(out / "results.md", render_markdown(results))
     if as_json:
         click.echo(json.dumps(results, indent=1))
     else:
         _table(results)
+    if paths:
+        texts = (json.dumps(results, indent=1) + "\n", render_html(results, command), render_markdown(results))
+        write_all(dict(zip(paths, texts)))
 
 
 if __name__ == "__main__":  # ``python -m tensorwire.testbed.cli`` until the main CLI registers it

@@ -62,8 +62,8 @@ use self::state::{Note, Protocol, SimState};
 use crate::collectives::StepSchedule;
 use crate::error::Result;
 use crate::metrics::Report;
-use crate::sched::{partition, partition_even, Group, Policy, Scheduler, Task, TaskRef};
-use crate::strategy::{Family, Placement};
+use crate::sched::{partition, Group, Policy, Scheduler, Task, TaskRef};
+use crate::strategy::Family;
 use crate::topology::Shape;
 use crate::units::{nanos_to_seconds, seconds_to_nanos, Nanos};
 use std::collections::HashMap;
@@ -454,7 +454,7 @@ impl<'a> Engine<'a> {
         let strategy = &sc.strategy;
         let Folding { folded, rank_fold, server_classes, lanes } = folding;
         let tasks = match &strategy.family {
-            Family::ParameterServer(c) if c.placement == Placement::Sharded => partition_even(&sc.workload, c.num_ps),
+            Family::ParameterServer(c) => c.tasks(&sc.workload, strategy.partition)?,
             Family::Nccl(crate::strategy::NcclConfig { buckets: Some(b), .. }) => {
                 crate::strategy::nccl::ddp_buckets(&sc.workload, *b)
             }

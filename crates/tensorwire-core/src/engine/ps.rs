@@ -134,11 +134,7 @@ pub(crate) struct ParameterServer {
 
 impl ParameterServer {
     pub fn new(config: PsConfig, settings: PsSettings, tasks: Vec<Task>, tensor_sizes: &[u64], workers: usize) -> Self {
-        let by_tensor = config.placement.assign(tensor_sizes, config.num_ps);
-        let server_of_task = tasks
-            .iter()
-            .map(|t| if config.placement == Placement::Sharded { t.piece % config.num_ps } else { by_tensor[t.tensor] })
-            .collect();
+        let server_of_task = config.servers_of(&tasks, tensor_sizes);
         let servers = config.num_ps;
         let tasks_len = tasks.len();
         ParameterServer {
@@ -240,29 +236,15 @@ impl ParameterServer {
         core.send(src, &dsts, bytes, 0, user, sent);
     }
 
-    /// How many servers before `server` start their rounds at the same worker.
-    fn sharing_start(&self, server: usize) -> usize {
-        let (n, p) = (self.workers, self.config.num_ps.max(1));
-        let first = server * n / p;
-        (0..server).filter(|&s| s * n / p == first).count()
-    }
-
     fn distribute(&mut self, core: &mut SimState, pieces: &[TaskRef]) {
         let workers = self.workers;
         for server in 0..self.simulated_servers() {
             let mine: Vec<TaskRef> =
                 pieces.iter().copied().filter(|t| self.server_of_task[t.task as usize] == server).collect();
-            // Servers start their round at different workers (server j at worker j N / P), so
-            // that equal-sized streams from several servers do not collide on one worker's
-            // downlink message after message. With more servers than workers some share a
-            // start: each then steps through the workers by its own stride coprime with N
-            // (`round_stride`: 1, then backwards), so that two of them meet on a worker
-            // twice a round at most instead of at every message (9 sharded servers on 8
-            // workers ran 1.49x slower than 8, where every server's link carries less; now
-            // 1.29x: the other servers' rounds still cross theirs).
-            let first = server * workers / self.config.num_ps;
-            let stride = round_stride(workers, self.sharing_start(server));
-            let order = (0..workers).map(move |i| (first + i * stride) % workers);
+            // Each server's round of the workers (`PsConfig::worker_round`: from worker
+            // j N / P, servers sharing a start by strides coprime with N).
+            let round = self.config.worker_round(server, workers);
+            let order = round.iter().copied();
             if self.config.multicast && self.config.distribution == Distribution::Concurrent {
                 for &t in &mine {
                     self.send_pull(core, server, t, None, false);
@@ -344,20 +326,6 @@ impl ParameterServer {
     }
 }
 
-/// The `k`-th stride (from 0) through `n` workers that visits every one of them (coprime
-/// with `n`): 1, then `n - 1` (the same round backwards), then the other coprimes upwards,
-/// cycling where there are fewer than `k + 1`. Two servers starting at one worker with
-/// strides `a` and `b` meet at the steps `i` where `(a - b) i = 0 mod n`: `gcd(a - b, n)`
-/// times a round, at most twice for the first two (`gcd(n - 2, n) <= 2`).
-fn round_stride(n: usize, k: usize) -> usize {
-    let mut strides = vec![1];
-    if n > 2 {
-        strides.push(n - 1);
-    }
-    strides.extend((2..n.saturating_sub(1)).filter(|&s| crate::arith::gcd(s, n) == 1));
-    strides[k % strides.len()]
-}
-
 impl Protocol for ParameterServer {
     fn start_op(&mut self, core: &mut SimState, rank: usize, op: u64, tasks: &[TaskRef], _bytes: u64) {
         let task = tasks[0];
@@ -437,26 +405,6 @@ impl Protocol for ParameterServer {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn servers_sharing_a_start_meet_on_a_worker_at_most_twice_a_round() {
-        // With more servers than workers, two servers that start at one worker step by
-        // different strides coprime with N (1 and N - 1): their orders are permutations of
-        // the workers and coincide at step i only where 2 i = 0 mod N (i = 0, N / 2).
-        for n in [3usize, 4, 5, 6, 7, 8, 12, 16] {
-            for k in 0..2 {
-                let stride = super::round_stride(n, k);
-                let mut seen: Vec<usize> = (0..n).map(|i| i * stride % n).collect();
-                seen.sort_unstable();
-                assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n {n}, stride {stride}");
-            }
-            let (a, b) = (super::round_stride(n, 0), super::round_stride(n, 1));
-            assert_ne!(a, b, "n {n}");
-            let meets = (0..n).filter(|&i| (i * a) % n == (i * b) % n).count();
-            assert!(meets <= 2, "n {n}: strides {a}, {b} meet {meets} times");
-        }
-        assert_eq!(super::round_stride(2, 1), 1, "2 workers have one order");
-    }
-
     use crate::engine::simulate;
     use crate::engine::tests::{close, scenario, workload};
     use crate::metrics::Report;

@@ -1,9 +1,11 @@
 """What every job process shares: its rank, the workload as tasks, gradient buffers, timing.
 
-Tasks are the core's partition of the workload (:func:`tensorwire._core.partition`, the
-same one the simulator uses): each tensor, or each piece of it with ``partition=SIZE``,
-is one task. Per layer they are released in the simulator's order: the layer's tensors
-in reverse, the pieces of one tensor in order.
+Tasks are the core's partition of the workload, the same one the simulator uses: each
+tensor, or each piece of it with ``partition=SIZE``, is one task
+(:func:`tensorwire._core.partition`); parameter servers take theirs, with each task's
+server, from the strategy (``_core.Strategy.ps_tasks``: ``placement=sharded`` cuts every
+tensor into ``num_ps`` even pieces). Per layer they are released in the simulator's order:
+the layer's tensors in reverse, the pieces of one tensor in order.
 """
 
 from __future__ import annotations
@@ -49,11 +51,18 @@ class Context:
         sizes = [t.bytes for t in self.workload.tensors]
         owner = [i for i, layer in enumerate(self.workload.layers) for _ in layer.tensors]
         self.tensor_bytes = sizes
+        strategy = _core.Strategy(spec.strategy)
+        #: Parameter servers: the server of each task (the simulator's rule); else empty.
+        self.server_of_task: list[int] = []
+        if strategy.family == "parameter-server":
+            with_servers = strategy.ps_tasks(sizes, owner)
+            pieces = [t[:5] for t in with_servers]
+            self.server_of_task = [t[5] for t in with_servers]
+        else:
+            pieces = _core.partition(sizes, owner, spec.options.partition_bytes)
         self.tasks = [
             Task(i, tensor, piece, offset, nbytes, layer)
-            for i, (tensor, piece, offset, nbytes, layer) in enumerate(
-                _core.partition(sizes, owner, spec.options.partition_bytes)
-            )
+            for i, (tensor, piece, offset, nbytes, layer) in enumerate(pieces)
         ]
         layer_tasks: list[list[Task]] = [[] for _ in self.workload.layers]
         for t in self.tasks:

@@ -107,6 +107,11 @@ def run_job(
     ``runtime`` runs the spec with the runtime's ``ScheduledDataParallel``
     (:mod:`tensorwire.testbed.jobs.runtime`: ``ring`` specs, their ``schedule``,
     ``partition``, ``credit``, ``fusion`` and ``cycle``) instead of the testbed's own job.
+
+    Raises :class:`InputError`, before anything starts, for an option of the spec the job
+    would not run (the simulator would predict it:
+    :meth:`~tensorwire.testbed.jobs.registry.JobStrategy.check`), and for
+    more servers than the testbed has hosts besides one worker (``strategy.num_ps``).
     """
     spec_text = str(strategy)
     options = StrategyOptions.parse(spec_text)
@@ -118,18 +123,28 @@ def run_job(
         runtime_config(spec_text)  # refuses what the runtime would not run, before launching
         if testbed.delay > 0:
             raise InputError("delay", "runtime jobs cannot add user-space delay; use a testbed with delay 0")
+    else:
+        job.check(options)  # refuses options the testbed's own job would not run, before launching
     check_iterations(iterations, warmup)
     if not workload.tensors:
         raise InputError("workload", f"{workload.name!r} has no gradient tensors to synchronise")
     extra = job.extra_hosts(options)
+    if extra + 1 > testbed.hosts:
+        raise InputError(
+            "strategy.num_ps",
+            f"{extra} servers plus at least one worker need {extra + 1} hosts; the testbed has {testbed.hosts}"
+            f" (use num_ps <= {testbed.hosts - 1}, or a testbed of more hosts)",
+        )
     if workers is None:
         workers = testbed.hosts - extra
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InputError("workers", f"{workers!r} must be an integer >= 1")
     world = workers + extra
     if world > testbed.hosts:
+        servers = f" and {extra} servers" if extra else ""
         raise InputError(
-            "workers", f"{workers} workers under {options.name} need {world} hosts; the testbed has {testbed.hosts}"
+            "workers",
+            f"{workers} workers{servers} under {options.name} need {world} hosts; the testbed has {testbed.hosts}",
         )
     if not timeout_s > 0:
         raise InputError("timeout_s", f"{timeout_s!r} must be > 0")

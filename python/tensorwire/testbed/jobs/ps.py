@@ -4,14 +4,18 @@ Mirrors the simulator's ``ps`` (crates/tensorwire-core/src/engine/ps.rs):
 
 - ranks ``0..N-1`` are workers, ranks ``N..N+P-1`` the ``num_ps`` servers, each on its own
   host; tensor ``i`` lives on server ``i mod P`` (``placement=round-robin``) or on the
-  least-loaded server so far (``balanced``);
+  least-loaded server so far (``balanced``); with ``sharded`` every tensor is cut into
+  ``P`` even pieces and piece ``i`` lives on server ``i`` (the core's rule,
+  ``_core.Strategy.ps_tasks``, as :class:`~tensorwire.testbed.jobs.context.Context` takes it);
 - a worker sends (``isend``) each gradient piece to its server as soon as the backward pass
   produces it, with nothing held back (the core scheduler with no limits);
 - a server sums a piece once every worker's copy has arrived. With the global barrier it
   sends nothing back until every piece of the iteration is summed; without it, each piece
   goes back as soon as it is summed;
 - each server sends one message at a time, in the distribution order: ``round-robin`` is piece-major (piece 0 to every worker, then piece 1, ...),
-  ``block`` worker-major;
+  ``block`` worker-major; server ``j`` visits the workers in the engine's round
+  (``_core.Strategy.ps_worker_round``: from worker ``j N / P``), so that equal pieces from
+  several servers (``sharded``) do not all go to one worker's downlink at once;
 - a worker's forward pass of layer ``l`` waits only for layer ``l``'s parameters (the
   forward pass pipelines with the distribution phase).
 
@@ -57,17 +61,12 @@ def run_ps(ctx: Context) -> None:
         _server(ctx)
 
 
-def _server_of_task(ctx: Context) -> list[int]:
-    of_tensor = _core.Strategy(ctx.spec.strategy).place_tensors(ctx.tensor_bytes)  # the simulator's rule
-    return [of_tensor[t.tensor] for t in ctx.tasks]
-
-
 def _worker(ctx: Context) -> None:
     import torch.distributed as dist
 
     spec = ctx.spec
     n_iter, workers = spec.iterations, spec.workers
-    server_of = _server_of_task(ctx)
+    server_of = ctx.server_of_task
     push_tag, pull_tag = _tags(ctx)
     grads = ctx.views(ctx.tensor_buffers())
     params = ctx.views(ctx.tensor_buffers())
@@ -189,7 +188,7 @@ def _server(ctx: Context) -> None:
     spec = ctx.spec
     n_iter, workers = spec.iterations, spec.workers
     me = ctx.rank - workers
-    server_of = _server_of_task(ctx)
+    server_of = ctx.server_of_task
     push_tag, pull_tag = _tags(ctx)
     mine = [tid for tid in range(len(ctx.tasks)) if server_of[tid] == me]
     # Expected arrival order: production order, restricted to this server's pieces.
@@ -204,10 +203,12 @@ def _server(ctx: Context) -> None:
     def post(tid: int) -> list[Any]:
         return [dist.irecv(inbox[w][tid], src=w, tag=push_tag + tid) for w in range(workers)]
 
+    order = _core.Strategy(ctx.spec.strategy).ps_worker_round(me, workers)
+
     def distribution(tids: list[int]) -> list[tuple[int, int]]:
         if ctx.options.distribution == "block":
-            return [(tid, w) for w in range(workers) for tid in tids]
-        return [(tid, w) for tid in tids for w in range(workers)]
+            return [(tid, w) for w in order for tid in tids]
+        return [(tid, w) for tid in tids for w in order]
 
     pace = spec.link_rate_bytes_per_s * PAYLOAD_EFFICIENCY
 

@@ -7,8 +7,15 @@ flight: the simulator's ``ring`` settings) which group of pieces to start (one p
 several fused into one buffer when the scheduler fuses) and runs
 ``torch.distributed.all_reduce`` on it, one at a time and in production order on every
 rank, as an NCCL stream would. Every rank makes the same decisions because every rank
-sees its pieces become ready in the same order (the compute is emulated identically). The next forward pass waits for the whole model (a global
-gate), as in DDP and the simulator.
+sees its pieces become ready in the same order (the compute is emulated identically) and
+FIFO releases them in that order whenever it polls. Policies whose decisions depend on
+when a rank polls (``schedule=priority``, fusion cycles) would make ranks issue different
+all-reduces, which Gloo aborts on; a credit releases several all-reduces at once, which
+the simulator runs concurrently and this job one after another.
+:func:`~tensorwire.testbed.jobs.launcher.run_job` refuses these options
+(:meth:`~tensorwire.testbed.jobs.registry.JobStrategy.check`; the runtime runs them, its
+leader deciding for every rank) and :func:`run_ring` refuses them again. The next forward
+pass waits for the whole model (a global gate), as in DDP and the simulator.
 
 Gloo's all-reduce on CPU tensors is a ring (reduce-scatter then all-gather, 2(N-1) steps
 of S/N bytes), the algorithm the simulator models.
@@ -26,6 +33,7 @@ import time
 from typing import Optional
 
 from tensorwire import _core
+from tensorwire._core import InputError
 from tensorwire.testbed.jobs.context import Context
 from tensorwire.torch.device_stream import DeviceStream
 
@@ -44,16 +52,24 @@ def scheduler_policy(spec: str) -> tuple[str, Optional[int], Optional[int]]:
 def run_ring(ctx: Context, policy: Optional[tuple[str, Optional[int], Optional[int]]] = None) -> None:
     """Runs the job on this rank; every rank is a worker. ``policy`` is the scheduler's
     ``(policy, credit_bytes, max_tasks)`` (default: the core's for the job's spec,
-    :func:`scheduler_policy`)."""
+    :func:`scheduler_policy`); :class:`InputError` on every rank, before any collective,
+    unless it is FIFO without a credit (see the module documentation)."""
     import torch
     import torch.distributed as dist
 
     spec = ctx.spec
     n_iter = spec.iterations
+    policy = policy or scheduler_policy(spec.strategy)
+    if policy[0] != "fifo" or policy[1] is not None:
+        # Every rank raises here, before any collective: no rank waits for a mismatched one.
+        raise InputError(
+            "strategy",
+            f"the ring job runs FIFO without a credit (see the ring job's documentation), not {policy}",
+        )
     grads = ctx.tensor_buffers()
     views = ctx.views(grads)
     tasks = ctx.tasks
-    sched = _core.Scheduler(*(policy or scheduler_policy(spec.strategy)))
+    sched = _core.Scheduler(*policy)
     ready: queue.Queue[Optional[tuple[int, int]]] = queue.Queue()
     synced = [threading.Event() for _ in range(n_iter)]
     synced_at = [0.0] * n_iter

@@ -28,6 +28,11 @@ class StrategyOptions:
     placement: str = "round-robin"
     distribution: str = "round-robin"
     barrier: bool = True
+    #: Release order of ready pieces (``schedule=``): ``fifo`` or ``priority``.
+    schedule: str = "fifo"
+    #: Options as written other than the ones above (``schedule`` included), name -> value;
+    #: the job's :meth:`~tensorwire.testbed.jobs.registry.JobStrategy.check` refuses those it
+    #: does not run.
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -35,8 +40,10 @@ class StrategyOptions:
         """``ps:num_ps=2,distribution=block`` -> options, as the core parses the spec.
 
         >>> o = StrategyOptions.parse("ps:num_ps=2,distribution=block,pipeline=1MiB")
-        >>> o.name, o.num_ps, o.placement, o.distribution, o.barrier, o.partition_bytes
-        ('ps', 2, 'round-robin', 'block', True, 1048576)
+        >>> o.name, o.num_ps, o.placement, o.distribution, o.barrier, o.partition_bytes, o.schedule
+        ('ps', 2, 'round-robin', 'block', True, 1048576, 'fifo')
+        >>> StrategyOptions.parse("ring:compression=8,schedule=priority").extra
+        {'compression': '8', 'schedule': 'priority'}
         """
         s = Strategy(spec).core
         placement, distribution, barrier = s.ps_settings or ("round-robin", "round-robin", True)
@@ -56,6 +63,7 @@ class StrategyOptions:
             placement=placement,
             distribution=distribution,
             barrier=barrier,
+            schedule=s.policy,
             extra={k: v for k, v in s.options if k not in named},
         )
 

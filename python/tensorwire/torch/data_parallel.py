@@ -114,6 +114,9 @@ class ScheduledDataParallel(torch.nn.Module):
             raise InputError("module", f"{type(module).__name__} is not a torch.nn.Module")
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise InputError("optimizer", f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
+        _check_group(group, "group")
+        if transport is not None:
+            _check_transport(transport)
         if strategy is None:
             config = SchedulerConfig.make(
                 mode or "priority", partition, credit, fusion_bytes, fusion_cycle_s, in_flight
@@ -159,6 +162,14 @@ class ScheduledDataParallel(torch.nn.Module):
                 "torch.distributed is not initialized; call tensorwire.torch.init_process_group() (torchrun sets the environment)",
             )
         # Everything that can be refused is refused before any collective call.
+        lazy = [n for n, p in module.named_parameters() if torch.nn.parameter.is_lazy(p)]
+        if lazy:
+            more = f" (and {len(lazy) - 1} more)" if len(lazy) > 1 else ""
+            raise InputError(
+                "module",
+                f"parameter {lazy[0]!r}{more} is not initialised yet (a lazy module such as nn.LazyLinear); "
+                "run one forward pass first (a batch under torch.no_grad() will do), then wrap the model",
+            )
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad and p.numel() > 0]
         if not named:
             raise InputError("module", "has no parameters that need gradients")
@@ -462,6 +473,42 @@ class ScheduledDataParallel(torch.nn.Module):
             else:
                 self._left.pop(it, None)
                 self._on_synchronized(it)
+
+
+def _check_group(group: Any, field: str) -> None:
+    """Refuses a ``group`` that is not a process group (None: the default group), naming
+    ``field``: ``group="x"`` was a KeyError from inside torch.distributed, a rank outside
+    the group (torch's ``GroupMember.NON_GROUP_MEMBER``) one from further on."""
+    if group is None or isinstance(group, dist.ProcessGroup):
+        return
+    if isinstance(group, int) and not isinstance(group, bool) and group == dist.GroupMember.NON_GROUP_MEMBER:
+        raise InputError(
+            field, f"rank {dist.get_rank()} is not a member of this group (dist.new_group gave it NON_GROUP_MEMBER)"
+        )
+    raise InputError(
+        field,
+        f"{group!r} is not a torch.distributed.ProcessGroup; give one (dist.new_group(ranks)) or None for the default",
+    )
+
+
+def _check_transport(transport: Any) -> None:
+    """Refuses a ``transport`` that is not one (see :class:`~tensorwire.torch.transport.Transport`):
+    ``transport="ps"`` was an AttributeError ('str' object has no attribute 'group')."""
+    lacks = [n for n in ("start", "close") if not callable(getattr(transport, n, None))]
+    if not hasattr(transport, "group"):
+        lacks.insert(0, "group")
+    if lacks:
+        hint = (
+            "; for a parameter server give transport=tensorwire.torch.ParameterServer() (made on every rank)"
+            if isinstance(transport, str)
+            else ""
+        )
+        raise InputError(
+            "transport",
+            f"{transport!r} is not a transport (it has no {', '.join(lacks)}): give a tensorwire.torch.AllReduce "
+            f"or ParameterServer, an object with group, start(pieces) and close(), or None for the all-reduce{hint}",
+        )
+    _check_group(transport.group, "transport")
 
 
 __all__ = ["CommunicationError", "ScheduledDataParallel"]

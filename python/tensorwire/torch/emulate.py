@@ -98,15 +98,32 @@ class EmulatedModel(torch.nn.Module):
 def emulated(workload: Workload, *, size_scale: float = 1.0, time_scale: float = 1.0) -> EmulatedModel:
     """An :class:`EmulatedModel` of ``workload`` (float32 tensors of ``bytes/4 * size_scale``
     elements, at least 1; compute times times ``time_scale``)."""
-    for field, value, least in (("size_scale", size_scale, "> 0"), ("time_scale", time_scale, ">= 0")):
-        ok = value > 0 if field == "size_scale" else value >= 0
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok:
-            raise InputError(field, f"{value!r} must be a finite number {least}")
+    _check_scale("size_scale", size_scale)
+    _check_scale("time_scale", time_scale)
     layers = []
     for layer in workload.layers:
-        numels = [max(1, int(t.bytes // 4 * size_scale)) for t in layer.tensors]
+        numels = [_numel(t.bytes, size_scale) for t in layer.tensors]
         layers.append(EmulatedLayer(numels, layer.forward_s * time_scale, layer.backward_s * time_scale))
     return EmulatedModel(layers)
 
 
-__all__ = ["DeviceStream", "EmulatedLayer", "EmulatedModel", "emulated"]
+def _check_scale(field: str, value: float) -> None:
+    """Refuses a scale that is not a finite number (> 0 for ``size_scale``, >= 0 for ``time_scale``)."""
+    ok = value > 0 if field == "size_scale" else value >= 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok:
+        raise InputError(field, f"{value!r} must be a finite number {'> 0' if field == 'size_scale' else '>= 0'}")
+
+
+def _numel(nbytes: int, size_scale: float) -> int:
+    """Elements of the float32 tensor that stands for ``nbytes`` bytes times ``size_scale``."""
+    return max(1, int(nbytes // 4 * size_scale))
+
+
+def emulated_bytes(workload: Workload, size_scale: float = 1.0) -> int:
+    """Bytes of the parameters :func:`emulated` would build for ``workload`` (float32),
+    computed without building them: for memory checks before a large model is allocated."""
+    _check_scale("size_scale", size_scale)
+    return sum(4 * _numel(t.bytes, size_scale) for layer in workload.layers for t in layer.tensors)
+
+
+__all__ = ["DeviceStream", "EmulatedLayer", "EmulatedModel", "emulated", "emulated_bytes"]

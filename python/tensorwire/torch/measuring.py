@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 from tensorwire._core import InputError
 from tensorwire.torch.tasks import MODES, SchedulerConfig, Size
@@ -212,11 +213,15 @@ def build(job: Job) -> tuple[Any, Any]:
 
         zoo = emulated(load_model(job.model[4:]), size_scale=job.size_scale, time_scale=job.time_scale)
         return zoo, torch.randn(job.batch, 16)
-    from tensorwire.torch.profiling import INPUT_SHAPES, load_module
+    from tensorwire.torch.profiling import INPUT_SHAPES, load_module, materialize
 
     module, name = load_module(job.model)
     shape = job.input_shape or INPUT_SHAPES.get(name, (3, 224, 224))
-    return module, torch.randn(job.batch, *shape)
+    x = torch.randn(job.batch, *shape)
+    # Lazy modules (nn.LazyLinear, ...) get their parameters from a first forward pass on
+    # the job's input: the same on every rank (same seed, same input), before the optimizer.
+    materialize(module, (x,), job.model, shape, job.batch)
+    return module, x
 
 
 def check_job(job: Job) -> None:
@@ -227,12 +232,73 @@ def check_job(job: Job) -> None:
 
     from tensorwire.torch.profiling import rejected_inputs
 
+    check_model_memory(job, 1, _available_bytes())
     module, x = build(job)
     try:
         with torch.no_grad():
             module(x)
     except (RuntimeError, ValueError) as e:  # ValueError: BatchNorm on one value per channel
         raise rejected_inputs(job.model, x.shape[1:], job.batch, e) from None
+
+
+#: Copies of a model's parameters one process of ``measure`` holds at its peak: the
+#: parameters, their gradients and SGD's momentum. Measured: 3.1x the gradient bytes above
+#: a process's baseline for zoo:vgg16 at size_scale 1 (553 MB of gradients; 1 and 2
+#: processes, fifo and priority). DDP holds its gradient buckets besides: one copy more
+#: (4.1x measured, zoo:vgg16 at size_scale 0.5 on 2 processes).
+MODEL_COPIES = 3
+DDP_MODEL_COPIES = 4
+
+
+def zoo_model_bytes(job: Job) -> Optional[int]:
+    """Bytes of a ``zoo:`` job's emulated parameters at its ``size_scale``, from the zoo's
+    tensor sizes and without building anything; None for other models (their size is
+    known only once built, and a torchvision model's is bounded)."""
+    if not job.model.startswith("zoo:"):
+        return None
+    from tensorwire.torch.emulate import emulated_bytes
+    from tensorwire.workloads import load_model
+
+    return emulated_bytes(load_model(job.model[4:]), job.size_scale)
+
+
+def _floor_3_digits(x: float) -> float:
+    """``x`` rounded down to 3 significant digits (a limit that still fits).
+
+    >>> _floor_3_digits(6.99961), _floor_3_digits(0.012345)
+    (6.99, 0.0123)
+    """
+    if x <= 0:
+        return 0.0
+    step = 10.0 ** (math.floor(math.log10(x)) - 2)
+    return round(math.floor(x / step) * step, 12)
+
+
+def check_model_memory(job: Job, workers: int, available: Optional[int]) -> None:
+    """Refuses a ``zoo:`` job whose emulated model cannot fit ``workers`` processes into
+    ``available`` bytes, naming ``size_scale``, before anything is built: ``measure
+    --model zoo:vgg16 --size-scale 50`` built a 25.8 GiB model in the parent to check it and
+    was killed for memory (24 GiB machine) before the memory check after the 1-process run
+    (:func:`check_memory`) was reached. Counts :data:`MODEL_COPIES` copies a process.
+
+    >>> check_model_memory(Job(model="zoo:alexnet", size_scale=0.01), 2, 8 * 2**30)
+    """
+    size = zoo_model_bytes(job)
+    if size is None or available is None or size <= 0:
+        return
+    copies = DDP_MODEL_COPIES if job.mode == "ddp" else MODEL_COPIES
+    need = workers * copies * size
+    if need <= available:
+        return
+    what = "parameters, gradients, momentum" + (", DDP's buckets" if job.mode == "ddp" else "")
+    fits = _floor_3_digits(job.size_scale * available / need)
+    raise InputError(
+        "size_scale",
+        f"{job.size_scale:g} makes {job.model}'s parameters {format_bytes(size)}; {workers} process"
+        f"{'es' if workers > 1 else ''} holding {copies} copies each ({what}) need about {format_bytes(need)} "
+        f"and this machine has {format_bytes(available)} available; give a size_scale of at most {fits:g}"
+        + (" (or fewer processes)" if workers > 1 else ""),
+    )
 
 
 def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
@@ -295,9 +361,9 @@ def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
         marks.append(time.perf_counter())
     if sdp is not None:
         sdp.synchronize()
-    elapsed = time.perf_counter() - t0
+    end = time.perf_counter()
     tx1, rx1 = _counters(job.interface)
-    steps = [b - a for a, b in zip(marks, marks[1:])]
+    times = iteration_times(marks, end)
     groups = sdp.groups_started if sdp is not None else 0
     final = sdp.config_history[-1] if sdp is not None and sdp.config_history else None
     trials = (
@@ -306,12 +372,12 @@ def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
     if sdp is not None:
         sdp.close()
     grad_bytes = sum(p.numel() * p.element_size() for p in module.parameters() if p.requires_grad)
-    # The median spacing of step() calls is the iteration period (robust to a stray stall);
-    # the mean includes draining the last iteration's communication.
+    # Every sample holds one iteration's communication (see iteration_times); the median
+    # keeps a stray stall out once there are 3 or more, and is their mean below that.
     return {
-        "iteration_time_s": statistics.median(steps),
-        "mean_iteration_time_s": elapsed / job.iterations,
-        "iteration_times_s": steps,
+        "iteration_time_s": statistics.median(times),
+        "mean_iteration_time_s": (end - t0) / job.iterations,
+        "iteration_times_s": times,
         "groups_started": groups,
         "config": None
         if final is None
@@ -322,6 +388,35 @@ def run_job(rank: int, world: int, job: Job) -> dict[str, Any]:
         "rx_bytes_per_iteration": (rx1 - rx0) / job.iterations,
         "private_bytes": _private_bytes(),
     }
+
+
+def iteration_times(marks: Sequence[float], end: float) -> list[float]:
+    """Per-iteration times, seconds, each holding one iteration's communication, from the
+    times ``marks`` (``time.perf_counter`` seconds) of the timed loop's start and of each
+    ``step()`` return after it, and ``end``, when the final ``synchronize()`` returned.
+
+    ``step()`` does not wait for communication: the spacing of two ``step()`` calls is an
+    iteration's compute plus its forward pass's waits for the *previous* iteration's
+    gradients. The first timed iteration starts right after a ``synchronize()``, so its
+    spacing holds no communication, and the last iteration's communication is drained only
+    by the final ``synchronize()``. Both are one sample here: the first spacing plus that
+    drain, i.e. one iteration's compute and one iteration's communication with nothing of
+    it overlapped (so at least a steady-state iteration). The samples add up to
+    ``end - marks[0]``, and each holds exactly one iteration's communication, so a run that
+    communicates cannot come out faster than its compute alone, for any iteration count.
+    Timing ``step()`` spacings alone put one iteration of zoo:vgg16 (fifo, 2 processes) at
+    0.475 s, its compute, where it took 1.048 s with its communication, and ``measure
+    --iterations 1`` scored it 1.22 (1.005 in a quiet run; 0.35 with these samples).
+
+    >>> iteration_times([0.0, 1.0, 3.0], 3.5)   # 2 iterations; the drain joins the first
+    [1.5, 2.0]
+    >>> iteration_times([0.0, 0.5], 1.2)        # 1 iteration: the whole span
+    [1.2]
+    """
+    if len(marks) < 2 or end < marks[-1]:
+        raise ValueError("need the loop's start, one mark per iteration, and an end no earlier than the last")
+    steps = [b - a for a, b in zip(marks, marks[1:])]
+    return [steps[0] + (end - marks[-1]), *steps[1:]]
 
 
 def _private_bytes() -> Optional[int]:
@@ -393,6 +488,7 @@ def measure(
             f"{job.interface} carries none of these processes' bytes: they talk over 127.0.0.1; give lo (the "
             "bytes of all of them, divided by their number), or count on a testbed host's interface under torchrun",
         )
+    check_model_memory(job, workers, _available_bytes())
     check_job(job)
     one = run_local(run_job, 1, job, timeout_s=timeout_s, threads=threads)[0]
     check_memory(one.get("private_bytes"), workers, _available_bytes())
@@ -435,7 +531,14 @@ def job_from_json(text: str) -> Job:
 
 
 def _torchrun_main(argv: list[str]) -> int:
-    """One worker under torchrun: ``python -m tensorwire.torch.measuring --job '{"model": "resnet50"}'``."""
+    """One worker under torchrun: ``python -m tensorwire.torch.measuring --job '{"model": "resnet50"}'``.
+
+    A refused job is one line on stderr, ``tensorwire: error: FIELD: MESSAGE``, and exit
+    status 2 (as the ``tensorwire`` command), not a traceback from every rank: a job
+    refused before the process group is joined (its JSON, its fields, its memory) is the
+    same on every rank, so only each host's first process (``LOCAL_RANK`` 0) prints it;
+    one refused after that is printed by each rank that raised it, naming the rank.
+    """
     import argparse
 
     from tensorwire.torch.launch import init_process_group
@@ -444,16 +547,36 @@ def _torchrun_main(argv: list[str]) -> int:
     ap.add_argument("--job", default="{}", help='Job fields as JSON, e.g. \'{"model": "zoo:vgg16", "mode": "fifo"}\'')
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     a = ap.parse_args(argv)
-    job = job_from_json(a.job)
-    if a.threads is not None:
-        import torch
+    try:
+        job = job_from_json(a.job)
+        # This host runs LOCAL_WORLD_SIZE workers of the job (torchrun sets it).
+        local = os.environ.get("LOCAL_WORLD_SIZE", "1")
+        check_model_memory(job, int(local) if local.isdigit() and int(local) > 0 else 1, _available_bytes())
+        if a.threads is not None:
+            import torch
 
-        torch.set_num_threads(a.threads)
-    rank, world = init_process_group("gloo", timeout_s=job.timeout_s)
-    out = run_job(rank, world, job)
+            torch.set_num_threads(a.threads)
+        rank, world = init_process_group("gloo", timeout_s=job.timeout_s)
+        out = run_job(rank, world, job)
+    except InputError as e:
+        return _refused(e)
     if rank == 0:
         print(json.dumps({"world": world, **out}), flush=True)
     return 0
+
+
+def _refused(e: InputError) -> int:
+    """Prints ``e`` as one line on stderr (see :func:`_torchrun_main` for which ranks do) and
+    returns the exit status 2."""
+    field, message = e.args if len(e.args) == 2 else ("input", str(e))
+    import torch.distributed as dist
+
+    joined = dist.is_available() and dist.is_initialized()
+    if joined:
+        print(f"tensorwire: error: rank {dist.get_rank()}: {field}: {message}", file=sys.stderr, flush=True)
+    elif os.environ.get("LOCAL_RANK", "0") == "0":
+        print(f"tensorwire: error: {field}: {message}", file=sys.stderr, flush=True)
+    return 2
 
 
 if __name__ == "__main__":
@@ -462,4 +585,15 @@ if __name__ == "__main__":
     sys.exit(_torchrun_main(sys.argv[1:]))
 
 
-__all__ = ["JOB_MODES", "Job", "Measurement", "build", "job_from_json", "measure", "run_job"]
+__all__ = [
+    "JOB_MODES",
+    "Job",
+    "Measurement",
+    "build",
+    "check_job",
+    "check_model_memory",
+    "iteration_times",
+    "job_from_json",
+    "measure",
+    "run_job",
+]

@@ -14,6 +14,7 @@ refused up front.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -48,6 +49,31 @@ def hyperparameters(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
     return [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
 
 
+def init_defaults(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The user's optimizer's defaults that its class's ``__init__`` takes as keywords (all
+    of them when it takes ``**kwargs`` or its signature is unknown).
+
+    A class may set defaults of its own that ``__init__`` does not take: torch 2.15's
+    AdamW passes ``decoupled_weight_decay=True`` to Adam's ``__init__``, so
+    ``AdamW(params, **adamw.defaults)`` is a TypeError. Those stay in each parameter
+    group's hyperparameters, which the per-parameter instance gets as they are, so its
+    step reads the same values (bit-identical to the user's AdamW; tested).
+    """
+    defaults = dict(optimizer.defaults)
+    try:
+        params = inspect.signature(type(optimizer).__init__).parameters
+    except (TypeError, ValueError):  # no signature to read: pass everything, as before
+        return defaults
+    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values()):
+        return defaults
+    takes = {
+        n
+        for n, q in params.items()
+        if q.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    return {k: v for k, v in defaults.items() if k in takes}
+
+
 def split(
     optimizer: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], names: Sequence[str]
 ) -> list[SplitStep]:
@@ -57,6 +83,7 @@ def split(
     cls = type(optimizer)
     if cls.__name__ in _COUPLED:
         raise InputError("optimizer", f"{cls.__name__} couples parameters and cannot step them one at a time")
+    accepted = init_defaults(optimizer)
     where: dict[int, int] = {}
     for gi, g in enumerate(optimizer.param_groups):
         for p in g["params"]:
@@ -69,15 +96,18 @@ def split(
         shadow = torch.nn.Parameter(p.detach(), requires_grad=False)
         hyper = hyperparameters(optimizer)[found]
         try:
-            inst = cls([{"params": [shadow], **hyper}], **optimizer.defaults)
+            inst = cls([{"params": [shadow], **hyper}], **accepted)
         except TypeError as e:
             raise InputError(
                 "optimizer",
                 f"cannot build a {cls.__name__} per parameter from its defaults ({e}); use SGD, Adam or AdamW",
             ) from None
+        # Defaults the class sets itself (AdamW's decoupled_weight_decay) are in every
+        # group already (``hyper``); the instance's own defaults list them as the user's do.
+        inst.defaults.update(optimizer.defaults)
         inst.state[shadow] = optimizer.state[p]
         out.append(SplitStep(inst, shadow, found))
     return out
 
 
-__all__ = ["SplitStep", "hyperparameters", "split"]
+__all__ = ["SplitStep", "hyperparameters", "init_defaults", "split"]

@@ -111,6 +111,37 @@ def rejected_inputs(model: str, shape: Sequence[int], batch: int, error: Excepti
     )
 
 
+def has_lazy_parameters(module: torch.nn.Module) -> bool:
+    """Whether ``module`` holds parameters a lazy module (``nn.LazyLinear``, ...) has not
+    shaped yet: they have no size until a first forward pass."""
+    return any(torch.nn.parameter.is_lazy(p) for p in module.parameters())
+
+
+def materialize(
+    module: torch.nn.Module, args: tuple[Any, ...], model: str, shape: Optional[Sequence[int]], batch: int
+) -> None:
+    """Runs one forward pass of ``module`` on ``args`` (without gradients) when it has lazy
+    parameters, so that they get their shapes and values before hooks, optimizers or a
+    data-parallel wrapper touch them: ``profile`` and ``measure`` know the input shape,
+    and an uninitialised parameter was a traceback there ("Attempted to use an
+    uninitialized parameter"). Inputs of ``shape`` the model rejects are
+    :func:`rejected_inputs` (``model``, ``shape`` and ``batch`` name them); with ``shape``
+    None (inputs the caller made) its error is raised as it is. Nothing happens without
+    lazy parameters.
+    """
+    if not has_lazy_parameters(module):
+        return
+    try:
+        with torch.no_grad():
+            module(*args)
+    except (RuntimeError, ValueError) as e:  # ValueError: BatchNorm on one value per channel
+        if shape is None or isinstance(e, torch.cuda.OutOfMemoryError):
+            raise
+        raise rejected_inputs(model, shape, batch, e) from None
+    if has_lazy_parameters(module):
+        raise InputError("model", f"{model} still has uninitialised (lazy) parameters after a forward pass")
+
+
 def _first_tensor(out: Any) -> torch.Tensor:
     if isinstance(out, torch.Tensor):
         return out
@@ -200,6 +231,10 @@ def profile(
         raise InputError("input_shape", f"{tuple(input_shape)!r} must be positive sizes")
     module = module.to(dev).train()
     make_inputs = inputs or (lambda b: torch.randn((b, *shape), device=dev))
+    if has_lazy_parameters(module):  # shaped by a first forward pass, before the hooks below
+        first = make_inputs(batch_size)
+        args0 = first if isinstance(first, tuple) else (first,)
+        materialize(module, args0, default_name, None if inputs is not None else shape, batch_size)
 
     # Layers and their trainable tensors.
     # A parameter shared by several modules (tied weights) is one gradient, all-reduced once
@@ -312,4 +347,4 @@ def profile(
     )
 
 
-__all__ = ["load_module", "profile", "torchvision_models"]
+__all__ = ["has_lazy_parameters", "load_module", "materialize", "profile", "torchvision_models"]

@@ -29,7 +29,7 @@ def _labels() -> list[str]:
         import _runtime_jobs as jobs
     except ImportError:  # torch missing: the tests are skipped anyway
         return ["skipped"]
-    return [f"{label}/{o}" for o in ("sgd", "adam") for label, _ in jobs.SCENARIOS]
+    return [f"{label}/{o}" for o, labels in jobs.OPTIMIZERS.items() for label in labels]
 
 
 @pytest.mark.parametrize("scenario", _labels())
@@ -56,13 +56,22 @@ def test_partitions_and_fusion_change_the_operations(results: list[dict[str, Any
 
 def test_whole_tensors_give_bit_identical_parameters(results: list[dict[str, Any]]) -> None:
     for r in results:
-        for o in ("sgd", "adam"):
+        for o in ("sgd", "adam", "adamw"):
             assert r[f"fifo/{o}"]["diff"][2], "the same all-reduces as the reference, so the same bits"
 
 
 def test_bad_arguments_are_refused_naming_the_field(results: list[dict[str, Any]]) -> None:
+    fields = ["optimizer", "optimizer", "mode", "partition", "fusion_bytes", "autotune", "timeout_s"]
     for r in results:
-        assert r["refused"] == ["optimizer", "optimizer", "mode", "partition", "fusion_bytes", "autotune", "timeout_s"]
+        assert r["refused"] == [*fields, "transport", "group"]
+
+
+def test_a_model_with_lazy_parameters_is_refused_until_a_forward_pass(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        said = r["lazy"]["refused"]
+        assert said.startswith("module: parameter 'head.weight' (and 1 more) is not initialised yet"), said
+        assert "run one forward pass first" in said
+        assert r["lazy"]["accepted_after_forward"]
 
 
 def test_learning_rate_schedule_is_followed(results: list[dict[str, Any]]) -> None:

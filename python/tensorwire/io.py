@@ -120,31 +120,43 @@ def write_atomic(path: PathLike, data: Union[str, bytes], field: str = "out") ->
     """Writes ``data`` to a temporary file beside ``path``, then renames it over ``path``
     (over the file a symbolic link points to, keeping the link); :class:`InputError` naming
     ``field`` when that cannot be done, in which case nothing was written."""
-    text = os.fspath(path)
-    target = _target(text, field)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(field, f"cannot write {text}: {_reason(e)}; nothing was written") from None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as e:
-        raise InputError(field, f"cannot write {text}: {_reason(e)}; nothing was written") from None
+    write_atomic_all({path: data}, field)
+
+
+def write_atomic_all(files: Mapping[PathLike, Union[str, bytes]], field: str = "out") -> None:
+    """Writes every file of ``files`` (path: data) or none (``validate --out``'s three
+    results): each to a temporary file beside its path, then, once all are written, renames
+    them over their paths (over the file a symbolic link points to, keeping the link).
+    :class:`InputError` naming ``field`` when that cannot be done: nothing was written, or,
+    where a rename failed after others (rare: the temporaries are beside their targets), the
+    message says which were."""
+    temporaries: list[tuple[str, Path, str]] = []
+    done: list[str] = []
+    text = ""
     try:
         # mkstemp makes the file private (0600); give it the usual mode for new files.
         umask = os.umask(0)
         os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        _target(text, field)  # still a regular file (or nothing) just before the rename
-        os.replace(tmp, target)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(field, f"cannot write {text}: {_reason(e)}; nothing was written") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        for path, data in files.items():
+            text = os.fspath(path)
+            target = _target(text, field)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            temporaries.append((tmp, target, text))
+            os.fchmod(fd, 0o666 & ~umask)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+        for tmp, target, text in temporaries:
+            _target(text, field)  # still a regular file (or nothing) just before the rename
+            os.replace(tmp, target)
+            done.append(text)
+    except BaseException as e:
+        for tmp, _, _ in temporaries:
+            Path(tmp).unlink(missing_ok=True)  # gone already where renamed
+        if not isinstance(e, OSError):
+            raise
+        written = f"only {', '.join(done)} written" if done else "nothing was written"
+        raise InputError(field, f"cannot write {text}: {_reason(e)}; {written}") from None
 
 
 # -- reading input files ------------------------------------------------------------------

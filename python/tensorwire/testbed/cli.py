@@ -5,7 +5,7 @@ JSON with ``--json``) and, with ``--out DIR``, writes ``results.json``, a self-c
 ``results.html`` and ``results.md`` (the table of docs/fidelity.md) there. The folder and
 the three paths are checked before the run (minutes; :func:`check_out_dir`), the results
 are printed before anything is written, and the three files are written all or none
-(:func:`write_all`).
+(:func:`tensorwire.io.write_atomic_all`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import click
 
 from tensorwire._core import InputError
-from tensorwire.io import check_output
+from tensorwire.io import check_output, write_atomic_all
 from tensorwire.testbed.validate import summary, within_10pct
 
 #: What ``--out DIR`` writes into DIR.
@@ -40,40 +39,6 @@ def check_out_dir(out_dir: str) -> list[Path]:
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise InputError("out", f"cannot write into {out_dir}: it is a file, not a folder")
     return [check_output(Path(out_dir) / name, "out") for name in OUT_FILES]
-
-
-def write_all(files: Mapping[Path, str]) -> None:
-    """Writes every file or none: each to a temporary file beside it (creating its folder),
-    then renames them all over their paths (over the file a symbolic link points to).
-    :class:`InputError` naming ``out`` says what was written when something fails."""
-    for path in files:
-        check_output(path, "out")  # still a regular file or nothing, its folder writable
-    temporaries: list[tuple[str, Path]] = []
-    done: list[str] = []
-    current = ""
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        for path, text in files.items():
-            current = str(path)
-            target = Path(os.path.realpath(path))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            temporaries.append((tmp, target))
-            os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 -> the usual mode of new files
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-        for (tmp, target), path in zip(temporaries, files):
-            current = str(path)
-            os.replace(tmp, target)
-            done.append(current)
-    except BaseException as e:
-        for tmp, _ in temporaries:
-            Path(tmp).unlink(missing_ok=True)  # gone already where renamed
-        if not isinstance(e, OSError):
-            raise
-        written = f"only {', '.join(done)} written" if done else "nothing was written"
-        raise InputError("out", f"cannot write {current}: {e.strerror or e}; {written}") from None
 
 
 def _table(results: Sequence[dict[str, Any]]) -> None:
@@ -253,7 +218,7 @@ def validate(quick: bool, as_json: bool, out_dir: Optional[str], cleanup: bool) 
         _table(results)
     if paths:
         texts = (json.dumps(results, indent=1) + "\n", render_html(results, command), render_markdown(results))
-        write_all(dict(zip(paths, texts)))
+        write_atomic_all(dict(zip(paths, texts)))
 
 
 if __name__ == "__main__":  # ``python -m tensorwire.testbed.cli`` until the main CLI registers it

@@ -40,7 +40,7 @@ TOY = Workload(
         ("ring:fusion=4MiB", "strategy.fusion", "runtime=True"),
         ("ring:schedule=priority,partition=256KiB,credit=512KiB", "strategy", "runtime=True"),
         ("ps:schedule=priority", "strategy.schedule", "schedule=priority"),
-        ("ps:num_ps=2,placement=sharded,pipeline=1MiB", "strategy", "placement=sharded"),
+        ("ps:num_ps=2,placement=sharded,pipeline=1MiB", "strategy.placement", "splits tensors itself"),
     ],
 )
 def test_options_the_job_does_not_run_are_refused_before_starting(spec: str, field: str, says: str) -> None:

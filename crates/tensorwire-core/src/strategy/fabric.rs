@@ -1,6 +1,6 @@
 //! What a strategy needs of the fabric it runs on, beyond its own options.
 
-use super::{Family, Placement, Strategy};
+use super::{Family, Strategy};
 use crate::error::{Error, Result};
 use crate::topology::{Shape, Topology};
 
@@ -33,12 +33,6 @@ impl Strategy {
                 return Err(Error::invalid(
                     "strategy.credit",
                     "cannot be combined with switch_memory (pushes could wait on each other forever)",
-                ));
-            }
-            if c.placement == Placement::Sharded && self.partition.is_some() {
-                return Err(Error::invalid(
-                    "strategy.placement",
-                    "sharded placement splits tensors itself; drop pipeline/partition",
                 ));
             }
         }

@@ -302,6 +302,13 @@ impl Strategy {
         if partition == Some(0) {
             return Err(Error::invalid("strategy.partition", "must be at least 1 byte"));
         }
+        if partition.is_some() && matches!(&family, Family::ParameterServer(c) if c.placement == Placement::Sharded) {
+            // Sharded servers cut every tensor into num_ps even pieces; a piece size would be ignored.
+            return Err(Error::invalid(
+                "strategy.placement",
+                "sharded placement splits tensors itself; drop pipeline/partition",
+            ));
+        }
         let policy = match spec.choice("schedule") {
             Some("priority") => Policy::Priority,
             _ => Policy::Fifo,

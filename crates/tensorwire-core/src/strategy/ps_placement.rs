@@ -162,6 +162,15 @@ mod tests {
     }
 
     #[test]
+    fn sharded_servers_refuse_a_piece_size_as_the_spec_is_parsed() {
+        // Every tensor is cut into num_ps even pieces: a piece size would be ignored.
+        for spec in ["ps:num_ps=2,placement=sharded,partition=1MiB", "ps:placement=sharded,pipeline=4MiB"] {
+            assert_eq!(Strategy::parse(spec).unwrap_err().field(), "strategy.placement", "{spec}");
+        }
+        assert!(Strategy::parse("ps:num_ps=2,placement=balanced,partition=1MiB").is_ok());
+    }
+
+    #[test]
     fn round_robin_placement_cycles_and_balanced_evens_bytes() {
         assert_eq!(Placement::RoundRobin.assign(&[5, 5, 5, 5, 5], 2), vec![0, 1, 0, 1, 0]);
         // Greedy by bytes in order: 100 -> s0, 1 -> s1, 1 -> s1, 50 -> s1.

@@ -31,8 +31,8 @@ class JobStrategy:
 
     ``runs`` lists the options beyond :class:`StrategyOptions`' own fields (those are its
     ``extra``) that ``run`` runs: name -> the one value it runs (None: any value);
-    ``why`` adds a reason to the refusal of an option; ``also_refuse`` refuses
-    combinations of the parsed options that ``run`` does not run (raises :class:`InputError`).
+    ``why`` adds a reason to the refusal of an option. (Combinations no run takes, such as
+    ``placement=sharded`` with a piece size, the core refuses as it parses the spec.)
     """
 
     name: str
@@ -42,7 +42,6 @@ class JobStrategy:
     run_runtime: Optional[Callable[[Context], None]] = None
     runs: Mapping[str, Optional[str]] = field(default_factory=dict)
     why: Mapping[str, str] = field(default_factory=dict)
-    also_refuse: Optional[Callable[[StrategyOptions], None]] = None
 
     def check(self, options: StrategyOptions) -> None:
         """Refuses, with one :class:`InputError`, every option of the spec that ``run`` would
@@ -70,8 +69,6 @@ class JobStrategy:
             else:
                 text += f"; leave {them} out to measure what is predicted"
             raise InputError("strategy" if len(bad) > 1 else f"strategy.{bad[0][0]}", text)
-        if self.also_refuse is not None:
-            self.also_refuse(options)
 
     def runner(self, runtime: bool) -> Callable[[Context], None]:
         """What each rank runs; :class:`InputError` if ``runtime`` and the runtime cannot."""
@@ -101,17 +98,6 @@ def _run_ps(ctx: Context) -> None:
     from tensorwire.testbed.jobs.ps import run_ps
 
     run_ps(ctx)
-
-
-def _refuse_ps(options: StrategyOptions) -> None:
-    """``placement=sharded`` with ``partition``/``pipeline``: the simulator cuts every
-    tensor into ``num_ps`` even pieces and ignores the piece size (engine/mod.rs)."""
-    if options.placement == "sharded" and options.partition_bytes is not None:
-        raise InputError(
-            "strategy",
-            "placement=sharded cuts every tensor into num_ps even pieces, one per server, and the simulator then"
-            " ignores partition= and pipeline=: leave the piece size out (or use placement=round-robin or balanced)",
-        )
 
 
 #: Why the ring job does not run an option it is often given.
@@ -150,7 +136,6 @@ _BUILT_IN = (
                 "schedule": "fifo",
             }
         ),
-        also_refuse=_refuse_ps,
     ),
 )
 

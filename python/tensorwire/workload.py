@@ -153,7 +153,8 @@ class Workload:
         object.__setattr__(self, "sources", tuple(self.sources))
         for source in self.sources:
             check_text("workload.sources", source)
-        if self.total_bytes == 0 and all(layer.forward_s + layer.backward_s < 0.5e-9 for layer in self.layers):
+        total = self.total_bytes  # one pass over every tensor serves both checks below
+        if total == 0 and all(layer.forward_s + layer.backward_s < 0.5e-9 for layer in self.layers):
             # An iteration of no time: the results' throughput was infinite and the
             # comparisons divided by zero after the run.
             raise InputError(
@@ -161,10 +162,8 @@ class Workload:
                 "no compute (every forward_s and backward_s below 1 ns) and no gradient bytes: nothing to "
                 "simulate; give a layer a compute time or a tensor of at least one byte",
             )
-        if self.total_bytes > U64_MAX:
-            raise InputError(
-                "workload.tensors", f"{self.total_bytes} bytes in all is more than the core's limit of {U64_MAX}"
-            )
+        if total > U64_MAX:
+            raise InputError("workload.tensors", f"{total} bytes in all is more than the core's limit of {U64_MAX}")
 
     # -- derived quantities -------------------------------------------------------------
     @property

@@ -20,8 +20,8 @@ from tensorwire._core import InputError, __version__
 from tensorwire.io import write_atomic
 from tensorwire.report import figures, timeline
 from tensorwire.report.scenario import Scenario, models_in, reference, speedup_known
-from tensorwire.result import OVERLOAD, over_capacity
-from tensorwire.sweep.table import COLUMNS, Row
+from tensorwire.result import OVERLOAD
+from tensorwire.sweep.table import COLUMNS, Row, overloaded
 from tensorwire.units import counted, format_count, format_rate, format_seconds
 from tensorwire.workloads import models as zoo_models
 
@@ -162,7 +162,7 @@ def _section(rows: list[Row], model: str, display: str, colours: dict[str, str],
         out.append('<p class="note">No plain <code>ps</code> in the sweep: curves show throughput, not speedup.</p>')
     out.append(_plot(figures.breakdown(here), f"{key}-breakdown"))
     out.append(_table(here))
-    over = list(dict.fromkeys(str(r["strategy"]) for r in here if over_capacity(r["max_link_utilization"])))
+    over = overloaded(here)
     if over:
         out.append(f'<p class="note">{html.escape(OVERLOAD.format(strategies=", ".join(over)))}.</p>')
     if recorder is not None:

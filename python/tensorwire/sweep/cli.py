@@ -10,10 +10,10 @@ import click
 from tensorwire.calibrate.cluster_file import cluster_option, given_files
 from tensorwire.cli import render
 from tensorwire.io import check_output
-from tensorwire.result import OVERLOAD, over_capacity
+from tensorwire.result import OVERLOAD
 from tensorwire.sweep import options
 from tensorwire.sweep.run import run_configs
-from tensorwire.sweep.table import check_path, write_rows
+from tensorwire.sweep.table import check_path, overloaded, write_rows
 
 
 @click.command("sweep")
@@ -59,7 +59,7 @@ def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Opt
     click.echo(
         f"{path}: {len(rows)} configuration{'s' if len(rows) != 1 else ''} in {time.perf_counter() - started:.1f} s on {where}"
     )
-    over = list(dict.fromkeys(str(r["strategy"]) for r in rows if over_capacity(r["max_link_utilization"])))
+    over = overloaded(rows)
     if over:
         click.echo(
             f"tensorwire: {OVERLOAD.format(strategies=', '.join(over))} (max_link_utilization above 1)", err=True

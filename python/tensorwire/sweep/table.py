@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 
 from tensorwire._core import InputError
 from tensorwire.io import decode_text, loads_json, read_input, write_atomic
+from tensorwire.result import over_capacity
 
 Row = dict[str, Any]
 
@@ -76,6 +77,19 @@ COLUMNS: tuple[Column, ...] = CONFIG_COLUMNS + RESULT_COLUMNS
 
 #: The configuration columns that, with the strategy, identify a scenario.
 SCENARIO_KEYS: tuple[str, ...] = tuple(c.name for c in CONFIG_COLUMNS if c.name not in ("strategy", "strategy_name"))
+
+
+def overloaded(rows: list[Row]) -> list[str]:
+    """The strategies (each once, in row order) of the rows whose busiest link carried more
+    than its capacity (:func:`tensorwire.result.over_capacity`: the analytical model's), which
+    ``sweep`` and the report name under :data:`tensorwire.result.OVERLOAD`.
+
+    >>> overloaded([{"strategy": "ps", "max_link_utilization": 0.5},
+    ...             {"strategy": "butterfly", "max_link_utilization": 4.0},
+    ...             {"strategy": "nccl", "max_link_utilization": None}])
+    ['butterfly']
+    """
+    return list(dict.fromkeys(str(r["strategy"]) for r in rows if over_capacity(r["max_link_utilization"])))
 
 
 def add_speedup(rows: list[Row]) -> list[Row]:

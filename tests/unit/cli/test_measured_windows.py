@@ -65,8 +65,10 @@ def test_a_jobs_slowdown_does_not_depend_on_iterations(capsys: pytest.CaptureFix
 
 def test_the_guides_parameter_server_job_is_slowed_by_the_ring_job(capsys: pytest.CaptureFixture[str]) -> None:
     # The ps job (the longer) shares the spines with a's ring all along: no longer 1.00x.
+    # It loses 4% (its servers keep up to 4 messages moving where the spines hold them up,
+    # engine/ps.rs), the same at 3 iterations as at 6.
     at3, at6 = _slowdowns(PS_JOBS, 3, capsys), _slowdowns(PS_JOBS, 6, capsys)
-    assert at3["ps"] > 1.1
+    assert at3["ps"] > 1.02
     assert at3["ps"] == pytest.approx(at6["ps"], rel=0.02)
 
 

@@ -579,6 +579,34 @@ impl SimState {
         Some(meta.user)
     }
 
+    /// How long a message of `bytes` from host `src` to host `dst` takes to leave `src`:
+    /// its transfer at the first link's rate now (the transport's share of line rate, as
+    /// failures left it) and the host copy cap, ns; the copy alone for a host-local message.
+    /// A sender that hands its next message to the network at this time keeps its own link
+    /// busy while a message held up further on drains from the switch's buffers.
+    pub fn leave_time(&mut self, src: usize, dst: usize, bytes: f64) -> Nanos {
+        self.topo.route_into(src, dst, &mut self.route);
+        let rate = match self.route.first() {
+            Some(&l) => self.link_rate_now(l).min(self.copy_cap),
+            None => self.copy_cap,
+        };
+        if rate.is_finite() && rate > 0.0 {
+            crate::limits::nanos_clamped((bytes / rate).ceil())
+        } else {
+            0
+        }
+    }
+
+    /// Link `l`'s capacity now, bytes/ns: the transport's share of its line rate, or what
+    /// the last failure on it left.
+    fn link_rate_now(&self, l: LinkId) -> f64 {
+        self.capacity_changes
+            .iter()
+            .rev()
+            .find(|c| c.1 == l)
+            .map_or(self.topo.links()[l].bytes_per_ns * self.efficiency, |c| c.2)
+    }
+
     /// Applies the next failure: its links' capacities become the given fraction of their
     /// nominal rates from its time on.
     pub fn apply_next_failure(&mut self) {

@@ -288,21 +288,24 @@ fn barrier_free_servers_race_on_order() {
     assert!(time(127_985) < 0.95 * time(127_984));
 }
 
-/// With several servers, each sending serially, two servers' streams can collide on one
-/// worker's downlink (each then runs at half rate). Making a tensor bigger shifts one
-/// stream's phase and can remove collisions, so the flow model is *not* monotone there;
-/// without contention (the analytical model) it is. See `multi_server_anomaly_is_contention`.
+/// With several servers, two servers' streams can collide on one worker's downlink (each
+/// then runs at half rate there). Making a tensor bigger shifts one stream's phase and can
+/// remove collisions, so the flow model is not monotone there; without contention (the
+/// analytical model) it is. While a server waited for each message to reach its worker
+/// before sending the next, a collision also idled the server's own link: the case below,
+/// found by a random search, ran 17% shorter with tensor 1 grown from 43,292 to 89,439
+/// bytes. A server now sends on once its message has left its own link (`engine/ps.rs`),
+/// and what is left of the anomaly is the phase shift of the shared downlink: 1.6%.
 #[test]
 fn multi_server_anomaly_is_contention() {
-    // Found by a random search: tensor 1 grows from 43,292 to 89,439 bytes and the
-    // iteration gets 17% shorter under max-min sharing, but not without contention.
     let w = |b1| workload(&[141_964, b1, 166_732, 175_491, 19_181], 37_683);
     let time = |b1, model| {
         let mut sc = scenario(w(b1), 5, "ps:num_ps=2", 500);
         sc.network = model;
         run(&sc).iteration_time_s
     };
-    assert!(time(89_439, ModelKind::Flow) < 0.85 * time(43_292, ModelKind::Flow));
+    let (bigger, smaller) = (time(89_439, ModelKind::Flow), time(43_292, ModelKind::Flow));
+    assert!(bigger < smaller && bigger > 0.97 * smaller, "{bigger} vs {smaller}");
     assert!(time(89_439, ModelKind::Analytical) >= time(43_292, ModelKind::Analytical));
 }
 

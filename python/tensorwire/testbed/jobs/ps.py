@@ -214,7 +214,8 @@ def _server(ctx: Context) -> None:
 
     def send_loop() -> None:
         # One message on the wire at a time, in order, back to back (the simulator's server
-        # starts the next message the moment the previous one has left). Gloo's send
+        # starts the next message once the previous one has crossed its own link at the
+        # link's rate: `SimState::leave_time`). Gloo's send
         # completes once the kernel holds the data, so completions cannot pace the server;
         # instead it hands message i+1 to Gloo when message i would have finished leaving
         # at the link's payload rate, like a NIC with one transmit queue.

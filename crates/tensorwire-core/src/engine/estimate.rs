@@ -248,6 +248,22 @@ pub(crate) fn step_weight(sc: &Scenario, schedule: &dyn StepSchedule, n: usize, 
     }
 }
 
+/// A parameter-server run's work: per simulated piece (`tasks` pieces, a `num_ps`-th of
+/// them when folded by server class) a push from every worker (to the switch with
+/// in-network aggregation, then one aggregate) and a pull to every worker, each costing
+/// [`ps_weight`]. Counted from the scenario alone, so that a run far over the budget is
+/// refused before its state is built (a million workers took 1.5 GB to be refused).
+pub(crate) fn ps_work(sc: &Scenario, num_ps: usize, tasks: usize, folded_by_class: bool) -> Work {
+    let n = sc.workers;
+    let pieces = if folded_by_class { tasks / num_ps.max(1) } else { tasks } as u64;
+    let per_piece = 2 * n as u64 + 1;
+    Work {
+        flows: pieces.saturating_mul(per_piece).saturating_mul(u64::from(sc.iterations)),
+        lane_messages: 0,
+        weight: ps_weight(sc, n, folded_by_class),
+    }
+}
+
 /// Whether a parameter-server run that is not folded pays the max-min concurrency term.
 /// Only unicast pulls pay it: with multicast, runs of 1,024 workers take under a second.
 pub(crate) fn ps_weight(sc: &Scenario, simulated_workers: usize, folded_by_class: bool) -> u64 {

@@ -386,24 +386,29 @@ fn prepare(sc: &Scenario, mode: Mode) -> Result<Option<Report>> {
         }
         _ => None,
     };
-    let mut core = build_core(sc, topo, folded)?;
-    let rank_fold = digit_fold.map(|f| core.fold_by_digits(f));
     // Parameter servers fold by server class (`ps.rs`) on a star whose workers are alike
     // and send every piece of a tensor as soon as it is ready (no credit or in-flight limit;
     // one connection per pair would serialise what the folding runs side by side).
+    let star = matches!(topo.shape(), Shape::Star);
     let server_classes = match &strategy.family {
         Family::ParameterServer(c) => {
             let allowed = may_fold
                 && sc.variability.is_uniform()
-                && matches!(core.topo.shape(), Shape::Star)
-                && !core.ordered_pairs
+                && star
+                && !strategy.ordered_streams
                 && strategy.limits.credit_bytes.is_none()
                 && strategy.limits.max_tasks.is_none()
                 && strategy.partition.is_none();
-            ps::ServerClasses::new(c, &sc.workload, n, allowed)
+            let classes = ps::ServerClasses::new(c, &sc.workload, n, allowed);
+            // Counted before the run's state is built (`estimate::ps_work`).
+            let tasks = c.tasks(&sc.workload, strategy.partition)?.len();
+            estimate::check(sc, estimate::ps_work(sc, c.num_ps, tasks, classes.is_some()), star)?;
+            classes
         }
         _ => None,
     };
+    let mut core = build_core(sc, topo, folded)?;
+    let rank_fold = digit_fold.map(|f| core.fold_by_digits(f));
     if let Some(classes) = server_classes {
         core.link_fold = Some(classes.links(&core.topo, n));
     }
@@ -479,18 +484,7 @@ impl<'a> Engine<'a> {
         let work: estimate::Work;
         let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&strategy.family, schedule) {
             (Family::ParameterServer(c), _) => {
-                // Per simulated piece: a push from every worker (to the switch with
-                // in-network aggregation, then one aggregate), a pull to every worker.
-                let pieces = match server_classes {
-                    Some(_) => tasks.len() / c.num_ps.max(1),
-                    None => tasks.len(),
-                } as u64;
-                let per_piece = 2 * n as u64 + 1;
-                work = estimate::Work {
-                    flows: pieces.saturating_mul(per_piece).saturating_mul(u64::from(sc.iterations)),
-                    lane_messages: 0,
-                    weight: estimate::ps_weight(sc, n, server_classes.is_some()),
-                };
+                work = estimate::ps_work(sc, c.num_ps, tasks.len(), server_classes.is_some());
                 let sizes: Vec<u64> = sc.workload.tensors.iter().map(|t| t.bytes).collect();
                 let settings = ps::PsSettings { wire_factor, reduce_ns_per_byte };
                 (

@@ -252,8 +252,8 @@ pub fn simulate_jobs(
 /// Refuses (an `InputError`, as a run would) a strategy that does not run with `workers`
 /// workers on `topology` under `network`: the strategy's needs of the fabric (a multi-GPU
 /// machine, switches that replicate, ...) and of the worker count, checked by the core
-/// without a workload or a simulation ([`tensorwire_core::engine::check`]). No check
-/// depends on the network model today; its name is still checked as a run checks it.
+/// without a workload or a simulation ([`tensorwire_core::engine::check`]), and a network
+/// model the strategy's timing does not use ([`tensorwire_core::engine::check_network_model`]).
 #[pyfunction]
 #[pyo3(signature = (strategy, topology, workers, network = "flow"))]
 pub fn check(
@@ -263,8 +263,9 @@ pub fn check(
     network: &str,
 ) -> PyResult<()> {
     guarded(|| {
-        conversion::network(network)?;
-        tensorwire_core::engine::check(&strategy.inner, &topology.inner, workers)
+        let model = conversion::network(network)?;
+        tensorwire_core::engine::check(&strategy.inner, &topology.inner, workers)?;
+        tensorwire_core::engine::check_network_model(&strategy.inner, &topology.inner, model)
     })
 }
 

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import click
 from click.core import ParameterSource
@@ -23,7 +23,7 @@ from tensorwire.io import check_output
 from tensorwire.result import Result
 from tensorwire.stragglers import input_files as stragglers_files
 from tensorwire.stragglers import parse_stragglers
-from tensorwire.strategy import Strategy, host_options, runs_on, split_specs, strategies
+from tensorwire.strategy import Strategy, check, host_options, split_specs, strategies
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload, bus_factor
 from tensorwire.workloads import llm, load_model, models
@@ -294,6 +294,27 @@ def _refuse_model_options(ctx: click.Context, source: str, collective: bool) -> 
             raise InputError(flag.lstrip("-"), f"applies to --model, not {source} ({what})")
 
 
+def _defaults_that_run(candidates: Sequence[str], n: int, topology: str, network: str) -> list[str]:
+    """The built-in strategies of a comparison that run on this cluster; a note on stderr
+    names the others, those refused for the same reason together (the refusal's words
+    without the strategy's own name), so that a strategy missing from the table is never a
+    silent surprise."""
+    kept: list[str] = []
+    refused: dict[tuple[str, str], list[str]] = {}
+    for name in candidates:
+        try:
+            check(name, n, topology, network)
+        except InputError as e:
+            field, message = e.args if len(e.args) == 2 else ("input", str(e))
+            reason = str(message).removeprefix(f"{name} ")
+            refused.setdefault((str(field), reason), []).append(name)
+            continue
+        kept.append(name)
+    for (field, reason), names in refused.items():
+        click.echo(f"tensorwire: note: not compared: {', '.join(names)} ({field}: {reason})", err=True)
+    return kept
+
+
 @dataclass(frozen=True)
 class Refused:
     """A strategy of a comparison that was refused up front (over the flow budget)."""
@@ -447,11 +468,7 @@ def compare_cmd(
         if only_llms
         else tuple(s.name for s in strategies() if s.alias_of is None and (on_gpus or s.name not in GPU_STRATEGIES))
     )
-    specs = (
-        split_specs(strategy_list)
-        if strategy_list is not None
-        else [s for s in candidates if runs_on(s, n, topology, network)]
-    )
+    specs = split_specs(strategy_list) if strategy_list is not None else _defaults_that_run(candidates, n, topology, network)
     checked = [Strategy(s) for s in specs]
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")

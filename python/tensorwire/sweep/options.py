@@ -17,7 +17,7 @@ from click.core import ParameterSource
 from tensorwire.cli import options as shared
 from tensorwire.strategy import Strategy
 from tensorwire.sweep.grid import Config, expand
-from tensorwire.sweep.run import check_configs
+from tensorwire.sweep.run import LEFT_OUT, check_configs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,7 +26,8 @@ def planned_configs(ctx: click.Context, grid: dict[str, Any]) -> list[Config]:
     """The grid of ``tensorwire sweep`` or ``tensorwire report``, expanded and checked whole
     before anything is simulated (each point's scenario built by the core, none run), so that
     bad input is one line up front rather than after part of the grid ran. Where no strategy
-    was named, points of a built-in strategy over the flow budget are left out with a note
+    was named, points of a built-in strategy over the flow budget (or NCCL-timed under the
+    analytical network model) are left out with a note
     (:func:`tensorwire.sweep.run.check_configs`). Without ``-b`` a
     rail keeps its NICs' rate, as does a ``--cluster`` file that gives one. Under NCCL-timed
     strategies ``--latency`` is refused where it changes no point and noted where it changes
@@ -34,17 +35,13 @@ def planned_configs(ctx: click.Context, grid: dict[str, Any]) -> list[Config]:
     own = ctx.get_parameter_source("bandwidths") is not ParameterSource.COMMANDLINE
     own = bool(ctx.meta.get("tensorwire.cluster_own_rates", own))
     planned = expand(**grid, own_rates=own)
-    configs = check_configs(planned, default_strategies=grid.get("strategies") is None)
-    kept = set(configs)
-    left_out = [c for c in planned if c not in kept]
-    if left_out:
-        counts = collections.Counter(c.strategy for c in left_out)
-        which = ", ".join(f"{spec} ({k} of its points)" for spec, k in counts.items())
-        click.echo(
-            f"tensorwire: note: left out {which}: over the flow budget (--max-flows); name strategies with -s "
-            "to choose them",
-            err=True,
-        )
+    left_out: dict[Config, str] = {}
+    configs = check_configs(planned, default_strategies=grid.get("strategies") is None, left_out=left_out)
+    for field, why in LEFT_OUT.items():
+        counts = collections.Counter(c.strategy for c, f in left_out.items() if f == field)
+        if counts:
+            which = ", ".join(f"{spec} ({k} of its points)" for spec, k in counts.items())
+            click.echo(f"tensorwire: note: left out {which}: {why}; name strategies with -s to choose them", err=True)
     pairs = dict.fromkeys((c.strategy, c.topology) for c in configs)
     shared.check_latency_seen(ctx, [(Strategy(spec), topology) for spec, topology in pairs], "latencies")
     return configs

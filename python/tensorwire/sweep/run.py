@@ -111,7 +111,18 @@ def run_grid(
     return run_configs(configs, jobs=jobs, ray_address=ray_address, progress=progress, executor=executor)
 
 
-def check_configs(configs: Sequence[Config], *, default_strategies: bool = False) -> list[Config]:
+#: Why a point of a built-in strategy is left out of a grid that named none (the field of
+#: its refusal -> the note's words): over the flow budget, or timed by NCCL's model under the
+#: analytical network model, which only times flows.
+LEFT_OUT = {
+    "max_flows": "over the flow budget (--max-flows)",
+    "network": "timed by NCCL's model, which has no network model to choose (analytical times flows)",
+}
+
+
+def check_configs(
+    configs: Sequence[Config], *, default_strategies: bool = False, left_out: Optional[dict[Config, str]] = None
+) -> list[Config]:
     """Raises, before anything is simulated, the :class:`InputError` the first configuration
     that would fail before simulating would raise (as :func:`run_one` words it): each one's
     workload loaded and its scenario built and checked by the core
@@ -121,24 +132,29 @@ def check_configs(configs: Sequence[Config], *, default_strategies: bool = False
     whole point (a model too large for a strategy's pieces or the flow budget).
 
     Returns the configurations to run: all of them, or with ``default_strategies`` (no
-    strategy named, so the grid took every built-in one) those within the flow budget. A
-    point over it is left out rather than ending a sweep that nobody asked it into (an LLM on
-    a rail fabric: ``double-tree``'s messages are flows); a named strategy over it is an error.
+    strategy named, so the grid took every built-in one) those within the flow budget and
+    those that the network model of the point applies to (``LEFT_OUT``). Such a point is left
+    out rather than ending a sweep that nobody asked it into (an LLM on a rail fabric:
+    ``double-tree``'s messages are flows); a named strategy there is an error. ``left_out``,
+    if given, receives each point left out with the field of its refusal.
     """
     kept = []
     for c in configs:
         try:
             _run(c, check_simulate)
         except InputError as e:
-            if not (default_strategies and e.args and e.args[0] == "max_flows"):
+            field = e.args[0] if e.args else None
+            if not (default_strategies and field in LEFT_OUT):
                 raise
+            if left_out is not None:
+                left_out[c] = str(field)
             continue
         kept.append(c)
     if configs and not kept:
         raise InputError(
             "strategies",
-            "every built-in strategy is over the flow budget at every point of this grid; name strategies "
-            "NCCL's model times (ddp, nccl, fsdp), fewer workers, or raise max_flows",
+            "every built-in strategy is over the flow budget (or timed by NCCL's model under the analytical "
+            "network) at every point of this grid; name strategies, use fewer workers, or raise max_flows",
         )
     return kept
 

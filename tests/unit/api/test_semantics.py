@@ -150,11 +150,13 @@ def test_parameter_server_accounting_is_per_iteration(spec: str) -> None:
         ("zero2:algorithm=halving-doubling", {}, "strategy.algorithm"),
         ("hsdp", {"rank_placement": "spread"}, "rank_placement"),
         ("nccl", {"rank_placement": "random"}, "rank_placement"),
+        ("fsdp", {"network": "analytical"}, "network"),
+        ("ddp", {"network": "analytical"}, "network"),
     ],
 )
 def test_what_nccls_timing_cannot_see_is_refused(strategy: str, cluster: dict[str, str], field: str) -> None:
-    """NCCL's closed form has no host overhead, host reduction rate, flow-level algorithm or
-    rank placement: each was accepted and changed nothing (the same time to the nanosecond);
+    """NCCL's closed form has no host overhead, host reduction rate, flow-level algorithm,
+    rank placement or network model: each was accepted and changed nothing (the same time to the nanosecond);
     it is refused, naming the option and comm=flows / a flow-level strategy."""
     c = tw.Cluster(16, None, topology="rail:node=dgx-h100", **cluster)
     with pytest.raises(tw.InputError) as e:

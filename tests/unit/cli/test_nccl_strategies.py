@@ -94,3 +94,22 @@ def test_jobs_say_which_sharded_jobs_ran_on_flows_where_simulate_would_time_them
         _tw("simulate", "-m", "llama3_8b", "-n", "8", "--topology", RAIL, "-s", "fsdp:comm=flows", "--json").stdout
     )
     assert rows["a"]["alone_iteration_time_s"] == alone["iteration_time_s"]
+
+
+def test_the_analytical_network_model_is_refused_where_nccls_model_times_and_named_in_compare() -> None:
+    # `--network analytical` under fsdp on a rail gave the flow model's 10.343990066 s to
+    # the nanosecond, labelled "analytical": NCCL's model times no flow.
+    for spec in ("nccl", "ddp", "fsdp"):
+        done = _tw("simulate", "-m", "resnet50", "-n", "16", "--topology", RAIL, "-s", spec, "--network", "analytical")
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"tensorwire: error: network: {spec} "), done.stderr
+    # compare's defaults leave them out, and say so (strategies that do not run on the
+    # cluster were left out without a word).
+    done = _tw("compare", "-m", "resnet50", "-n", "16", "--topology", RAIL, "--network", "analytical", "--json")
+    assert done.returncode == 0, done.stderr
+    ran = {r["strategy"] for r in json.loads(done.stdout)}
+    assert "ring" in ran and not ran & {"nccl", "ddp", "fsdp", "zero3"}, ran
+    notes = [line for line in done.stderr.splitlines() if line.startswith("tensorwire: note: not compared:")]
+    assert any(line.startswith("tensorwire: note: not compared: nccl, ddp (network: ") for line in notes), notes
+    assert any("zero1, zero2, fsdp, zero3, hsdp (network: " in line for line in notes), notes

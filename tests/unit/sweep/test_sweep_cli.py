@@ -198,3 +198,25 @@ def test_points_are_checked_without_simulating(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(tw.InputError, match="strategy.partition|gpt3_175b") as e:
         run.run_grid("alexnet,gpt3_175b", 4, "25Gbps", "ring:partition=64KiB", jobs=1)
     assert e.value.args[0] == "strategy.partition" and e.value.args[1].startswith("gpt3_175b "), e.value.args
+
+
+def test_nccl_timed_defaults_are_left_out_of_the_analytical_network(tmp_path: Path) -> None:
+    """NCCL's model times its collectives whatever the network model: under ``analytical``
+    the default strategies it times gave the flow model's numbers again. They are left out
+    of those points with a note; named with -s, the point is refused."""
+    p = tensorwire(
+        "sweep", "-m", "resnet50", "-n", "16", "--topology", "rail:node=dgx-h100", "--network", "flow,analytical",
+        "-j", "1", "-o", "r.csv", cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "left out nccl (1 of its points), ddp (1 of its points)" in p.stderr
+    assert "has no network model to choose" in p.stderr
+    rows = read_rows(tmp_path / "r.csv")
+    analytical = {r["strategy"] for r in rows if r["network"] == "analytical"}
+    assert analytical and not analytical & {"nccl", "ddp", "fsdp", "zero3"}, analytical
+    assert {"nccl", "ddp"} <= {r["strategy"] for r in rows if r["network"] == "flow"}
+    p = tensorwire(
+        "sweep", "-m", "resnet50", "-n", "16", "--topology", "rail:node=dgx-h100", "--network", "analytical",
+        "-s", "ddp", "-o", "r2.csv", cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 2 and p.stderr.startswith("tensorwire: error: network:"), p.stderr

@@ -49,6 +49,28 @@ pub fn check(strategy: &Strategy, topology: &TopologySpec, workers: usize) -> Re
     fabric(strategy, topology, Collective::AllReduce, workers, NOMINAL_BYTES_PER_S, 0).map(|_| ())
 }
 
+/// Refuses a network model other than the flow model (`analytical`) for a strategy NCCL's
+/// closed-form model times on `topology` ([`Strategy::timed_by_nccl`]): it times no flow,
+/// so the model would be accepted and change nothing.
+pub fn network_model(strategy: &Strategy, topology: &TopologySpec, network: crate::network::ModelKind) -> Result<()> {
+    if network == crate::network::ModelKind::Flow || !strategy.timed_by_nccl(topology) {
+        return Ok(());
+    }
+    let flows = if matches!(strategy.family, Family::Sharded(_)) {
+        "comm=flows"
+    } else {
+        "a flow-level strategy (ring, hierarchical, fsdp:comm=flows)"
+    };
+    Err(Error::invalid(
+        "network",
+        format!(
+            "{} times its collectives with NCCL's model, which has no network model to choose (analytical \
+             applies to flows; keep network=flow, the default); give {flows} to simulate it",
+            strategy.spec
+        ),
+    ))
+}
+
 /// The fabric of `n` workers (and the strategy's servers) built from `topology` at
 /// `bytes_per_s` per host link and `latency` ns per hop, with the step schedule of
 /// `collective` under `strategy` on it (`None` for parameter servers), once the

@@ -44,7 +44,7 @@ mod step;
 mod timed;
 mod variability;
 
-pub use check::check;
+pub use check::{check, network_model as check_network_model};
 pub use estimate::DEFAULT_MAX_FLOWS;
 pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
@@ -289,7 +289,8 @@ pub(crate) enum Mode {
 /// Refuses what NCCL's closed-form timing does not see, for a strategy it times (`nccl`,
 /// `ddp`, or `sharded`'s strategy on `comm=nccl`): a host overhead per message
 /// (`--overhead`), a host copy rate (`copy_bandwidth`), a host reduction rate (`reduce=`), a sharded strategy's flow-level
-/// algorithm (`algorithm=`) and a rank placement other than packed. Each changes only
+/// algorithm (`algorithm=`), a rank placement other than packed and a network model other
+/// than the default (`analytical`). Each changes only
 /// messages simulated as flows, so it would be accepted and change nothing.
 pub(super) fn check_nccl_timed(sc: &Scenario, sharded: Option<&crate::strategy::ShardedConfig>) -> Result<()> {
     let spec = &sc.strategy.spec;
@@ -319,6 +320,7 @@ pub(super) fn check_nccl_timed(sc: &Scenario, sharded: Option<&crate::strategy::
     if sc.rank_to_host.is_some() {
         return refuse("rank_placement", "places ranks as NCCL's communicators do, a node's GPUs together (packed)");
     }
+    check::network_model(&sc.strategy, &sc.topology, sc.network)?;
     if let Family::Nccl(cfg) = &sc.strategy.family {
         if cfg.options.pxn && sc.workload.collective != crate::collectives::Collective::AllToAll {
             // Accepted, it changed nothing: PXN routes point-to-point sends (all-to-all).

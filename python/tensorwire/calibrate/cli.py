@@ -20,11 +20,14 @@ from tensorwire.calibrate.fit import (
     check_runs,
     default_topology,
     fit,
+    gpu_family,
     nccl_list,
+    node_gpus,
+    rail_node,
     topology_options,
     with_options,
 )
-from tensorwire.calibrate.logs import COLLECTIVES, Run, parse_log
+from tensorwire.calibrate.logs import COLLECTIVES, Run, check_distinct, parse_log
 from tensorwire.cli import options, render
 from tensorwire.io import check_output, clip
 from tensorwire.units import format_bytes, format_seconds
@@ -75,34 +78,10 @@ def _transport(given: Optional[str], topology: str) -> tuple[str, str]:
     return chosen, topology
 
 
-def _rail_node(topology: str) -> Optional[str]:
-    """The node preset of a ``rail`` topology (``dgx-h100`` unless ``node=`` says; None for
-    other fabrics)."""
-    if _core.check_topology(topology) != "rail":
-        return None
-    return topology_options(topology).get("node", "dgx-h100")
-
-
-def _preset_gpus(topology: str) -> Optional[int]:
-    """GPUs per node of a ``rail`` topology's node preset or a ``nodes`` topology's machine
-    (None for other fabrics)."""
-    if _core.check_topology(topology) == "nodes":
-        from tensorwire.gputopo.topology import Topology
-
-        return Topology.preset(topology_options(topology).get("machine", "p3.16xlarge")).gpus
-    node = _rail_node(topology)
-    return next((int(p["gpus"]) for p in _core.NODE_PRESETS if p["name"] == node), None)
-
-
-def _gpu_family(name: str) -> Optional[str]:
-    """The GPU family (a key of ``GPU_NODES``: H200, H100, A100) a GPU name says, or None."""
-    return next((key for key, _ in GPU_NODES if key in name.upper()), None)
-
-
 def _node_family(preset: str) -> Optional[str]:
     """The GPU family of a node preset's GPUs (the hardware catalogue's), or None."""
     try:
-        return _gpu_family(hardware.node(preset).gpu)
+        return gpu_family(hardware.node(preset).gpu)
     except _core.InputError:
         return None
 
@@ -113,8 +92,8 @@ def check_node_gpu(runs: list[Run], topology: str) -> None:
     the efficiencies. Nodes of the families of the presets ``GPU_NODES`` lists for the log's
     GPU are accepted (an H200 log on an H100 node such as ``dgx-h100``, not the other way);
     an unrecognised GPU or preset, and other fabrics, are not checked."""
-    node = _rail_node(topology)
-    family = _gpu_family(runs[0].gpu)
+    node = rail_node(topology)
+    family = gpu_family(runs[0].gpu)
     node_family = None if node is None else _node_family(node)
     if node is None or family is None or node_family is None:
         return
@@ -274,7 +253,7 @@ def _above_line_rate(result: Fit) -> Optional[tuple[float, list[RowFit]]]:
     single-node rows whose fitted busbw passes it. Only NVLS, whose reductions happen in the
     NVSwitches, may: a ring, tree or point-to-point transfer's busbw is what each GPU's link
     carries. None where no row passes (or the fabric is not ``rail``)."""
-    node = _rail_node(result.model.topology)
+    node = rail_node(result.model.topology)
     if node is None:
         return None
     own = topology_options(result.model.topology).get("nvlink")
@@ -361,8 +340,9 @@ def _latency(ctx: click.Context, param: click.Parameter, value: Optional[str]) -
 @click.option(
     "--topology",
     default=None,
-    help="The uncalibrated fabric, e.g. rail:node=dgx-h100 [default: from the GPU in the logs: "
-    "A100 dgx-a100, H100 dgx-h100, H200 hgx-h200 (or dgx-h100)].",
+    help="The uncalibrated fabric, e.g. rail:node=dgx-h100 [default: from the GPU in the logs, for the SXM parts "
+    "the presets hold: A100-SXM4 dgx-a100, H100 80GB HBM3 dgx-h100, H200 hgx-h200 (or dgx-h100); other GPUs "
+    "(PCIe, NVL, GH200) need --topology].",
 )
 @options.bandwidth
 @click.option(
@@ -424,8 +404,9 @@ def nccl_tests(
     if out is not None:
         check_output(out, "out", {"logs": logs})
     runs = [parse_log(path, collective) for path in logs]
+    check_distinct(runs)
     fit_transport, base = _transport(transport, _base_topology(topology, runs))
-    check_runs(runs, base, _preset_gpus(base))
+    check_runs(runs, base, node_gpus(base))
     check_node_gpu(runs, base)
     algo, proto = nccl_list(algo), nccl_list(proto)
     check_restriction(runs, base, bandwidth, fit_transport, algo, proto)

@@ -16,6 +16,9 @@ supports, where TOML's ``tomllib`` needs 3.11 and writing TOML a dependency):
 ``--bandwidth`` and ``--latency`` from it; the same option given on the command line with
 another value is refused. ``transport`` repeats the topology's ``transport=`` (NCCL's network
 transport, which strategies without a ``transport=`` of their own take); the two must agree.
+A file edited by hand is read as strictly as calibrate writes it: a key given twice, a key
+the format does not have (top level or in ``calibration``) and more ``gpus_per_node`` than
+the topology's node has are refused.
 """
 
 from __future__ import annotations
@@ -42,6 +45,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 FORMAT = 1
 #: A cluster file is a few hundred bytes; anything past this is not one.
 MAX_BYTES = 1 << 20
+#: The keys of the cluster options (:class:`ClusterFile`'s fields), and those calibrate records
+#: beside them (its ``extra``: ``cli._cluster``). A file with another key was edited by hand
+#: (a misspelt ``latency``) and is refused rather than read without it.
+OPTION_KEYS: tuple[str, ...] = (
+    "tensorwire_cluster",
+    "topology",
+    "bandwidth_bytes_per_s",
+    "latency_s",
+    "transport",
+    "gpus_per_node",
+)
+RECORD_KEYS: tuple[str, ...] = (
+    "calibration",
+    "nccl_version_modelled",
+    "nccl_version_measured",
+    "sources",
+    "max_abs_error",
+    "measured_with",
+    "created",
+)
 
 
 @dataclass(frozen=True)
@@ -82,14 +105,43 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= sys.float_info.max
 
 
+def _no_key_twice(path: str, text: bytes) -> None:
+    """Refuses a key given twice in one JSON object of ``text`` (valid JSON): a parser keeps
+    one (Python's the last), so the other, edited in, would be read as if it were not there."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise _bad(path, f"the key {clip(json.dumps(key))} is given twice in one object; give it once")
+            seen.add(key)
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)
+
+
+def _check_keys(path: str, data: dict[str, Any]) -> None:
+    """Refuses a key the format does not have (:data:`OPTION_KEYS`, :data:`RECORD_KEYS`),
+    naming it and those it has."""
+    unknown = next((key for key in data if key not in OPTION_KEYS + RECORD_KEYS), None)
+    if unknown is not None:
+        raise _bad(
+            path,
+            f"{clip(json.dumps(unknown))} is not a key of a cluster file; its keys are "
+            f"{', '.join(OPTION_KEYS + RECORD_KEYS)}",
+        )
+
+
 def read(path: str) -> ClusterFile:
     """Reads and checks a cluster file; anything wrong is ``InputError("cluster", ...)``."""
     try:
-        data = loads_json(read_input(path, "cluster", MAX_BYTES), path, "cluster")
+        text = read_input(path, "cluster", MAX_BYTES)
+        data = loads_json(text, path, "cluster")
     except InputError as e:
         raise InputError("cluster", str(e.args[1]) if len(e.args) > 1 else str(e)) from None
     if not isinstance(data, dict) or "tensorwire_cluster" not in data:
         raise _bad(path, f'not a tensorwire cluster file (a JSON object with "tensorwire_cluster": {FORMAT})')
+    _no_key_twice(path, text)
     version = data["tensorwire_cluster"]
     if type(version) is not int or version != FORMAT:  # JSON true is not version 1
         raise _bad(
@@ -97,6 +149,7 @@ def read(path: str) -> ClusterFile:
             f'"tensorwire_cluster" {clip(json.dumps(version))} is not a format this tensorwire reads: it reads '
             f"version {FORMAT} (write the file again with this tensorwire's `calibrate`)",
         )
+    _check_keys(path, data)
     topology = data.get("topology")
     if not isinstance(topology, str):
         raise _bad(path, '"topology" must be a topology spec (text)')
@@ -127,6 +180,7 @@ def read(path: str) -> ClusterFile:
     gpus = data.get("gpus_per_node", 1)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise _bad(path, '"gpus_per_node" must be an integer >= 1')
+    _check_gpus(path, gpus, topology)
     if "calibration" in data:
         _check_calibration(path, data["calibration"], topology)
     if bandwidth is None and _own_rate(topology) is None:
@@ -136,11 +190,25 @@ def read(path: str) -> ClusterFile:
             f'"bandwidth_bytes_per_s" is null (the fabric\'s own rate) but {clip(topology)!r} has none of its own '
             "(only rail fabrics do); give the host link rate in bytes/s",
         )
-    known = {"tensorwire_cluster", "topology", "bandwidth_bytes_per_s", "latency_s", "transport", "gpus_per_node"}
-    extra = {k: v for k, v in data.items() if k not in known}
+    extra = {k: v for k, v in data.items() if k not in OPTION_KEYS}
     return ClusterFile(
         topology, None if bandwidth is None else float(bandwidth), float(latency), transport, gpus, extra
     )
+
+
+def _check_gpus(path: str, gpus: int, topology: str) -> None:
+    """Refuses more ``gpus_per_node`` than the topology's node has (a ``rail`` preset's, a
+    ``nodes`` machine's): calibrate writes the logs' GPUs per node, which are the node's across
+    nodes and at most the node's on one."""
+    from tensorwire.calibrate.fit import node_gpus  # as _check_calibration
+
+    node = node_gpus(topology)
+    if node is not None and gpus > node:
+        raise _bad(
+            path,
+            f'"gpus_per_node" {gpus} is more than the {node} GPUs of the node of {clip(topology)!r}; '
+            "give the logs' GPUs per node, at most the node's",
+        )
 
 
 def _check_transport(path: str, transport: str, topology: str) -> None:
@@ -173,7 +241,11 @@ def _check_calibration(path: str, block: Any, topology: str) -> None:
     if not isinstance(block, dict):
         raise _bad(path, '"calibration" must be a JSON object of the fitted numbers')
     options = topology_options(topology)
-    defaults = {k: v for k, v in Calibration().as_dict().items() if k in block}
+    keys = Calibration().as_dict()
+    unknown = next((key for key in block if key not in keys), None)
+    if unknown is not None:
+        raise _bad(path, f'"calibration" has {clip(json.dumps(unknown))}, which is none of its keys: {", ".join(keys)}')
+    defaults = {k: v for k, v in keys.items() if k in block}
     for key in defaults:
         value = block[key]
         if not _is_number(value):

@@ -45,9 +45,11 @@ without the options the fill stays at 1 (``Model.native``).
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
+from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.calibrate.logs import MAX_ROWS, Run
 from tensorwire.calibrate.predict import (
@@ -68,13 +70,23 @@ MAX_EFFICIENCY = 2.0
 MAX_FILL = 10.0
 #: The largest step cost the topology specs take (``intra_step``/``inter_step``), seconds.
 MAX_STEP_S = 1e-3
-#: The node preset for a GPU name in the log (the first that matches), as ``--topology``'s
-#: default; ``hgx-h200`` falls back to ``dgx-h100`` where the core has no such preset.
+#: The node presets of each GPU family (the first the core has is ``--topology``'s default
+#: for the family's SXM part, :data:`PRESET_GPU`; ``hgx-h200`` falls back to ``dgx-h100`` where
+#: the core has no such preset).
 GPU_NODES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("H200", ("hgx-h200", "dgx-h100")),
     ("H100", ("dgx-h100",)),
     ("A100", ("dgx-a100",)),
 )
+#: A family's name as a word of a GPU's name: ``NVIDIA H100 PCIe`` is an H100; ``NVIDIA GH200
+#: 480GB`` (Grace Hopper) is no H200.
+_FAMILY_WORD = re.compile(r"\b(" + "|".join(family for family, _ in GPU_NODES) + r")\b", re.IGNORECASE)
+#: The names CUDA gives (``cudaDeviceProp.name``, as nccl-tests prints it) to the parts the node
+#: presets hold, SXM modules on NVSwitch: ``NVIDIA A100-SXM4-80GB`` (and -40GB, ``A100-SXM-80GB``),
+#: ``NVIDIA H100 80GB HBM3``, ``NVIDIA H200``. A PCIe card (``NVIDIA H100 PCIe``), an NVL pair
+#: (``NVIDIA H100 NVL``) or Grace Hopper (``NVIDIA GH200 480GB``) has other links, and no preset
+#: node is its.
+PRESET_GPU = re.compile(r"(?:NVIDIA )?(?:A100-SXM4?-[0-9]+GB|H100 [0-9]+GB HBM3|H200(?: [0-9]+GB HBM3e)?)")
 
 
 @dataclass(frozen=True)
@@ -313,18 +325,51 @@ class Fit:
         return with_options(self.model.topology, self.calibration.options())
 
 
+def gpu_family(name: str) -> Optional[str]:
+    """The GPU family (a key of :data:`GPU_NODES`) a GPU's name says as a word, or None.
+
+    >>> gpu_family("NVIDIA H100 PCIe"), gpu_family("a100-80gb"), gpu_family("NVIDIA GH200 480GB")
+    ('H100', 'A100', None)
+    """
+    m = _FAMILY_WORD.search(name)
+    return m.group(1).upper() if m else None
+
+
 def default_topology(runs: Sequence[Run], node_names: Sequence[str]) -> str:
-    """The ``rail`` fabric of the node preset for the runs' GPU (``GPU_NODES``)."""
+    """The ``rail`` fabric of the node preset for the runs' GPU (:data:`GPU_NODES`), where it
+    is a part the presets hold (:data:`PRESET_GPU`); any other is refused, asking for
+    ``--topology``: a preset's NVSwitch and NVLink SHARP fitted to a PCIe card's logs would fold
+    the difference into the efficiencies."""
     gpu = runs[0].gpu
-    for key, presets in GPU_NODES:
-        if key in gpu.upper():
-            for preset in presets:
-                if preset in node_names:
-                    return f"rail:node={preset}"
+    family = gpu_family(gpu) if PRESET_GPU.fullmatch(gpu) else None
+    presets = [p for p in dict(GPU_NODES).get(family or "", ()) if p in node_names]
+    if presets:
+        return f"rail:node={presets[0]}"
     raise InputError(
         "topology",
-        f"cannot tell the node from the GPU {clip(gpu)!r} in {runs[0].path}; give --topology, e.g. rail:node=dgx-h100",
+        f"{runs[0].path} ran on {clip(gpu)!r}, which no node preset holds (they hold SXM parts on NVSwitch: "
+        "NVIDIA A100-SXM4-80GB, NVIDIA H100 80GB HBM3, NVIDIA H200); give --topology for its node "
+        "(docs/fabrics.md)",
     )
+
+
+def rail_node(topology: str) -> Optional[str]:
+    """The node preset of a ``rail`` topology (``dgx-h100`` unless ``node=`` says; None for
+    other fabrics)."""
+    if _core.check_topology(topology) != "rail":
+        return None
+    return topology_options(topology).get("node", "dgx-h100")
+
+
+def node_gpus(topology: str) -> Optional[int]:
+    """GPUs per node of a ``rail`` topology's node preset or a ``nodes`` topology's machine
+    (None for other fabrics)."""
+    if _core.check_topology(topology) == "nodes":
+        from tensorwire.gputopo.topology import Topology
+
+        return Topology.preset(topology_options(topology).get("machine", "p3.16xlarge")).gpus
+    node = rail_node(topology)
+    return next((int(p["gpus"]) for p in _core.NODE_PRESETS if p["name"] == node), None)
 
 
 def check_runs(runs: Sequence[Run], topology: str, gpus_per_preset: Optional[int]) -> None:
@@ -552,7 +597,8 @@ OWN_FAMILY_ALGO = {regime: families[1][0] for regime, families in FAMILIES.items
 #: A family's efficiency and fill are fitted where at least this many of its rows spend at
 #: least :data:`BANDWIDTH_BOUND` of their time on the transfer; one whose rows are all
 #: latency-bound (an all-reduce sweep's 1 MiB ring row beside NVLS from 2 MiB up) says
-#: nothing about its bandwidth and keeps NCCL's figures, unless it is the regime's only one.
+#: nothing about its bandwidth and keeps NCCL's figures, unless it is the regime's only one
+#: (:func:`_one_family`).
 MIN_BANDWIDTH_ROWS = 2
 BANDWIDTH_BOUND = 0.5
 
@@ -562,12 +608,45 @@ def _family(model: Model, regime: str, algo: str) -> int:
     return 1 if model.native and algo == OWN_FAMILY_ALGO[regime] else 0
 
 
+def _one_family(model: Model, runs: Sequence[Run], regime: str) -> bool:
+    """Whether the regime has one efficiency family for ``runs``: NCCL's model can run the
+    second's algorithm (:data:`OWN_FAMILY_ALGO`: NVLS, NVLS tree) for none of them, within the
+    logs' NCCL_ALGO / NCCL_PROTO (an A100 node, ``nvls=false``, ``--algo Ring,Tree``,
+    all-to-all), or the calibration is applied outside the core (:func:`_family`). Rows that
+    are all latency-bound then fit that family, which no other family's figures could stand
+    in for; where a second one could run, they keep NCCL's figures (docs/calibration.md: an
+    H100 sweep of 8 B-4 KiB, rings only, had fitted ``intra_efficiency=2``)."""
+    return not model.native or not any(_runs_algo(model, run, OWN_FAMILY_ALGO[regime]) for run in runs)
+
+
+def _runs_algo(model: Model, run: Run, algo: str) -> bool:
+    """Whether NCCL's model can run ``run``'s collective (at its largest size) with ``algo``
+    on the model's fabric, within the logs' restriction (``model.algo``, ``model.proto``)."""
+    if model.algo is not None and (algo in model.algo.lstrip("^").split("+")) == model.algo.startswith("^"):
+        return False  # NCCL_ALGO leaves it out
+    try:
+        p = nccl_predict(
+            model.topology,
+            run.ranks,
+            run.collective,
+            max((r.size for r in run.rows), default=1 << 30),
+            bandwidth=model.bandwidth,
+            transport=model.transport,
+            algo=algo,
+            proto=model.proto,
+        )
+    except InputError:
+        return False  # the fabric cannot (no NVLink SHARP), or not under the restriction
+    return p.algo == algo  # all-to-all runs point-to-point whatever NCCL_ALGO says
+
+
 def _fit_regime(
-    model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str
+    model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str, one_family: bool
 ) -> tuple[Calibration, tuple[str, ...], bool]:
     """The regime's calibration fitted to ``pairs``, the families whose efficiency and fill
     it fitted, and whether any round reproduced the rows better (by largest relative error)
-    than ``cal`` did; where none did, ``cal`` comes back unchanged with no family."""
+    than ``cal`` did; where none did, ``cal`` comes back unchanged with no family.
+    ``one_family``: the regime has one family (:func:`_one_family`)."""
     lat_field, step_field = f"{regime}_latency_s", f"{regime}_step_s"
     families = FAMILIES[regime]
 
@@ -602,7 +681,7 @@ def _fit_regime(
         present = sorted({m[0] for m in measured})
         bandwidth_rows = {f: sum(m[0] == f and m[4] >= BANDWIDTH_BOUND * m[7] for m in measured) for f in present}
         free = [f for f in present if bandwidth_rows[f] >= MIN_BANDWIDTH_ROWS]
-        if not free and len(present) == 1:
+        if not free and one_family:
             free = present  # the regime's only family: fitted even on latency-bound rows
         kinds = [LATENCY] + [kind for _ in free for kind in (INVERSE_EFFICIENCY, FILL)] + [STEP]
         system = []
@@ -652,7 +731,7 @@ def fit(
     for regime, chosen in (("intra", [r for r in runs if r.nodes == 1]), ("inter", [r for r in runs if r.nodes > 1])):
         pairs = [(run, row.size, row.seconds) for run in chosen for row in run.rows if row.size > 0]
         if pairs:
-            cal, regime_families, improved = _fit_regime(model, pairs, cal, regime)
+            cal, regime_families, improved = _fit_regime(model, pairs, cal, regime, _one_family(model, chosen, regime))
             fitted.append(regime)
             families += regime_families
             if not improved:

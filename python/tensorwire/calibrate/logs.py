@@ -19,7 +19,8 @@ contradict each other is refused naming the file, the line and the columns (see
 collective's bus factor for the run's ranks, each to the digits nccl-tests printed. A row
 whose ``#wrong`` (out of place or in place) is not 0 is refused naming the file, the line
 and the count: nccl-tests found wrong results, the run is corrupt and its times are no
-measurement; ``N/A`` (a run with ``-c 0``, unchecked) reads.
+measurement; ``N/A`` (a run with ``-c 0``, unchecked) reads. A ``cputime`` column (``-C 1``)
+holds the CPU's time, not the collective's: each row's time is then read from its algbw.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import hashlib
 import math
 import os
 import re
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
 
 from tensorwire._core import HORIZON_S, InputError
 from tensorwire.io import clip, read_input
@@ -44,6 +45,18 @@ BINARIES: dict[str, str] = {
 }
 #: The collectives ``--collective`` takes (tensorwire's names, as ``nccl_predict`` takes them).
 COLLECTIVES: tuple[str, ...] = tuple(BINARIES.values())
+#: Every binary nccl-tests builds (``BIN_FILES_LIST`` in src/Makefile). A log naming one that
+#: calibration does not read is refused; a ``*_perf`` word that is none of them (a job called
+#: ``nccl_perf``) names no nccl-tests binary and says nothing of the run.
+NCCL_TESTS_BINARIES: frozenset[str] = frozenset(BINARIES) | {
+    "broadcast_perf",
+    "reduce_perf",
+    "alltoallv_perf",
+    "scatter_perf",
+    "gather_perf",
+    "sendrecv_perf",
+    "hypercube_perf",
+}
 #: Element sizes of nccl-tests' ``type`` column (``test_typenames`` in src/common.cu).
 TYPE_BYTES: dict[str, int] = {
     "int8": 1,
@@ -85,16 +98,25 @@ MIN_TIME_S = 1e-9
 
 # Numbers are ASCII digits ([0-9], not \d: Python's \d and int() take any script's digits,
 # which no printf writes).
+# ``Group N`` is printed from nccl-tests v2.13.4 on; older releases print ``#   Rank  0 Pid ...``.
 _RANK = re.compile(
-    r"^#\s+Rank\s+([0-9]+)\s+Group\s+([0-9]+)\s+Pid\s+([0-9]+)\s+on\s+(\S+)\s+device\s+([0-9]+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
+    r"^#\s+Rank\s+([0-9]+)\s+(?:Group\s+([0-9]+)\s+)?Pid\s+([0-9]+)\s+on\s+(\S+)\s+device\s+([0-9]+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
 )
 _THREADS = re.compile(r"^#\s*nThread\s+([0-9]+)\s+nGpus\s+([0-9]+)\b")
-_BINARY = re.compile(r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|[a-z_]+_perf)\b")
+#: A ``*_perf`` word: a binary's name (group 1), without the suffix ``make NAME_SUFFIX=_mpi``
+#: adds to every binary nccl-tests builds (``all_reduce_perf_mpi``).
+_PERF_WORD = re.compile(r"\b([a-z_]+?_perf)(?:_\w+)?\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _NCCL_VERSION = re.compile(r"NCCL version ([0-9]+\.[0-9]+\.[0-9]+)")
 _LIBRARY_CODE = re.compile(r"nccl-library=([0-9]+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s")
+#: The start of a row cut off by the end of the file (the log ends mid-line): a number.
+_CUT_ROW = re.compile(r"^\s*[0-9]")
+#: The prefix a launcher puts before each line of a process's output: Open MPI's ``mpirun
+#: --tag-output`` (``[1,0]<stdout>:``, job and rank) and Slurm's ``srun -l`` (``0: ``, the
+#: task number, right-aligned).
+_LAUNCHER_PREFIX = re.compile(r"^(?:\[[0-9]+,[0-9]+\]<std(?:out|err)>: ?|\s*[0-9]+: )")
 #: A line that looks like a table row (a number first, then at least eight more fields)
 #: without being one: refused, naming the line, rather than skipped. (``\d`` here takes any
 #: script's digits on purpose: a row whose size is ``\u0665`` is refused, not skipped.)
@@ -128,6 +150,8 @@ class Run:
 
     path: str
     collective: str
+    #: The nccl-tests binary the collective was read from (without its ``NAME_SUFFIX``); None
+    #: where ``--collective`` or the table told it.
     binary: Optional[str]
     ranks: int
     nodes: int
@@ -148,8 +172,11 @@ def _error(path: str, line: Optional[int], message: str) -> InputError:
     return InputError("log", f"{where}: {message}")
 
 
-def _read(path: str) -> tuple[list[str], str]:
-    """The log's lines and the SHA-256 of its bytes (read once: a pipe cannot be read twice)."""
+def _read(path: str) -> tuple[list[str], str, bool]:
+    """The log's lines (without a launcher's prefix: :func:`_without_launcher_prefix`), the
+    SHA-256 of its bytes (read once: a pipe cannot be read twice) and whether it ends mid-line
+    (no newline after its last line: nccl-tests ends every line with one, so the output was
+    cut off)."""
     if os.path.isdir(path):
         raise _error(path, None, "is a directory; give nccl-tests' standard output saved to a file")
     if not os.path.exists(path):
@@ -164,7 +191,34 @@ def _read(path: str) -> tuple[list[str], str]:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise _error(path, line, "is not UTF-8 text; nccl-tests prints ASCII") from None
-    return text.splitlines(), hashlib.sha256(data).hexdigest()
+    return _without_launcher_prefix(text.splitlines()), hashlib.sha256(data).hexdigest(), not text.endswith("\n")
+
+
+def _without_launcher_prefix(lines: list[str]) -> list[str]:
+    """``lines`` without the prefix a launcher put before each (:data:`_LAUNCHER_PREFIX`), where
+    the log's ``# nThread`` header carries one; else as they are. Then every line starting with
+    one loses it: a table row never does (its first number is followed by spaces, not a
+    colon), and line numbers stay the file's.
+
+    >>> _without_launcher_prefix(["[1,0]<stdout>:# nThread 1 nGpus 8", "[1,0]<stdout>: 1048576  262144"])
+    ['# nThread 1 nGpus 8', '1048576  262144']
+    >>> _without_launcher_prefix(["  0: # nThread 1 nGpus 8", "  0: #  Rank  0 Group  0"])
+    ['# nThread 1 nGpus 8', '#  Rank  0 Group  0']
+    """
+    tagged = any(_THREADS.match(_LAUNCHER_PREFIX.sub("", line, count=1)) and not _THREADS.match(line) for line in lines)
+    return [_LAUNCHER_PREFIX.sub("", line, count=1) for line in lines] if tagged else lines
+
+
+def _nccl_version(code: int) -> str:
+    """NCCL's version from its code (``NCCL_VERSION_CODE``, nccl.h): major x 10000 + minor x
+    100 + patch from 2.9 on, major x 1000 + minor x 100 + patch before (2.7.8 is 2708).
+
+    >>> _nccl_version(21805), _nccl_version(2708), _nccl_version(22703)
+    ('2.18.5', '2.7.8', '2.27.3')
+    """
+    if code < 10000:
+        return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
 
 
 def printed_number(text: str) -> Optional[float]:
@@ -249,16 +303,58 @@ def _collective_of_table(rows: list[Row], ranks: int) -> Optional[str]:
     return votes.pop() if len(votes) == 1 else None
 
 
+@dataclass
+class _Named:
+    """What a log says of the binary that printed it. ``started``: the binary of nccl-tests' own
+    ``# Collective test starting:`` line (v2.17 on) and the line; ``echoed``: each nccl-tests
+    binary that a line which is no ``#`` line names alone (the command line echoed into the log),
+    with the first such line; ``other``: the first ``*_perf`` word that is no nccl-tests binary
+    (a job called ``nccl_perf``) and its line, which says nothing of the run. Names are without
+    their ``NAME_SUFFIX`` (:data:`_PERF_WORD`)."""
+
+    started: Optional[tuple[str, int]] = None
+    echoed: dict[str, int] = field(default_factory=dict)
+    other: Optional[tuple[str, int]] = None
+
+    def see(self, line: int, text: str) -> None:
+        """Takes the ``*_perf`` words of a line that is no ``#`` line and no table row. A line
+        naming two binaries (``Building all_gather_perf alltoall_perf ... done``) says nothing."""
+        words = [m.group(1) for m in _PERF_WORD.finditer(text)]
+        known = set(words) & NCCL_TESTS_BINARIES
+        if len(known) == 1:
+            self.echoed.setdefault(known.pop(), line)
+        other = next((w for w in words if w not in NCCL_TESTS_BINARIES), None)
+        if self.other is None and other is not None:
+            self.other = (other, line)
+
+    def echoed_alone(self) -> Optional[tuple[str, int]]:
+        """The binary the log's other lines name, where they all name the same one (the
+        Makefile's ``Linking ... all_reduce_perf`` lines, one binary each, name several)."""
+        return next(iter(self.echoed.items())) if len(self.echoed) == 1 else None
+
+
+def _binary_of(name: str) -> str:
+    """The nccl-tests binary ``name`` is, without a ``NAME_SUFFIX`` (:data:`_PERF_WORD`); a name
+    of no ``*_perf`` binary as it is.
+
+    >>> _binary_of("all_reduce_perf_mpi"), _binary_of("alltoall_perf"), _binary_of("a.out")
+    ('all_reduce_perf', 'alltoall_perf', 'a.out')
+    """
+    m = _PERF_WORD.fullmatch(name)
+    return m.group(1) if m else name
+
+
 def parse_log(path: str, collective: Optional[str] = None) -> Run:
     """Reads one nccl-tests log. ``collective`` (``allreduce``, ``allgather``,
-    ``reducescatter``, ``alltoall``) is used only where the log does not name its binary and
-    the table cannot tell; a log naming another binary is refused. Bad input raises
-    ``InputError("log", "FILE:LINE: what is wrong")``."""
+    ``reducescatter``, ``alltoall``) is used where nccl-tests' ``# Collective test starting:``
+    line does not name the binary (a log whose line names another is refused): it outweighs a
+    binary named in passing (the command line echoed), and the table must agree with it. Bad
+    input raises ``InputError("log", "FILE:LINE: what is wrong")``."""
     if collective is not None and collective not in COLLECTIVES:
         raise InputError("collective", f"{clip(collective)!r} is not one of {', '.join(COLLECTIVES)}")
-    lines, digest = _read(path)
+    lines, digest, cut = _read(path)
     threads: Optional[tuple[int, int]] = None
-    binary: Optional[str] = None
+    named = _Named()
     nccl_version: Optional[str] = None
     ranks: dict[int, tuple[str, str, int]] = {}
     columns: Optional[list[str]] = None
@@ -276,7 +372,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
                     raise _error(path, i, "a second run starts here; give each run in a file of its own")
                 threads = (_header_number(path, i, "nThread", m.group(1)), _header_number(path, i, "nGpus", m.group(2)))
             elif (m := _STARTING.match(text)) is not None:
-                binary = os.path.basename(m.group(1))
+                named.started = (_binary_of(os.path.basename(m.group(1))), i)
             elif (m := _RANK.match(text)) is not None:
                 rank = _header_number(path, i, "rank", m.group(1))
                 if rank in ranks:
@@ -287,12 +383,13 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             elif (m := _AVG.match(text)) is not None:
                 avg = _number(path, i, "Avg bus bandwidth", m.group(1)) * 1e9
             elif (m := _LIBRARY_CODE.search(text)) is not None and nccl_version is None:
-                code = _header_number(path, i, "nccl-library", m.group(1))
-                nccl_version = f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+                nccl_version = _nccl_version(_header_number(path, i, "nccl-library", m.group(1)))
             continue
-        if binary is None and (m := _BINARY.search(text)) is not None and not _ROW_START.match(text):
-            binary = m.group(1)  # the command line echoed before the output
-        if not _ROW_START.match(text):
+        # A last line cut off by the end of the file is a row cut short, refused by _row (the
+        # shortest ones, a number or two, were skipped as no row).
+        cut_row = cut and i == len(lines) and columns is not None and _CUT_ROW.match(text)
+        if not _ROW_START.match(text) and not cut_row:
+            named.see(i, text)
             if _ROW_LIKE.match(text) and columns is not None:
                 first = clip(text.split()[0])
                 raise _error(path, i, f"a table row whose size or count is not a whole number of bytes ({first!r})")
@@ -355,14 +452,14 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             f"ranks on different GPUs ({', '.join(clip(g) for g in sorted(gpus)[:3])}{', ...' * (len(gpus) > 3)}); "
             "calibrate one kind at a time",
         )
-    chosen = _which(path, binary, rows, n, collective)
+    chosen, binary = _which(path, named, rows, n, collective)
     factor = bus_factor(chosen, n)
     for row in rows:
         _check_columns(path, row.line, lines[row.line - 1], columns or [], row.size, factor, f"{chosen} on {n} ranks")
     return Run(
         path=path,
         collective=chosen,
-        binary=binary if binary in BINARIES else None,
+        binary=binary,
         ranks=n,
         nodes=len(hosts),
         gpus_per_node=n // len(hosts),
@@ -376,29 +473,53 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     )
 
 
-def _which(path: str, binary: Optional[str], rows: list[Row], ranks: int, given: Optional[str]) -> str:
-    if binary is not None:
-        if binary not in BINARIES:
-            raise _error(
-                path, None, f"{clip(binary)} is not a collective calibration reads; give {', '.join(BINARIES)}"
-            )
-        named = BINARIES[binary]
-        if given is not None and given != named:
-            raise InputError("collective", f"{path} is {binary} ({named}), not {given}")
-        return named
+def _which(path: str, named: _Named, rows: list[Row], ranks: int, given: Optional[str]) -> tuple[str, Optional[str]]:
+    """The run's collective, and the binary it was read from (None: from ``given`` or the
+    table). By weight of evidence: nccl-tests' ``# Collective test starting:`` line (``given``
+    otherwise is refused); ``given`` (``--collective``), which the table must not contradict;
+    a binary the log's other lines name (the command line echoed; it can be a word in a job
+    script, so ``given`` outweighs it); the table (:func:`_collective_of_table`)."""
+    if named.started is not None:
+        binary, line = named.started
+        collective = _collective_of_binary(path, line, binary)
+        if given is not None and given != collective:
+            raise InputError("collective", f"{path} is {binary} ({collective}), not {given}")
+        return collective, binary
     from_table = _collective_of_table(rows, ranks)
-    if from_table is not None:
-        if given is not None and given != from_table:
-            raise InputError("collective", f"{path}: its table is {from_table}, not {given}")
-        return from_table
     if given is not None:
-        return given
-    raise _error(
-        path,
-        rows[0].line,
-        "cannot tell the collective (no *_perf binary name in the log; redop "
-        f"{clip(rows[0].redop)!r}); give --collective {' | '.join(COLLECTIVES)}",
-    )
+        if from_table is not None and given != from_table:
+            raise InputError("collective", f"{path}: its table is {from_table}, not {given}")
+        return given, None
+    echoed = named.echoed_alone()
+    if echoed is not None:
+        return _collective_of_binary(path, echoed[1], echoed[0]), echoed[0]
+    if from_table is not None:
+        return from_table, None
+    raise _undetermined(path, named, rows[0])
+
+
+def _collective_of_binary(path: str, line: int, binary: str) -> str:
+    """The collective ``binary`` (named at ``line``) measures; one calibration does not read
+    is refused."""
+    if binary not in BINARIES:
+        raise _error(path, line, f"{clip(binary)} is not a collective calibration reads; give {', '.join(BINARIES)}")
+    return BINARIES[binary]
+
+
+def _undetermined(path: str, named: _Named, first: Row) -> InputError:
+    """The refusal of a log whose collective nothing tells, naming what the log does say: the
+    binaries its lines name, a ``*_perf`` word that is no nccl-tests binary (at its line), or
+    nothing."""
+    table = f"the table cannot tell (redop {clip(first.redop)!r}); give --collective {' | '.join(COLLECTIVES)}"
+    if named.echoed:
+        listed = ", ".join(f"{b} on line {line}" for b, line in sorted(named.echoed.items(), key=lambda e: e[1]))
+        return _error(
+            path, first.line, f"cannot tell the collective: lines name several binaries ({clip(listed)}), and {table}"
+        )
+    if named.other is not None:
+        word, line = named.other
+        return _error(path, line, f"cannot tell the collective: {clip(word)} is no nccl-tests binary, and {table}")
+    return _error(path, first.line, f"cannot tell the collective: no line names one *_perf binary, and {table}")
 
 
 def _gbs(x: float) -> str:
@@ -412,7 +533,7 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     nccl-tests prints its bandwidths as 0 or nan)."""
     fields = text.split()
     if len(fields) < len(columns) - 1 or len(fields) < 9:
-        raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}")
+        raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}: a row cut short or edited")
     size, count = (_whole(f, MAX_SIZE) for f in fields[:2])
     if size > MAX_SIZE or count > MAX_SIZE:
         what = "size" if size > MAX_SIZE else "count"
@@ -423,11 +544,16 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     times = _time_columns(columns)
     if not times or times[0] + 2 >= len(fields):
         raise _error(path, line, "no time, algbw and busbw columns")
+    gpu_time = columns[times[0]] == "cputime"
 
     def triple(j: int, where: str) -> tuple[float, float, float]:
         names = ("time", "algbw", "busbw")
         t, a, b = (_number(path, line, where + names[k], fields[j + k]) for k in range(3))
-        _check_time(path, line, where + "time", fields[j], t * 1e-6)
+        if gpu_time:
+            t = _time_from_algbw(path, line, where + "algbw", fields[j + 1], size, a)
+            _check_time(path, line, where + "time from algbw", f"{t:.4g}", t * 1e-6)
+        else:
+            _check_time(path, line, where + "time", fields[j], t * 1e-6)
         return t * 1e-6, a * 1e9, b * 1e9
 
     seconds, algbw, busbw = triple(times[0], "")
@@ -447,6 +573,23 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
         in_place_seconds=in_place[0] if in_place else None,
         in_place_busbw=in_place[2] if in_place else None,
     )
+
+
+def _time_from_algbw(path: str, line: int, column: str, text: str, size: int, algbw: float) -> float:
+    """The time (us) of a row whose time column is ``cputime`` (nccl-tests ``-C 1``), from its
+    ``algbw`` (``text``, ``algbw`` GB/s). nccl-tests prints the CPU's time there (the enqueue,
+    without waiting for the GPU) but computes the bandwidths from the GPU's time, ``algbw = size
+    / 1e9 / seconds`` (src/common.cu), so that time is ``size / algbw``, to the digits algbw is
+    printed with. An algbw of 0 (a small size printed as 0.00) gives none and is refused."""
+    if algbw <= 0:
+        raise _error(
+            path,
+            line,
+            f"{column} {clip(text)} at size {size}: with a cputime column (nccl-tests -C 1) the time is read "
+            "from algbw, which nccl-tests computes from the GPU's time, and 0 gives none; run without -C 1, "
+            "or drop the row",
+        )
+    return size / (algbw * 1e3)
 
 
 def _check_time(path: str, line: int, column: str, text: str, seconds: float) -> None:
@@ -556,3 +699,15 @@ def _check_columns(path: str, line: int, text: str, columns: list[str], size: in
         problems += [f"{'in-place ' if k else ''}{p}" for p in found]
     if problems:
         raise _error(path, line, f"columns disagree at size {size}: {'; '.join(problems)} (to the digits printed)")
+
+
+def check_distinct(runs: Sequence[Run]) -> None:
+    """Refuses a log given twice, by the same path or with the same bytes (SHA-256): its rows
+    would count twice in the fit, as if measured twice (it was fitted so)."""
+    seen: dict[tuple[str, str], str] = {}  # ("path", path) and ("sha256", digest) -> the log
+    for run in runs:
+        first = seen.get(("path", run.path)) or seen.get(("sha256", run.sha256))
+        if first is not None:
+            what = "given twice" if first == run.path else f"the same bytes as {first}"
+            raise InputError("log", f"{run.path}: {what}: its rows would count twice; give each run once")
+        seen[("path", run.path)] = seen[("sha256", run.sha256)] = run.path

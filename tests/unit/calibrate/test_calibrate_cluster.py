@@ -136,6 +136,34 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
         ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": 1e308}', "2.2e307"),
         # No rate on a fabric without its own: simulate refused it, sweep ran it at 25 Gbit/s.
         ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0}', "'star' has none of its own"),
+        # Hand edits that were read without a word: a key twice (the last won), at the top or in
+        # the calibration block; a key the format does not have (a misspelt latency_s was
+        # dropped, the default applied); more GPUs per node than the topology's node has.
+        (
+            '{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "latency_s": 1e-3}',
+            'the key "latency_s" is given twice in one object; give it once',
+        ),
+        (
+            '{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": 1e9, '
+            '"calibration": {"intra_efficiency": 1, "intra_efficiency": 0.5}}',
+            'the key "intra_efficiency" is given twice',
+        ),
+        (
+            '{"tensorwire_cluster": 1, "topology": "star", "latency": 1e-3, "bandwidth_bytes_per_s": 1e9}',
+            '"latency" is not a key of a cluster file; its keys are tensorwire_cluster, topology, '
+            "bandwidth_bytes_per_s, latency_s, transport, gpus_per_node, calibration, nccl_version_modelled, "
+            "nccl_version_measured, sources, max_abs_error, measured_with, created",
+        ),
+        (
+            '{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": 1e9, '
+            '"calibration": {"intra_eficiency": 0.5}}',
+            '"calibration" has "intra_eficiency", which is none of its keys: intra_efficiency, inter_efficiency, '
+            "intra_latency_s,",
+        ),
+        (
+            '{"tensorwire_cluster": 1, "topology": "rail:node=dgx-h100", "latency_s": 0, "gpus_per_node": 16}',
+            "\"gpus_per_node\" 16 is more than the 8 GPUs of the node of 'rail:node=dgx-h100'",
+        ),
     ],
 )
 def test_bad_cluster_file_is_one_line(
@@ -373,9 +401,9 @@ def test_a_calibration_block_must_be_an_object(tmp_path: Path, capsys: pytest.Ca
 
 @pytest.mark.skipif(not calibration_supported("rail:node=dgx-h100"), reason="the core lacks the calibration options")
 def test_a_calibration_the_topology_carries_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The same numbers (to the rounding calibrate writes them with), keys the format does not
-    know, and a file with no calibration block at all read as before."""
-    near = {**CALIBRATION, "intra_efficiency": 0.9000001, "intra_latency_s": 1.5e-6 + 1e-16, "note": "x"}
+    """The same numbers (to the rounding calibrate writes them with), and a file with no
+    calibration block at all read as before."""
+    near = {**CALIBRATION, "intra_efficiency": 0.9000001, "intra_latency_s": 1.5e-6 + 1e-16}
     sim = ("simulate", "--collective", "allreduce:8MiB", "-n", "8", "-s", "nccl", "--json")
     for calibration in (CALIBRATION, near):
         path = _file(tmp_path, topology=CALIBRATED, calibration=calibration, bandwidth_bytes_per_s=None)
@@ -523,3 +551,110 @@ def test_the_rows_are_grouped_by_log_without_hashing_a_run(monkeypatch: pytest.M
     assert all(r.run is g for g, g_rows in groups for r in g_rows)
     assert cli._skipped(result) == [(big.path, 3), (big.path, 4), ("other.log", 7)]
     assert hashed == []
+
+
+# --- the GPU a node preset holds -------------------------------------------------------
+
+#: GPUs whose family has a preset node but that no preset holds (PCIe cards, NVL pairs, Grace
+#: Hopper), and the topology to give for them.
+NOT_PRESET_GPUS = {
+    "NVIDIA H100 PCIe": "rail:node=dgx-h100,nvls=false",
+    "NVIDIA H100 NVL": "rail:node=dgx-h100,nvls=false",
+    "NVIDIA H200 NVL": "rail:node=dgx-h100,nvls=false",
+    "NVIDIA GH200 480GB": "rail:node=dgx-h100",
+    "NVIDIA A100-PCIE-40GB": "rail:node=dgx-a100",
+    "NVIDIA A100 80GB PCIe": "rail:node=dgx-a100",
+}
+
+
+@pytest.mark.parametrize("gpu", sorted(NOT_PRESET_GPUS))
+def test_a_gpu_no_preset_holds_needs_a_topology(tmp_path: Path, capsys: pytest.CaptureFixture[str], gpu: str) -> None:
+    """The GPU's name was matched by substring: an H100 PCIe card's log (or H100 NVL's, GH200's)
+    was fitted on ``dgx-h100``'s NVSwitch and NVLink SHARP without a word. It is refused naming
+    the GPU and asking for --topology; given one, it is fitted."""
+    log, out = _gpu_log(tmp_path, gpu), tmp_path / "c.json"
+    rc, text, err = _run(capsys, "calibrate", "nccl-tests", str(log), "--out", str(out))
+    assert rc == 2 and text == "" and not out.exists(), err
+    assert err == (
+        f"tensorwire: error: topology: {log} ran on {gpu!r}, which no node preset holds (they hold SXM parts on "
+        "NVSwitch: NVIDIA A100-SXM4-80GB, NVIDIA H100 80GB HBM3, NVIDIA H200); give --topology for its node "
+        "(docs/fabrics.md)\n"
+    )
+    rc, _, err = _run(capsys, "calibrate", "nccl-tests", str(log), "--topology", NOT_PRESET_GPUS[gpu])
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize(
+    "gpu, node",
+    [
+        ("NVIDIA H100 80GB HBM3", "dgx-h100"),
+        ("NVIDIA H200", "hgx-h200"),
+        ("NVIDIA A100-SXM4-80GB", "dgx-a100"),
+        ("NVIDIA A100-SXM4-40GB", "dgx-a100"),
+        ("A100-SXM4-40GB", "dgx-a100"),  # drivers before the "NVIDIA " prefix
+    ],
+)
+def test_the_sxm_parts_the_presets_hold_get_their_node(gpu: str, node: str) -> None:
+    from dataclasses import replace
+
+    from tensorwire import _core
+    from tensorwire.calibrate.fit import default_topology
+    from tensorwire.calibrate.logs import parse_log
+
+    run = replace(parse_log(str(AZURE)), gpu=gpu)
+    assert default_topology([run], [p["name"] for p in _core.NODE_PRESETS]) == f"rail:node={node}"
+
+
+# --- every cluster file calibrate writes reads back ------------------------------------
+
+
+def _four_gpu_log(tmp_path: Path) -> Path:
+    """Azure's header and rows on 4 of a DGX A100's 8 GPUs (busbw x 2 x 3/4)."""
+    lines = ["# nThread 1 nGpus 4 minBytes 1048576 maxBytes 1073741824 step: 4(factor) warmup iters: 5 iters: 20"]
+    lines += [
+        f"#  Rank {r:2d} Group  0 Pid  100 on node0 device {r:2d} [0x{r:02x}] NVIDIA A100-SXM4-80GB" for r in range(4)
+    ]
+    lines.append("#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong")
+    for k in range(20, 31, 2):
+        size, us = 1 << k, 20 + (1 << k) / 150e3
+        algbw = size / (us * 1e3)
+        cols = f"{us:.2f}  {algbw:.2f}  {algbw * 1.5:.2f}  0"
+        lines.append(f"{size:12d}  {size // 4:12d}  float  sum  -1  {cols}  {cols}")
+    path = tmp_path / "a100-4.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "logs, extra",
+    [
+        (["azure-nd-h100-v5-allreduce.log", "gcp-a3-mega-2x8-allreduce.log"], ()),
+        (
+            ["coreweave-h100-12x8-sharp-allreduce.log"],
+            ("--topology", "rail:node=dgx-h100,sharp=true", "--algo", "COLLNETCHAIN"),
+        ),
+        (["gcp-a3-mega-2x8-allreduce.log"], ("--topology", "rail:node=a3-mega", "--transport", "tcp", "-b", "200Gbps")),
+        (["4-of-8"], ()),  # one node, 4 of its 8 GPUs: gpus_per_node 4
+    ],
+)
+def test_every_cluster_file_calibrate_writes_reads_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], logs: list[str], extra: tuple[str, ...]
+) -> None:
+    """``read`` refuses keys the format does not have, keys twice and more GPUs per node than
+    the node's: what ``write`` writes must still pass, every key it writes is one the format
+    has, and the file reads back as written."""
+    from tensorwire.calibrate import cluster_file
+
+    paths = [str(_four_gpu_log(tmp_path) if log == "4-of-8" else FIXTURES / log) for log in logs]
+    out = tmp_path / "c.json"
+    rc, _, err = _run(capsys, "calibrate", "nccl-tests", *paths, *extra, "--out", str(out))
+    assert rc == 0, err
+    data = json.loads(out.read_text())
+    assert set(data) == set(cluster_file.OPTION_KEYS + cluster_file.RECORD_KEYS)
+    c = cluster_file.read(str(out))
+    assert (c.topology, c.bandwidth, c.latency, c.transport, c.gpus_per_node) == (
+        data["topology"], data["bandwidth_bytes_per_s"], data["latency_s"], data["transport"], data["gpus_per_node"],
+    )  # fmt: skip
+    assert c.to_json() == out.read_text()
+    if logs == ["4-of-8"]:
+        assert data["gpus_per_node"] == 4 and data["topology"].startswith("rail:node=dgx-a100,")

@@ -427,15 +427,54 @@ def test_latency_bound_families_keep_nccls_figures_when_none_is_bandwidth_bound(
     """Azure's 1-8 MiB rows: a ring at 1 MiB, NVLS at 2-8 MiB, none of them half transfer. No
     family qualifies, and with two present neither is fitted (all were: 4 rows gave
     ``intra_efficiency=2`` and an all-gather of 1 GiB at 623 GB/s on the calibrated node);
-    the latency and step cost still are. A regime with one family fits it even then."""
+    the latency and step cost still are."""
     run = parse_log(str(_head(tmp_path, "azure-nd-h100-v5-allreduce.log", 4)))
     assert [r.size for r in run.rows] == [1 << 20, 2 << 20, 4 << 20, 8 << 20]
     result = fit([run], "rail:node=dgx-h100", None, "rdma")
     c = result.calibration
     assert result.families == () and result.fitted == ("intra",) and result.kept == ()
     assert (c.intra_efficiency, c.intra_fill, c.nvls_efficiency, c.nvls_fill) == (1.0, 1.0, 1.0, 1.0)
-    ring_only = parse_log(str(_head(tmp_path, "azure-nd-h100-v5-allreduce.log", 1)))
-    assert fit([ring_only], "rail:node=dgx-h100", None, "rdma").families == ("intra",)
+
+
+def _small_sizes(tmp_path: Path) -> Path:
+    """Azure's header with a ring-only sweep of 8 B-4 KiB at 25 us a row (latency-bound)."""
+    head = (FIXTURES / "azure-nd-h100-v5-allreduce.log").read_text().splitlines()[:20]
+    rows = []
+    for k in range(3, 13):
+        size, algbw = 1 << k, (1 << k) / 25e3
+        cols = f"{25:7.2f}  {algbw:6.2f}  {algbw * 1.75:6.2f}       0"
+        rows.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {cols}  {cols}")
+    path = tmp_path / "small.log"
+    path.write_text("\n".join(head + rows) + "\n")
+    return path
+
+
+@pytest.mark.skipif(not NATIVE, reason=WHY)
+@pytest.mark.parametrize(
+    "topology, algo, families",
+    [
+        ("rail:node=dgx-h100", None, ()),  # NVLS could run: two families, the rings kept
+        ("rail:node=dgx-h100,nvls=false", None, ("intra",)),  # one family: fitted on what there is
+        ("rail:node=dgx-h100", "ring+tree", ("intra",)),  # NCCL_ALGO without NVLS: one family
+        ("rail:node=dgx-a100", None, ("intra",)),  # no NVLink SHARP: one family
+    ],
+)
+def test_a_family_seen_only_in_latency_bound_rows_is_fitted_only_where_it_is_the_regimes_one(
+    tmp_path: Path, topology: str, algo: Optional[str], families: tuple[str, ...]
+) -> None:
+    """An H100 node has two families (NVLS and the rest): a sweep of latency-bound ring rows
+    (8 B-4 KiB) keeps the rings at NCCL's figures. It fitted ``intra_efficiency=2`` (the rule
+    counted the families present in the rows, one), and a 1 GiB all-gather on the calibrated
+    node ran at 689 GB/s, past NVLink's 450 GB/s. Where the regime has one family for the logs
+    (no NVLS on the node, or under the logs' NCCL_ALGO), that family is fitted even so."""
+    run = parse_log(str(_small_sizes(tmp_path)))
+    result = fit([run], topology, None, "rdma", algo)
+    assert result.families == families and result.fitted == ("intra",)
+    if families:
+        return
+    c = result.calibration
+    assert (c.intra_efficiency, c.intra_fill) == (1.0, 1.0) and c.intra_latency_s > 0
+    assert nccl_predict(result.topology, 8, "allgather", 1 << 30).busbw < 450e9
 
 
 @pytest.mark.skipif(not NATIVE, reason=WHY)

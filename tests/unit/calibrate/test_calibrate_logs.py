@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -728,3 +729,185 @@ def test_a_log_may_hold_max_rows_rows(tmp_path: Path) -> None:
         "log",
         f"{path}:{line}: row 10,001 of the table: a log may hold 10,000 rows at most (a nccl-tests sweep prints about 30)",
     )
+
+
+# --- logs of other nccl-tests releases, launchers and options ---------------------------
+
+
+def _cputime(text: str, us: str = "12.50") -> str:
+    """``text`` as nccl-tests ``-C 1`` prints it: the time columns headed ``cputime`` and
+    holding the CPU's time (``us``), the bandwidths still the GPU's."""
+    lines = []
+    for line in text.splitlines():
+        if line.lstrip("# ").startswith("size"):
+            line = line.replace(" time ", " cputime ")
+        elif _ROW.match(line):
+            fields = line.split()
+            fields[5] = fields[9] = us
+            line = "  ".join(fields)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+_ROW = re.compile(r"^\s+[0-9]+\s+[0-9]+\s")
+
+
+def test_a_cputime_log_takes_each_time_from_its_algbw(tmp_path: Path) -> None:
+    """With ``-C 1`` nccl-tests prints the CPU's enqueue time in the time column (``cputime``)
+    and computes algbw from the GPU's time: each row's time is size / algbw. The CPU's 12.5 us
+    were fitted as the time (``nvls_efficiency=2``, every row -99.9%); the fit now is the one of
+    the GPU's times, to algbw's printed digits."""
+    path = tmp_path / "cpu.log"
+    path.write_text(_cputime(AZURE.read_text()))
+    run, gpu = parse_log(str(path)), parse_log(str(AZURE))
+    assert [r.seconds for r in run.rows] == [pytest.approx(r.size / r.algbw, rel=1e-12) for r in run.rows]
+    assert [r.seconds for r in run.rows] == [pytest.approx(r.seconds, rel=1e-3) for r in gpu.rows]
+    assert [r.in_place_seconds for r in run.rows] == [pytest.approx(r.seconds, rel=1e-3) for r in gpu.rows]
+    p = _cli(path, "--json")
+    assert p.returncode == 0, p.stderr
+    cal, want = json.loads(p.stdout)["calibration"], json.loads(_cli(AZURE, "--json").stdout)["calibration"]
+    assert cal == pytest.approx(want, rel=1e-2, abs=1e-9)
+
+
+def test_a_cputime_row_whose_algbw_is_0_is_refused_naming_it(tmp_path: Path) -> None:
+    """A small size prints algbw 0.00: it gives no time (it would divide by 0)."""
+    text, line = _with_fields(_cputime(AZURE.read_text()), 1 << 20, {6: "0.00", 7: "0.00"})
+    path = tmp_path / "cpu0.log"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args[1].startswith(
+        f"{path}:{line}: algbw 0.00 at size 1048576: with a cputime column (nccl-tests -C 1) the time is read from algbw"
+    )
+
+
+def test_rank_lines_of_nccl_tests_2_13_3_and_older_read(tmp_path: Path) -> None:
+    """``#   Rank  0 Pid 4100 on node0 device  0 [0x18] GPU`` (no ``Group N``, before v2.13.4)
+    was no rank line, and such a log was refused."""
+    old = re.sub(
+        r"^#  Rank (..) Group  0 Pid(.*) \[0000:(..):00\]", r"#   Rank \1 Pid\2 [0x\3]", AZURE.read_text(), flags=re.M
+    )
+    assert "Group" not in old and "#   Rank  7 Pid   4100 on      node0 device  7 [0xdb]" in old
+    path = tmp_path / "old.log"
+    path.write_text(old)
+    run = parse_log(str(path))
+    assert (run.ranks, run.nodes, run.gpu, run.rows) == (8, 1, "NVIDIA H100 80GB HBM3", parse_log(str(AZURE)).rows)
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        "# Collective test starting: ./build/all_gather_perf_mpi",
+        "mpirun -np 8 /opt/nccl-tests/all_gather_perf_mpi -g 1",
+    ],
+)
+def test_a_binary_built_with_a_name_suffix_is_its_binary(named: str) -> None:
+    """``make NAME_SUFFIX=_mpi`` builds ``all_gather_perf_mpi`` (nccl-tests' README): it was
+    "not a collective calibration reads"."""
+    text = named + "\n" + _table(redop="none", count_div=32)
+    assert _collective(text) == "allgather"
+    with _temp_log(text) as path:
+        assert parse_log(path).binary == "all_gather_perf"
+
+
+#: Logs without nccl-tests' ``# Collective test starting:`` line (v2.13.4-v2.16.6): a line
+#: before the output, the table (``redop none`` is all-gather or all-to-all; ``sum`` with
+#: size = count x 4 all-reduce), ``--collective`` and what is read (or the refusal's start).
+WEAK = {
+    # A line naming two binaries says nothing: it made the log all-gather, and refused
+    # --collective alltoall.
+    "building-two": ("Building all_gather_perf alltoall_perf ... done", "none", "alltoall", "alltoall"),
+    "building-two-no-collective": (
+        "Building all_gather_perf alltoall_perf ... done",
+        "none",
+        None,
+        "cannot tell the collective: no line names one *_perf binary",
+    ),
+    # Lines naming one binary each (make's "Linking ..."), naming two in all: nothing.
+    "linking": (
+        "Linking ../build/all_reduce.o > ../build/all_reduce_perf\nLinking ../build/alltoall.o > ../build/alltoall_perf",
+        "none",
+        None,
+        "cannot tell the collective: lines name several binaries (all_reduce_perf on line 1, alltoall_perf on line 2)",
+    ),
+    # A word that is no nccl-tests binary is ignored: it made even --collective allreduce fail.
+    "job-name": ("Starting job nccl_perf on node0", "sum", "allreduce", "allreduce"),
+    "job-name-table": ("Starting job nccl_perf on node0", "sum", None, "allreduce"),
+    "job-name-alone": (
+        "Starting job nccl_perf on node0",
+        "none",
+        None,
+        ":1: cannot tell the collective: nccl_perf is no nccl-tests binary, and the table cannot tell",
+    ),
+    # --collective outweighs a binary named in passing (it was refused as contradicting it).
+    "echoed-and-given": ("mpirun -np 8 all_gather_perf -b 8", "none", "alltoall", "alltoall"),
+    "echoed": ("mpirun -np 8 all_gather_perf -b 8", "none", None, "allgather"),
+    "echoed-unread": ("mpirun -np 8 broadcast_perf -b 8", "none", None, ":1: broadcast_perf is not a collective"),
+    "echoed-unread-given": ("mpirun -np 8 broadcast_perf -b 8", "none", "allgather", "allgather"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WEAK))
+def test_a_binary_named_in_passing_is_weak_evidence(name: str) -> None:
+    line, redop, given, want = WEAK[name]
+    text = line + "\n" + _table(redop=redop, count_div=4 if redop == "sum" else 32)
+    if want in COLLECTIVE_NAMES:
+        assert _collective(text, given) == want
+        return
+    with pytest.raises(InputError) as e:
+        _collective(text, given)
+    assert e.value.args[0] == "log" and want in e.value.args[1], e.value.args
+
+
+@pytest.mark.parametrize(
+    "code, version", [("2708", "2.7.8"), ("2804", "2.8.4"), ("20906", "2.9.6"), ("21805", "2.18.5")]
+)
+def test_nccl_library_codes_of_every_release_are_decoded(tmp_path: Path, code: str, version: str) -> None:
+    """NCCL before 2.9 codes its version as major x 1000 + minor x 100 + patch: 2708 was
+    recorded as 0.27.8."""
+    path = tmp_path / "v.log"
+    path.write_text(f"# nccl-tests version 2.13.4 nccl-headers={code} nccl-library={code}\n" + GOOD)
+    assert parse_log(str(path)).nccl_version == version
+
+
+@pytest.mark.parametrize("prefix", ["[1,0]<stdout>:", "[1,0]<stdout>: ", "0: ", "  0: "])
+def test_a_launchers_prefix_on_every_line_is_read_through(tmp_path: Path, prefix: str) -> None:
+    """``mpirun --tag-output`` and ``srun -l`` put a prefix before each line: the log was "no
+    '# nThread' header". It reads as the log without it, and errors name the file's lines."""
+    path = tmp_path / "tagged.log"
+    path.write_text("".join(prefix + line + "\n" for line in AZURE.read_text().splitlines()))
+    assert parse_log(str(path)).rows == parse_log(str(AZURE)).rows
+    text, line = _mutate(AZURE, 8 << 20, 7, "182.13")
+    path.write_text("".join(prefix + t + "\n" for t in text.splitlines()))
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args[1].startswith(f"{path}:{line}: columns disagree at size {8 << 20}")
+
+
+@pytest.mark.parametrize("keep", [3, 12, 16, 40])
+def test_a_last_row_cut_off_mid_line_is_refused(tmp_path: Path, keep: int) -> None:
+    """A log whose output stopped mid-row: its last row cut to a number or two was skipped
+    without a word (13 rows fitted); at any length it is refused naming the line."""
+    text = AZURE.read_text()
+    start = text.index("  8589934592  ")
+    path = tmp_path / "cut.log"
+    path.write_text(text[: start + keep])
+    line = text[:start].count("\n") + 1
+    with pytest.raises(InputError) as e:
+        parse_log(str(path))
+    assert e.value.args[0] == "log" and e.value.args[1].startswith(f"{path}:{line}: "), e.value.args
+    assert "fields where the header has 13: a row cut short" in e.value.args[1]
+    path.write_text(text[: text.index("\n", start)])  # the whole row, no newline after it
+    assert len(parse_log(str(path)).rows) == 14
+
+
+def test_a_log_given_twice_is_refused(tmp_path: Path) -> None:
+    """The same log twice (its path, or a copy) was fitted with every row counted twice."""
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(AZURE.read_bytes())
+    for second, what in ((AZURE, "given twice"), (copy, f"the same bytes as {AZURE}")):
+        p = _cli(AZURE, str(second))
+        assert p.returncode == 2 and p.stdout == "", p
+        assert p.stderr.strip().splitlines() == [
+            f"tensorwire: error: log: {second}: {what}: its rows would count twice; give each run once"
+        ]

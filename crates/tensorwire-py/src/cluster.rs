@@ -33,6 +33,13 @@ impl PyTopology {
         self.inner.name()
     }
 
+    /// The node preset of a `rail` fabric (`dgx-h100` unless `node=` names another), else
+    /// None: the machine whose GPUs the fabric's ranks are.
+    #[getter]
+    fn node(&self) -> Option<&'static str> {
+        self.inner.node_preset().map(|n| n.name)
+    }
+
     /// The host link rate, bytes/s, to simulate with, from the one given (`--bandwidth`),
     /// if any: see `TopologySpec::host_rate` (on `rail` the given rate is each GPU's NIC
     /// rate, and without one the node preset's or `nic=`).

@@ -26,7 +26,7 @@ from tensorwire.stragglers import parse_stragglers
 from tensorwire.strategy import Strategy, check, host_options, split_specs, strategies
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload, bus_factor
-from tensorwire.workloads import llm, load_model, models
+from tensorwire.workloads import device_on, llm, load_model, models
 from tensorwire.workloads.formats import load_workload, name_apart
 from tensorwire.workloads.synthetic import add_modules
 
@@ -84,10 +84,18 @@ def _whatif(workload: Workload, compute_speedup: Optional[float], modules: Optio
 
 
 def _load(
-    name: str, gpu: Optional[str], batch: Optional[int], seq_len: Optional[int], mfu: Optional[float], recompute: bool
+    name: str,
+    gpu: Optional[str],
+    batch: Optional[int],
+    seq_len: Optional[int],
+    mfu: Optional[float],
+    recompute: bool,
+    topology: str,
 ) -> Workload:
     """A built-in model; the LLM-only options are passed only when given, so that a zoo model
-    refuses them by name."""
+    refuses them by name. An LLM without ``--gpu`` on a rail computes on its node's GPU
+    (``rail:node=dgx-a100``: A100 80GB; it computed on the default H100)."""
+    gpu = device_on(name, gpu, topology)
     extra: dict[str, Any] = {k: v for k, v in (("seq_len", seq_len), ("mfu", mfu)) if v is not None}
     if recompute:
         extra["recompute"] = True
@@ -181,7 +189,7 @@ def simulate_cmd(
     cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)
     variability = parse_stragglers(stragglers, workers)
     if model is not None:
-        workload = _load(model, gpu, batch, seq_len, mfu, recompute)
+        workload = _load(model, gpu, batch, seq_len, mfu, recompute, topology)
     elif workload_file is not None:
         workload = load_workload(workload_file, workload_format)
     else:
@@ -221,7 +229,11 @@ def simulate_cmd(
                 **variability,
             )
         )
-    extra = collective_metrics(workload, result) if collective is not None else _llm_metrics(workload, seq_len, result)
+    extra = (
+        collective_metrics(workload, result)
+        if collective is not None
+        else _llm_metrics(workload, seq_len, compute_speedup, result)
+    )
     if as_json:
         out = result.to_dict()
         # The timeline goes to --trace's file (cut to --trace-workers), never to stdout: a
@@ -379,17 +391,22 @@ def collective_metrics(workload: Workload, r: Result) -> dict[str, Any]:
     }
 
 
-def _llm_metrics(workload: Workload, seq_len: Optional[int], r: Result) -> dict[str, float]:
+def _llm_metrics(
+    workload: Workload, seq_len: Optional[int], compute_speedup: Optional[float], r: Result
+) -> dict[str, float]:
     """tokens/s of the whole job and achieved model TFLOP/s per GPU, for a built-in LLM (else
-    empty): model FLOPs per iteration and GPU = 3 x forward FLOPs (forward plus a backward of
-    twice the forward, without recomputation, as MFU counts them) x micro-batch."""
+    empty): model FLOPs per iteration and worker = 3 x forward FLOPs (forward plus a backward
+    of twice the forward, without recomputation, as MFU counts them) x micro-batch. With
+    ``--compute-speedup k`` a worker computes as k GPUs (docs/llm.md: one replica per node,
+    compute divided among its GPUs), so a GPU's share is a k-th of the worker's: it reported
+    2,791.9 TFLOP/s per H100 (peak 989.4) at k = 8."""
     if workload.name not in llm.names() or r.iteration_time_s <= 0:
         return {}
     tokens = llm.tokens_per_sample(workload.name, seq_len)
     flops = 3 * llm.forward_flops(workload.name, tokens) * workload.batch_size
     return {
         "tokens_per_s": r.throughput_samples_per_s * tokens,
-        "model_tflops_per_gpu": flops / r.iteration_time_s / 1e12,
+        "model_tflops_per_gpu": flops / r.iteration_time_s / 1e12 / (compute_speedup or 1.0),
     }
 
 
@@ -468,7 +485,11 @@ def compare_cmd(
         if only_llms
         else tuple(s.name for s in strategies() if s.alias_of is None and (on_gpus or s.name not in GPU_STRATEGIES))
     )
-    specs = split_specs(strategy_list) if strategy_list is not None else _defaults_that_run(candidates, n, topology, network)
+    specs = (
+        split_specs(strategy_list)
+        if strategy_list is not None
+        else _defaults_that_run(candidates, n, topology, network)
+    )
     checked = [Strategy(s) for s in specs]
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
@@ -488,7 +509,7 @@ def compare_cmd(
         overhead,
         rank_placement,
     )
-    loaded = [_load(m, gpu, batch, seq_len, mfu, recompute) for m in names]
+    loaded = [_load(m, gpu, batch, seq_len, mfu, recompute, topology) for m in names]
     if workload_file is not None:
         w = load_workload(workload_file, workload_format)
         loaded.append(dataclasses.replace(w, name=name_apart(w.name, names, workload_file)))
@@ -529,7 +550,7 @@ def compare_cmd(
                 d.pop("link_utilization")
                 d.pop("timeline")
                 d["bandwidth_bytes_per_s"] = r.bandwidth
-                d.update(_llm_metrics(by_name[name], seq_len, r))
+                d.update(_llm_metrics(by_name[name], seq_len, compute_speedup, r))
                 d["baseline"] = base.strategy if base is not None else None
                 if note:
                     d["baseline_note"] = note
@@ -544,7 +565,7 @@ def compare_cmd(
     else:
         for name, rows in results.items():
             base, note = _baseline(rows, preferred)
-            metrics = functools.partial(_llm_metrics, by_name[name], seq_len)
+            metrics = functools.partial(_llm_metrics, by_name[name], seq_len, compute_speedup)
             render.comparison(name, rows, base, note, cluster, aliases, metrics)
     if not any(isinstance(r, Result) for rows in results.values() for r in rows):
         # Nothing was compared: the refusals above say why; the run is an error, as a

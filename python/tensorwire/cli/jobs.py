@@ -18,7 +18,7 @@ from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.strategy import Strategy
 from tensorwire.units import counted, format_count, format_seconds
-from tensorwire.workloads import load_model
+from tensorwire.workloads import device_on, load_model
 
 #: What a job's name may contain (it is shown in tables and named in --place).
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -27,8 +27,9 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 MAX_PLACED = 10_000_000
 
 
-def parse_job(text: str, gpu: Optional[str]) -> Job:
-    """``NAME:MODEL:WORKERS:STRATEGY`` (the strategy may carry its own options)."""
+def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None) -> Job:
+    """``NAME:MODEL:WORKERS:STRATEGY`` (the strategy may carry its own options); an LLM
+    without ``gpu`` computes on the rail's node GPU (:func:`tensorwire.workloads.device_on`)."""
     parts = text.split(":", 3)
     if len(parts) != 4 or not all(parts):
         raise InputError(
@@ -39,7 +40,7 @@ def parse_job(text: str, gpu: Optional[str]) -> Job:
         raise InputError("job", f"{text!r}: the name {name!r} may use only letters, digits, '_', '-' and '.'")
     if not workers.isdigit() or not 1 <= int(workers) <= _core.MAX_WORKERS:
         raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {_core.MAX_WORKERS:,}")
-    return Job(name, load_model(model, gpu), int(workers), strategy)
+    return Job(name, load_model(model, device_on(model, gpu, topology)), int(workers), strategy)
 
 
 def parse_place(text: str) -> tuple[str, list[int]]:
@@ -157,7 +158,7 @@ def jobs(
         tensorwire jobs --job a:resnet50:8:ring --job b:vgg16:8:ring -b 25Gbps \\
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
     """
-    listed = [parse_job(s, gpu) for s in job_specs]
+    listed = [parse_job(s, gpu, topology) for s in job_specs]
     strategies = [Strategy(str(j.strategy)) for j in listed]
     # In a multi-job run sharded jobs default to comm=flows, as they do on a star: NCCL's
     # model times `nccl`, `ddp` and `comm=nccl` only, whatever the fabric.

@@ -22,7 +22,7 @@ from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, is_int, i
 from tensorwire.strategy import Strategy, probe, runs_on, split_specs
 from tensorwire.strategy import strategies as builtin_strategies
 from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
-from tensorwire.workloads import load_model
+from tensorwire.workloads import device_on, load_model
 from tensorwire.workloads import models as zoo_models
 from tensorwire.workloads.formats import load_workload, name_apart
 
@@ -234,12 +234,14 @@ def expand(
         specs = _unique(Strategy(str(s)).spec for s in _items(strategies, "strategy", specs=True))
     seed_values = _unique(_int(s, "seed", 0) for s in _items(seeds, "seed"))
 
-    # Every (model, gpu, batch) must load; resolve the defaults so rows say what ran.
+    # Every (model, gpu, batch) must load; resolve the defaults so rows say what ran (an
+    # LLM without a GPU computes on its rail's node GPU: `device_on`).
     default_device = {m.name: m.default_device for m in zoo_models()}
-    resolved: list[tuple[str, str, int]] = []
-    for name, gpu, batch in itertools.product(model_names, gpu_names, batch_sizes):
-        size = load_model(name, gpu, batch).batch_size  # raises InputError (model, gpu, batch)
-        resolved.append((name, gpu or default_device[name], size))
+    resolved: list[tuple[str, str, int, str]] = []
+    for name, gpu, batch, topo in itertools.product(model_names, gpu_names, batch_sizes, topos):
+        device = device_on(name, gpu, topo)
+        size = load_model(name, device, batch).batch_size  # raises InputError (model, gpu, batch)
+        resolved.append((name, device or default_device[name], size, topo))
     resolved = _unique(resolved)
     files: list[tuple[str, str, int]] = []
     if workload_file:
@@ -250,12 +252,11 @@ def expand(
     # file of hundreds of megabytes (1,000 worker counts x 1,000 rates ran a minute without
     # a line of output).
     points = (
-        len(resolved + files)
+        (sum(len(rates_of[t]) for *_, t in resolved) + len(files) * sum(len(rates_of[t]) for t in topos))
         * len(speedups)
         * len(nets)
         * len(lats)
         * len(ns)
-        * sum(len(rates_of[t]) for t in topos)
         * len(specs)
         * len(seed_values)
     )
@@ -286,8 +287,8 @@ def expand(
             workload_format=workload_format,
             max_flows=max_flows,
         )
-        for (name, device, batch), speedup, topo, net, lat, n in itertools.product(
-            resolved + files, speedups, topos, nets, lats, ns
+        for (name, device, batch, topo), speedup, net, lat, n in itertools.product(
+            resolved + [(*f, topo) for topo in topos for f in files], speedups, nets, lats, ns
         )
         for rate, spec, seed in itertools.product(rates_of[topo], specs, seed_values)
     ]

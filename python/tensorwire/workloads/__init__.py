@@ -157,6 +157,25 @@ def models() -> list[ModelInfo]:
     return [_info(_raw(n)) for n in names()] + [_llm_info(n) for n in llm.names()]
 
 
+def device_on(model: str, gpu: Optional[str], topology: Optional[str]) -> Optional[str]:
+    """The device ``model`` computes on in a run on ``topology``: ``gpu`` when given; for a
+    built-in LLM on a ``rail`` fabric, its node preset's GPU (``rail:node=dgx-a100``: the
+    A100 80GB, where it computed on the default H100 over an A100 network); else None (the
+    model's default device).
+
+    >>> device_on("llama3_8b", None, "rail:node=dgx-a100"), device_on("llama3_8b", "h100", "rail:node=dgx-a100")
+    ('a100-80gb', 'h100')
+    >>> device_on("resnet50", None, "rail:node=dgx-a100") is None
+    True
+    """
+    if gpu is not None or topology is None or model not in llm.names():
+        return gpu
+    from tensorwire import _core
+
+    node = _core.Topology(topology).node
+    return hardware.node(node).gpu if node is not None else None
+
+
 def load_model(
     name: str,
     gpu: Optional[str] = None,

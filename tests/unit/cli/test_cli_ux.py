@@ -255,6 +255,37 @@ def test_llm_results_have_tokens_and_achieved_tflops() -> None:
     assert "tokens/s" in table and "TFLOP/s per GPU" in table
 
 
+def test_a_worker_of_k_gpus_reports_tflops_per_gpu() -> None:
+    # docs/llm.md: one replica per node, compute divided via --compute-speedup 8. A GPU's
+    # share is an eighth of the worker's: it printed 2,791.9 TFLOP/s per H100 (peak 989.4).
+    args = ("simulate", "-m", "llama3_70b", "--gpu", "h100", "-n", "128", "--topology", "rail:node=dgx-h100", "-s")
+    out = json.loads(run(*args, "ddp", "--compute-speedup", "8", "--json").stdout)
+    from tensorwire.workloads import llm
+
+    flops = 3 * llm.forward_flops("llama3_70b", 8192)
+    assert out["model_tflops_per_gpu"] == pytest.approx(flops / out["iteration_time_s"] / 1e12 / 8)
+    assert out["model_tflops_per_gpu"] <= 0.40 * 989.4 * 1.001
+    assert out["tokens_per_s"] == pytest.approx(out["throughput_samples_per_s"] * 8192)
+
+
+def test_an_llm_on_a_rail_computes_on_its_nodes_gpu() -> None:
+    # rail:node=dgx-a100 without --gpu computed on the default H100 over an A100 network.
+    base = ("-m", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-a100", "-s", "ddp")
+    a100 = run("simulate", *base).stdout
+    assert "A100 SXM 80GB" in a100.splitlines()[0], a100
+    given = run("simulate", *base, "--gpu", "h100").stdout
+    assert "H100 SXM 80GB" in given.splitlines()[0], given
+    on_a100 = json.loads(run("simulate", *base, "--json").stdout)["compute_time_s"]
+    on_h100 = json.loads(run("simulate", *base, "--gpu", "h100", "--json").stdout)["compute_time_s"]
+    # Same MFU of each GPU's bf16 peak: 989.4 / 312 TFLOP/s.
+    assert on_a100 / on_h100 == pytest.approx(989.4 / 312.0, rel=1e-3)
+    # jobs too: a job alone is the simulate run of the same 8 GPUs.
+    rail8 = ("-n", "8", "--topology", "rail:node=dgx-a100", "--json")
+    jobs = json.loads(run("jobs", "--job", "a:llama3_8b:8:ddp", *rail8).stdout)
+    alone = json.loads(run("simulate", "-m", "llama3_8b", "-s", "ddp", *rail8).stdout)["iteration_time_s"]
+    assert jobs[0]["alone_iteration_time_s"] == pytest.approx(alone, rel=1e-9)
+
+
 def test_small_rates_keep_their_decimals() -> None:
     from tensorwire.units import format_count
 

@@ -220,3 +220,18 @@ def test_nccl_timed_defaults_are_left_out_of_the_analytical_network(tmp_path: Pa
         "-s", "ddp", "-o", "r2.csv", cwd=tmp_path,
     )  # fmt: skip
     assert p.returncode == 2 and p.stderr.startswith("tensorwire: error: network:"), p.stderr
+
+
+def test_an_llm_computes_on_each_rails_node_gpu(tmp_path: Path) -> None:
+    """Without --gpu an LLM took the default H100 on every fabric of the grid; on a rail it
+    computes on the node's GPU, on other fabrics on the default, one row per point."""
+    p = tensorwire(
+        "sweep", "-m", "llama3_8b", "-n", "16", "-b", "100Gbps", "-s", "ddp,ring", "-j", "1", "-o", "r.csv",
+        "--topology", "rail:node=dgx-a100,rail:node=dgx-h100,star", cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    rows = read_rows(tmp_path / "r.csv")
+    gpus = {(r["topology"], r["strategy"]): r["gpu"] for r in rows}
+    assert len(rows) == len(gpus) == 6
+    assert {g for (t, _), g in gpus.items() if t == "rail:node=dgx-a100"} == {"a100-80gb"}
+    assert {g for (t, _), g in gpus.items() if t != "rail:node=dgx-a100"} == {"h100"}

@@ -426,11 +426,7 @@ impl TopologySpec {
     /// The host link rate the fabric gives when none is given, bytes/s: on `rail` each
     /// GPU's NIC rate (`nic=`, else the node preset's); `None` for the other fabrics.
     pub fn own_rate(&self) -> Option<f64> {
-        if self.0.name != "rail" {
-            return None;
-        }
-        let node =
-            super::NodePreset::by_name(self.0.choice("node").unwrap_or("dgx-h100")).expect("listed presets exist");
+        let node = self.node_preset()?;
         Some(self.0.rate("nic").unwrap_or(node.nic_bytes_per_s))
     }
 
@@ -480,11 +476,7 @@ impl TopologySpec {
     /// given, else at `bytes_per_s` (the host rate: [`TopologySpec::host_rate`] gives the
     /// preset's when none is given); other hosts (servers) at `bytes_per_s`.
     pub fn rail_params(&self, bytes_per_s: f64) -> Option<super::RailParams> {
-        if self.0.name != "rail" {
-            return None;
-        }
-        let node =
-            super::NodePreset::by_name(self.0.choice("node").unwrap_or("dgx-h100")).expect("listed presets exist");
+        let node = self.node_preset()?;
         let per_group = self.0.count("nodes_per_group").unwrap_or(32) as usize;
         Some(super::RailParams {
             gpus_per_node: node.gpus,

@@ -168,6 +168,19 @@ impl PyStrategy {
         })
     }
 
+    /// Bytes of model state (weights, gradients, mixed-precision Adam's optimizer state) each
+    /// of `workers` ranks holds for `params` parameters of `weight_bytes` bytes on `topology`
+    /// (ZeRO's count: `tensorwire_core::strategy::Strategy::model_state_bytes`).
+    fn model_state_bytes(
+        &self,
+        params: f64,
+        weight_bytes: f64,
+        topology: PyRef<'_, crate::cluster::PyTopology>,
+        workers: usize,
+    ) -> PyResult<f64> {
+        guarded(|| self.inner.model_state_bytes(params, weight_bytes, &topology.inner, workers))
+    }
+
     /// Parameter servers: the order in which server `server` sends to `workers` workers in
     /// a distribution round (the simulator's: from worker `server x workers / num_ps`,
     /// servers sharing a start by different strides). Refused for the other families.

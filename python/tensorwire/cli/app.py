@@ -26,7 +26,7 @@ from tensorwire.stragglers import parse_stragglers
 from tensorwire.strategy import Strategy, check, host_options, split_specs, strategies
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload, bus_factor
-from tensorwire.workloads import device_on, llm, load_model, models
+from tensorwire.workloads import device_on, hardware, llm, load_model, models
 from tensorwire.workloads.formats import load_workload, name_apart
 from tensorwire.workloads.synthetic import add_modules
 
@@ -232,7 +232,7 @@ def simulate_cmd(
     extra = (
         collective_metrics(workload, result)
         if collective is not None
-        else _llm_metrics(workload, seq_len, compute_speedup, result)
+        else _llm_metrics(workload, seq_len, compute_speedup, topology, gpu, result)
     )
     if as_json:
         out = result.to_dict()
@@ -392,21 +392,38 @@ def collective_metrics(workload: Workload, r: Result) -> dict[str, Any]:
 
 
 def _llm_metrics(
-    workload: Workload, seq_len: Optional[int], compute_speedup: Optional[float], r: Result
+    workload: Workload,
+    seq_len: Optional[int],
+    compute_speedup: Optional[float],
+    topology: str,
+    gpu: Optional[str],
+    r: Result,
 ) -> dict[str, float]:
-    """tokens/s of the whole job and achieved model TFLOP/s per GPU, for a built-in LLM (else
-    empty): model FLOPs per iteration and worker = 3 x forward FLOPs (forward plus a backward
-    of twice the forward, without recomputation, as MFU counts them) x micro-batch. With
-    ``--compute-speedup k`` a worker computes as k GPUs (docs/llm.md: one replica per node,
-    compute divided among its GPUs), so a GPU's share is a k-th of the worker's: it reported
-    2,791.9 TFLOP/s per H100 (peak 989.4) at k = 8."""
+    """tokens/s of the whole job, achieved model TFLOP/s per GPU and model-state memory per
+    GPU, for a built-in LLM (else empty). Model FLOPs per iteration and worker = 3 x forward
+    FLOPs (forward plus a backward of twice the forward, without recomputation, as MFU counts
+    them) x micro-batch. Model states: ZeRO's count under the strategy
+    (``_core.Strategy.model_state_bytes``: weights, gradients and mixed-precision Adam's 12
+    bytes per parameter, sharded as the strategy shards them), beside the GPU's memory
+    (``gpu``: the device the workload computes on). With ``--compute-speedup k`` a worker
+    computes as k GPUs (docs/llm.md: one replica per node, compute divided among its GPUs),
+    so a GPU's share of both is a k-th of the worker's: it reported 2,791.9 TFLOP/s per H100
+    (peak 989.4) at k = 8."""
     if workload.name not in llm.names() or r.iteration_time_s <= 0:
         return {}
+    per_gpu = 1.0 / (compute_speedup or 1.0)
     tokens = llm.tokens_per_sample(workload.name, seq_len)
     flops = 3 * llm.forward_flops(workload.name, tokens) * workload.batch_size
+    params = workload.total_bytes / workload.dtype_bytes
+    states = Strategy(r.strategy).core.model_state_bytes(
+        params, workload.dtype_bytes, _core.Topology(topology), r.workers
+    )
+    device = hardware.gpu(device_on(workload.name, gpu, topology) or llm.DEFAULT_GPU)
     return {
         "tokens_per_s": r.throughput_samples_per_s * tokens,
-        "model_tflops_per_gpu": flops / r.iteration_time_s / 1e12 / (compute_speedup or 1.0),
+        "model_tflops_per_gpu": flops / r.iteration_time_s / 1e12 * per_gpu,
+        "model_state_bytes_per_gpu": states * per_gpu,
+        "gpu_memory_bytes": float(device.memory_bytes),
     }
 
 
@@ -550,7 +567,7 @@ def compare_cmd(
                 d.pop("link_utilization")
                 d.pop("timeline")
                 d["bandwidth_bytes_per_s"] = r.bandwidth
-                d.update(_llm_metrics(by_name[name], seq_len, compute_speedup, r))
+                d.update(_llm_metrics(by_name[name], seq_len, compute_speedup, topology, gpu, r))
                 d["baseline"] = base.strategy if base is not None else None
                 if note:
                     d["baseline_note"] = note
@@ -565,7 +582,7 @@ def compare_cmd(
     else:
         for name, rows in results.items():
             base, note = _baseline(rows, preferred)
-            metrics = functools.partial(_llm_metrics, by_name[name], seq_len, compute_speedup)
+            metrics = functools.partial(_llm_metrics, by_name[name], seq_len, compute_speedup, topology, gpu)
             render.comparison(name, rows, base, note, cluster, aliases, metrics)
     if not any(isinstance(r, Result) for rows in results.values() for r in rows):
         # Nothing was compared: the refusals above say why; the run is an error, as a

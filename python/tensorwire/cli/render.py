@@ -164,6 +164,7 @@ def result(
         if "tokens_per_s" in extra:
             t.add_row("tokens/s (whole job)", format_count(extra["tokens_per_s"]))
             t.add_row("model TFLOP/s per GPU (achieved)", f"{extra['model_tflops_per_gpu']:,.1f}")
+            t.add_row("model states per GPU (ZeRO's count)", model_states(extra))
         t.add_row("scaling factor", f"{r.scaling_factor:.3f}")
         t.add_row("compute per iteration", format_seconds(r.compute_time_s))
     # Two different measures: rank 0's messages in flight, and the time the iteration is
@@ -190,6 +191,10 @@ def result(
 
 #: What the link section says when no link utilisation was measured.
 NO_LINKS = "- (NCCL's collectives are timed in closed form and put no flows on links)"
+STATES_NOTE = (
+    "states/GPU: weights, gradients and Adam's 12 bytes per parameter as each strategy shards them "
+    "(ZeRO's count; activations come on top); > GPU memory: does not fit, time shown regardless"
+)
 
 #: Most NCCL choices listed in ``simulate``'s table (the most used; the rest counted).
 NCCL_ROWS = 4
@@ -218,6 +223,17 @@ def nccl_rows(r: Result, bench: bool) -> list[tuple[str, str]]:
     return rows
 
 
+def model_states(extra: dict[str, float], short: bool = False) -> str:
+    """Model-state memory per GPU beside the GPU's memory, in GiB as GPUs are sold (an H100
+    "80GB" has 80 GiB): ``1,043 GiB > 80`` where it does not fit (activations come on top of
+    either), ``16.3 GiB`` (``of 80 GiB`` in full)."""
+    need, have = extra["model_state_bytes_per_gpu"] / 2**30, extra["gpu_memory_bytes"] / 2**30
+    shown = f"{format_count(need)} GiB"
+    if need > have:
+        return f"{shown} > {format_count(have)}" + (" GiB: does not fit" if not short else "")
+    return shown if short else f"{shown} of {format_count(have)} GiB"
+
+
 def comparison(
     model: str,
     rows: Sequence[Any],
@@ -239,7 +255,7 @@ def comparison(
     t = Table(title=title)
     columns = [("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right")]
     if llm:
-        columns += [("tokens/s", "right"), ("TFLOP/s per GPU", "right")]
+        columns += [("tokens/s", "right"), ("TFLOP/s per GPU", "right"), ("states/GPU", "right")]
     columns += [
         ("scaling", "right"),
         ("exposed", "right"),
@@ -256,7 +272,7 @@ def comparison(
         cells = [str(i), name, format_seconds(r.iteration_time_s), format_count(r.throughput_samples_per_s)]
         if llm and extra is not None:
             m = extra(r)
-            cells += [format_count(m["tokens_per_s"]), f"{m['model_tflops_per_gpu']:,.1f}"]
+            cells += [format_count(m["tokens_per_s"]), f"{m['model_tflops_per_gpu']:,.1f}", model_states(m, short=True)]
         cells += [
             f"{r.scaling_factor:.3f}",
             format_seconds(r.exposed_comm_s),
@@ -269,6 +285,8 @@ def comparison(
     console.print(t)
     if any(not r.link_utilization for r in ran):
         console.print(Text(f"max link {NO_LINKS}"))
+    if llm and extra is not None:
+        console.print(Text(STATES_NOTE))
     over = [r.strategy for r in ran if over_capacity(r.max_link_utilization)]
     if over:
         console.print(Text(OVERLOAD.format(strategies=", ".join(over))))

@@ -268,6 +268,30 @@ def test_a_worker_of_k_gpus_reports_tflops_per_gpu() -> None:
     assert out["tokens_per_s"] == pytest.approx(out["throughput_samples_per_s"] * 8192)
 
 
+def test_compare_shows_model_states_per_gpu_by_zeros_count() -> None:
+    # compare ranked ddp first for Llama 3 70B on 1,024 H100 with nothing to say that its
+    # 16 bytes per parameter (1.1 TB) cannot fit in an 80 GiB GPU.
+    p = run("compare", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100", "--json")
+    rows = {r["strategy"]: r for r in json.loads(p.stdout) if "iteration_time_s" in r}
+    from tensorwire.workloads import load_model
+
+    w = load_model("llama3_70b")
+    psi, n = w.total_bytes / w.dtype_bytes, 1024
+    expected = {
+        "ddp": 16 * psi,  # bf16 weights and gradients, fp32 master copy, momentum, variance
+        "zero1": 4 * psi + 12 * psi / n,
+        "zero2": 2 * psi + 14 * psi / n,
+        "zero3": 16 * psi / n,
+        "fsdp": 16 * psi / n,
+        "hsdp": 16 * psi / 8,  # sharded within a node
+    }
+    for spec, need in expected.items():
+        assert rows[spec]["model_state_bytes_per_gpu"] == pytest.approx(need, rel=1e-12), spec
+        assert rows[spec]["gpu_memory_bytes"] == 80 * 2**30
+    table = run("compare", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100").stdout
+    assert "> 80" in table and "states/GPU" in table and "ZeRO's count" in table
+
+
 def test_an_llm_on_a_rail_computes_on_its_nodes_gpu() -> None:
     # rail:node=dgx-a100 without --gpu computed on the default H100 over an A100 network.
     base = ("-m", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-a100", "-s", "ddp")

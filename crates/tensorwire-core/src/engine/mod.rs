@@ -277,6 +277,16 @@ pub fn check_scenario(sc: &Scenario) -> Result<()> {
     prepare(sc, Mode::Check).map(|_| ())
 }
 
+/// The ranks of an `hsdp` shard group on `topo` of `workers` ranks (`shard_group=`, else a
+/// node's GPUs, else up to 8), checked to divide the workers.
+pub(crate) fn hsdp_shard_group(
+    cfg: &crate::strategy::ShardedConfig,
+    topo: &crate::topology::Topology,
+    workers: usize,
+) -> Result<usize> {
+    sharded::shard_group(cfg, topo, workers)
+}
+
 /// What [`prepare`] does once a scenario is built and checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {

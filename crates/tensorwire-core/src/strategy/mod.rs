@@ -4,6 +4,7 @@
 
 pub mod algorithm;
 mod fabric;
+mod memory;
 pub mod nccl;
 mod options;
 mod ps_placement;

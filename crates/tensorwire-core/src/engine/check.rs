@@ -53,7 +53,7 @@ pub fn check(strategy: &Strategy, topology: &TopologySpec, workers: usize) -> Re
 /// closed-form model times on `topology` ([`Strategy::timed_by_nccl`]): it times no flow,
 /// so the model would be accepted and change nothing.
 pub fn network_model(strategy: &Strategy, topology: &TopologySpec, network: crate::network::ModelKind) -> Result<()> {
-    if network == crate::network::ModelKind::Flow || !strategy.timed_by_nccl(topology) {
+    if network != crate::network::ModelKind::Analytical || !strategy.timed_by_nccl(topology) {
         return Ok(());
     }
     let flows = if matches!(strategy.family, Family::Sharded(_)) {

@@ -513,7 +513,15 @@ impl<'a> Engine<'a> {
             (Family::Nccl(cfg), _) => {
                 let ranks = if folded { 1 } else { n };
                 let ops = (tasks.len() as u64).saturating_mul(ranks as u64).saturating_mul(u64::from(sc.iterations));
-                work = estimate::Work { flows: ops, lane_messages: 0, weight: estimate::TIMED_COLLECTIVE_WEIGHT };
+                // One rank stands for all in the collectives (`ops`); stragglers still
+                // compute apart.
+                let computing = if sc.variability.is_uniform() { ranks } else { n };
+                work = estimate::Work {
+                    flows: ops,
+                    lane_messages: 0,
+                    weight: estimate::TIMED_COLLECTIVE_WEIGHT,
+                    rank_events: estimate::rank_events(computing, sc.workload.layers.len(), 0, sc.iterations),
+                };
                 let sizes: Vec<u64> = tasks.iter().map(|t| t.bytes).collect();
                 let durations = nccl_durations(sc, cfg, wire_factor, &sizes)?;
                 (Box::new(timed::TimedCollective::new(durations, ranks)), Gate::Global)
@@ -559,10 +567,10 @@ impl<'a> Engine<'a> {
                 });
                 let messages = per_iteration.saturating_mul(u64::from(sc.iterations));
                 work = if lanes.is_some() {
-                    estimate::Work { flows: 0, lane_messages: messages, weight: 1 }
+                    estimate::Work { flows: 0, lane_messages: messages, weight: 1, rank_events: 0 }
                 } else {
                     let weight = estimate::step_weight(sc, schedule.as_ref(), n, folded || rank_fold.is_some());
-                    estimate::Work { flows: messages, lane_messages: 0, weight }
+                    estimate::Work { flows: messages, lane_messages: 0, weight, rank_events: 0 }
                 };
                 (
                     Box::new(

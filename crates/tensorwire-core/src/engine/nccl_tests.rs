@@ -185,9 +185,13 @@ fn stragglers_and_unfolded_runs_agree_with_the_folded_one() {
 #[test]
 fn a_timed_collective_counts_as_a_few_flows_whatever_the_fabrics_size() {
     // 1 GiB on 8,192 H100: one timed collective per iteration, folded to one rank, so
-    // TIMED_COLLECTIVE_WEIGHT flows an iteration however many GPUs.
+    // TIMED_COLLECTIVE_WEIGHT flows an iteration however many GPUs, and the one rank's
+    // compute (a forward and a backward an iteration, with the one before them).
     let mut sc = scenario(workload(&[(0, 0)], &[(1 << 30, 0)]), 8192, "nccl", RAIL);
-    let needed = u64::from(sc.iterations) * super::estimate::TIMED_COLLECTIVE_WEIGHT;
+    let computing = super::estimate::rank_events(1, 1, 0, sc.iterations);
+    assert_eq!(computing, 2 * (u64::from(sc.iterations) + 1));
+    let needed = u64::from(sc.iterations) * super::estimate::TIMED_COLLECTIVE_WEIGHT
+        + computing / super::estimate::RANK_EVENTS_PER_FLOW;
     sc.max_flows = Some(needed);
     let r = simulate(&sc).unwrap();
     close_ns(r.iteration_time_s * 1e9, nccl_ns(&sc, Collective::AllReduce, 1 << 30) as f64);
@@ -340,4 +344,27 @@ fn a_recorded_timeline_has_each_ranks_timed_collectives() {
     let labels: std::collections::BTreeSet<_> =
         r.timeline.iter().filter(|s| s.kind == crate::metrics::SpanKind::Collective).map(|s| s.label.clone()).collect();
     assert!(labels.contains("allgather") && labels.contains("reducescatter"), "{labels:?}");
+}
+
+#[test]
+fn ranks_computing_apart_count_against_the_budget() {
+    // Stragglers make every rank of a timed run compute apart: zero3 with Llama 3 70B on
+    // 65,536 GPUs ran 62 s inside the default budget, which counted no event of theirs.
+    // The count tracks the events a run takes (within 2x, on 8 layers of 64 GPUs), and a
+    // run over the budget is refused naming the stragglers.
+    let layers = [(1_000u64, 2_000u64); 8];
+    let tensors: Vec<(u64, usize)> = (0..8).map(|l| (1 << 20, l)).collect();
+    for spec in ["ddp", "zero3"] {
+        let mut sc = scenario(workload(&layers, &tensors), 64, spec, RAIL);
+        sc.variability = crate::engine::variability::Variability::LogNormal { sigma: 0.2 };
+        super::estimate::LAST.with(|l| l.set(None));
+        let r = simulate(&sc).unwrap();
+        let work = super::estimate::LAST.with(|l| l.get()).expect("every run is estimated");
+        let (counted, ran) = (work.rank_events as f64, r.events as f64);
+        assert!(counted > ran / 2.0 && counted < 2.0 * ran, "{spec}: counted {counted}, ran {ran}");
+        sc.max_flows = Some(work.units() - 1);
+        let e = simulate(&sc).unwrap_err();
+        assert_eq!(e.field(), "max_flows");
+        assert!(e.to_string().contains("no stragglers"), "{e}");
+    }
 }

@@ -84,7 +84,12 @@ pub(super) fn program_work(
     let per_iteration = program.collectives.iter().fold(0u64, |sum, c| {
         sum.saturating_add(per_op[c.schedule].of(c.bytes as f64, settings.pipeline_bytes, settings.max_pipeline))
     });
-    estimate::Work { flows: per_iteration.saturating_mul(u64::from(iterations)), lane_messages: 0, weight: 1 }
+    estimate::Work {
+        flows: per_iteration.saturating_mul(u64::from(iterations)),
+        lane_messages: 0,
+        weight: 1,
+        rank_events: 0,
+    }
 }
 
 /// Simulates a sharded strategy (see the module documentation); under [`Mode::Check`]
@@ -262,7 +267,8 @@ fn simulate_nccl(
     // compute alike.
     let folded = sc.allow_folding && n > 1 && sc.variability.is_uniform();
     let ranks = if folded { 1 } else { n };
-    estimate::check(sc, estimate::Work { flows: 0, lane_messages: 0, weight: 1 }, false)?;
+    let events = estimate::rank_events(ranks, sc.workload.layers.len(), timed.0.collectives.len(), sc.iterations);
+    estimate::check(sc, estimate::Work { flows: 0, lane_messages: 0, weight: 1, rank_events: events }, false)?;
     let mut core = build_core(sc, topo, folded)?;
     if mode == Mode::Check {
         return Ok(None);

@@ -351,7 +351,8 @@ def workload(
     """LLM ``name`` as a data-parallel workload: ``micro_batch`` sequences (the workload's
     ``batch_size``) of ``seq_len`` tokens (default: the model's context length) per worker and
     iteration on ``gpu`` (default ``h100``) at ``mfu`` (default 0.40) of its peak BF16 rate
-    (FP16 on V100). ``dtype_bytes`` is the gradient element size (2 = BF16, 4 = FP32)."""
+    (FP16 on V100). ``dtype_bytes`` is the gradient element size (2 = the GPU's mixed precision,
+    BF16, or FP16 on V100; 4 = FP32)."""
     a = architecture(name)
     g = hardware.gpu(DEFAULT_GPU if gpu is None else gpu)
     s = a.context if seq_len is None else check_seq_len(a, seq_len)
@@ -371,7 +372,9 @@ def workload(
     description = (
         f"{a.display_name} on {g.display_name}, micro-batch {b} x {s} tokens, "
         f"MFU {u:.2f} of {g.mixed_precision_flops / 1e12:.1f} TFLOP/s {g.mixed_precision_dtype}, "
-        f"gradients {'bf16' if dtype_bytes == 2 else 'fp32'}" + (", full recomputation" if recompute else "")
+        # 2-byte gradients are in the GPU's mixed precision: fp16 on a V100, which has no bf16.
+        f"gradients {g.mixed_precision_dtype if dtype_bytes == 2 else 'fp32'}"
+        + (", full recomputation" if recompute else "")
     )
     sources = (a.source, *g.sources, MFU_SOURCE if mfu is None else f"MFU {u} given by the user")
     w = Workload(name, b, tuple(built), description, sources, dtype_bytes)

@@ -317,3 +317,10 @@ def test_cli_simulates_an_llm_with_its_options() -> None:
     assert out["compute_time_s"] == pytest.approx(w.compute_time_s, rel=1e-6)
     listing = run("models")
     assert listing.returncode == 0 and "8,030,261,248" in listing.stdout and "mixtral_8x7b" in listing.stdout
+
+
+def test_two_byte_gradients_are_named_in_the_gpus_mixed_precision() -> None:
+    # A V100 has no bf16: its title said "125.0 TFLOP/s fp16, gradients bf16".
+    assert tw.load_model("llama3_8b", "v100").description.endswith("TFLOP/s fp16, gradients fp16")
+    assert tw.load_model("llama3_8b", "h100").description.endswith("TFLOP/s bf16, gradients bf16")
+    assert llm.workload("llama3_8b", gpu="h100", dtype_bytes=4).description.endswith("gradients fp32")

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Union
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "workloads"))
 import chakra_writer as cw  # noqa: E402
+from tensorwire.calibrate.cluster_file import OPTION_KEYS  # noqa: E402
 
 Json = Any
 PathKey = tuple[Union[str, int], ...]
@@ -510,15 +511,8 @@ def mutate_log(text: str, rng: random.Random) -> tuple[Union[str, bytes], str]:
 
 # -- cluster files --------------------------------------------------------------------------
 
-CLUSTER_KEYS = {
-    "tensorwire_cluster",
-    "topology",
-    "bandwidth_bytes_per_s",
-    "latency_s",
-    "transport",
-    "gpus_per_node",
-    "calibration",
-}
+#: The keys ``--cluster`` reads: the cluster options and the fitted numbers.
+CLUSTER_KEYS = {*OPTION_KEYS, "calibration"}
 
 
 def cluster_focus(p: PathKey) -> bool:

@@ -238,10 +238,12 @@ def expand(
     # LLM without a GPU computes on its rail's node GPU: `device_on`).
     default_device = {m.name: m.default_device for m in zoo_models()}
     resolved: list[tuple[str, str, int, str]] = []
+    sizes: dict[tuple[str, Optional[str], Optional[int]], int] = {}  # each model loaded once per device
     for name, gpu, batch, topo in itertools.product(model_names, gpu_names, batch_sizes, topos):
         device = device_on(name, gpu, topo)
-        size = load_model(name, device, batch).batch_size  # raises InputError (model, gpu, batch)
-        resolved.append((name, device or default_device[name], size, topo))
+        if (name, device, batch) not in sizes:  # raises InputError (model, gpu, batch)
+            sizes[name, device, batch] = load_model(name, device, batch).batch_size
+        resolved.append((name, device or default_device[name], sizes[name, device, batch], topo))
     resolved = _unique(resolved)
     files: list[tuple[str, str, int]] = []
     if workload_file:

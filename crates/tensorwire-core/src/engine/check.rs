@@ -56,19 +56,26 @@ pub fn network_model(strategy: &Strategy, topology: &TopologySpec, network: crat
     if network != crate::network::ModelKind::Analytical || !strategy.timed_by_nccl(topology) {
         return Ok(());
     }
+    Err(unseen_by_nccl(
+        strategy,
+        "network",
+        "has no network model to choose (analytical applies to flows; keep network=flow, the default)",
+    ))
+}
+
+/// The refusal of `field`, an option that NCCL's closed-form timing of `strategy` does not
+/// see (`what` says why), naming the flow-level way to simulate it: one wording for every
+/// such option ([`super::check_nccl_timed`], [`network_model`]).
+pub(super) fn unseen_by_nccl(strategy: &Strategy, field: &str, what: &str) -> Error {
     let flows = if matches!(strategy.family, Family::Sharded(_)) {
         "comm=flows"
     } else {
         "a flow-level strategy (ring, hierarchical, fsdp:comm=flows)"
     };
-    Err(Error::invalid(
-        "network",
-        format!(
-            "{} times its collectives with NCCL's model, which has no network model to choose (analytical \
-             applies to flows; keep network=flow, the default); give {flows} to simulate it",
-            strategy.spec
-        ),
-    ))
+    Error::invalid(
+        field,
+        format!("{} times its collectives with NCCL's model, which {what}; give {flows} to simulate it", strategy.spec),
+    )
 }
 
 /// The fabric of `n` workers (and the strategy's servers) built from `topology` at

@@ -50,6 +50,7 @@ pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
 pub(crate) use report::{build_report, Measured};
 pub use scenario::{Progress, ProgressHook, Scenario, DEFAULT_ITERATIONS, DEFAULT_LATENCY_S, PROGRESS_EVERY};
+pub(crate) use sharded::shard_group as hsdp_shard_group;
 pub use variability::{Variability, MAX_SPREAD};
 
 use std::cmp::Reverse;
@@ -277,16 +278,6 @@ pub fn check_scenario(sc: &Scenario) -> Result<()> {
     prepare(sc, Mode::Check).map(|_| ())
 }
 
-/// The ranks of an `hsdp` shard group on `topo` of `workers` ranks (`shard_group=`, else a
-/// node's GPUs, else up to 8), checked to divide the workers.
-pub(crate) fn hsdp_shard_group(
-    cfg: &crate::strategy::ShardedConfig,
-    topo: &crate::topology::Topology,
-    workers: usize,
-) -> Result<usize> {
-    sharded::shard_group(cfg, topo, workers)
-}
-
 /// What [`prepare`] does once a scenario is built and checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -304,14 +295,7 @@ pub(crate) enum Mode {
 /// messages simulated as flows, so it would be accepted and change nothing.
 pub(super) fn check_nccl_timed(sc: &Scenario, sharded: Option<&crate::strategy::ShardedConfig>) -> Result<()> {
     let spec = &sc.strategy.spec;
-    let flows =
-        if sharded.is_some() { "comm=flows" } else { "a flow-level strategy (ring, hierarchical, fsdp:comm=flows)" };
-    let refuse = |field: &str, what: &str| {
-        Err(crate::error::Error::invalid(
-            field,
-            format!("{spec} times its collectives with NCCL's model, which {what}; give {flows} to simulate it"),
-        ))
-    };
+    let refuse = |field: &str, what: &str| Err(check::unseen_by_nccl(&sc.strategy, field, what));
     if sc.per_message_overhead > 0.0 {
         return refuse("overhead", "has its own latencies (calibrate them on the topology: inter_latency=)");
     }

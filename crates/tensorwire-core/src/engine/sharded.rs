@@ -693,7 +693,7 @@ fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group:
 
 /// Ranks per shard group of `n` ranks on `topo`: all of them, but for `hsdp` its
 /// `shard_group` (default: the GPUs of a node, else up to 8), which must divide `n`.
-pub(super) fn shard_group(cfg: &ShardedConfig, topo: &Topology, n: usize) -> Result<usize> {
+pub(crate) fn shard_group(cfg: &ShardedConfig, topo: &Topology, n: usize) -> Result<usize> {
     match cfg.stage {
         Stage::Hsdp => {
             let g = cfg.shard_group.or(topo.gpus_per_node()).unwrap_or(8.min(n));

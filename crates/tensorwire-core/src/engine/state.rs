@@ -597,14 +597,15 @@ impl SimState {
         }
     }
 
-    /// Link `l`'s capacity now, bytes/ns: the transport's share of its line rate, or what
-    /// the last failure on it left.
+    /// Link `l`'s capacity now, bytes/ns: its nominal rate, or what the last failure on it
+    /// left.
     fn link_rate_now(&self, l: LinkId) -> f64 {
-        self.capacity_changes
-            .iter()
-            .rev()
-            .find(|c| c.1 == l)
-            .map_or(self.topo.links()[l].bytes_per_ns * self.efficiency, |c| c.2)
+        self.capacity_changes.iter().rev().find(|c| c.1 == l).map_or(self.nominal_rate(l), |c| c.2)
+    }
+
+    /// Link `l`'s rate without failures, bytes/ns: the transport's share of its line rate.
+    fn nominal_rate(&self, l: LinkId) -> f64 {
+        self.topo.links()[l].bytes_per_ns * self.efficiency
     }
 
     /// Applies the next failure: its links' capacities become the given fraction of their
@@ -613,7 +614,7 @@ impl SimState {
         if let Some((at, links, rate)) = self.failures.take() {
             self.now = self.now.max(at);
             for l in links {
-                let nominal = self.topo.links()[l].bytes_per_ns * self.efficiency;
+                let nominal = self.nominal_rate(l);
                 self.net.set_capacity(self.now, l, nominal * rate);
                 self.capacity_changes.push((self.now, l, nominal * rate));
             }
@@ -623,7 +624,7 @@ impl SimState {
     /// Bytes link `l` could have carried from `start` to `end` (ns): its nominal rate, and
     /// the rates failures gave it from when they did.
     pub fn capacity_over(&self, l: LinkId, start: Nanos, end: Nanos) -> f64 {
-        let mut rate = self.topo.links()[l].bytes_per_ns * self.efficiency;
+        let mut rate = self.nominal_rate(l);
         let mut from = start;
         let mut total = 0.0;
         for &(at, _, new) in self.capacity_changes.iter().filter(|c| c.1 == l) {

@@ -252,8 +252,17 @@ def _result(raw: _core.Report, workload: Workload, workers: int, bandwidth: floa
     taken["completions_s"] = tuple(taken["completions_s"])
     taken["timeline"] = tuple(_spans(taken["timeline"], workload, workers))
     taken["nccl_choices"] = tuple(
-        {"collective": pick[0], **_nccl_pick(pick), "count": count, "bytes": nbytes}
-        for pick, count, nbytes in taken["nccl_choices"]
+        {
+            "collective": pick[0],
+            **_nccl_pick(pick),
+            "count": count,
+            "bytes": nbytes,
+            "seconds": seconds,
+            "fastest_seconds": fastest_seconds,
+            "faster_algorithm": None if faster is None else faster[0],
+            "faster_protocol": None if faster is None else faster[1],
+        }
+        for pick, count, nbytes, seconds, fastest_seconds, faster in taken["nccl_choices"]
     )
     return Result(model=workload.name, workers=workers, bandwidth=bandwidth, strategy=spec, **taken)
 

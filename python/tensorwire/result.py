@@ -43,8 +43,13 @@ class Result:
     0 started in one iteration (the last; a microbenchmark: its collective), one dict per
     choice (``collective``, ``algorithm``, ``protocol``, ``channels``, ``peer_channels``:
     for an all-to-all, which NCCL runs as point-to-point sends, the channels each peer's send
-    is striped over, else None; ``count``, ``bytes``: the buffers' sizes together), the most
-    used first; empty otherwise. The timeline then holds each rank's collectives as spans of
+    is striped over, else None; ``count``, ``bytes``: the buffers' sizes together;
+    ``seconds``: their times together, each alone on its links; ``fastest_seconds``: the same
+    had each run the algorithm and protocol tensorwire times fastest for its size, where
+    NCCL's tuning model may choose another (:func:`tensorwire.calibrate.nccl_predict` gives
+    NCCL's choice; docs/collectives.md, "NCCL's choice and the fastest");
+    ``faster_algorithm``, ``faster_protocol``: the pair saving the most of that difference, or
+    None where NCCL's choice is the fastest), the most used first; empty otherwise. The timeline then holds each rank's collectives as spans of
     kind ``collective`` (with ``nccl``: the algorithm, protocol, channels and channels per
     peer).
     """
@@ -163,6 +168,31 @@ def over_capacity(max_link_utilization: Optional[float]) -> bool:
     (True, False, False)
     """
     return max_link_utilization is not None and max_link_utilization > 1.001
+
+
+#: NCCL_ALGO's and NCCL_PROTO's spelling of the ``nccl`` strategy's names (NCCL reads
+#: them in any case; these are its documentation's).
+NCCL_NAMES = {
+    "tree": "Tree",
+    "ring": "Ring",
+    "collnetdirect": "CollnetDirect",
+    "collnetchain": "CollnetChain",
+    "nvls": "NVLS",
+    "nvlstree": "NVLSTree",
+    "pat": "PAT",
+    "ll": "LL",
+    "ll128": "LL128",
+    "simple": "Simple",
+}
+
+
+def nccl_settings(algorithm: str, protocol: str) -> str:
+    """The environment that makes NCCL run ``algorithm`` with ``protocol``.
+
+    >>> nccl_settings("nvlstree", "simple")
+    'NCCL_ALGO=NVLSTree NCCL_PROTO=Simple'
+    """
+    return f"NCCL_ALGO={NCCL_NAMES[algorithm]} NCCL_PROTO={NCCL_NAMES[protocol]}"
 
 
 def nccl_channels_text(choice: Mapping[str, Any]) -> str:

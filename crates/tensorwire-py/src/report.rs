@@ -131,10 +131,18 @@ impl PyReport {
             })
             .collect()
     }
-    /// What NCCL chose for the collectives of one iteration:
-    /// `[((collective, algorithm, protocol, channels), count, bytes)]`, the most used first.
+    /// What NCCL chose for the collectives of one iteration: `[((collective, algorithm,
+    /// protocol, channels, peer_channels), count, bytes, seconds, fastest_seconds, faster)]`,
+    /// the most used first; `seconds` their times alone, `fastest_seconds` had each run the
+    /// pair tensorwire times fastest, `faster` the (algorithm, protocol) saving the most of
+    /// the difference, or None.
     #[getter]
-    fn nccl_choices(&self) -> Vec<(PickTuple, u64, f64)> {
-        self.inner.nccl_choices.iter().map(|u| (pick(&u.pick), u.count, u.bytes)).collect()
+    #[allow(clippy::type_complexity)]
+    fn nccl_choices(&self) -> Vec<(PickTuple, u64, f64, f64, f64, Option<(&'static str, &'static str)>)> {
+        self.inner
+            .nccl_choices
+            .iter()
+            .map(|u| (pick(&u.pick), u.count, u.bytes, u.seconds, u.fastest_seconds, u.faster))
+            .collect()
     }
 }

@@ -17,8 +17,8 @@ from rich.text import Text
 from tensorwire.api import Progress as RunProgress
 from tensorwire.cli.terminal import stdout_console
 from tensorwire.cluster import Cluster
-from tensorwire.result import OVERLOAD, Result, nccl_channels_text, over_capacity
-from tensorwire.strategy import OptionInfo, StrategyInfo
+from tensorwire.result import OVERLOAD, Result, nccl_channels_text, nccl_settings, over_capacity
+from tensorwire.strategy import OptionInfo, Strategy, StrategyInfo, with_options
 from tensorwire.units import counted, format_bytes, format_count, format_rate, format_seconds
 from tensorwire.workload import Workload
 from tensorwire.workloads import ModelInfo
@@ -212,15 +212,66 @@ def nccl_rows(r: Result, bench: bool) -> list[tuple[str, str]]:
         return f"{u['algorithm']} / {u['protocol']}, {nccl_channels_text(u)}"
 
     if bench and len(uses) == 1:
-        return [("NCCL's choice (algorithm / protocol)", what(uses[0]))]
-    rows = [
-        (f"NCCL {u['collective']} (per iteration)", f"{u['count']:,} x {what(u)}, {format_bytes(round(u['bytes']))}")
-        for u in uses[:NCCL_ROWS]
-    ]
+        return [("NCCL's choice (algorithm / protocol)", what(uses[0])), *faster_rows(uses[0], r.strategy)]
+    rows = []
+    for u in uses[:NCCL_ROWS]:
+        rows.append(
+            (f"NCCL {u['collective']} (per iteration)", f"{u['count']:,} x {what(u)}, {format_bytes(round(u['bytes']))}")
+        )
+        rows.extend(faster_rows(u, r.strategy))
     if len(uses) > NCCL_ROWS:
         rest = sum(int(u["count"]) for u in uses[NCCL_ROWS:])
         rows.append(("NCCL, other choices", f"{len(uses) - NCCL_ROWS} more, {rest:,} collectives"))
     return rows
+
+
+#: Share of the time of NCCL's choice that a faster algorithm and protocol must save to be
+#: named (:func:`faster_rows`): below it the difference is within the model's error.
+FASTER_SHARE = 0.05
+
+
+def faster_rows(use: dict[str, Any], strategy: str) -> list[tuple[str, str]]:
+    """A row naming the algorithm and protocol that tensorwire times faster than NCCL's
+    choice for the collectives of ``use`` (one entry of ``nccl_choices``), where it saves at
+    least :data:`FASTER_SHARE` of their time: NCCL chooses by its tuning model, tensorwire
+    adds the pipeline's fill and the fabric's efficiencies (docs/collectives.md, "NCCL's
+    choice and the fastest"). With the NCCL settings that force it and, for strategies that
+    take ``algo=``/``proto=``, the spec that simulates it.
+
+    >>> u = {"seconds": 9.3e-4, "fastest_seconds": 5.3e-4, "faster_algorithm": "ring", "faster_protocol": "ll128"}
+    >>> faster_rows(u, "nccl")
+    [("  faster (tensorwire's timing)", 'ring / ll128: 530 us against 930 us (NCCL_ALGO=Ring NCCL_PROTO=LL128; -s nccl:algo=ring,proto=ll128)')]
+    >>> faster_rows({**u, "fastest_seconds": 9.0e-4}, "nccl")
+    []
+    """
+    algo, proto = use.get("faster_algorithm"), use.get("faster_protocol")
+    seconds, fastest = use.get("seconds", 0.0), use.get("fastest_seconds", 0.0)
+    if algo is None or proto is None or not fastest < seconds * (1 - FASTER_SHARE):
+        return []
+    how = nccl_settings(algo, proto)
+    forced = forced_spec(strategy, algo, proto)
+    if forced is not None:
+        how += f"; -s {forced}"
+    return [
+        (
+            "  faster (tensorwire's timing)",
+            f"{algo} / {proto}: {format_seconds(fastest)} against {format_seconds(seconds)} ({how})",
+        )
+    ]
+
+
+def forced_spec(strategy: str, algo: str, proto: str) -> Optional[str]:
+    """``strategy`` restricted to ``algo`` and ``proto`` where it takes them (``nccl``,
+    ``ddp``), its other options kept; None for the others.
+
+    >>> forced_spec("ddp:bucket=50MiB,algo=tree", "ring", "ll128"), forced_spec("fsdp", "ring", "ll")
+    ('ddp:bucket=50MiB,algo=ring,proto=ll128', None)
+    """
+    parsed = Strategy(strategy)
+    if parsed.name not in ("nccl", "ddp"):
+        return None
+    kept = [f"{k}={v}" for k, v in parsed.core.options if k not in ("algo", "proto")]
+    return with_options(parsed.name, *kept, f"algo={algo}", f"proto={proto}")
 
 
 def model_states(extra: dict[str, float], short: bool = False) -> str:

@@ -48,7 +48,8 @@ impl NcclGroup {
     fn time(&self, bytes: u64) -> Result<Timed> {
         let size = bytes as f64 * self.wire_factor;
         let choice = nccl::choose(&self.fabric, self.collective, size, &self.options)?;
-        Ok(Timed::of(&self.fabric, self.collective, &choice, size))
+        let fastest = nccl::fastest(&self.fabric, self.collective, size, &self.options)?;
+        Ok(Timed::of(&self.fabric, self.collective, &choice, &fastest, size))
     }
 }
 
@@ -118,7 +119,8 @@ mod tests {
     fn direct(g: &NcclGroup, bytes: u64) -> Timed {
         let size = bytes as f64 * g.wire_factor;
         let c = nccl::choose(&g.fabric, g.collective, size, &g.options).unwrap();
-        Timed::of(&g.fabric, g.collective, &c, size)
+        let f = nccl::fastest(&g.fabric, g.collective, size, &g.options).unwrap();
+        Timed::of(&g.fabric, g.collective, &c, &f, size)
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! What a run measured ([`Measured`], [`EndSnapshot`]) and how it becomes the
 //! [`Report`] (`build_report`): the steady state between two iteration ends.
 
-use super::state::SimState;
+use super::state::{SimState, TimedPick};
 use super::{ComputeSpan, Scenario};
 use crate::metrics::{NcclUse, Report, Span, SpanKind};
 use crate::units::{nanos_to_seconds, Nanos};
@@ -247,21 +247,52 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
     report
 }
 
-/// What NCCL chose for the collectives of `picks` (start, choice, size) that started in
-/// `[from, end)`: one entry per choice with their count and bytes, the most used first
-/// (ties in the order of the choice's first use).
-fn nccl_choices(picks: &[(Nanos, crate::metrics::NcclPick, f64)], from: Nanos, end: Nanos) -> Vec<NcclUse> {
-    let mut uses: Vec<NcclUse> = Vec::new();
-    for &(_, pick, size) in picks.iter().filter(|p| p.0 >= from && p.0 < end) {
-        match uses.iter_mut().find(|u| u.pick == pick) {
-            Some(u) => {
-                u.count += 1;
-                u.bytes += size;
+/// An (algorithm, protocol) and the time, s, it saves over some collectives.
+type Saving = ((&'static str, &'static str), f64);
+
+/// What NCCL chose for the collectives of `picks` that started in `[from, end)`: one entry
+/// per choice with their count, bytes and times (NCCL's and the fastest pair's), the most
+/// used first (ties in the order of the choice's first use). An entry's `faster` is the pair
+/// that saves the most time over its collectives (ties to the first seen).
+fn nccl_choices(picks: &[TimedPick], from: Nanos, end: Nanos) -> Vec<NcclUse> {
+    // Per use: the time each faster pair saves over its collectives.
+    let mut uses: Vec<(NcclUse, Vec<Saving>)> = Vec::new();
+    for p in picks.iter().filter(|p| p.at >= from && p.at < end) {
+        let seconds = nanos_to_seconds(p.ns);
+        let fastest = p.faster.map_or(seconds, |f| nanos_to_seconds(f.2));
+        let i = match uses.iter().position(|u| u.0.pick == p.pick) {
+            Some(i) => i,
+            None => {
+                let empty =
+                    NcclUse { pick: p.pick, count: 0, bytes: 0.0, seconds: 0.0, fastest_seconds: 0.0, faster: None };
+                uses.push((empty, Vec::new()));
+                uses.len() - 1
             }
-            None => uses.push(NcclUse { pick, count: 1, bytes: size }),
+        };
+        let (u, savings) = &mut uses[i];
+        u.count += 1;
+        u.bytes += p.size;
+        u.seconds += seconds;
+        u.fastest_seconds += fastest;
+        if let Some((algo, proto, _)) = p.faster {
+            match savings.iter_mut().find(|s| s.0 == (algo, proto)) {
+                Some(s) => s.1 += seconds - fastest,
+                None => savings.push(((algo, proto), seconds - fastest)),
+            }
         }
     }
+    let mut out: Vec<NcclUse> = uses
+        .into_iter()
+        .map(|(mut u, savings)| {
+            let most = savings.iter().fold(None::<Saving>, |best, &s| match best {
+                Some(b) if b.1 >= s.1 => Some(b),
+                _ => Some(s),
+            });
+            u.faster = most.map(|m| m.0);
+            u
+        })
+        .collect();
     // Stable: equal counts keep the order of first use.
-    uses.sort_by_key(|u| std::cmp::Reverse(u.count));
-    uses
+    out.sort_by_key(|u| std::cmp::Reverse(u.count));
+    out
 }

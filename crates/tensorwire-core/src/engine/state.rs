@@ -157,9 +157,25 @@ pub(crate) struct WatchedHost {
     /// Spans of collectives timed in closed form ([`SimState::watch_timed_start`] to
     /// [`SimState::watch_timed_end`]).
     timed: SpanUnion,
-    /// Those timed by NCCL's model: when each started, what NCCL chose and the buffer's
-    /// size S (bytes) (`Report::nccl_choices` counts them over the timeline's period).
-    pub timed_picks: Vec<(Nanos, NcclPick, f64)>,
+    /// Those timed by NCCL's model (`Report::nccl_choices` counts them over the timeline's
+    /// period).
+    pub timed_picks: Vec<TimedPick>,
+}
+
+/// One collective of the watched host timed by NCCL's model.
+#[derive(Debug, Clone, Copy)]
+pub struct TimedPick {
+    /// When it started, ns.
+    pub at: Nanos,
+    /// What NCCL chose.
+    pub pick: NcclPick,
+    /// Its buffer's size S, bytes.
+    pub size: f64,
+    /// Its time alone on its links, ns.
+    pub ns: Nanos,
+    /// A pair tensorwire times faster than NCCL's choice, and its time, ns
+    /// (`crate::nccl::fastest`).
+    pub faster: Option<(&'static str, &'static str, Nanos)>,
 }
 
 impl WatchedHost {
@@ -645,16 +661,16 @@ impl SimState {
     }
 
     /// The current job's rank 0 starts a collective timed in closed form (`timed.rs`) now
-    /// and sends `bytes` for it; `pick`: what NCCL chose for it and its buffer's size,
-    /// counted in the report. Its communication time is the union of the spans from such
-    /// starts to their [`SimState::watch_timed_end`]s (known only then: concurrent
-    /// collectives share their links), its bytes sent their sum.
-    pub fn watch_timed_start(&mut self, bytes: f64, pick: Option<(NcclPick, f64)>) {
+    /// and sends `timed.sent` bytes for it; what NCCL chose for it (`timed.pick`, with the
+    /// buffer's size) is counted in the report. Its communication time is the union of the
+    /// spans from such starts to their [`SimState::watch_timed_end`]s (known only then:
+    /// concurrent collectives share their links), its bytes sent their sum.
+    pub(crate) fn watch_timed_start(&mut self, timed: &super::timed::Timed) {
         let now = self.now;
         let w = &mut self.watched[self.job];
-        w.sent += bytes;
-        if let Some((pick, size)) = pick {
-            w.timed_picks.push((now, pick, size));
+        w.sent += timed.sent;
+        if let Some((pick, size)) = timed.pick {
+            w.timed_picks.push(TimedPick { at: now, pick, size, ns: timed.ns, faster: timed.faster });
         }
         w.timed.start(now);
     }

@@ -101,13 +101,27 @@ pub(crate) struct Timed {
     pub pick: Option<(NcclPick, f64)>,
     /// What it shares with operations in flight at the same time.
     pub resource: Resource,
+    /// Where NCCL's model chose a pair that tensorwire times slower than another it allows
+    /// ([`crate::nccl::fastest`]): that pair's algorithm and protocol and its time alone, ns.
+    pub faster: Option<(&'static str, &'static str, Nanos)>,
 }
 
 impl Timed {
-    /// NCCL's `choice` for `collective` over a buffer of `size` bytes on `fabric`.
-    pub fn of(fabric: &NcclFabric, collective: Collective, choice: &NcclChoice, size: f64) -> Self {
+    /// NCCL's `choice` for `collective` over a buffer of `size` bytes on `fabric`, and the
+    /// pair tensorwire times `fastest` there ([`crate::nccl::fastest`]; NCCL's own or faster).
+    pub fn of(
+        fabric: &NcclFabric,
+        collective: Collective,
+        choice: &NcclChoice,
+        fastest: &NcclChoice,
+        size: f64,
+    ) -> Self {
+        let ns = |c: &NcclChoice| crate::limits::nanos_clamped((c.seconds * 1e9).round());
+        let faster = (fastest.seconds < choice.seconds && (fastest.algo, fastest.proto) != (choice.algo, choice.proto))
+            .then(|| (fastest.algo_name(), fastest.proto.name(), ns(fastest)));
         Timed {
-            ns: crate::limits::nanos_clamped((choice.seconds * 1e9).round()),
+            faster,
+            ns: ns(choice),
             sent: crate::nccl::bus_factor(collective, fabric.ranks) * size,
             pick: Some((
                 NcclPick {
@@ -232,7 +246,7 @@ impl TimedCollective {
             return;
         }
         let timed = (self.durations)(op.schedule, op.bytes);
-        core.watch_timed_start(timed.sent, timed.pick);
+        core.watch_timed_start(&timed);
         let share = &mut self.shares[timed.resource.index()];
         share.advance(now);
         let finish = share.clock + u128::from(timed.ns) * SCALE;
@@ -352,8 +366,10 @@ mod tests {
         let net = Box::new(AlphaBeta::new(vec![]));
         let mut core = SimState::new(net, Topology::star(2, 1.0, 0), vec![0, 1], simulated == 1, 0, f64::INFINITY);
         core.recorded_timed = Some(Vec::new());
-        let costs: Vec<Timed> =
-            ops.iter().map(|&(_, ns, resource)| Timed { ns, sent: 1.0, pick: Some((pick(), 8.0)), resource }).collect();
+        let costs: Vec<Timed> = ops
+            .iter()
+            .map(|&(_, ns, resource)| Timed { ns, sent: 1.0, pick: Some((pick(), 8.0)), resource, faster: None })
+            .collect();
         let mut exec = TimedCollective::new(Box::new(move |s, _| costs[s]), simulated);
         let mut order: Vec<usize> = (0..ops.len()).collect();
         order.sort_by_key(|&i| (ops[i].0, i));

@@ -409,6 +409,36 @@ pub fn check(fabric: &NcclFabric, options: &NcclOptions) -> Result<()> {
 /// NCCL: `alltoall.rs`, reported as point-to-point (`algo: None`) with Simple on NCCL's
 /// point-to-point channels. No allocation.
 pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: &NcclOptions) -> Result<NcclChoice> {
+    decide(fabric, collective, bytes, options, Pick::Nccl)
+}
+
+/// The (algorithm, protocol) among those NCCL may run under `options` that tensorwire times
+/// fastest ([`choose`]'s execution time, which adds NCCL's pipeline fill and the fabric's
+/// efficiencies to NCCL's model), where NCCL chooses by its model alone: what forcing it
+/// with NCCL_ALGO / NCCL_PROTO would run. The same as [`choose`] where the two agree, and for
+/// all-to-all (no algorithm to choose). Ties go to NCCL's own choice.
+pub fn fastest(fabric: &NcclFabric, collective: Collective, bytes: f64, options: &NcclOptions) -> Result<NcclChoice> {
+    decide(fabric, collective, bytes, options, Pick::Fastest)
+}
+
+/// How [`decide`] picks among the candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    /// NCCL's tuning model: the least `latency + bytes / bandwidth`.
+    Nccl,
+    /// The least execution time.
+    Fastest,
+}
+
+/// [`choose`] and [`fastest`]: one candidate per enabled (algorithm, protocol) with NCCL's
+/// model figures, picked by `by`.
+fn decide(
+    fabric: &NcclFabric,
+    collective: Collective,
+    bytes: f64,
+    options: &NcclOptions,
+    by: Pick,
+) -> Result<NcclChoice> {
     check(fabric, options)?;
     let ranks = fabric.nodes * fabric.gpus_per_node;
     let graphs = graph::search(fabric);
@@ -418,24 +448,7 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         let peer_channels = algo.is_none().then_some(1);
         return Ok(NcclChoice { algo, proto: Proto::Simple, channels: 1, peer_channels, seconds: 0.0 });
     }
-    let multi = fabric.nodes > 1;
-    let c = &fabric.calibration;
-    // NCCL's socket transport's loss on the network's bandwidth (1 over RDMA or in a node).
-    let tcp = multi && fabric.transport == Transport::Tcp;
-    let transport_factor = if tcp { tables::TCP_EFFICIENCY } else { 1.0 };
-    let (factor, added, fill_factor, step_s) = if multi {
-        (
-            c.inter_bandwidth * transport_factor,
-            c.inter_latency_s + if tcp { tables::TCP_EXTRA_LATENCY_S } else { 0.0 },
-            c.inter_fill,
-            c.inter_step_s,
-        )
-    } else {
-        (c.intra_bandwidth, c.intra_latency_s, c.intra_fill, c.intra_step_s)
-    };
-    // The host network's cut, where it is narrower than the NICs (`HostCut`): a floor on the
-    // time whatever NCCL's model (and its calibration) claims.
-    let floor = fabric.cut.map_or(0.0, |cut| cut_floor_seconds(cut, ranks, collective, bytes));
+    let costs = Costs::of(fabric, collective, bytes);
     if collective == Collective::AllToAll {
         let (lat_us, mut secs) = alltoall::time(fabric, &graphs, bytes, options.pxn);
         // Each GPU's share for other nodes at its NICs' line rate: no factor goes past it.
@@ -449,10 +462,12 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
             proto: Proto::Simple,
             channels: p2p,
             peer_channels: Some(alltoall::channels_per_peer(fabric, p2p, bytes / ranks as f64)),
-            seconds: (lat_us * 1e-6 + added + (secs / factor).max(nic_floor)).max(floor),
+            seconds: (lat_us * 1e-6 + costs.added + (secs / costs.factor).max(nic_floor)).max(costs.floor),
         });
     }
-    let mut best: Option<(Algo, Proto, f64, f64, f64)> = None;
+    // (algorithm, protocol, NCCL's model time µs, its latency µs, its bandwidth GB/s)
+    let mut model_best: Option<(Algo, Proto, f64, f64, f64)> = None;
+    let mut run_best: Option<NcclChoice> = None;
     for a in Algo::ALL {
         if options.algos.as_ref().is_some_and(|l| !l.contains(&a)) || !tuning::algo_enabled(fabric, collective, a) {
             continue;
@@ -468,24 +483,100 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
             let bw = bw * channel_cap(&graphs, a, options.channels);
             let (lat, bw) = tuning::parts(fabric, &graphs, collective, a, p, bytes, lat, bw);
             let time = lat + bytes / (1000.0 * bw);
-            if best.is_none_or(|b| time < b.2) {
-                best = Some((a, p, time, lat, bw));
+            if model_best.is_none_or(|b| time < b.2) {
+                model_best = Some((a, p, time, lat, bw));
+            }
+            if by == Pick::Fastest {
+                let run = execute(fabric, &graphs, &costs, collective, bytes, runtime, (a, p, lat, bw));
+                if run_best.is_none_or(|b| run.seconds < b.seconds) {
+                    run_best = Some(run);
+                }
             }
         }
     }
-    let Some((algo, proto, _, lat, bw)) = best else {
+    let Some((algo, proto, _, lat, bw)) = model_best else {
         return Err(checks::nothing_for(fabric, collective, options));
     };
+    let nccl = execute(fabric, &graphs, &costs, collective, bytes, runtime, (algo, proto, lat, bw));
+    // NCCL's own choice wins a tie.
+    Ok(match run_best {
+        Some(best) if best.seconds < nccl.seconds => best,
+        _ => nccl,
+    })
+}
+
+/// What the fabric adds to NCCL's figures for one collective: the calibration's factors
+/// and added latency (intra for one node, inter across nodes, with NCCL's socket transport's
+/// loss) and the host network's cut floor.
+struct Costs {
+    /// Factor on NCCL's bandwidth.
+    factor: f64,
+    /// Added latency, s.
+    added: f64,
+    /// Factor on the pipeline's fill.
+    fill_factor: f64,
+    /// Cost of each pipeline step, s.
+    step_s: f64,
+    /// NCCL's socket transport's loss on the network's bandwidth (1 over RDMA or in a node).
+    transport_factor: f64,
+    /// The host network's cut, where it is narrower than the NICs (`HostCut`): a floor on
+    /// the time, s, whatever NCCL's model (and its calibration) claims.
+    floor: f64,
+}
+
+impl Costs {
+    fn of(fabric: &NcclFabric, collective: Collective, bytes: f64) -> Costs {
+        let ranks = fabric.nodes * fabric.gpus_per_node;
+        let multi = fabric.nodes > 1;
+        let c = &fabric.calibration;
+        let tcp = multi && fabric.transport == Transport::Tcp;
+        let transport_factor = if tcp { tables::TCP_EFFICIENCY } else { 1.0 };
+        let floor = fabric.cut.map_or(0.0, |cut| cut_floor_seconds(cut, ranks, collective, bytes));
+        if multi {
+            Costs {
+                factor: c.inter_bandwidth * transport_factor,
+                added: c.inter_latency_s + if tcp { tables::TCP_EXTRA_LATENCY_S } else { 0.0 },
+                fill_factor: c.inter_fill,
+                step_s: c.inter_step_s,
+                transport_factor,
+                floor,
+            }
+        } else {
+            Costs {
+                factor: c.intra_bandwidth,
+                added: c.intra_latency_s,
+                fill_factor: c.intra_fill,
+                step_s: c.intra_step_s,
+                transport_factor,
+                floor,
+            }
+        }
+    }
+}
+
+/// The time `(algo, proto)` takes once chosen, with NCCL's model latency `lat` (µs) and
+/// bandwidth `bw` (GB/s) for `bytes`: [`choose`]'s execution time.
+fn execute(
+    fabric: &NcclFabric,
+    graphs: &graph::Graphs,
+    costs: &Costs,
+    collective: Collective,
+    bytes: f64,
+    runtime: usize,
+    (algo, proto, lat, bw): (Algo, Proto, f64, f64),
+) -> NcclChoice {
+    let multi = fabric.nodes > 1;
+    let c = &fabric.calibration;
     // Single-node NVLS and multi-node NVLS tree have their own calibrated bandwidth and fill
     // (`Calibration`).
     let (factor, fill_factor) = match (multi, algo) {
         (false, Algo::Nvls) => (c.nvls_bandwidth, c.nvls_fill),
-        (true, Algo::NvlsTree) => (c.nvlstree_bandwidth * transport_factor, c.nvlstree_fill),
-        _ => (factor, fill_factor),
+        (true, Algo::NvlsTree) => (c.nvlstree_bandwidth * costs.transport_factor, c.nvlstree_fill),
+        _ => (costs.factor, costs.fill_factor),
     };
     // NCCL chose by its model; NVLS runs at its links' rate, not the search's rounded
     // per-channel speed (`tuning::run_bandwidth`).
-    let bw = tuning::run_bandwidth(fabric, &graphs, collective, algo, proto, bw);
+    let bw = tuning::run_bandwidth(fabric, graphs, collective, algo, proto, bw);
     let mut wire = bytes / (bw * 1e9);
     // The NICs' min cut at line rate, seconds (0 on one node).
     let mut nic_floor = 0.0;
@@ -511,12 +602,12 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         nic_floor = bytes * share / (nics as f64 * fabric.nic_bytes_per_s);
         wire = wire.max(nic_floor);
     }
-    let channels = tuning::op_channels(fabric, &graphs, algo, proto, bytes, runtime);
+    let channels = tuning::op_channels(fabric, graphs, algo, proto, bytes, runtime);
     // NCCL chose by its model; it runs at the speed of its pipeline (`pipeline.rs`).
     let shape = pipeline::shape(fabric, collective, algo, proto, bytes, channels);
     let fill = pipeline::fill_seconds(shape, bytes / (bw * 1e9));
     let steps = shape.map_or(0.0, |s| s.steps());
-    Ok(NcclChoice {
+    NcclChoice {
         algo: Some(algo),
         proto,
         channels,
@@ -525,9 +616,11 @@ pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: 
         // node faster than its NICs' line rate: the pipeline (transfer, fill and steps) takes
         // at least the min cut's time. (Bounding the transfer alone would also bound how a fit
         // splits the time between bandwidth and step cost, which a measurement may not show.)
-        seconds: (lat * 1e-6 + added + ((wire + fill * fill_factor) / factor + steps * step_s).max(nic_floor))
-            .max(floor),
-    })
+        seconds: (lat * 1e-6
+            + costs.added
+            + ((wire + fill * fill_factor) / factor + steps * costs.step_s).max(nic_floor))
+        .max(costs.floor),
+    }
 }
 
 /// `channels=` caps bandwidth: `channels x` the graph's per-channel bandwidth (NCCL's model

@@ -629,6 +629,35 @@ proptest! {
     }
 
     #[test]
+    fn the_fastest_pair_is_the_least_execution_time_of_those_allowed(
+        f in fabrics(), c in collectives(), bytes in 1.0f64..4e10, keep in 1usize..127
+    ) {
+        // `fastest` is NCCL's choice where nothing allowed runs faster, else the allowed pair
+        // whose executed time is least: never slower than NCCL's choice, no slower than any
+        // pair forced alone, and one of those pairs.
+        let algos: Vec<Algo> = Algo::ALL.iter().enumerate().filter(|(i, _)| keep >> i & 1 == 1).map(|(_, a)| *a).collect();
+        let opts = only(&algos, &[]);
+        prop_assume!(check(&f, &opts).is_ok());
+        let Ok(nccl) = choose(&f, c, bytes, &opts) else { return Ok(()) };
+        let best = fastest(&f, c, bytes, &opts).unwrap();
+        prop_assert!(best.seconds <= nccl.seconds, "{} > {}", best.seconds, nccl.seconds);
+        if c == Collective::AllToAll {
+            prop_assert_eq!(best, nccl);
+            return Ok(());
+        }
+        let mut forced = Vec::new();
+        for &a in &algos {
+            for p in Proto::ALL {
+                if let Ok(one) = choose(&f, c, bytes, &only(&[a], &[p])) {
+                    forced.push(one);
+                }
+            }
+        }
+        prop_assert!(forced.iter().all(|one| best.seconds <= one.seconds * (1.0 + 1e-12)));
+        prop_assert!(forced.iter().any(|one| (one.algo, one.proto, one.seconds) == (best.algo, best.proto, best.seconds)));
+    }
+
+    #[test]
     fn busbw_stays_under_the_min_cut_bound(f in fabrics(), bytes in 1e3f64..4e10) {
         // Without in-network reduction, all-reduce busbw <= each node's NICs x N/(N-1) x
         // (n-1)/n (line rate); one node: <= 2(n-1)/n x the NVLink line rate (NVLS reads
@@ -721,4 +750,24 @@ fn a_caret_goes_once_before_the_whole_list() {
     let e = NcclOptions::parse_algos("^nvls+^ring").unwrap_err();
     assert_eq!(e.field(), "strategy.algo");
     assert!(e.to_string().contains("a ^ goes once, before the whole list"), "{e}");
+}
+
+#[test]
+fn where_nccls_model_picks_tree_the_ring_can_run_faster() {
+    // benchmarks/nccl_monotonicity.py's flip: 64 one-GPU machines at 80 Gbit/s, 1 MiB.
+    // NCCL's model: tree/LL128 82.5 + 1 MiB / 2.59 GB/s = 487.7 us against ring/LL128's
+    // 507.2; run, the tree's FIFO fills for as long as it transfers (926.8 us) where the
+    // ring's 126 steps fill 14.8 us of 233.7 (531.4 us).
+    let f = on("nodes", 64, 80e9 / 8.0);
+    let nccl = pick(&f, Collective::AllReduce, MIB);
+    let best = fastest(&f, Collective::AllReduce, MIB, &NcclOptions::default()).unwrap();
+    assert_eq!((nccl.algo, nccl.proto), (Some(Algo::Tree), Proto::Ll128));
+    assert_eq!((best.algo, best.proto), (Some(Algo::Ring), Proto::Ll128));
+    assert!((nccl.seconds * 1e6 - 926.8).abs() < 0.1 && (best.seconds * 1e6 - 531.4).abs() < 0.1, "{nccl:?} {best:?}");
+    // Forced to the ring, NCCL's choice is the fastest.
+    let ring = only(&[Algo::Ring], &[Proto::Ll128]);
+    assert_eq!(
+        fastest(&f, Collective::AllReduce, MIB, &ring).unwrap(),
+        choose(&f, Collective::AllReduce, MIB, &ring).unwrap()
+    );
 }

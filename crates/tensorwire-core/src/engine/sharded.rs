@@ -40,8 +40,9 @@
 //! collective runs (`interference.rs`, default [`crate::nccl::DEFAULT_COMPUTE_SLOWDOWN`]);
 //! with `flows` every message is a flow of the network model (the seeds' behaviour).
 //!
-//! Parameters travel at `param_dtype`, gradients at `reduce_dtype` (default: as the
-//! workload lists them), gradients divided by `compression`.
+//! Parameters travel at `param_dtype`, gradients at `reduce_dtype`, else at `param_dtype`
+//! as PyTorch's mixed precision reduces (else as the workload lists them), gradients
+//! divided by `compression` ([`WireFactors::of`]).
 
 use super::interference::Interference;
 use super::nccl_times::{NcclGroup, NcclTimes};
@@ -362,10 +363,16 @@ pub(super) struct WireFactors {
 
 impl WireFactors {
     /// From the strategy's dtypes and compression and the workload's listed element size.
+    /// Gradients are reduced in `reduce_dtype`, else in `param_dtype` where that is set, as
+    /// PyTorch's `MixedPrecision` (FSDP) and `MixedPrecisionPolicy` (FSDP2) do ("if
+    /// reduce_dtype is None but param_dtype is not None, the reduction uses the compute
+    /// dtype") and DeepSpeed's ZeRO, which communicates gradients in its fp16/bf16 model's
+    /// type unless `communication_data_type` says otherwise; else as the workload lists them.
     pub fn of(strategy: &Strategy, workload: &Workload) -> WireFactors {
         let listed = f64::from(workload.dtype_bytes);
         let params = strategy.param_dtype.map_or(1.0, |d| f64::from(d.bytes()) / listed);
-        let grads = strategy.reduce_dtype.map_or(1.0, |d| f64::from(d.bytes()) / listed) / strategy.compression;
+        let reduced = strategy.reduce_dtype.or(strategy.param_dtype);
+        let grads = reduced.map_or(1.0, |d| f64::from(d.bytes()) / listed) / strategy.compression;
         WireFactors { params, grads }
     }
 }
@@ -752,6 +759,22 @@ mod tests {
             let z = program(&w, &cfg(&format!("{stage}:bucket=200B")), f, 1, 1);
             assert_eq!((moved(&z, AG), moved(&z, RS)), (450, 450), "{stage}");
         }
+    }
+
+    #[test]
+    fn gradients_are_reduced_in_param_dtype_unless_reduce_dtype_says_otherwise() {
+        // PyTorch's MixedPrecision(param_dtype=bf16) reduces in bf16 when reduce_dtype is
+        // None; reduce_dtype=fp32 keeps the reduction at full precision. fp32 workload (4 B).
+        let w = Workload { dtype_bytes: 4, ..workload(&[100]) };
+        let factors = |spec: &str| {
+            let f = WireFactors::of(&Strategy::parse(spec).unwrap(), &w);
+            (f.params, f.grads)
+        };
+        assert_eq!(factors("fsdp"), (1.0, 1.0));
+        assert_eq!(factors("fsdp:param_dtype=bf16"), (0.5, 0.5));
+        assert_eq!(factors("fsdp:param_dtype=bf16,reduce_dtype=fp32"), (0.5, 1.0));
+        assert_eq!(factors("zero3:reduce_dtype=bf16"), (1.0, 0.5));
+        assert_eq!(factors("hsdp:param_dtype=fp16,compression=2"), (0.5, 0.25));
     }
 
     #[test]

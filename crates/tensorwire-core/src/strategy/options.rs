@@ -169,7 +169,7 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         name: "reduce_dtype",
         kind: OptionKind::Choice(crate::dtype::DTYPE_NAMES),
         default: "",
-        help: "element type of gradients on the wire (all-reduces, reduce-scatters); default: as the workload lists them",
+        help: "element type of gradients on the wire (all-reduces, reduce-scatters); default: param_dtype where set (as PyTorch's MixedPrecision reduces), else as the workload lists them",
         aliases: &[],
     },
 ];

@@ -48,3 +48,18 @@ fn without_stragglers_partial_only_adds_the_activation() {
 fn partial_is_for_all_reduce() {
     assert_eq!(Strategy::parse("ps:partial=solo").unwrap_err().field(), "strategy.partial");
 }
+
+#[test]
+fn active_processes_count_the_measured_rounds_however_far_fast_workers_run_ahead() {
+    // Three iterations, one rank 4x slower: the fast ranks end all their rounds before the
+    // slow one first completes, so a window between completions of every rank held none of
+    // them (0 active processes reported). A solo round has its initiator at least.
+    let mut slow = vec![1.0; 8];
+    slow[7] = 4.0;
+    let mut sc = scenario(workload(&[400_000], 1_000_000), 8, "ring:partial=solo", 1000);
+    sc.variability = Variability::Slowdowns(slow);
+    for iterations in [3, 10] {
+        sc.iterations = iterations;
+        assert_eq!(run(&sc).nap, Some(1.0), "{iterations} iterations");
+    }
+}

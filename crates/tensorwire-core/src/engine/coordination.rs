@@ -112,7 +112,7 @@ impl Engine<'_> {
             let op = self.ops.insert(OpState { tasks: tasks.clone(), bytes: group.bytes, scope, done: 0 }) as u64;
             if let Some((initiator, ready)) = self.round_of.remove(&tasks[0]) {
                 // A partial round: the initiator starts now, the others when activated.
-                self.active.push((now, ready));
+                self.active.push((tasks[0].iteration, ready));
                 self.protocol.start_op(core, initiator, op, &tasks, group.bytes);
                 for rank in (0..self.workers.len()).filter(|&r| r != initiator) {
                     let at = now + self.activation_delay(core, initiator, rank);

@@ -194,11 +194,11 @@ struct Engine<'a> {
     released: Vec<Group>,
     /// Partial collectives: the stream drawing majority initiators, each task's drawn
     /// initiator, each released task's (initiator, ranks ready at release), and
-    /// (release time, active ranks) per round.
+    /// (iteration, active ranks) per round.
     initiators: rand_pcg::Pcg64,
     designated: HashMap<TaskRef, usize>,
     round_of: HashMap<TaskRef, (usize, usize)>,
-    active: Vec<(Nanos, usize)>,
+    active: Vec<(u32, usize)>,
     /// Coordinator's dispatch cost per collective, ns, and when it may start the next one.
     dispatch: Nanos,
     dispatch_free: Nanos,
@@ -966,7 +966,6 @@ impl SimulatedJob for Engine<'_> {
             simulated_ranks: self.net_ranks,
             ..std::mem::take(&mut self.out)
         };
-        let (start, end) = measured.window();
         let mut report = build_report(sc, core, measured);
         // Stragglers: the compute an iteration waits for (exposed communication and the
         // scaling factor are about communication, not the stragglers).
@@ -992,7 +991,13 @@ impl SimulatedJob for Engine<'_> {
         let iteration_time = paces.iter().sum::<f64>() / paces.len() as f64;
         let samples_per_s: f64 = paces.iter().map(|p| sc.workload.batch_size as f64 / p).sum();
         report.set_iteration_time(iteration_time, samples_per_s);
-        let rounds: Vec<usize> = self.active.iter().filter(|&&(t, _)| t >= start && t < end).map(|&(_, a)| a).collect();
+        // The rounds of the measured iterations after the first (warm-up), as the paces
+        // above: a window between completions of every worker can hold none of the fast
+        // workers' rounds (eager-SGD runs them ahead: 3 iterations of 8 ranks with one 4x
+        // straggler reported 0 active processes).
+        let first = u32::from(sc.iterations > 1);
+        let rounds: Vec<usize> =
+            self.active.iter().filter(|&&(k, _)| k >= first && k < sc.iterations).map(|&(_, a)| a).collect();
         report.nap =
             Some(if rounds.is_empty() { 0.0 } else { rounds.iter().sum::<usize>() as f64 / rounds.len() as f64 });
         report

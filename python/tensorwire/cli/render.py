@@ -216,7 +216,10 @@ def nccl_rows(r: Result, bench: bool) -> list[tuple[str, str]]:
     rows = []
     for u in uses[:NCCL_ROWS]:
         rows.append(
-            (f"NCCL {u['collective']} (per iteration)", f"{u['count']:,} x {what(u)}, {format_bytes(round(u['bytes']))}")
+            (
+                f"NCCL {u['collective']} (per iteration)",
+                f"{u['count']:,} x {what(u)}, {format_bytes(round(u['bytes']))}",
+            )
         )
         rows.extend(faster_rows(u, r.strategy))
     if len(uses) > NCCL_ROWS:

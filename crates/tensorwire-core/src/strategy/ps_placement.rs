@@ -34,8 +34,9 @@ impl PsConfig {
     /// start: each then steps through the workers by its own stride coprime with N
     /// (`round_stride`: 1, then backwards), so that two of them meet on a worker twice a
     /// round at most instead of at every message (9 sharded servers on 8 workers ran 1.49x
-    /// slower than 8, where every server's link carries less; now 1.29x: the other servers'
-    /// rounds still cross theirs).
+    /// slower than 8, where every server's link carries less, then 1.29x with the strides
+    /// while a server waited for each message to arrive; 1.06x now that it sends on once a
+    /// message has left its own link, docs/simulator.md).
     ///
     /// ```
     /// use tensorwire_core::strategy::Strategy;

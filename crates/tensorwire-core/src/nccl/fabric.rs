@@ -68,6 +68,11 @@ fn nvlink_cycle(g: usize, linked: &dyn Fn(usize, usize) -> bool) -> bool {
     extend(&mut vec![0], g, linked)
 }
 
+/// NCCL's figure for a GPU's PCIe x16 path on `arch`, bytes/s ([`super::tables::PCIE_X16_GBS`]).
+fn pcie_x16(arch: Arch) -> f64 {
+    super::tables::PCIE_X16_GBS[super::tables::arch_index(arch)] * 1e9
+}
+
 pub(super) fn from_topology(
     spec: &TopologySpec,
     ranks: usize,
@@ -88,6 +93,7 @@ pub(super) fn from_topology(
         collnet,
         nics_per_node: 1,
         nic_bytes_per_s: host_bytes_per_s,
+        nic_path_bytes_per_s: f64::INFINITY,
         transport,
         calibration,
         cut: host_cut(spec, ranks, host_bytes_per_s),
@@ -103,6 +109,7 @@ pub(super) fn from_topology(
             nvls: spec.nvls_option().unwrap_or(p.nvls) && p.nvls,
             nics_per_node: g,
             nic_bytes_per_s: r.nic_bytes_per_ns * 1e9,
+            nic_path_bytes_per_s: pcie_x16(p.arch),
             ..base
         });
     }
@@ -127,6 +134,7 @@ pub(super) fn from_topology(
             arch,
             intra,
             intra_bytes_per_s: rate,
+            nic_path_bytes_per_s: pcie_x16(arch),
             ..base
         });
     }

@@ -84,9 +84,9 @@ pub fn gpu_gbs(f: &NcclFabric) -> f64 {
 }
 
 /// NCCL's figure for one NIC as a GPU reaches it, GB/s: the NIC's speed (Mb/s / 8000, i.e.
-/// its line rate) behind the GPU-NIC PCIe path ([`tables::PCIE_X16_GBS`]).
+/// its line rate) behind the GPU-NIC PCIe path ([`NcclFabric::nic_path_bytes_per_s`]).
 pub fn nic_gbs(f: &NcclFabric) -> f64 {
-    (f.nic_bytes_per_s / 1e9).min(tables::PCIE_X16_GBS[tables::arch_index(f.arch)])
+    f.nic_bytes_per_s.min(f.nic_path_bytes_per_s) / 1e9
 }
 
 /// How many ring channels of `speed` GB/s the fabric carries.

@@ -143,6 +143,12 @@ pub struct NcclFabric {
     pub nics_per_node: usize,
     /// Each NIC's line rate per direction, bytes/s.
     pub nic_bytes_per_s: f64,
+    /// The PCIe path between a GPU and its NIC, bytes/s per direction, in NCCL's figure
+    /// (x16 of the GPU's generation, [`tables::PCIE_X16_GBS`]: 24 GB/s Gen4 on A100, 48
+    /// Gen5 on H100); NCCL's search reaches a NIC through it. Infinite on the fabrics
+    /// without a GPU machine (`star`, `leaf-spine`, `ring`), whose hosts are one GPU at the
+    /// host rate: their NIC is all there is.
+    pub nic_path_bytes_per_s: f64,
     /// Network transport.
     pub transport: Transport,
     /// Calibrated corrections.
@@ -651,7 +657,9 @@ impl NcclFabric {
     /// `rail` nodes from their preset (arch, NVLink lanes, NVLS, one NIC per GPU),
     /// `nodes` machines with one NIC each (p3.16xlarge: V100 NVLink without switch;
     /// dgx-a100: A100 NVSwitch; pcie-8: PCIe Gen4), other fabrics one GPU per host at the
-    /// host rate (sm80). `sharp=`, `nvls=` and the calibration options of the spec apply.
+    /// host rate (sm80 constants; no PCIe path between GPU and NIC: the host's link is its
+    /// NIC, [`NcclFabric::nic_path_bytes_per_s`]). `sharp=`, `nvls=` and the calibration
+    /// options of the spec apply.
     pub fn from_topology(
         spec: &crate::topology::TopologySpec,
         ranks: usize,

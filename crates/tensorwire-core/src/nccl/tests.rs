@@ -771,3 +771,20 @@ fn where_nccls_model_picks_tree_the_ring_can_run_faster() {
         choose(&f, Collective::AllReduce, MIB, &ring).unwrap()
     );
 }
+
+#[test]
+fn a_generic_host_is_its_nic_and_a_gpu_machine_reaches_its_nics_through_pcie() {
+    // `star` hosts are one GPU at the host rate: 1 GiB all-reduce on 8 of them ran 23.8 GB/s
+    // busbw at 200, 400 and 800 Gbit/s alike (an A100's PCIe Gen4 figure, 24 GB/s, capped
+    // every NIC). A DGX A100's 200 Gbit/s NICs sit behind that path, so 400 Gbit/s ones do
+    // not run faster there; a DGX H100's Gen5 path (48) carries its 400 Gbit/s NICs.
+    let bus = |spec: &str, ranks: usize, gbps: f64| {
+        let f = on(spec, ranks, gbps * 1e9 / 8.0);
+        busbw(&f, Collective::AllReduce, GIB, &pick(&f, Collective::AllReduce, GIB))
+    };
+    let (at200, at400, at800) = (bus("star", 8, 200.0), bus("star", 8, 400.0), bus("star", 8, 800.0));
+    assert!(at400 > 1.9 * at200 && at800 > 1.9 * at400, "{at200} {at400} {at800}");
+    let a100 = |gbps: f64| bus(&format!("rail:node=dgx-a100,nic={gbps}Gbps"), 16, gbps);
+    assert!((a100(400.0) / a100(200.0) - 1.0).abs() < 0.02, "{} {}", a100(200.0), a100(400.0));
+    assert!(bus("rail:node=dgx-h100", 16, 400.0) > 1.5 * a100(200.0));
+}

@@ -292,15 +292,15 @@ pub fn run_bandwidth(f: &NcclFabric, g: &Graphs, coll: Collective, a: Algo, p: P
 /// as NCCL's search counts them (a ring crosses each GPU's link `g/(g-1)` times per
 /// channel's share, a tree chain once). A NIC carries RDMA's goodput,
 /// [`crate::strategy::RDMA_GOODPUT_EFFICIENCY`] (0.96) of its line rate, within the GPU's
-/// PCIe path ([`t::PCIE_X16_GBS`]): 12, 24 and 48 GB/s at 100, 200 and 400 Gbit/s, the
+/// PCIe path ([`NcclFabric::nic_path_bytes_per_s`]): 12, 24 and 48 GB/s at 100, 200 and 400 Gbit/s, the
 /// search's own speeds there. On two nodes a tree's channel may carry twice the NICs'
 /// share (each node's NICs move the buffer once each way: NCCL's search raises `bwIntra`
 /// up to twice `bwInter` for that).
 pub fn across_nodes_channel_speed(f: &NcclFabric, a: Algo, graph: Graph) -> f64 {
     let c = graph.channels.max(1) as f64;
     let gpn = f.gpus_per_node;
-    let goodput = (f.nic_bytes_per_s / 1e9 * crate::strategy::RDMA_GOODPUT_EFFICIENCY)
-        .min(t::PCIE_X16_GBS[t::arch_index(f.arch)]);
+    let goodput =
+        (f.nic_bytes_per_s / 1e9 * crate::strategy::RDMA_GOODPUT_EFFICIENCY).min(f.nic_path_bytes_per_s / 1e9);
     let nics = f.nics_per_node.max(1) as f64 * goodput / c;
     let gpu = super::graph::gpu_gbs(f) / c;
     match a {

@@ -110,6 +110,45 @@ def _child(
         pass
 
 
+#: Seconds the processes of an interrupted :func:`run_local` get to end on SIGTERM before
+#: they are killed: the command line promises to stop within about a second.
+STOP_GRACE_S = 0.5
+
+
+def _wait_then_kill(procs: Sequence[Any], deadline: float) -> None:
+    """Waits for processes that are finishing (each has reported, or the deadline passed),
+    then kills those still running. A rank that has reported is still in its process
+    group's teardown; waiting up to 10 s lets it end by itself rather than be killed."""
+    for p in procs:
+        p.join(timeout=max(0.1, min(10.0, deadline - time.monotonic())))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5)
+
+
+def _stop_now(procs: Sequence[Any]) -> None:
+    """Ends processes whose results nobody will read: the run was interrupted (Ctrl-C, or
+    SIGTERM, which the command line turns into ``KeyboardInterrupt``) or failed in this
+    process. Only this process got the signal; its workers would go on training, and
+    waiting for them (up to 10 s each) held the command for 6-21 s where it promises about
+    one. So each gets SIGTERM, a short grace together, then SIGKILL. The kills happen even
+    when a second signal interrupts the grace, so none is left behind."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    grace_ends = time.monotonic() + STOP_GRACE_S
+    try:
+        for p in procs:
+            p.join(timeout=max(0.0, grace_ends - time.monotonic()))
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(timeout=1.0)
+
+
 #: Most processes :func:`run_local` starts on this one machine: each imports torch (about
 #: 300 MB) and runs Gloo threads, so far fewer fit a machine of a few cores; 100,000 kept
 #: forking until killed.
@@ -133,7 +172,8 @@ def run_local(
     errors, or the ranks still running after ``timeout_s`` seconds (which are killed).
     ``allow_failures=True`` returns the error text in place of a failed rank's result
     instead. ``pg_timeout_s`` is the process group's timeout; ``threads`` torch's intra-op
-    threads per process.
+    threads per process. Interrupted (``KeyboardInterrupt``: Ctrl-C, or SIGTERM under the
+    command line), it ends its processes within about half a second and re-raises.
     """
     import torch.multiprocessing as mp
 
@@ -153,11 +193,12 @@ def run_local(
         )
         for r in range(nprocs)
     ]
-    for p in procs:
-        p.start()
     got: dict[int, tuple[bool, Any]] = {}
     deadline = time.monotonic() + timeout_s
+    finished = False
     try:
+        for p in procs:
+            p.start()
         while len(got) < nprocs and time.monotonic() < deadline:
             try:
                 rank, ok, value = results.get(timeout=0.2)
@@ -178,13 +219,13 @@ def run_local(
                 for r in dead:
                     if r not in got:
                         got[r] = (False, f"process exited with status {procs[r].exitcode} without a result")
+        finished = True
     finally:
-        for p in procs:
-            p.join(timeout=max(0.1, min(10.0, deadline - time.monotonic())))
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=5)
+        started = [p for p in procs if p.pid is not None]
+        if finished:
+            _wait_then_kill(started, deadline)
+        else:
+            _stop_now(started)
     missing = [r for r in range(nprocs) if r not in got]
     failed = {r: v for r, (ok, v) in got.items() if not ok}
     if missing and not allow_failures:

@@ -40,7 +40,7 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
         if result.iteration_time_s == 0:
             return {"traceEvents": [], "displayTimeUnit": "ms", "metadata": {}}  # nothing ran: nothing to show
         raise ValueError("the result has no timeline; simulate with timeline=True")
-    timeline = [s for s in result.timeline if workers is None or _shown(s, workers)]
+    timeline = [s for s in result.timeline if workers is None or shown_in_trace(s, workers)]
     cut: Optional[dict[str, Any]] = None
     if workers is not None and len(timeline) > MAX_SPANS:
         # The earliest spans (the start of the iteration) up to the cap, in time order.
@@ -140,7 +140,7 @@ def chrome_trace(result: Result, workers: Optional[int] = None) -> dict[str, Any
 _HOST = re.compile(r"(?<![A-Za-z0-9])h(\d+)")
 
 
-def _shown(span: dict[str, Any], workers: int) -> bool:
+def shown_in_trace(span: dict[str, Any], workers: int) -> bool:
     """Whether a span belongs to one of the first ``workers`` workers or their hosts' links."""
     if span["worker"] is not None:
         return int(span["worker"]) < workers

@@ -6,7 +6,7 @@ import heapq
 import re
 from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.limits import is_int
@@ -168,6 +168,35 @@ def over_capacity(max_link_utilization: Optional[float]) -> bool:
     (True, False, False)
     """
     return max_link_utilization is not None and max_link_utilization > 1.001
+
+
+def ranks_in_words(ranks: Sequence[int]) -> str:
+    """Workers by rank, as a trace or a report names those it shows: ``worker 0``,
+    ``workers 0-7`` (consecutive), ``workers 0, 4``.
+
+    >>> ranks_in_words([0]), ranks_in_words(range(8)), ranks_in_words([0, 4])
+    ('worker 0', 'workers 0-7', 'workers 0, 4')
+    """
+    if len(ranks) == 1:
+        return f"worker {ranks[0]}"
+    if list(ranks) == list(range(ranks[0], ranks[-1] + 1)):
+        return f"workers {ranks[0]}-{ranks[-1]}"
+    return f"workers {', '.join(map(str, ranks))}"
+
+
+def folded_shown(shown: Sequence[int], simulated: int, workers: int) -> str:
+    """What a trace or timeline of a folded run shows: the ranks ``shown`` of the
+    ``simulated`` ones the run kept, which stand for all ``workers``.
+
+    >>> folded_shown([0], 1, 256)
+    'worker 0 of 256: the run folded ranks that behave alike and simulated only this one'
+    >>> folded_shown(range(8), 12, 256)
+    'workers 0-7 of 256: the run folded ranks that behave alike and simulated 12'
+    """
+    text = f"{ranks_in_words(shown)} of {workers}: the run folded ranks that behave alike and simulated"
+    if len(shown) < simulated:
+        return f"{text} {simulated}"
+    return f"{text} only {'this one' if len(shown) == 1 else 'these'}"
 
 
 #: NCCL_ALGO's and NCCL_PROTO's spelling of the ``nccl`` strategy's names (NCCL reads

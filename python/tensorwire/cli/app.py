@@ -15,15 +15,16 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import check_simulate, simulate
 from tensorwire.calibrate.cluster_file import cluster_option, given_files
-from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, write_trace
+from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, MAX_SPANS, shown_in_trace, write_trace
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.io import check_output
-from tensorwire.result import Result
+from tensorwire.result import Result, folded_shown, ranks_in_words
 from tensorwire.stragglers import input_files as stragglers_files
 from tensorwire.stragglers import parse_stragglers
 from tensorwire.strategy import Strategy, check, host_options, split_specs, strategies
+from tensorwire.sweep.grid import FILE_GIVES_ITERATION, refuse_model_options
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload, bus_factor
 from tensorwire.workloads import device_on, hardware, llm, load_model, models
@@ -260,33 +261,80 @@ def simulate_cmd(
             click.echo(
                 f"tensorwire: note: the trace stops at {cut['spans_shown']:,} spans, "
                 f"{format_seconds(cut['shown_until_s'])} into the {format_seconds(cut['iteration_s'])} iteration; "
-                f"{cut['spans_left_out']:,} later spans are left out (fewer --trace-workers shows all of it)",
+                f"{cut['spans_left_out']:,} later spans are left out ({_cut_advice(result, trace_workers)})",
                 err=True,
             )
 
 
 def _traced(result: Result, limit: int) -> str:
-    """Which workers a trace of ``result`` shows (at most ``limit``): a folded run recorded
-    only the ranks it simulated, which stand for the others.
+    """Which workers a trace of ``result`` shows (at most ``limit``), and how to see more
+    only where a larger ``--trace-workers`` would: a folded run recorded only the ranks it
+    simulated, which stand for the others, so past the last of those it shows no more (it
+    said "--trace-workers N for more" of a run that simulated worker 0 alone).
 
     >>> from types import SimpleNamespace as S
     >>> spans = [{"worker": w} for w in (0, 1, 2, 3)]
     >>> _traced(S(workers=16, folded=False, timeline=spans), 8)
     'workers 0-7 of 16; --trace-workers N for more'
-    >>> _traced(S(workers=16, folded=True, timeline=spans[:1]), 8)
+    >>> _traced(S(workers=16, folded=False, timeline=spans), 1)
+    'worker 0 of 16; --trace-workers N for more'
+    >>> _traced(S(workers=16, folded=True, timeline=spans[:1]), 1)
     'worker 0 of 16: the run folded ranks that behave alike and simulated only this one'
+    >>> _traced(S(workers=16, folded=True, timeline=spans), 8)
+    'workers 0-3 of 16: the run folded ranks that behave alike and simulated only these'
+    >>> _traced(S(workers=16, folded=True, timeline=spans), 2)
+    'workers 0-1 of 16: the run folded ranks that behave alike and simulated 4 (--trace-workers 4 shows them all)'
     """
     present = sorted({int(s["worker"]) for s in result.timeline if s.get("worker") is not None})
     if not present:
         return "no worker spans: nothing ran"
-    if not result.folded or len(present) >= min(limit, result.workers):
+    if not result.folded:
         shown = min(limit, result.workers)
         more = "; --trace-workers N for more" if shown < result.workers else ""
-        return f"workers 0-{shown - 1} of {result.workers}{more}"
+        return f"{ranks_in_words(range(shown))} of {result.workers}{more}"
     listed = [w for w in present if w < limit]
-    names = f"worker {listed[0]}" if len(listed) == 1 else f"workers {', '.join(map(str, listed))}"
-    which = "this one" if len(listed) == 1 else "these"
-    return f"{names} of {result.workers}: the run folded ranks that behave alike and simulated only {which}"
+    text = folded_shown(listed, len(present), result.workers)
+    return f"{text} (--trace-workers {present[-1] + 1} shows them all)" if len(listed) < len(present) else text
+
+
+def _cut_advice(result: Result, trace_workers: int) -> str:
+    """What shows the whole iteration of a trace cut at :data:`MAX_SPANS`, in words that
+    hold: it said "fewer --trace-workers shows all of it" at ``--trace-workers 1``, and of
+    a folded run at 32 whose trace was cut at every count (worker 0's messages reach the
+    links of its peers' hosts, so fewer workers were not always fewer spans). The most
+    workers, fewer than ``trace_workers``, whose spans fit, counted as the trace counts
+    them; else, one worker being too many already, fewer messages: a run's messages grow
+    with its workers, and ``partition=`` (where given) splits each tensor into messages of
+    at most that size. The trace is of one iteration: ``--iterations`` changes nothing."""
+    fits = _most_traced_whole(result, trace_workers - 1)
+    if fits is not None:
+        return f"--trace-workers {fits} shows all of it"
+    levers = "fewer workers (-n)"
+    if any(key == "partition" for key, _ in Strategy(result.strategy).core.options):
+        levers = f"a larger partition= or {levers}"
+    one = "one worker alone" if trace_workers == 1 else "even one worker (--trace-workers 1)"
+    return f"{one} has more spans than that: {levers} gives fewer"
+
+
+def _most_traced_whole(result: Result, most: int) -> Optional[int]:
+    """The most workers, at most ``most``, whose trace has no more than :data:`MAX_SPANS`
+    spans; None when even one worker's has more. One worker first (a pass over millions of
+    spans takes a second or two, and a trace that large is usually too large at one worker
+    too); then, since the count only grows with the workers, a bisection, each step over
+    the spans the last too-large count kept."""
+    high = min(most, result.workers)
+    if high < 1 or sum(shown_in_trace(s, 1) for s in result.timeline) > MAX_SPANS:
+        return None
+    spans: Sequence[dict[str, Any]] = result.timeline
+    low = 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        shown = [s for s in spans if shown_in_trace(s, mid)]
+        if len(shown) <= MAX_SPANS:
+            low = mid
+        else:
+            high, spans = mid - 1, shown
+    return low
 
 
 #: ``simulate``'s options that build a built-in model's iteration, by parameter name and flag;
@@ -298,12 +346,12 @@ _WHATIF_OPTIONS = (("compute_speedup", "--compute-speedup"), ("add_modules", "--
 
 def _refuse_model_options(ctx: click.Context, source: str, collective: bool) -> None:
     """Refuses a model option given beside ``--workload`` or ``--collective`` (and a what-if
-    beside ``--collective``), which would be ignored: ``InputError`` naming it."""
-    given = _MODEL_OPTIONS + (_WHATIF_OPTIONS if collective else ())
-    for name, flag in given:
-        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
-            what = "one collective's time has no compute" if collective else "the file gives the iteration"
-            raise InputError(flag.lstrip("-"), f"applies to --model, not {source} ({what})")
+    beside ``--collective``), which would be ignored: ``InputError`` naming it, in the words
+    ``sweep`` and ``report`` use for theirs (:func:`tensorwire.sweep.grid.refuse_model_options`)."""
+    candidates = _MODEL_OPTIONS + (_WHATIF_OPTIONS if collective else ())
+    given = [flag for name, flag in candidates if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    why = "one collective's time has no compute" if collective else FILE_GIVES_ITERATION
+    refuse_model_options(given, source, why)
 
 
 def _defaults_that_run(candidates: Sequence[str], n: int, topology: str, network: str) -> list[str]:
@@ -492,6 +540,10 @@ def compare_cmd(
     # `-m resnet50,vgg16` as in sweep and report (no model name has a comma).
     listed = [n.strip() for m in model_names for n in m.split(",") if n.strip()]
     names = list(dict.fromkeys(listed)) or ([] if workload_file is not None else list(DEFAULT_MODELS))
+    if not names:
+        # The workload file alone: no model is loaded, so --gpu/--batch/... would be ignored
+        # (even a device that does not exist). Beside --model they apply to its rows.
+        _refuse_model_options(click.get_current_context(), "--workload", collective=False)
     n = workers or DEFAULT_WORKERS
     only_llms = bool(names) and workload_file is None and all(name in llm.names() for name in names)
     # By default every built-in strategy that runs on this cluster (multitree needs one

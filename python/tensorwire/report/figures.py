@@ -15,6 +15,7 @@ from plotly.colors import qualitative  # type: ignore[import-untyped,import-not-
 
 from tensorwire.report.scenario import Scenario, speedup_known
 from tensorwire.report.timeline import Span
+from tensorwire.result import folded_shown
 from tensorwire.sweep.table import Row
 from tensorwire.units import counted, format_count, format_rate
 
@@ -162,6 +163,13 @@ def _busy(spans: list[Span]) -> list[tuple[float, float, int, float, str, str]]:
     return out
 
 
+def _simulated(spans: Sequence[Span]) -> list[int]:
+    """The workers that own spans (compute, or a flow or collective of their own): those
+    the run simulated. Every worker of an unfolded run; the ranks standing for the others
+    (worker 0 alone, for a symmetric collective) of a folded one."""
+    return sorted({int(s["worker"]) for s in spans if s.get("worker") is not None})
+
+
 def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELINE_ROWS) -> tuple[go.Figure, str]:
     """A Gantt chart of one iteration, one row per host: its compute, what it sends (its
     first link) and what it receives (its last link), each drawn as busy periods
@@ -170,6 +178,13 @@ def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELI
 
     Host ``k`` is the one whose links are named ``hk->...`` and ``...->hk``; hosts from
     ``workers`` on are servers.
+
+    A folded run (some workers own no spans: the run simulated a few ranks that stand for
+    the others, see :data:`tensorwire.report.timeline.UNFOLD_UP_TO`) gets rows only for
+    the workers it simulated, and a note that says so. Its representatives' messages reach
+    their peers' hosts (``sw->h1``, ``sw->h2``, ... of worker 0's halving-doubling), and
+    rows made of those were labelled as workers 1, 2, 4, ... under "Workers 0–7 of 256
+    shown", as if those had been simulated and received nothing else.
     """
     if not spans:
         raise ValueError("no spans")
@@ -189,6 +204,10 @@ def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELI
             # NCCL's timed collectives are spans of the worker's own, on no link: its sending lane.
             lanes[(int(s["worker"]), "send")].append(s)
     hosts = sorted({k for k, _ in lanes})
+    simulated = _simulated(spans)
+    folded = 0 < len(simulated) < workers
+    if folded:
+        hosts = [k for k in hosts if k >= workers or k in simulated]
     shown = [k for k in hosts if k < workers][:rows] + [k for k in hosts if k >= workers][:4]
     order = [_host(k, workers) for k in shown]
     fig = go.Figure()
@@ -234,7 +253,12 @@ def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELI
             legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom", traceorder="normal"),
         )
     )
-    hidden = len([k for k in hosts if k < workers]) - len([k for k in shown if k < workers])
+    shown_workers = [k for k in shown if k < workers]
+    if folded and shown_workers:
+        # As `simulate --trace` says it (tensorwire.result.folded_shown), as a sentence.
+        text = folded_shown(shown_workers, len(simulated), workers)
+        return fig, f"{text[0].upper()}{text[1:]}."
+    hidden = len([k for k in hosts if k < workers]) - len(shown_workers)
     note = f"Workers 0–{rows - 1} of {workers} shown." if hidden > 0 else ""
     return fig, note
 

@@ -31,6 +31,9 @@ T = TypeVar("T")
 #: The ``gpu`` column of a workload read from a file (its compute times are the file's).
 FILE_GPU = "file"
 
+#: Why a built-in model's options beside a workload file alone are refused rather than ignored.
+FILE_GIVES_ITERATION = "the file gives the iteration"
+
 #: Most configurations one sweep runs (``grid`` is refused past it, before anything runs):
 #: at a few milliseconds each, hours of simulation and a results file of ~30 MB.
 MAX_POINTS = 100_000
@@ -132,6 +135,27 @@ def _split(text: str, field: str) -> list[str]:
     return [p for p in items if p]
 
 
+def refuse_model_options(given: Iterable[str], source: str = "--workload", why: str = FILE_GIVES_ITERATION) -> None:
+    """Refuses the first of ``given``, options that build a built-in model's iteration
+    (``--gpu``, ``--batch``, ...), beside ``source``, where nothing would use them: an
+    ``InputError`` naming it. One wording for ``simulate``, ``compare`` (through
+    ``tensorwire.cli.app``), ``sweep``, ``report`` and :func:`expand`: ``compare`` and the
+    grid ignored them silently, ``sweep`` writing rows with gpu ``file`` and the file's batch.
+
+    >>> refuse_model_options(["--batch"])
+    Traceback (most recent call last):
+    tensorwire.InputError: batch: applies to --model, not --workload (the file gives the iteration)
+    """
+    flag = next(iter(given), None)
+    if flag is not None:
+        raise InputError(flag.lstrip("-"), f"applies to --model, not {source} ({why})")
+
+
+def _given(items: Sequence[Optional[Scalar]]) -> bool:
+    """Whether an axis with a default of None (``gpu``, ``batch``) was given a value."""
+    return any(v not in (None, "") for v in items)
+
+
 def _unique(values: Iterable[T]) -> list[T]:
     """The values in first-seen order, each once."""
     return list(dict.fromkeys(values))
@@ -199,7 +223,9 @@ def expand(
 
     Raises :class:`tensorwire.InputError` naming the field (``model``, ``gpu``, ``batch``,
     ``workers``, ``bandwidth``, ``latency``, ``topology``, ``network``, ``strategy``,
-    ``compute_speedup``, ``seed``, ``iterations``) for the first bad value.
+    ``compute_speedup``, ``seed``, ``iterations``) for the first bad value; ``gpu`` and
+    ``batch`` too where ``workload_file`` is given without ``models``, since a file gives
+    its own iteration (:func:`refuse_model_options`).
 
     >>> [(c.workers, c.strategy) for c in expand("vgg16", "4,8", "10Gbps", "ps,ring")]
     [(4, 'ps'), (4, 'ring'), (8, 'ps'), (8, 'ring')]
@@ -208,8 +234,13 @@ def expand(
     if max_flows is not None:
         max_flows = _int(max_flows, "max_flows", 1)
     model_names = [] if models is None and workload_file else _unique(str(m).strip() for m in _items(models, "model"))
-    gpu_names = _unique(None if g in (None, "") else str(g).strip() for g in _items(gpus, "gpu"))
-    batch_sizes = _unique(None if b in (None, "") else _int(b, "batch", 1, U32_MAX) for b in _items(batches, "batch"))
+    gpu_items, batch_items = _items(gpus, "gpu"), _items(batches, "batch")
+    if workload_file and not model_names:
+        # The file alone: only models' rows take a device and a batch; whatever the values
+        # (a device that does not exist too), they would change nothing.
+        refuse_model_options(flag for flag, items in (("--gpu", gpu_items), ("--batch", batch_items)) if _given(items))
+    gpu_names = _unique(None if g in (None, "") else str(g).strip() for g in gpu_items)
+    batch_sizes = _unique(None if b in (None, "") else _int(b, "batch", 1, U32_MAX) for b in batch_items)
     speedups = _unique(_positive_float(x, "compute_speedup") for x in _items(compute_speedups, "compute_speedup"))
     topos = _unique(str(t).strip() for t in _items(topologies, "topology", specs=True))
     for t in topos:

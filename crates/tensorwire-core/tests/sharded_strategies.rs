@@ -34,11 +34,14 @@ fn mixed_precision_sets_the_bytes_on_the_wire() {
     let sizes = [8000, 16_000];
     let psi = 24_000.0;
     let ring = 7.0 / 8.0 * psi;
-    // fp32 listed: bf16 parameters halve the all-gathers, fp32 gradients keep the reduce-scatter.
+    // fp32 listed: bf16 parameters halve the all-gathers and, without reduce_dtype, the
+    // reduce-scatter too (PyTorch's MixedPrecision reduces in param_dtype); reduce_dtype=fp32
+    // keeps the reduce-scatter at full precision.
     let v = sent("fsdp:param_dtype=bf16", &sizes, 8);
-    assert!((v - (2.0 * 0.5 + 1.0) * ring).abs() < 1e-6, "{v}");
-    let v = sent("fsdp:param_dtype=bf16,reduce_dtype=bf16", &sizes, 8);
     assert!((v - 1.5 * ring).abs() < 1e-6, "{v}");
+    assert_eq!(v, sent("fsdp:param_dtype=bf16,reduce_dtype=bf16", &sizes, 8));
+    let v = sent("fsdp:param_dtype=bf16,reduce_dtype=fp32", &sizes, 8);
+    assert!((v - (2.0 * 0.5 + 1.0) * ring).abs() < 1e-6, "{v}");
     let v = sent("ring:reduce_dtype=fp16", &sizes, 8);
     assert!((v - ring).abs() < 1e-6, "{v}");
     // bf16 listed (the LLM zoo): fp32 reduction doubles the gradients' bytes.

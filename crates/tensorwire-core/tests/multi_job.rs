@@ -427,3 +427,24 @@ fn nccl_timed_jobs_that_could_meet_on_a_link_are_refused_saying_where() {
     let jobs = [job("a", &w, 16, "ring", None), job("b", &w, 16, "fsdp", None)];
     assert!(simulate_jobs(&fabric, &jobs, "packed").is_ok());
 }
+
+#[test]
+fn a_jobs_straggler_compute_counts_its_measured_iterations_only() {
+    // Job a measures 3 iterations, then runs on as background load while the longer job b
+    // measures. Its compute with lognormal stragglers is the mean over its measured
+    // iterations of the slowest draw, whatever b's length: it averaged the background
+    // iterations' draws too, so it changed with the job beside it.
+    let short = workload(&[100_000], 20_000);
+    let compute = |b_compute: u64| {
+        let long = workload(&[100_000], b_compute);
+        let mut sc = scenario(short.clone(), 8, "ring", 300);
+        sc.iterations = 3;
+        sc.variability = Variability::LogNormal { sigma: 0.3 };
+        sc.seed = 7;
+        let jobs =
+            [job("a", &short, 4, "ring", Some(vec![0, 1, 2, 3])), job("b", &long, 4, "ring", Some(vec![4, 5, 6, 7]))];
+        simulate_jobs(&sc, &jobs, "packed").unwrap()[0].compute_time_s
+    };
+    let (near, far) = (compute(40_000), compute(400_000));
+    assert!((near - far).abs() <= 1e-12 * near, "{near} vs {far}");
+}

@@ -969,7 +969,7 @@ impl SimulatedJob for Engine<'_> {
         let mut report = build_report(sc, core, measured);
         // Stragglers: the compute an iteration waits for (exposed communication and the
         // scaling factor are about communication, not the stragglers).
-        report.scale_compute(self.sampler.compute_factor(sc.strategy.partial.is_none()));
+        report.scale_compute(self.sampler.compute_factor(sc.strategy.partial.is_none(), sc.iterations as usize));
         if sc.strategy.partial.is_none() {
             return report;
         }

@@ -243,7 +243,7 @@ impl<'a, E: Exec> Runner<'a, E> {
     /// stragglers' factor on its compute (`Sampler::compute_factor`).
     pub fn run(mut self, core: &mut SimState) -> Result<(Measured, f64)> {
         drive(self.sc, &mut [&mut self], core)?;
-        Ok((self.out, self.sampler.compute_factor(true)))
+        Ok((self.out, self.sampler.compute_factor(true, self.measured as usize)))
     }
 
     /// Runs rank `r`'s program until it must wait for compute or a collective.
@@ -441,7 +441,7 @@ impl<E: Exec> SimulatedJob for Runner<'_, E> {
     fn report(&mut self, core: &mut SimState) -> Report {
         let mut report = build_report(self.sc, core, std::mem::take(&mut self.out));
         // Stragglers: the compute an iteration waits for (see `Engine::report`).
-        report.scale_compute(self.sampler.compute_factor(true));
+        report.scale_compute(self.sampler.compute_factor(true, self.measured as usize));
         report
     }
 }

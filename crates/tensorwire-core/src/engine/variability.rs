@@ -111,10 +111,12 @@ impl Sampler {
     /// for each other (`synchronous`), the slowest worker's multiplier, averaged over the
     /// iterations; where each runs at its own pace (partial collectives), every worker's
     /// multiplier averaged. 1 without variability.
-    pub fn compute_factor(&self, synchronous: bool) -> f64 {
-        // Workers that drew (a folded run simulates one rank for all where they are alike).
+    pub fn compute_factor(&self, synchronous: bool, measured: usize) -> f64 {
+        // Workers that drew (a folded run simulates one rank for all where they are alike),
+        // over the `measured` iterations: in a multi-job run a job goes on past them as
+        // background load, and those draws are not its measurement.
         let drew: Vec<&Vec<f64>> = self.drawn.iter().filter(|d| !d.is_empty()).collect();
-        let k = drew.iter().map(|d| d.len()).min().unwrap_or(0);
+        let k = drew.iter().map(|d| d.len()).min().unwrap_or(0).min(measured);
         if k == 0 {
             return 1.0;
         }

@@ -97,7 +97,7 @@ def test_a_trace_cut_at_its_span_cap_says_what_it_left_out(tmp_path: Path, monke
     r = tw.simulate(tw.load_model("resnet50"), tw.Cluster(4, "25Gbps"), "ring", timeline=True, fold=False)
     whole = write_trace(tmp_path / "whole.json", r, 4)
     assert whole[2] is None and "cut" not in json.loads((tmp_path / "whole.json").read_text())["metadata"]
-    spans = len([s for s in r.timeline if ct._shown(s, 4)])
+    spans = len([s for s in r.timeline if ct.shown_in_trace(s, 4)])
     monkeypatch.setattr(ct, "MAX_SPANS", spans // 2)
     _, events, cut = write_trace(tmp_path / "cut.json", r, 4)
     assert cut is not None and cut["spans_shown"] == spans // 2 and cut["spans_left_out"] == spans - spans // 2

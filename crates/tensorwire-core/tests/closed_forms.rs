@@ -359,6 +359,31 @@ fn colocated_servers_halve_the_first_iteration_of_two_workers() {
 }
 
 #[test]
+fn a_parameter_server_run_measures_its_last_iteration_in_the_steady_state() {
+    // Servers on the workers' hosts, 8 workers, one tensor, no compute: a worker pushes its
+    // next iteration as soon as its pulls are in, beside the others' pulls. The last measured
+    // iteration ran alone on the links (20.4 ms at 3 iterations, 23.7 at 10); the run now
+    // completes the next one too, so 3 iterations give the steady state that 10 give, rank
+    // 0's host sends what an iteration sends (its shard of the push off-host, S/2, and its
+    // server's shard to the 7 others, 7 S/2: 4 S), and its uplink carries that per iteration.
+    let s = 64u64 << 20;
+    let measure = |iterations: u32| {
+        let mut sc = scenario(workload(&[s], 0), 8, "ps:num_ps=2,placement=sharded,colocated=true", 2500);
+        sc.bandwidth = 12.5e9;
+        sc.iterations = iterations;
+        let r = run(&sc);
+        let up = r.link_utilization.iter().find(|(l, _)| l == "h0->sw").map(|(_, u)| *u).unwrap();
+        (r.iteration_time_s, r.sent_bytes_per_worker, up * 12.5e9 * r.iteration_time_s)
+    };
+    let (three, ten) = (measure(3), measure(10));
+    assert!((three.0 / ten.0 - 1.0).abs() < 1e-3, "{three:?} {ten:?}");
+    for (_, sent, uplink) in [three, ten] {
+        assert!(close(sent, 4.0 * s as f64), "{three:?} {ten:?}");
+        assert!((uplink / (4.0 * s as f64) - 1.0).abs() < 1e-6, "{three:?} {ten:?}");
+    }
+}
+
+#[test]
 fn the_analytical_model_shows_the_sharing_it_ignores_as_utilisation_above_one() {
     // 8 workers push to and pull from one server at once: each of its links carries 8
     // tensors per iteration, which the contention-free model times as one push and one pull

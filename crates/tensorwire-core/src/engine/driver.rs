@@ -21,6 +21,11 @@ pub(crate) trait SimulatedJob {
     /// Measured iterations completed on every rank (at most the run's `iterations`; a job
     /// of a multi-job run may go on past them as background load for the others).
     fn completed(&self) -> usize;
+    /// Whether, its measured iterations done, the job still completes one it started
+    /// beyond them (a parameter-server run alone, `iterations_beyond`): the run goes on.
+    fn finishing(&self) -> bool {
+        false
+    }
     /// When the job's own next event is due, ns.
     fn queue_head(&self) -> Option<Nanos>;
     /// Handles the job's own next event, due at `t` (it sets the core's job and time).
@@ -53,7 +58,7 @@ pub(crate) fn drive<J: SimulatedJob + ?Sized>(sc: &Scenario, jobs: &mut [&mut J]
     let iterations = sc.iterations as usize;
     let mut clock = std::time::Instant::now();
     let mut turns = 0u32;
-    while jobs.iter().any(|j| j.completed() < iterations) {
+    while jobs.iter().any(|j| j.completed() < iterations || j.finishing()) {
         // Messages timed by lanes count as events would (they come without any).
         let work = events + core.flows_alone;
         // Events can be slow (max-min re-rating many flows sharing a link): look at the

@@ -209,10 +209,12 @@ pub(crate) fn check(sc: &Scenario, work: Work, star: bool) -> Result<()> {
         (Family::Nccl(_), w) => format!(" ({many} timed collectives, each costing about {w} flows)"),
         (_, w) => format!(" ({many} messages, each costing about {w} flows alone as ranks send and receive at once)"),
     };
+    // A parameter-server run completes one iteration beyond the measured ones.
+    let next = if super::iterations_beyond(sc) > 0 { " (and the next)" } else { "" };
     Err(Error::invalid(
         "max_flows",
         format!(
-            "{} on {} workers for {} iterations needs {needs}{concurrency}, more than {max} flows (the budget); use {instead}{raise}",
+            "{} on {} workers for {} iterations{next} needs {needs}{concurrency}, more than {max} flows (the budget); use {instead}{raise}",
             sc.strategy.spec, sc.workers, sc.iterations,
         ),
     ))
@@ -279,14 +281,15 @@ pub(crate) fn rank_events(ranks: usize, layers: usize, collectives: usize, itera
 /// A parameter-server run's work: per simulated piece (`tasks` pieces, a `num_ps`-th of
 /// them when folded by server class) a push from every worker (to the switch with
 /// in-network aggregation, then one aggregate) and a pull to every worker, each costing
-/// [`ps_weight`]. Counted from the scenario alone, so that a run far over the budget is
+/// [`ps_weight`], over the measured iterations and the one the run completes beyond them
+/// ([`super::iterations_beyond`]). Counted from the scenario alone, so that a run far over the budget is
 /// refused before its state is built (a million workers took 1.5 GB to be refused).
 pub(crate) fn ps_work(sc: &Scenario, num_ps: usize, tasks: usize, folded_by_class: bool) -> Work {
     let n = sc.workers;
     let pieces = if folded_by_class { tasks / num_ps.max(1) } else { tasks } as u64;
     let per_piece = 2 * n as u64 + 1;
     Work {
-        flows: pieces.saturating_mul(per_piece).saturating_mul(u64::from(sc.iterations)),
+        flows: pieces.saturating_mul(per_piece).saturating_mul(u64::from(sc.iterations + super::iterations_beyond(sc))),
         lane_messages: 0,
         weight: ps_weight(sc, n, folded_by_class),
         rank_events: 0,
@@ -445,7 +448,9 @@ mod tests {
     #[test]
     fn unfolded_parameter_servers_pay_for_concurrency_and_name_what_folds() {
         let mut sc = scenario(workload(&[4096; 200], 1000), 64, "ps:num_ps=4", 100);
-        sc.max_flows = Some(100_000);
+        // Sharded: 200 pieces x (2 x 64 + 1) flows x 4 iterations (3 measured and the next,
+        // `iterations_beyond`) = 103,200; round-robin pays 32x that.
+        sc.max_flows = Some(120_000);
         let e = simulate(&sc).unwrap_err();
         assert!(e.to_string().contains("ps:placement=sharded"), "{e}");
         // Sharded placement folds by server class: no concurrency term, within the budget.

@@ -216,6 +216,7 @@ impl<'a, E: Exec> Runner<'a, E> {
                 sent_at_first: 0.0,
                 rank0: None,
                 links_per_iteration: false,
+                iterations_run: iterations,
                 flowless,
                 at_end: None,
                 compute_spans: sc.record_timeline.then(Vec::new),

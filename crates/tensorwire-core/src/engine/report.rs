@@ -30,6 +30,11 @@ pub(crate) struct Measured {
     /// moves the same bytes, so a link's share does not depend on where the window cuts
     /// the workers' skewed iterations); else from the bytes in the window.
     pub links_per_iteration: bool,
+    /// Iterations the run completed in all (with `links_per_iteration`): more than the
+    /// measured ones where it went on to complete those it started beyond them
+    /// (`iterations_beyond`); a link's bytes per iteration are then the whole run's over
+    /// these, the bytes at the last measured completion holding part of the next iteration.
+    pub iterations_run: u32,
     /// Collectives timed in closed form (`timed.rs`): no link carried a flow, so the
     /// report gives no link utilisation (an empty list, not every link at 0).
     pub flowless: bool,
@@ -126,7 +131,10 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
     let first = &m.link_bytes_at_first;
     let topo = &core.topo;
     // Per link: bytes of one window's worth of iterations (`periods` of them).
-    let delta: Vec<f64> = if m.links_per_iteration && k > 1 {
+    let ran = m.iterations_run as usize;
+    let delta: Vec<f64> = if m.links_per_iteration && ran > k {
+        core.net.link_bytes(core.now).iter().map(|&b| b / ran as f64 * periods).collect()
+    } else if m.links_per_iteration && k > 1 {
         bytes_end.iter().map(|&b| b / k as f64 * periods).collect()
     } else {
         bytes_end.iter().enumerate().map(|(l, &b)| b - first.get(l).copied().unwrap_or(0.0)).collect()

@@ -53,13 +53,28 @@ fn partial_is_for_all_reduce() {
 fn active_processes_count_the_measured_rounds_however_far_fast_workers_run_ahead() {
     // Three iterations, one rank 4x slower: the fast ranks end all their rounds before the
     // slow one first completes, so a window between completions of every rank held none of
-    // them (0 active processes reported). A solo round has its initiator at least.
+    // them (0 active processes reported). A solo round has its initiator and the 6 other
+    // fast ranks, ready at the same instant (`a_rank_ready_before_the_activation...`): 7.
     let mut slow = vec![1.0; 8];
     slow[7] = 4.0;
     let mut sc = scenario(workload(&[400_000], 1_000_000), 8, "ring:partial=solo", 1000);
     sc.variability = Variability::Slowdowns(slow);
     for iterations in [3, 10] {
         sc.iterations = iterations;
-        assert_eq!(run(&sc).nap, Some(1.0), "{iterations} iterations");
+        assert_eq!(run(&sc).nap, Some(7.0), "{iterations} iterations");
     }
+}
+
+#[test]
+fn a_rank_ready_before_the_activation_reaches_it_is_active() {
+    // The runtime counts every call that arrived before the activation (docs/
+    // partial-collectives.md). Without stragglers all 8 ranks are ready at the same instant:
+    // each is ready when the activation comes, so a solo round has 8 active processes (the
+    // simulation had counted the initiator alone, ties going by event order). With ranks
+    // 1.5x slower than the one before, none is ready in the microseconds the activation
+    // takes: 1.
+    let solo = |variability: Variability| skewed("ring:partial=solo", variability, 1).nap.unwrap();
+    assert_eq!(solo(Variability::None), 8.0);
+    let linear = Variability::Slowdowns((0..8).map(|r| 1.0 + 0.5 * r as f64).collect());
+    assert_eq!(solo(linear), 1.0);
 }

@@ -14,8 +14,10 @@
 //!   initiator has it: the first ready rank (`solo`) or a rank drawn per task from the
 //!   scenario's seed (`majority`). The initiator starts at once; every other rank starts
 //!   when the activation reaches it along the binomial activation tree, one small
-//!   message (path latency plus per-message overhead, ns) per hop. The ranks ready at
-//!   release are recorded per round (`active`, the report's `nap`).
+//!   message (path latency plus per-message overhead, ns) per hop. The ranks ready by
+//!   the time the activation reaches them (the initiator, those ready before it, and
+//!   those ready while it travels, a tie included) are counted per round (`active`, the
+//!   report's `nap`), as the runtime counts the calls that arrived before the activation.
 //! - **Dispatch and stream pacing.** A coordinator that pays `dispatch` ns of CPU work per
 //!   collective (`strategy.dispatch`) dispatches one at a time; with `execution=stream`
 //!   collectives also run one after another on one stream, each starting no earlier than
@@ -44,6 +46,14 @@ impl Engine<'_> {
             let id = self.layer_tasks[l][i];
             let (layer, bytes) = (self.tasks[id as usize].layer, self.tasks[id as usize].bytes);
             let r = TaskRef { iteration: k, task: id };
+            // A partial round already released: this rank contributes if it is ready by the
+            // time the activation reaches it (its call arrived first, as the runtime counts),
+            // a tie included.
+            if let Some(&(round, released_at, initiator)) = self.open_rounds.get(&r) {
+                if now <= released_at + self.activation_delay(core, initiator, w) {
+                    self.active[round].1 += 1;
+                }
+            }
             if self.coordinated && !self.ready_everywhere(w, r) {
                 continue;
             }
@@ -72,6 +82,7 @@ impl Engine<'_> {
         if count == n {
             self.ready_on.remove(&r);
             self.designated.remove(&r);
+            self.open_rounds.remove(&r);
         }
         if release && self.sc.strategy.partial.is_some() {
             self.round_of.insert(r, (w, count));
@@ -113,6 +124,9 @@ impl Engine<'_> {
             if let Some((initiator, ready)) = self.round_of.remove(&tasks[0]) {
                 // A partial round: the initiator starts now, the others when activated.
                 self.active.push((tasks[0].iteration, ready));
+                if ready < self.workers.len() {
+                    self.open_rounds.insert(tasks[0], (self.active.len() - 1, now, initiator));
+                }
                 self.protocol.start_op(core, initiator, op, &tasks, group.bytes);
                 for rank in (0..self.workers.len()).filter(|&r| r != initiator) {
                     let at = now + self.activation_delay(core, initiator, rank);

@@ -199,6 +199,10 @@ struct Engine<'a> {
     designated: HashMap<TaskRef, usize>,
     round_of: HashMap<TaskRef, (usize, usize)>,
     active: Vec<(u32, usize)>,
+    /// Partial rounds released while some ranks were not yet ready, by their first task:
+    /// (index in `active`, release time, initiator). A rank ready by the time the activation
+    /// reaches it contributes too.
+    open_rounds: HashMap<TaskRef, (usize, Nanos, usize)>,
     /// Coordinator's dispatch cost per collective, ns, and when it may start the next one.
     dispatch: Nanos,
     dispatch_free: Nanos,
@@ -651,6 +655,7 @@ impl<'a> Engine<'a> {
             initiators: rand::SeedableRng::seed_from_u64(sc.seed ^ 0x5EED_1417_1A70_0001),
             designated: HashMap::new(),
             round_of: HashMap::new(),
+            open_rounds: HashMap::new(),
             active: Vec::new(),
             interference: Interference {
                 slowdown: match &sc.strategy.family {

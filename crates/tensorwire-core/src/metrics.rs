@@ -44,7 +44,7 @@ pub struct NcclUse {
     /// Their times together, each alone on its links (NCCL's choice as it runs), s.
     pub seconds: f64,
     /// Their times together had each run the (algorithm, protocol) that tensorwire times
-    /// fastest for its size ([`crate::nccl::fastest`]), s: at most [`NcclUse::seconds`].
+    /// fastest for its size ([`crate::nccl::choose_and_fastest`]), s: at most [`NcclUse::seconds`].
     pub fastest_seconds: f64,
     /// The (algorithm, protocol) that saves the most of that difference (NCCL_ALGO's and
     /// NCCL_PROTO's names), where some collective has a faster one than NCCL's choice.

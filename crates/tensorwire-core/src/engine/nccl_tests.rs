@@ -320,7 +320,7 @@ fn the_report_counts_what_nccl_chose_for_one_iterations_collectives() {
 #[test]
 fn the_report_names_a_pair_faster_than_nccls_choice() {
     // 64 one-GPU machines at 80 Gbit/s, 1 MiB: NCCL's model picks tree/LL128 (926.8 us as it
-    // runs), ring/LL128 runs in 531.4 us (`nccl::fastest`). Per iteration, 3 of them.
+    // runs), ring/LL128 runs in 531.4 us (`nccl::choose_and_fastest`). Per iteration, 3 of them.
     let mut sc = scenario(workload(&[(0, 0)], &[(1 << 20, 0), (1 << 20, 0), (1 << 20, 0)]), 64, "nccl", "nodes");
     sc.bandwidth = 80e9 / 8.0;
     let u = simulate(&sc).unwrap().nccl_choices[0];

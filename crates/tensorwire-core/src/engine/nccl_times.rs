@@ -47,8 +47,7 @@ impl NcclGroup {
     /// bytes each rank sends ([`Timed::of`]).
     fn time(&self, bytes: u64) -> Result<Timed> {
         let size = bytes as f64 * self.wire_factor;
-        let choice = nccl::choose(&self.fabric, self.collective, size, &self.options)?;
-        let fastest = nccl::fastest(&self.fabric, self.collective, size, &self.options)?;
+        let (choice, fastest) = nccl::choose_and_fastest(&self.fabric, self.collective, size, &self.options)?;
         Ok(Timed::of(&self.fabric, self.collective, &choice, &fastest, size))
     }
 }
@@ -118,8 +117,7 @@ mod tests {
     /// `choose` itself, as the table should give it.
     fn direct(g: &NcclGroup, bytes: u64) -> Timed {
         let size = bytes as f64 * g.wire_factor;
-        let c = nccl::choose(&g.fabric, g.collective, size, &g.options).unwrap();
-        let f = nccl::fastest(&g.fabric, g.collective, size, &g.options).unwrap();
+        let (c, f) = nccl::choose_and_fastest(&g.fabric, g.collective, size, &g.options).unwrap();
         Timed::of(&g.fabric, g.collective, &c, &f, size)
     }
 

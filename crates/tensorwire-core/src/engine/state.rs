@@ -174,7 +174,7 @@ pub struct TimedPick {
     /// Its time alone on its links, ns.
     pub ns: Nanos,
     /// A pair tensorwire times faster than NCCL's choice, and its time, ns
-    /// (`crate::nccl::fastest`).
+    /// (`crate::nccl::choose_and_fastest`).
     pub faster: Option<(&'static str, &'static str, Nanos)>,
 }
 

@@ -102,13 +102,15 @@ pub(crate) struct Timed {
     /// What it shares with operations in flight at the same time.
     pub resource: Resource,
     /// Where NCCL's model chose a pair that tensorwire times slower than another it allows
-    /// ([`crate::nccl::fastest`]): that pair's algorithm and protocol and its time alone, ns.
+    /// ([`crate::nccl::choose_and_fastest`]): that pair's algorithm and protocol and its time
+    /// alone, ns.
     pub faster: Option<(&'static str, &'static str, Nanos)>,
 }
 
 impl Timed {
     /// NCCL's `choice` for `collective` over a buffer of `size` bytes on `fabric`, and the
-    /// pair tensorwire times `fastest` there ([`crate::nccl::fastest`]; NCCL's own or faster).
+    /// pair tensorwire times `fastest` there ([`crate::nccl::choose_and_fastest`]: NCCL's own
+    /// or strictly faster).
     pub fn of(
         fabric: &NcclFabric,
         collective: Collective,
@@ -117,8 +119,8 @@ impl Timed {
         size: f64,
     ) -> Self {
         let ns = |c: &NcclChoice| crate::limits::nanos_clamped((c.seconds * 1e9).round());
-        let faster = (fastest.seconds < choice.seconds && (fastest.algo, fastest.proto) != (choice.algo, choice.proto))
-            .then(|| (fastest.algo_name(), fastest.proto.name(), ns(fastest)));
+        let faster =
+            (fastest.seconds < choice.seconds).then(|| (fastest.algo_name(), fastest.proto.name(), ns(fastest)));
         Timed {
             faster,
             ns: ns(choice),

@@ -415,36 +415,34 @@ pub fn check(fabric: &NcclFabric, options: &NcclOptions) -> Result<()> {
 /// NCCL: `alltoall.rs`, reported as point-to-point (`algo: None`) with Simple on NCCL's
 /// point-to-point channels. No allocation.
 pub fn choose(fabric: &NcclFabric, collective: Collective, bytes: f64, options: &NcclOptions) -> Result<NcclChoice> {
-    decide(fabric, collective, bytes, options, Pick::Nccl)
+    decide(fabric, collective, bytes, options, false).map(|(nccl, _)| nccl)
 }
 
-/// The (algorithm, protocol) among those NCCL may run under `options` that tensorwire times
-/// fastest ([`choose`]'s execution time, which adds NCCL's pipeline fill and the fabric's
-/// efficiencies to NCCL's model), where NCCL chooses by its model alone: what forcing it
-/// with NCCL_ALGO / NCCL_PROTO would run. The same as [`choose`] where the two agree, and for
-/// all-to-all (no algorithm to choose). Ties go to NCCL's own choice.
-pub fn fastest(fabric: &NcclFabric, collective: Collective, bytes: f64, options: &NcclOptions) -> Result<NcclChoice> {
-    decide(fabric, collective, bytes, options, Pick::Fastest)
+/// [`choose`]'s choice, and the (algorithm, protocol) among those NCCL may run under
+/// `options` that tensorwire times fastest ([`choose`]'s execution time, which adds NCCL's
+/// pipeline fill and the fabric's efficiencies to NCCL's model), where NCCL chooses by its
+/// model alone: what forcing it with NCCL_ALGO / NCCL_PROTO would run. The second is the
+/// first where the two agree, on a tie, and for all-to-all (no algorithm to choose). One
+/// topology search serves both.
+pub fn choose_and_fastest(
+    fabric: &NcclFabric,
+    collective: Collective,
+    bytes: f64,
+    options: &NcclOptions,
+) -> Result<(NcclChoice, NcclChoice)> {
+    decide(fabric, collective, bytes, options, true)
 }
 
-/// How [`decide`] picks among the candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pick {
-    /// NCCL's tuning model: the least `latency + bytes / bandwidth`.
-    Nccl,
-    /// The least execution time.
-    Fastest,
-}
-
-/// [`choose`] and [`fastest`]: one candidate per enabled (algorithm, protocol) with NCCL's
-/// model figures, picked by `by`.
+/// [`choose`] and [`choose_and_fastest`]: one candidate per enabled (algorithm, protocol)
+/// with NCCL's model figures; NCCL's by its model and, with `time_all`, the fastest as it
+/// runs (else NCCL's again).
 fn decide(
     fabric: &NcclFabric,
     collective: Collective,
     bytes: f64,
     options: &NcclOptions,
-    by: Pick,
-) -> Result<NcclChoice> {
+    time_all: bool,
+) -> Result<(NcclChoice, NcclChoice)> {
     check(fabric, options)?;
     let ranks = fabric.nodes * fabric.gpus_per_node;
     let graphs = graph::search(fabric);
@@ -452,7 +450,8 @@ fn decide(
     if ranks <= 1 || bytes <= 0.0 {
         let algo = (collective != Collective::AllToAll).then_some(Algo::Ring);
         let peer_channels = algo.is_none().then_some(1);
-        return Ok(NcclChoice { algo, proto: Proto::Simple, channels: 1, peer_channels, seconds: 0.0 });
+        let none = NcclChoice { algo, proto: Proto::Simple, channels: 1, peer_channels, seconds: 0.0 };
+        return Ok((none, none));
     }
     let costs = Costs::of(fabric, collective, bytes);
     if collective == Collective::AllToAll {
@@ -463,13 +462,14 @@ fn decide(
             secs /= (ch as f64 / graphs.runtime_channels as f64).min(1.0);
         }
         let p2p = alltoall::p2p_channels(runtime);
-        return Ok(NcclChoice {
+        let p2p = NcclChoice {
             algo: None,
             proto: Proto::Simple,
             channels: p2p,
             peer_channels: Some(alltoall::channels_per_peer(fabric, p2p, bytes / ranks as f64)),
             seconds: (lat_us * 1e-6 + costs.added + (secs / costs.factor).max(nic_floor)).max(costs.floor),
-        });
+        };
+        return Ok((p2p, p2p));
     }
     // (algorithm, protocol, NCCL's model time µs, its latency µs, its bandwidth GB/s)
     let mut model_best: Option<(Algo, Proto, f64, f64, f64)> = None;
@@ -492,7 +492,7 @@ fn decide(
             if model_best.is_none_or(|b| time < b.2) {
                 model_best = Some((a, p, time, lat, bw));
             }
-            if by == Pick::Fastest {
+            if time_all {
                 let run = execute(fabric, &graphs, &costs, collective, bytes, runtime, (a, p, lat, bw));
                 if run_best.is_none_or(|b| run.seconds < b.seconds) {
                     run_best = Some(run);
@@ -505,10 +505,11 @@ fn decide(
     };
     let nccl = execute(fabric, &graphs, &costs, collective, bytes, runtime, (algo, proto, lat, bw));
     // NCCL's own choice wins a tie.
-    Ok(match run_best {
+    let fastest = match run_best {
         Some(best) if best.seconds < nccl.seconds => best,
         _ => nccl,
-    })
+    };
+    Ok((nccl, fastest))
 }
 
 /// What the fabric adds to NCCL's figures for one collective: the calibration's factors

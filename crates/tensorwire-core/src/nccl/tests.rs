@@ -632,14 +632,14 @@ proptest! {
     fn the_fastest_pair_is_the_least_execution_time_of_those_allowed(
         f in fabrics(), c in collectives(), bytes in 1.0f64..4e10, keep in 1usize..127
     ) {
-        // `fastest` is NCCL's choice where nothing allowed runs faster, else the allowed pair
+        // The fastest pair is NCCL's choice where nothing allowed runs faster, else the allowed pair
         // whose executed time is least: never slower than NCCL's choice, no slower than any
         // pair forced alone, and one of those pairs.
         let algos: Vec<Algo> = Algo::ALL.iter().enumerate().filter(|(i, _)| keep >> i & 1 == 1).map(|(_, a)| *a).collect();
         let opts = only(&algos, &[]);
         prop_assume!(check(&f, &opts).is_ok());
-        let Ok(nccl) = choose(&f, c, bytes, &opts) else { return Ok(()) };
-        let best = fastest(&f, c, bytes, &opts).unwrap();
+        let Ok((nccl, best)) = choose_and_fastest(&f, c, bytes, &opts) else { return Ok(()) };
+        prop_assert_eq!(nccl, choose(&f, c, bytes, &opts).unwrap());
         prop_assert!(best.seconds <= nccl.seconds, "{} > {}", best.seconds, nccl.seconds);
         if c == Collective::AllToAll {
             prop_assert_eq!(best, nccl);
@@ -760,16 +760,14 @@ fn where_nccls_model_picks_tree_the_ring_can_run_faster() {
     // ring's 126 steps fill 14.8 us of 233.7 (531.4 us).
     let f = on("nodes", 64, 80e9 / 8.0);
     let nccl = pick(&f, Collective::AllReduce, MIB);
-    let best = fastest(&f, Collective::AllReduce, MIB, &NcclOptions::default()).unwrap();
+    let (_, best) = choose_and_fastest(&f, Collective::AllReduce, MIB, &NcclOptions::default()).unwrap();
     assert_eq!((nccl.algo, nccl.proto), (Some(Algo::Tree), Proto::Ll128));
     assert_eq!((best.algo, best.proto), (Some(Algo::Ring), Proto::Ll128));
     assert!((nccl.seconds * 1e6 - 926.8).abs() < 0.1 && (best.seconds * 1e6 - 531.4).abs() < 0.1, "{nccl:?} {best:?}");
     // Forced to the ring, NCCL's choice is the fastest.
     let ring = only(&[Algo::Ring], &[Proto::Ll128]);
-    assert_eq!(
-        fastest(&f, Collective::AllReduce, MIB, &ring).unwrap(),
-        choose(&f, Collective::AllReduce, MIB, &ring).unwrap()
-    );
+    let (forced, fastest) = choose_and_fastest(&f, Collective::AllReduce, MIB, &ring).unwrap();
+    assert_eq!(forced, fastest);
 }
 
 #[test]

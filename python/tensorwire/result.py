@@ -6,7 +6,7 @@ import heapq
 import re
 from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.limits import is_int
@@ -168,6 +168,17 @@ def over_capacity(max_link_utilization: Optional[float]) -> bool:
     (True, False, False)
     """
     return max_link_utilization is not None and max_link_utilization > 1.001
+
+
+def simulated_workers(spans: Iterable[Mapping[str, Any]]) -> list[int]:
+    """The workers that own spans of a timeline (compute, or a flow or collective of their
+    own): those the run simulated. Every worker of an unfolded run; the ranks standing for
+    the others (worker 0 alone, for a symmetric collective) of a folded one.
+
+    >>> simulated_workers([{"worker": 4}, {"worker": None}, {"worker": 0}, {"worker": 4}])
+    [0, 4]
+    """
+    return sorted({int(s["worker"]) for s in spans if s.get("worker") is not None})
 
 
 def ranks_in_words(ranks: Sequence[int]) -> str:

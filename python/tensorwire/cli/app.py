@@ -20,7 +20,7 @@ from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.io import check_output
-from tensorwire.result import Result, folded_shown, ranks_in_words
+from tensorwire.result import Result, folded_shown, ranks_in_words, simulated_workers
 from tensorwire.stragglers import input_files as stragglers_files
 from tensorwire.stragglers import parse_stragglers
 from tensorwire.strategy import Strategy, check, host_options, split_specs, strategies
@@ -285,7 +285,7 @@ def _traced(result: Result, limit: int) -> str:
     >>> _traced(S(workers=16, folded=True, timeline=spans), 2)
     'workers 0-1 of 16: the run folded ranks that behave alike and simulated 4 (--trace-workers 4 shows them all)'
     """
-    present = sorted({int(s["worker"]) for s in result.timeline if s.get("worker") is not None})
+    present = simulated_workers(result.timeline)
     if not present:
         return "no worker spans: nothing ran"
     if not result.folded:

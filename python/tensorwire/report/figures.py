@@ -15,7 +15,7 @@ from plotly.colors import qualitative  # type: ignore[import-untyped,import-not-
 
 from tensorwire.report.scenario import Scenario, speedup_known
 from tensorwire.report.timeline import Span
-from tensorwire.result import folded_shown
+from tensorwire.result import folded_shown, simulated_workers
 from tensorwire.sweep.table import Row
 from tensorwire.units import counted, format_count, format_rate
 
@@ -163,13 +163,6 @@ def _busy(spans: list[Span]) -> list[tuple[float, float, int, float, str, str]]:
     return out
 
 
-def _simulated(spans: Sequence[Span]) -> list[int]:
-    """The workers that own spans (compute, or a flow or collective of their own): those
-    the run simulated. Every worker of an unfolded run; the ranks standing for the others
-    (worker 0 alone, for a symmetric collective) of a folded one."""
-    return sorted({int(s["worker"]) for s in spans if s.get("worker") is not None})
-
-
 def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELINE_ROWS) -> tuple[go.Figure, str]:
     """A Gantt chart of one iteration, one row per host: its compute, what it sends (its
     first link) and what it receives (its last link), each drawn as busy periods
@@ -204,7 +197,7 @@ def timeline(spans: Sequence[Span], workers: int, title: str, rows: int = TIMELI
             # NCCL's timed collectives are spans of the worker's own, on no link: its sending lane.
             lanes[(int(s["worker"]), "send")].append(s)
     hosts = sorted({k for k, _ in lanes})
-    simulated = _simulated(spans)
+    simulated = simulated_workers(spans)
     folded = 0 < len(simulated) < workers
     if folded:
         hosts = [k for k in hosts if k >= workers or k in simulated]

@@ -24,19 +24,30 @@ class Result:
     002; ``nap`` is its deprecated old name, and its key in :meth:`to_dict`).
 
     ``scaling_factor`` is T_n / (n T_1) as seed 001 defines it: the job's throughput over
-    n times the throughput of one worker that only computes (compute / iteration). With
-    stragglers the compute is what an iteration waits for (the slowest worker's, averaged;
-    ``compute_time_s``), so the factor speaks of communication alone; what the stragglers
-    cost shows in the iteration time against a run without them (docs/simulator.md). ``exposed_comm_s`` is the time
-    per iteration not covered by compute; ``comm_time_s`` the time rank 0 had any message
-    in flight; ``sent_bytes_per_worker`` the bytes rank 0's host put on the wire per
-    iteration (a multicast message counts once; a co-located server's copy to its own host is not
-    on the wire); ``simulated_ranks`` how many ranks' network part
-    was simulated (1 or a few when folded, every worker otherwise). ``link_utilization`` maps each directed link (``h0->sw``) to its busy
-    fraction over the steady-state window; it is empty when the collectives were timed in
-    closed form by NCCL's model (``nccl``, ``ddp``, sharded strategies with ``comm=nccl``),
-    which puts no flow on any link. It is read-only (a ``types.MappingProxyType`` over a copy
-    of the mapping given: writing to it changed :attr:`max_link_utilization` of a frozen
+    n times the throughput of one worker that only computes the workload (its nominal
+    compute / iteration where every worker waits for every other). Stragglers and compute
+    interference lower it, as they lower a measured scaling factor; it passes 1 only where
+    stragglers' multipliers below 1 make workers faster than the workload's compute (or, under
+    partial collectives, fast workers' rates add up past n of them). ``compute_time_s`` is the
+    compute an iteration waits for (with stragglers the slowest worker's, averaged over the
+    measured iterations; every worker's own under partial collectives);
+    ``compute_interference_s`` the compute time rank 0 lost per iteration to communication
+    kernels running beside it (``compute_slowdown`` of the strategies timed by NCCL's model, 0
+    otherwise); ``gradient_bytes_per_worker`` the gradient bytes each worker reduces per
+    iteration, in the element type they are reduced in (``reduce_dtype``, else
+    ``param_dtype``), before compression; ``exposed_comm_s`` the time per iteration covered by neither (iteration -
+    compute - interference: communication that did not overlap, and waits for other workers);
+    ``comm_time_s`` the time rank 0 had any message in flight; ``sent_bytes_per_worker`` the
+    bytes rank 0's host put on the wire per iteration (a multicast message counts once; a
+    co-located server's copy to its own host is not on the wire; a tree's root, rank 0, sends
+    more than the mean); ``simulated_ranks`` how many ranks' network part was simulated (1
+    or a few when folded, every worker otherwise). ``link_utilization`` maps each directed
+    link (``h0->sw``) to its utilisation over the steady-state window: the bytes it carried
+    over the bytes it could have carried (its mean rate over its capacity, not the share of
+    time it had a message in flight); it is empty when the collectives were timed in closed
+    form by NCCL's model (``nccl``, ``ddp``, sharded strategies with ``comm=nccl``), which
+    puts no flow on any link. It is read-only (a ``types.MappingProxyType`` over a copy of
+    the mapping given: writing to it changed :attr:`max_link_utilization` of a frozen
     result); :meth:`to_dict` gives a plain dict.
 
     ``nccl_choices``: for collectives timed by NCCL's model, what NCCL chose for those rank
@@ -76,6 +87,8 @@ class Result:
     simulated_ranks: int = 0
     failures_applied: int = 0
     nccl_choices: tuple[dict[str, Any], ...] = ()
+    compute_interference_s: float = 0.0
+    gradient_bytes_per_worker: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "link_utilization", MappingProxyType(dict(self.link_utilization)))

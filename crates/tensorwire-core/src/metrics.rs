@@ -85,15 +85,34 @@ pub struct Report {
     /// Samples per second over all workers.
     pub throughput_samples_per_s: f64,
     /// T_n / (n T_1): throughput over n times the throughput of one worker that only
-    /// computes (seed 001). Equals compute time / iteration time.
+    /// computes the workload (seed 001), [`Report::ideal_samples_per_s`]: nominal compute
+    /// over iteration time where every worker waits for every other; lowered by
+    /// stragglers and by compute interference, as a measured scaling factor would be, and
+    /// above 1 only where stragglers' multipliers below 1 make workers faster than the
+    /// workload (or, under partial collectives, fast workers' rates add up past it).
     pub scaling_factor: f64,
-    /// Forward + backward compute of one iteration on one worker without variability, s.
+    /// n times the samples/s of one worker that only computes the workload (its nominal
+    /// compute, no stragglers, no interference): the scaling factor's reference; infinite
+    /// for a collective microbenchmark, which computes nothing (scaling factor 0).
+    pub ideal_samples_per_s: f64,
+    /// Compute an iteration waits for, s: the workload's forward + backward compute on one
+    /// worker, times the slowest worker's straggler multiplier averaged over the measured
+    /// iterations (every worker's under partial collectives); without interference, which
+    /// is [`Report::compute_interference_s`].
     pub compute_time_s: f64,
+    /// Per iteration, compute time rank 0 lost to communication kernels running beside it
+    /// (`compute_slowdown` of the strategies timed by NCCL's model; 0 otherwise), s.
+    pub compute_interference_s: f64,
     /// Per iteration, time rank 0's host had at least one message in flight, s.
     pub comm_time_s: f64,
-    /// Per iteration, time not covered by rank 0's compute (communication that did not
-    /// overlap with compute, plus any wait for other workers), s.
+    /// Per iteration, time not covered by compute: iteration - compute - interference
+    /// (communication that did not overlap with compute, plus any wait for other
+    /// workers), s.
     pub exposed_comm_s: f64,
+    /// Gradient bytes each worker reduces per iteration: the workload's, in the element type
+    /// they are reduced in ([`crate::strategy::Strategy::gradient_dtype_factor`]), before
+    /// compression (a microbenchmark: its collectives' buffers), bytes.
+    pub gradient_bytes_per_worker: f64,
     /// Per iteration, bytes rank 0's host put on the wire (every message it started to
     /// another host, once per message: a multicast counts once; a copy to its own host, a
     /// co-located server's share, is not on the wire), bytes.
@@ -143,15 +162,20 @@ impl Report {
         self.iteration_time_s = iteration_time_s;
         self.throughput_samples_per_s = if iteration_time_s > 0.0 { samples_per_s } else { f64::INFINITY };
         self.scaling_factor =
-            if iteration_time_s > 0.0 { (self.compute_time_s / iteration_time_s).min(1.0) } else { 1.0 };
-        self.exposed_comm_s = (iteration_time_s - self.compute_time_s).max(0.0);
+            if iteration_time_s > 0.0 { self.throughput_samples_per_s / self.ideal_samples_per_s } else { 1.0 };
+        self.set_exposed();
     }
 
-    /// Scales the compute per iteration by `factor` (stragglers: the slowest worker's
-    /// multiplier, or every worker's own under partial collectives) and what follows from it.
+    /// Scales the compute an iteration waits for by `factor` (stragglers: the slowest
+    /// worker's multiplier, or every worker's own under partial collectives), and the
+    /// exposed communication with it; the scaling factor keeps its reference, the nominal
+    /// compute.
     pub fn scale_compute(&mut self, factor: f64) {
         self.compute_time_s *= factor;
-        let (t, samples) = (self.iteration_time_s, self.throughput_samples_per_s);
-        self.set_iteration_time(t, samples);
+        self.set_exposed();
+    }
+
+    fn set_exposed(&mut self) {
+        self.exposed_comm_s = (self.iteration_time_s - self.compute_time_s - self.compute_interference_s).max(0.0);
     }
 }

@@ -43,32 +43,44 @@ impl PyReport {
     fn throughput_samples_per_s(&self) -> f64 {
         self.inner.throughput_samples_per_s
     }
-    /// T_n / (n T_1) (seed 001).
+    /// T_n / (n T_1) (seed 001): throughput over n times that of one worker computing the
+    /// workload alone (its nominal compute; stragglers and interference lower it).
     #[getter]
     fn scaling_factor(&self) -> f64 {
         self.inner.scaling_factor
     }
-    /// Compute time per iteration, s.
+    /// Compute an iteration waits for, s (stragglers' multiplier included, interference not).
     #[getter]
     fn compute_time_s(&self) -> f64 {
         self.inner.compute_time_s
+    }
+    /// Compute time rank 0 lost per iteration to communication kernels beside it, s.
+    #[getter]
+    fn compute_interference_s(&self) -> f64 {
+        self.inner.compute_interference_s
     }
     /// Time rank 0 had any message in flight per iteration, s.
     #[getter]
     fn comm_time_s(&self) -> f64 {
         self.inner.comm_time_s
     }
-    /// Time per iteration not covered by compute, s.
+    /// Time per iteration not covered by compute (iteration - compute - interference), s.
     #[getter]
     fn exposed_comm_s(&self) -> f64 {
         self.inner.exposed_comm_s
+    }
+    /// Gradient bytes each worker reduces per iteration, in the type they are reduced in.
+    #[getter]
+    fn gradient_bytes_per_worker(&self) -> f64 {
+        self.inner.gradient_bytes_per_worker
     }
     /// Bytes rank 0's host put on the wire per iteration.
     #[getter]
     fn sent_bytes_per_worker(&self) -> f64 {
         self.inner.sent_bytes_per_worker
     }
-    /// Each directed link's busy fraction, `[(link, fraction)]`.
+    /// Each directed link's utilisation, `[(link, fraction)]`: bytes carried over the bytes
+    /// it could have carried in the steady-state window (its mean rate over its capacity).
     #[getter]
     fn link_utilization(&self) -> Vec<(String, f64)> {
         self.inner.link_utilization.clone()

@@ -167,13 +167,17 @@ def result(
             t.add_row("model states per GPU (ZeRO's count)", model_states(extra))
         t.add_row("scaling factor", f"{r.scaling_factor:.3f}")
         t.add_row("compute per iteration", format_seconds(r.compute_time_s))
+        if r.compute_interference_s > 0:
+            t.add_row(INTERFERENCE_ROW, format_seconds(r.compute_interference_s))
     # Two different measures: rank 0's messages in flight, and the time the iteration is
     # longer than its compute, which also counts waits for other workers or servers (so it
     # may be the larger, e.g. under parameter servers).
     t.add_row("rank 0 communicating", format_seconds(r.comm_time_s))
-    t.add_row("exposed (iteration - compute)", format_seconds(r.exposed_comm_s))
-    t.add_row("gradient bytes per worker" if not bench else "bytes per iteration", format_bytes(workload.total_bytes))
-    t.add_row("bytes sent per worker", format_bytes(round(r.sent_bytes_per_worker)))
+    t.add_row("exposed (not covered by compute)", format_seconds(r.exposed_comm_s))
+    t.add_row(
+        "gradient bytes per worker" if not bench else "bytes per iteration", format_bytes(r.gradient_bytes_per_worker)
+    )
+    t.add_row("bytes sent by rank 0", format_bytes(round(r.sent_bytes_per_worker)))
     if r.active_processes is not None:
         t.add_row("active processes per round (NAP)", f"{r.active_processes:.2f} of {r.workers}")
     for label, value in nccl_rows(r, bench):
@@ -188,6 +192,9 @@ def result(
     if over_capacity(r.max_link_utilization):
         console.print(Text(OVERLOAD.format(strategies=r.strategy)))
 
+
+#: The row of the compute time communication kernels took from rank 0 (interference).
+INTERFERENCE_ROW = "compute slowed by NCCL kernels"
 
 #: What the link section says when no link utilisation was measured.
 NO_LINKS = "- (NCCL's collectives are timed in closed form and put no flows on links)"

@@ -50,22 +50,36 @@ impl Interference {
         crate::limits::nanos_clamped((left * self.stretch(communicating)).round())
     }
 
-    /// A piece of `work` ns of compute (its time alone) starting `now`.
-    pub fn start(self, now: Nanos, work: f64, communicating: bool) -> Piece {
+    /// A piece of `work` ns of compute (its time alone) starting `now`; what interference
+    /// adds to it at this pace is added to `added`.
+    pub fn start(self, now: Nanos, work: f64, communicating: bool, added: &mut Added) -> Piece {
         let due = now.saturating_add(self.time_to_finish(work, communicating));
+        added.0 = added.0.saturating_add((due - now).saturating_sub(work.round() as Nanos));
         Piece { work_left: work, since: now, communicating, due }
     }
 
     /// The piece's rank starts or stops communicating `now`: the piece goes on at its new
-    /// pace, and its [`Piece::due`] moves.
-    pub fn switch(self, piece: &mut Piece, now: Nanos, communicating: bool) {
+    /// pace, and its [`Piece::due`] moves (and `added` with it).
+    pub fn switch(self, piece: &mut Piece, now: Nanos, communicating: bool, added: &mut Added) {
+        let before = piece.due;
         let done = (now - piece.since) as f64 / self.stretch(piece.communicating);
         piece.work_left = (piece.work_left - done).max(0.0);
         piece.since = now;
         piece.communicating = communicating;
         piece.due = now.saturating_add(self.time_to_finish(piece.work_left, communicating));
+        // The piece's stretch moves with its end (never below 0: an earlier end gives back
+        // at most what this piece had added).
+        added.0 = added.0.saturating_add(piece.due).saturating_sub(before);
     }
 }
+
+/// Compute time interference added to one rank so far, ns: every piece's wall-clock time
+/// beyond its work, the piece in progress at its current pace (so a reading taken while a
+/// piece runs holds that piece's projected stretch; two readings at the same point of two
+/// iterations, as the report takes them, hold one each). The report's
+/// `compute_interference_s` is rank 0's, per measured iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Added(pub Nanos);
 
 /// Collectives in flight on a rank (or on every rank at once).
 #[derive(Debug, Clone, Copy, Default)]
@@ -93,18 +107,23 @@ mod tests {
     #[test]
     fn interference_stretches_compute_by_the_overlapped_time() {
         let i = Interference { slowdown: 0.25 };
+        let mut added = Added::default();
         // Fully overlapped: w (1 + s).
-        assert_eq!(i.start(0, 1000.0, true).due, 1250);
-        assert_eq!(i.start(0, 1000.0, false).due, 1000);
+        assert_eq!(i.start(0, 1000.0, true, &mut added).due, 1250);
+        assert_eq!(added, Added(250));
+        assert_eq!(i.start(0, 1000.0, false, &mut added).due, 1000);
+        assert_eq!(added, Added(250));
         // 500 ns of wall-clock time overlapped do 400 ns of work; the other 600 run alone:
         // 1000 + 500 s / (1 + s) = 1100 ns in all.
-        let mut p = i.start(0, 1000.0, true);
-        i.switch(&mut p, 500, false);
-        assert_eq!(p.due, 1100);
+        let mut added = Added::default();
+        let mut p = i.start(0, 1000.0, true, &mut added);
+        i.switch(&mut p, 500, false, &mut added);
+        assert_eq!((p.due, added), (1100, Added(100)));
         // And back: 100 ns alone, then the 500 left slowed to 625.
-        i.switch(&mut p, 600, true);
-        assert_eq!(p.due, 600 + 625);
-        assert_eq!(Interference { slowdown: 0.0 }.start(3, 777.0, true).due, 780);
+        i.switch(&mut p, 600, true, &mut added);
+        assert_eq!((p.due, added), (600 + 625, Added(225)));
+        assert_eq!(Interference { slowdown: 0.0 }.start(3, 777.0, true, &mut added).due, 780);
+        assert_eq!(added, Added(225));
     }
 
     #[test]

@@ -57,7 +57,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use self::driver::SimulatedJob;
-use self::interference::{InFlight, Interference, Piece};
+use self::interference::{Added, InFlight, Interference, Piece};
 use self::slab::Slab;
 use self::state::{Note, Protocol, SimState};
 use crate::collectives::StepSchedule;
@@ -95,8 +95,8 @@ struct Worker {
     completed_at: Vec<Nanos>,
     /// Compute multiplier of the current iteration.
     slowdown: f64,
-    /// Total compute time so far, ns.
-    busy: Nanos,
+    /// Compute time interference added so far (`compute_slowdown`), ns.
+    added: Added,
     /// The compute running now, when compute interference is modelled.
     running: Option<Running>,
     /// Stamp of the latest compute event scheduled (older ones are stale).
@@ -491,9 +491,7 @@ impl<'a> Engine<'a> {
         let layer_pieces: Vec<u32> = layer_tasks.iter().map(|l| l.len() as u32).collect();
         let syncable_layers = layer_pieces.iter().filter(|&&p| p > 0).count() as u32;
         // Gradients on the wire: at reduce_dtype (default: as listed), then compressed.
-        let wire_factor =
-            strategy.reduce_dtype.map_or(1.0, |d| f64::from(d.bytes()) / f64::from(sc.workload.dtype_bytes))
-                / strategy.compression;
+        let wire_factor = strategy.gradient_dtype_factor(sc.workload.dtype_bytes) / strategy.compression;
         let reduce_ns_per_byte = strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r);
         let work: estimate::Work;
         let (protocol, gate): (Box<dyn Protocol>, Gate) = match (&strategy.family, schedule) {
@@ -604,7 +602,7 @@ impl<'a> Engine<'a> {
                 complete: 0,
                 completed_at: Vec::new(),
                 slowdown: 1.0,
-                busy: 0,
+                added: Added::default(),
                 running: None,
                 generation: 0,
             })
@@ -702,7 +700,6 @@ impl Engine<'_> {
         let worker = &mut self.workers[w];
         // Clamped at the horizon: the event loop stops a run that reaches it.
         let d = crate::limits::nanos_clamped((duration as f64 * worker.slowdown).round());
-        worker.busy = worker.busy.saturating_add(d);
         if let Some(spans) = self.compute_spans.as_mut() {
             let (layer, backward) = match worker.op {
                 Op::Forward(l) => (l, false),
@@ -720,8 +717,7 @@ impl Engine<'_> {
     fn schedule_compute_slowed(&mut self, core: &mut SimState, w: usize, duration: Nanos) {
         let worker = &mut self.workers[w];
         let work = (duration as f64 * worker.slowdown).round();
-        let piece = self.interference.start(core.now, work, self.comm_active.any());
-        worker.busy = worker.busy.saturating_add(piece.due - core.now);
+        let piece = self.interference.start(core.now, work, self.comm_active.any(), &mut worker.added);
         let span = self.compute_spans.as_mut().map(|spans| {
             let (layer, backward) = match worker.op {
                 Op::Forward(l) => (l, false),
@@ -748,10 +744,8 @@ impl Engine<'_> {
         for w in 0..self.workers.len() {
             let worker = &mut self.workers[w];
             let Some(r) = worker.running.as_mut() else { continue };
-            let before = r.piece.due;
-            self.interference.switch(&mut r.piece, now, communicating);
+            self.interference.switch(&mut r.piece, now, communicating, &mut worker.added);
             let due = r.piece.due;
-            worker.busy = worker.busy.saturating_sub(before - now).saturating_add(due - now);
             if let (Some(i), Some(spans)) = (r.span, self.compute_spans.as_mut()) {
                 spans[i].4 = due;
             }
@@ -897,7 +891,8 @@ impl Engine<'_> {
         }
         self.completed[k as usize] += 1;
         if self.completed[k as usize] as usize == self.workers.len() {
-            self.out.iteration_completed(core, self.sc.iterations, self.limit);
+            let added = self.workers[0].added;
+            self.out.iteration_completed(core, self.sc.iterations, self.limit, added);
         }
         // Under the global gate the next forward pass may have been waiting for this.
         if self.workers[w].op == Op::Gate(0) && self.gate_open(w, 0) {

@@ -21,7 +21,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use super::driver::{drive, SimulatedJob};
-use super::interference::{InFlight, Interference, Piece};
+use super::interference::{Added, InFlight, Interference, Piece};
 use super::slab::Slab;
 use super::state::{Note, Protocol, SimState};
 use super::step::StepCollective;
@@ -123,6 +123,8 @@ struct Rank {
     in_flight: InFlight,
     /// The compute piece running now (interference moves its end).
     piece: Option<Piece>,
+    /// Compute time interference added so far, ns.
+    added: Added,
     /// Sequence number of the queue entry that ends the current compute piece (older ones
     /// were superseded when interference moved its end).
     compute_seq: u64,
@@ -187,6 +189,7 @@ impl<'a, E: Exec> Runner<'a, E> {
             compute_start: 0,
             in_flight: InFlight::default(),
             piece: None,
+            added: Added::default(),
             compute_seq: 0,
         };
         let (workload, iterations) = (&sc.workload, sc.iterations);
@@ -214,6 +217,7 @@ impl<'a, E: Exec> Runner<'a, E> {
                 busy_at_first: 0,
                 link_bytes_at_first: Vec::new(),
                 sent_at_first: 0.0,
+                interference: [0, 0],
                 rank0: None,
                 links_per_iteration: false,
                 iterations_run: iterations,
@@ -262,7 +266,8 @@ impl<'a, E: Exec> Runner<'a, E> {
                 Instr::Compute { layer, backward } => {
                     let l = &self.workload.layers[layer];
                     let base = if backward { l.backward } else { l.forward };
-                    let piece = self.interference.start(core.now, base as f64 * rank.slowdown, rank.in_flight.any());
+                    let work = base as f64 * rank.slowdown;
+                    let piece = self.interference.start(core.now, work, rank.in_flight.any(), &mut rank.added);
                     rank.pc += 1;
                     rank.compute_start = core.now;
                     rank.piece = Some(piece);
@@ -296,7 +301,7 @@ impl<'a, E: Exec> Runner<'a, E> {
             return;
         }
         if let Some(piece) = rank.piece.as_mut() {
-            self.interference.switch(piece, core.now, rank.in_flight.any());
+            self.interference.switch(piece, core.now, rank.in_flight.any(), &mut rank.added);
             self.seq += 1;
             rank.compute_seq = self.seq;
             self.queue.push(Reverse((piece.due, self.seq, r)));
@@ -313,7 +318,8 @@ impl<'a, E: Exec> Runner<'a, E> {
         }
         self.completed[k] += 1;
         if self.completed[k] == self.ranks.len() {
-            self.out.iteration_completed(core, self.measured, self.limit);
+            let added = self.ranks[0].added;
+            self.out.iteration_completed(core, self.measured, self.limit, added);
         }
         if self.ranks[r].iteration < self.limit {
             self.ranks[r].slowdown = self.sampler.draw(r);

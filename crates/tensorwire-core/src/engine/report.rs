@@ -1,6 +1,7 @@
 //! What a run measured ([`Measured`], [`EndSnapshot`]) and how it becomes the
 //! [`Report`] (`build_report`): the steady state between two iteration ends.
 
+use super::interference::Added;
 use super::state::{SimState, TimedPick};
 use super::{ComputeSpan, Scenario};
 use crate::metrics::{NcclUse, Report, Span, SpanKind};
@@ -17,6 +18,9 @@ pub(crate) struct Measured {
     pub link_bytes_at_first: Vec<f64>,
     /// Bytes rank 0's host had sent then.
     pub sent_at_first: f64,
+    /// Compute time interference had added to rank 0 at the first and at the last measured
+    /// completion of every worker, ns (`interference::Added`).
+    pub interference: [Nanos; 2],
     /// Rank 0's (communication busy time ns, bytes sent) at its own first completion
     /// ((0, 0) with one iteration) and at its last: when given, the report's
     /// communication time and bytes sent per iteration are rank 0's over its own measured
@@ -72,13 +76,18 @@ impl EndSnapshot {
 impl Measured {
     /// Every rank has completed one more iteration now: counted while fewer than
     /// `measured` are, with the counters the window starts from at the first and, for a
-    /// job that goes on past its `measured` iterations (`limit` more), those it ends at.
-    pub(super) fn iteration_completed(&mut self, core: &mut SimState, measured: u32, limit: u32) {
+    /// job that goes on past its `measured` iterations (`limit` more), those it ends at;
+    /// `added`: the compute time interference has added to rank 0 so far.
+    pub(super) fn iteration_completed(&mut self, core: &mut SimState, measured: u32, limit: u32, added: Added) {
         if self.completions.len() >= measured as usize {
             return;
         }
         self.completions.push(core.now);
+        if self.completions.len() == measured as usize {
+            self.interference[1] = added.0;
+        }
         if self.completions.len() == 1 && measured > 1 {
+            self.interference[0] = added.0;
             self.busy_at_first = core.comm_busy_of(self.job);
             self.sent_at_first = core.watched_host(self.job).sent;
             self.link_bytes_at_first = core.net.link_bytes(core.now).to_vec();
@@ -110,6 +119,8 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
     let window = end - start;
     let iteration_time = nanos_to_seconds(window) / periods;
     let compute = nanos_to_seconds(sc.workload.compute_time());
+    let samples = n as f64 * sc.workload.batch_size as f64;
+    let interference = nanos_to_seconds(m.interference[1].saturating_sub(m.interference[0])) / periods;
     // The job's counters where its measured iterations ended.
     let (busy_end, sent_end, flows, bytes_end) = match m.at_end {
         Some(e) => (e.busy, e.sent, e.flows, e.link_bytes),
@@ -235,9 +246,13 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
         completions_s: m.completions.iter().map(|&c| nanos_to_seconds(c)).collect(),
         throughput_samples_per_s: 0.0,
         scaling_factor: 1.0,
+        ideal_samples_per_s: if compute > 0.0 { samples / compute } else { f64::INFINITY },
         compute_time_s: compute,
+        compute_interference_s: interference,
         comm_time_s: comm,
         exposed_comm_s: 0.0,
+        gradient_bytes_per_worker: sc.workload.total_bytes() as f64
+            * sc.strategy.gradient_dtype_factor(sc.workload.dtype_bytes),
         sent_bytes_per_worker: sent,
         link_utilization,
         events: m.events,
@@ -251,7 +266,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
         timeline,
         nccl_choices,
     };
-    report.set_iteration_time(iteration_time, n as f64 * sc.workload.batch_size as f64 / iteration_time);
+    report.set_iteration_time(iteration_time, samples / iteration_time);
     report
 }
 

@@ -362,17 +362,12 @@ pub(super) struct WireFactors {
 }
 
 impl WireFactors {
-    /// From the strategy's dtypes and compression and the workload's listed element size.
-    /// Gradients are reduced in `reduce_dtype`, else in `param_dtype` where that is set, as
-    /// PyTorch's `MixedPrecision` (FSDP) and `MixedPrecisionPolicy` (FSDP2) do ("if
-    /// reduce_dtype is None but param_dtype is not None, the reduction uses the compute
-    /// dtype") and DeepSpeed's ZeRO, which communicates gradients in its fp16/bf16 model's
-    /// type unless `communication_data_type` says otherwise; else as the workload lists them.
+    /// From the strategy's dtypes and compression and the workload's listed element size:
+    /// parameters in `param_dtype`, gradients as [`Strategy::gradient_dtype_factor`] says,
+    /// then compressed.
     pub fn of(strategy: &Strategy, workload: &Workload) -> WireFactors {
-        let listed = f64::from(workload.dtype_bytes);
-        let params = strategy.param_dtype.map_or(1.0, |d| f64::from(d.bytes()) / listed);
-        let reduced = strategy.reduce_dtype.or(strategy.param_dtype);
-        let grads = reduced.map_or(1.0, |d| f64::from(d.bytes()) / listed) / strategy.compression;
+        let params = strategy.param_dtype.map_or(1.0, |d| f64::from(d.bytes()) / f64::from(workload.dtype_bytes));
+        let grads = strategy.gradient_dtype_factor(workload.dtype_bytes) / strategy.compression;
         WireFactors { params, grads }
     }
 }

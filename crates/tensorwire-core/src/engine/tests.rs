@@ -188,6 +188,15 @@ fn with_stragglers_compute_per_iteration_is_what_the_iteration_waits_for() {
             assert!((r.compute_time_s - factor * nominal.compute_time_s).abs() < 1e-12, "{what}");
             assert!(r.iteration_time_s >= r.compute_time_s - 1e-12, "{what}");
             assert!((r.exposed_comm_s - (r.iteration_time_s - r.compute_time_s)).abs() < 1e-12, "{what}");
+            // The scaling factor keeps seed 001's reference, one worker computing the
+            // workload: stragglers lower it (it rose to 0.998 with one 2x straggler, where
+            // the same run without it had 0.678), faster workers raise it past 1.
+            let scaling = nominal.compute_time_s / r.iteration_time_s;
+            assert!((r.scaling_factor - scaling).abs() < 1e-12, "{what}");
+            assert!((r.throughput_samples_per_s / r.ideal_samples_per_s - scaling).abs() < 1e-12, "{what}");
+            if factor > 1.0 {
+                assert!(r.scaling_factor < nominal.scaling_factor, "{what}");
+            }
             if strategy == "ring" {
                 assert!(r.exposed_comm_s <= r.comm_time_s + 1e-12, "{what}");
             }
@@ -200,6 +209,11 @@ fn with_stragglers_compute_per_iteration_is_what_the_iteration_waits_for() {
     let r = run(&sc);
     assert!((r.compute_time_s - 0.875 * nominal.compute_time_s).abs() < 1e-12, "{r:?}");
     assert!(r.iteration_time_s >= r.compute_time_s - 1e-12, "{r:?}");
+    // Its scaling factor is the job's rate (the sum of the workers' rates) over 4 nominal
+    // workers' (it was compute / mean pace, 0.880 where the definition gives 1.033).
+    let rates: f64 = r.throughput_samples_per_s / f64::from(sc.workload.batch_size);
+    let ideal = 4.0 / nominal.compute_time_s;
+    assert!((r.scaling_factor - rates / ideal).abs() < 1e-12, "{r:?}");
 }
 
 #[test]

@@ -246,6 +246,16 @@ pub struct Strategy {
 }
 
 impl Strategy {
+    /// Bytes of a gradient as it is reduced per byte the workload lists (elements of
+    /// `listed_dtype_bytes`), before compression: `reduce_dtype`, else `param_dtype` where
+    /// that is set, as PyTorch's `MixedPrecision` (FSDP) and `MixedPrecisionPolicy` (FSDP2)
+    /// do ("if reduce_dtype is None but param_dtype is not None, the reduction uses the
+    /// compute dtype") and DeepSpeed's ZeRO, which communicates gradients in its fp16/bf16
+    /// model's type unless `communication_data_type` says otherwise; else as listed (1).
+    pub fn gradient_dtype_factor(&self, listed_dtype_bytes: u32) -> f64 {
+        self.reduce_dtype.or(self.param_dtype).map_or(1.0, |d| f64::from(d.bytes()) / f64::from(listed_dtype_bytes))
+    }
+
     /// The link-usage penalty between the trees of `tree`/`multitree` inside a machine
     /// (seed 003): `penalty=`, else its default.
     pub fn tree_penalty(&self) -> f64 {

@@ -113,10 +113,27 @@ class Cluster:
             object.__setattr__(self, k, v)
         object.__setattr__(self, "core", _core.Topology(state["topology"]))
 
-    def describe(self) -> str:
+    def describe(self, latency_seen: bool = True) -> str:
         """One line, e.g. ``32 workers, 25 Gbps, 5 us/hop, star`` (``, analytical network``
-        added when flows are timed as if alone)."""
+        added when flows are timed as if alone); without the latency where no run it heads
+        sees it (``latency_seen``: :func:`tensorwire.strategy.latency_seen`).
+
+        >>> Cluster(64, None, topology="rail:node=dgx-h100").describe(latency_seen=False)
+        '64 GPUs, 400 Gbps NICs, rail:node=dgx-h100'
+        """
         model = "" if self.network == "flow" else f", {self.network} network"
+        hop = per_hop(self.latency, latency_seen)
         if self.topology.startswith("rail"):
-            return f"{counted(self.workers, 'GPU')}, {format_rate(self.bandwidth)} NICs, {format_seconds(self.latency)}/hop, {self.topology}{model}"
-        return f"{counted(self.workers, 'worker')}, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}{model}"
+            return f"{counted(self.workers, 'GPU')}, {format_rate(self.bandwidth)} NICs{hop}, {self.topology}{model}"
+        return f"{counted(self.workers, 'worker')}, {format_rate(self.bandwidth)}{hop}, {self.topology}{model}"
+
+
+def per_hop(latency: float, seen: bool = True) -> str:
+    """A latency per hop as a one-line description lists it, after the rate; nothing where no
+    run described sees it (``seen``: :func:`tensorwire.strategy.latency_seen`; NCCL's model
+    takes its own latencies, and a title said ``5 us/hop`` of runs that never used it).
+
+    >>> per_hop(5e-6), per_hop(5e-6, seen=False)
+    (', 5 us/hop', '')
+    """
+    return f", {format_seconds(latency)}/hop" if seen else ""

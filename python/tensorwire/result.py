@@ -136,13 +136,35 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict, as ``--json`` prints it: :attr:`active_processes` under its
-        old key ``nap`` (kept so that JSON read by existing tools does not change)."""
+        old key ``nap`` (kept so that JSON read by existing tools does not change), and
+        :data:`SAMPLE_METRICS` None for a workload without compute (a collective
+        microbenchmark: :func:`without_sample_metrics`)."""
         d = {("nap" if f.name == "active_processes" else f.name): _copied(getattr(self, f.name)) for f in fields(self)}
         d["completions_s"] = list(self.completions_s)
         d["max_link_utilization"] = self.max_link_utilization
         d["timeline"] = list(self.timeline)
         d["nccl_choices"] = list(self.nccl_choices)
-        return d
+        return without_sample_metrics(d)
+
+
+#: The result's keys that count training samples; None (null, an empty CSV cell) for a
+#: workload without compute, a collective microbenchmark, which has no samples to count and
+#: no compute to scale against (it said 10,502 samples/s and a scaling factor of 0).
+SAMPLE_METRICS = ("throughput_samples_per_s", "scaling_factor")
+
+
+def without_sample_metrics(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` (a sweep row, or a result's JSON dict) with :data:`SAMPLE_METRICS` set to None
+    where its workload has no compute (``compute_time_s`` 0); returns ``row``.
+
+    >>> without_sample_metrics({"compute_time_s": 0.0, "throughput_samples_per_s": 10502.0, "scaling_factor": 0.0})
+    {'compute_time_s': 0.0, 'throughput_samples_per_s': None, 'scaling_factor': None}
+    >>> without_sample_metrics({"compute_time_s": 0.1, "throughput_samples_per_s": 320.0, "scaling_factor": 1.0})
+    {'compute_time_s': 0.1, 'throughput_samples_per_s': 320.0, 'scaling_factor': 1.0}
+    """
+    if row["compute_time_s"] == 0:
+        row.update(dict.fromkeys(SAMPLE_METRICS))
+    return row
 
 
 def _copied(value: Any) -> Any:

@@ -30,7 +30,7 @@ collective is in flight. What a fabric cannot run is refused, naming the option:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire import _core
 
@@ -237,3 +237,47 @@ def split_specs(text: str, field: str = "strategies") -> list[str]:
         else:
             specs.append(piece)
     return specs
+
+
+def gpu_fabric(topology: str) -> bool:
+    """Whether ``topology`` is a GPU fabric (``rail`` or ``nodes`` machines), where NCCL runs
+    the collectives and ``nccl``/``ddp`` are the defaults.
+
+    >>> gpu_fabric("rail:node=dgx-h100"), gpu_fabric("nodes"), gpu_fabric("leaf-spine")
+    (True, True, False)
+    """
+    return topology.split(":", 1)[0].strip() in ("rail", "nodes")
+
+
+def baseline_spec(specs: Sequence[str], *, llms: bool, topology: str) -> str:
+    """The strategy spec that speedups are over, as ``compare`` and ``sweep`` choose it: the
+    data-parallel baseline, PyTorch DDP (plain ``ddp``) for LLMs (``llms``: every model
+    compared is one) and on GPU fabrics, else (the seeds' question) one plain parameter
+    server (``ps``; ``ps:num_ps=8`` is a strategy like any other); where ``specs`` (in the
+    order given) lack it, the first of them.
+
+    >>> baseline_spec(["ring", "ps"], llms=False, topology="star")
+    'ps'
+    >>> baseline_spec(["fsdp", "ddp"], llms=True, topology="star")
+    'ddp'
+    >>> baseline_spec(["ring", "ps:num_ps=2"], llms=False, topology="star")
+    'ring'
+    """
+    preferred = "ddp" if llms or gpu_fabric(topology) else "ps"
+    return preferred if preferred in specs else specs[0]
+
+
+def latency_seen(specs: Iterable[str], topology: str) -> bool:
+    """Whether a per-hop latency on ``topology`` changes a run of any of ``specs``: False
+    where every one is timed by NCCL's closed-form model (``nccl``, ``ddp``, sharded
+    strategies under ``comm=nccl``; :meth:`tensorwire._core.Strategy.timed_by_nccl`), which
+    takes its own latencies, so that a title beside them shows no latency none of them used
+    (True for no specs: nothing says the latency is unused).
+
+    >>> latency_seen(["ddp", "fsdp"], "rail:node=dgx-h100"), latency_seen(["ddp", "ring"], "rail:node=dgx-h100")
+    (False, True)
+    >>> latency_seen(["fsdp"], "star")
+    True
+    """
+    listed = list(specs)
+    return not listed or not all(_core.Strategy(s).timed_by_nccl(topology) for s in listed)

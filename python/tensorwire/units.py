@@ -88,7 +88,14 @@ def format_rate(bytes_per_s: float) -> str:
 
 
 def format_seconds(s: float) -> str:
-    """``12.3 ms``-style text for a duration in seconds."""
+    """``12.3 ms``-style text for a duration in seconds, four significant digits; from 1,000 s
+    on whole seconds with thousands separated (it wrote ``8.94e+04 s``).
+
+    >>> format_seconds(0.0123), format_seconds(1.5), format_seconds(89398.2), format_seconds(1234.5)
+    ('12.3 ms', '1.5 s', '89,400 s', '1,234 s')
+    """
+    if s >= 1e3:
+        return f"{float(f'{s:.4g}'):,.0f} s"
     for suffix, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if s >= scale:
             return f"{s / scale:.4g} {suffix}"

@@ -23,7 +23,7 @@ from tensorwire.io import check_output
 from tensorwire.result import Result, folded_shown, ranks_in_words, simulated_workers
 from tensorwire.stragglers import input_files as stragglers_files
 from tensorwire.stragglers import parse_stragglers
-from tensorwire.strategy import Strategy, check, host_options, split_specs, strategies
+from tensorwire.strategy import Strategy, baseline_spec, check, gpu_fabric, host_options, split_specs, strategies
 from tensorwire.sweep.grid import FILE_GIVES_ITERATION, refuse_model_options
 from tensorwire.units import format_seconds
 from tensorwire.workload import COLLECTIVES, Workload, bus_factor
@@ -40,12 +40,6 @@ DEFAULT_BANDWIDTH = "25Gbps"
 LLM_STRATEGIES = ("ddp", "nccl", "hierarchical", "double-tree", "zero1", "zero2", "fsdp", "zero3", "hsdp")
 #: Strategies that time collectives with NCCL's model: the defaults on GPU fabrics.
 GPU_STRATEGIES = ("nccl", "ddp")
-
-
-def _gpu_fabric(topology: str) -> bool:
-    """Whether ``topology`` is a GPU fabric (``rail`` or ``nodes`` machines), where NCCL runs
-    the collectives and ``nccl``/``ddp`` are the defaults."""
-    return topology.split(":", 1)[0].strip() in ("rail", "nodes")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -243,10 +237,8 @@ def simulate_cmd(
         out["bandwidth_bytes_per_s"] = result.bandwidth
         out.update(extra)
         if healthy is not None:
-            out["without_failures"] = {
-                "iteration_time_s": healthy.iteration_time_s,
-                "scaling_factor": healthy.scaling_factor,
-            }
+            without = healthy.to_dict()
+            out["without_failures"] = {k: without[k] for k in ("iteration_time_s", "scaling_factor")}
         _emit_json(out)
     else:
         render.result(result, workload, healthy, extra)
@@ -260,41 +252,84 @@ def simulate_cmd(
         if cut is not None:
             click.echo(
                 f"tensorwire: note: the trace stops at {cut['spans_shown']:,} spans, "
-                f"{format_seconds(cut['shown_until_s'])} into the {format_seconds(cut['iteration_s'])} iteration; "
+                f"{format_seconds(cut['shown_until_s'])} into {_trace_window(result, cut['iteration_s'])}; "
                 f"{cut['spans_left_out']:,} later spans are left out ({_cut_advice(result, trace_workers)})",
                 err=True,
             )
 
 
-def _traced(result: Result, limit: int) -> str:
-    """Which workers a trace of ``result`` shows (at most ``limit``), and how to see more
-    only where a larger ``--trace-workers`` would: a folded run recorded only the ranks it
-    simulated, which stand for the others, so past the last of those it shows no more (it
-    said "--trace-workers N for more" of a run that simulated worker 0 alone).
+def _trace_window(result: Result, window_s: float) -> str:
+    """The period a trace of ``result`` shows (``window_s`` long), in words that hold: one
+    iteration, or under a partial collective, where the iteration time is the mean of the
+    workers' paces, the period between completions of every worker (it said "the 192 ms
+    iteration" of a run whose iteration time was 150.9 ms).
 
     >>> from types import SimpleNamespace as S
-    >>> spans = [{"worker": w} for w in (0, 1, 2, 3)]
+    >>> _trace_window(S(active_processes=None, iteration_time_s=0.1417), 0.1417)
+    'the 141.7 ms iteration'
+    >>> _trace_window(S(active_processes=9.5, iteration_time_s=0.1509), 0.192)
+    "the 192 ms period between completions of every worker (the iteration time, 150.9 ms, is the mean of the workers' paces)"
+    """
+    if result.active_processes is None:
+        return f"the {format_seconds(window_s)} iteration"
+    return (
+        f"the {format_seconds(window_s)} period between completions of every worker "
+        f"(the iteration time, {format_seconds(result.iteration_time_s)}, is the mean of the workers' paces)"
+    )
+
+
+def _traced(result: Result, limit: int) -> str:
+    """Which workers a trace of ``result`` shows (at most ``limit``), and how to see more
+    only where a larger ``--trace-workers`` would: a folded run recorded the messages of
+    only the ranks it simulated (``simulated_ranks``), which stand for the others, so past
+    the last of those it shows no more (it said "--trace-workers N for more" of a run that
+    simulated worker 0 alone). With stragglers a folded run still computes every worker, so
+    its trace shows more workers' compute than messages (it said "simulated 16" of a run
+    whose ``simulated_ranks`` was 1).
+
+    >>> from types import SimpleNamespace as S
+    >>> spans = [{"worker": w, "kind": k} for w in (0, 1, 2, 3) for k in ("compute", "flow")]
     >>> _traced(S(workers=16, folded=False, timeline=spans), 8)
     'workers 0-7 of 16; --trace-workers N for more'
     >>> _traced(S(workers=16, folded=False, timeline=spans), 1)
     'worker 0 of 16; --trace-workers N for more'
-    >>> _traced(S(workers=16, folded=True, timeline=spans[:1]), 1)
+    >>> _traced(S(workers=16, folded=True, simulated_ranks=1, timeline=spans[:2]), 1)
     'worker 0 of 16: the run folded ranks that behave alike and simulated only this one'
-    >>> _traced(S(workers=16, folded=True, timeline=spans), 8)
+    >>> _traced(S(workers=16, folded=True, simulated_ranks=4, timeline=spans), 8)
     'workers 0-3 of 16: the run folded ranks that behave alike and simulated only these'
-    >>> _traced(S(workers=16, folded=True, timeline=spans), 2)
+    >>> _traced(S(workers=16, folded=True, simulated_ranks=4, timeline=spans), 2)
     'workers 0-1 of 16: the run folded ranks that behave alike and simulated 4 (--trace-workers 4 shows them all)'
+    >>> stragglers = [{"worker": w, "kind": "compute"} for w in range(16)] + [{"worker": 0, "kind": "flow"}]
+    >>> _traced(S(workers=16, folded=True, simulated_ranks=1, timeline=stragglers), 8)
+    'compute of workers 0-7 of 16 (--trace-workers N for more); messages of worker 0 of 16: the run folded ranks that behave alike and simulated only this one'
     """
     present = simulated_workers(result.timeline)
     if not present:
         return "no worker spans: nothing ran"
     if not result.folded:
-        shown = min(limit, result.workers)
-        more = "; --trace-workers N for more" if shown < result.workers else ""
-        return f"{ranks_in_words(range(shown))} of {result.workers}{more}"
-    listed = [w for w in present if w < limit]
-    text = folded_shown(listed, len(present), result.workers)
-    return f"{text} (--trace-workers {present[-1] + 1} shows them all)" if len(listed) < len(present) else text
+        return _first_workers(result.workers, limit, "; --trace-workers N for more")
+    messages = simulated_workers(s for s in result.timeline if s["kind"] != "compute") or present
+    listed = [w for w in messages if w < limit]
+    simulated = result.simulated_ranks or len(messages)
+    text = folded_shown(listed, simulated, result.workers)
+    if len(listed) < simulated:
+        text = f"{text} (--trace-workers {messages[-1] + 1} shows them all)"
+    if len(present) == len(messages):
+        return text
+    # Every worker's compute, the messages of the ranks simulated (stragglers).
+    computing = _first_workers(len(present), limit, " (--trace-workers N for more)", result.workers)
+    return f"compute of {computing}; messages of {text}"
+
+
+def _first_workers(count: int, limit: int, more: str, workers: Optional[int] = None) -> str:
+    """Workers 0 to ``limit`` - 1 of ``count`` (of ``workers`` in all; default ``count``),
+    ``more`` added where ``limit`` leaves some of the ``count`` out.
+
+    >>> _first_workers(16, 8, "; more"), _first_workers(4, 8, "; more")
+    ('workers 0-7 of 16; more', 'workers 0-3 of 4')
+    """
+    shown = min(limit, count)
+    return f"{ranks_in_words(range(shown))} of {workers or count}{more if shown < count else ''}"
 
 
 def _cut_advice(result: Result, trace_workers: int) -> str:
@@ -548,7 +583,7 @@ def compare_cmd(
     only_llms = bool(names) and workload_file is None and all(name in llm.names() for name in names)
     # By default every built-in strategy that runs on this cluster (multitree needs one
     # machine), each once: an alias would be a second row with the same numbers.
-    on_gpus = _gpu_fabric(topology)
+    on_gpus = gpu_fabric(topology)
     candidates = (
         LLM_STRATEGIES
         if only_llms
@@ -563,12 +598,7 @@ def compare_cmd(
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
     options.check_latency_seen(click.get_current_context(), [(s, topology) for s in checked])
-    # The data-parallel baseline: PyTorch DDP for LLMs and on GPU fabrics, else (the
-    # seeds' question) one parameter server, plain (`ps:num_ps=8` is a strategy like any
-    # other); without it in the list, the first listed.
-    preferred = "ddp" if only_llms or on_gpus else "ps"
-    if all(s.spec != preferred for s in checked):
-        preferred = checked[0].spec
+    preferred = baseline_spec([s.spec for s in checked], llms=only_llms, topology=topology)
     cluster = _cluster(
         n,
         bandwidth if bandwidth is not None else _default_bandwidth(topology),

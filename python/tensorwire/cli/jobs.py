@@ -16,7 +16,7 @@ from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
-from tensorwire.strategy import Strategy
+from tensorwire.strategy import Strategy, latency_seen
 from tensorwire.units import counted, format_count, format_seconds
 from tensorwire.workloads import device_on, load_model
 
@@ -98,6 +98,24 @@ def seat_jobs(
             raise InputError("place", message) from None
         raise
     return [Job(j.name, j.workload, j.workers, j.strategy, h) for j, h in zip(listed, seated)]
+
+
+def placed(names: list[str], fixed: dict[str, list[int]], rank_placement: str) -> str:
+    """How the ranks of the jobs ``names`` were put on hosts, as the title says it: by
+    ``--place`` (``fixed``, by job name), in ``--rank-placement`` order, or both (it said
+    "placement packed" of jobs every one of which --place had put).
+
+    >>> placed(["a", "b"], {}, "packed"), placed(["a", "b"], {"a": [0], "b": [1]}, "packed")
+    ('placement packed', 'placed by --place')
+    >>> placed(["a", "b"], {"a": [0, 1, 2, 3]}, "spread")
+    'a placed by --place, b by placement spread'
+    """
+    if not fixed:
+        return f"placement {rank_placement}"
+    rest = [n for n in names if n not in fixed]
+    if not rest:
+        return "placed by --place"
+    return f"{', '.join(fixed)} placed by --place, {', '.join(rest)} by placement {rank_placement}"
 
 
 @click.command("jobs")
@@ -223,9 +241,13 @@ def jobs(
             )
         )
         return
-    # The cluster's "workers" are the fabric's hosts here; the jobs' workers are per row.
-    fabric = cluster.describe().replace(counted(cluster.workers, "worker"), counted(cluster.workers, "host"), 1)
-    t = Table(title=f"{len(pinned)} jobs on a fabric of {fabric}, placement {rank_placement}")
+    # The cluster's "workers" are the fabric's hosts here; the jobs' workers are per row. The
+    # jobs' collectives are timed as on a star (above): the latency only where one sees it.
+    seen = latency_seen([str(j.strategy) for j in pinned], "star")
+    fabric = cluster.describe(seen).replace(counted(cluster.workers, "worker"), counted(cluster.workers, "host"), 1)
+    t = Table(
+        title=f"{counted(len(pinned), 'job')} on a fabric of {fabric}, {placed([j.name for j in pinned], fixed, rank_placement)}"
+    )
     for column, justify in (
         ("job", "left"),
         ("model", "left"),

@@ -68,6 +68,17 @@ def check_latency_seen(ctx: click.Context, runs: Sequence[tuple[Strategy, str]],
         )
 
 
+#: The topologies a ``--topology`` takes, from the core's list (one text for every command).
+topology_help = (
+    " | ".join(t["name"] + "[:...]" * bool(t["options"]) for t in _core.topologies())
+    + " (options: `tensorwire strategies`)"
+)
+#: What ``--gpu`` chooses, for a zoo model and for an LLM.
+gpu_help = (
+    "a zoo model's measured device (default v100), or for an LLM a GPU profile "
+    "(v100, a100-40gb, a100-80gb, h100, h200; default h100)"
+)
+
 workers = click.option("--workers", "-n", type=int, callback=_positive, help="Number of workers (data-parallel ranks).")
 network_options = _stack(
     click.option(
@@ -77,13 +88,7 @@ network_options = _stack(
         callback=_duration,
         help="Latency per hop (ns/us/ms/s).",
     ),
-    click.option(
-        "--topology",
-        default="star",
-        show_default=True,
-        help=" | ".join(t["name"] + "[:...]" * bool(t["options"]) for t in _core.topologies())
-        + " (options: `tensorwire strategies`).",
-    ),
+    click.option("--topology", default="star", show_default=True, help=f"{topology_help}."),
     click.option(
         "--network",
         type=click.Choice(_core.NETWORK_MODELS),
@@ -107,8 +112,7 @@ compute_options = _stack(
     click.option(
         "--gpu",
         default=None,
-        help="Device: a zoo model's measured device (default v100), or for an LLM a GPU profile "
-        "(v100, a100-40gb, a100-80gb, h100, h200; default h100).",
+        help=f"Device: {gpu_help}.",
     ),
     click.option(
         "--batch",

@@ -18,7 +18,7 @@ from tensorwire.api import Progress as RunProgress
 from tensorwire.cli.terminal import stdout_console
 from tensorwire.cluster import Cluster
 from tensorwire.result import OVERLOAD, Result, nccl_channels_text, nccl_settings, over_capacity
-from tensorwire.strategy import OptionInfo, Strategy, StrategyInfo, with_options
+from tensorwire.strategy import OptionInfo, Strategy, StrategyInfo, latency_seen, with_options
 from tensorwire.units import counted, format_bytes, format_count, format_rate, format_seconds
 from tensorwire.workload import Workload
 from tensorwire.workloads import ModelInfo
@@ -163,9 +163,9 @@ def result(
         t.add_row("throughput", f"{format_count(r.throughput_samples_per_s)} samples/s")
         if "tokens_per_s" in extra:
             t.add_row("tokens/s (whole job)", format_count(extra["tokens_per_s"]))
-            t.add_row("model TFLOP/s per GPU (achieved)", f"{extra['model_tflops_per_gpu']:,.1f}")
+            t.add_row("model TFLOP/s per GPU (achieved)", format_count(extra["model_tflops_per_gpu"]))
             t.add_row("model states per GPU (ZeRO's count)", model_states(extra))
-        t.add_row("scaling factor", f"{r.scaling_factor:.3f}")
+        t.add_row("scaling factor", scaling_text(r.scaling_factor))
         t.add_row("compute per iteration", format_seconds(r.compute_time_s))
         if r.compute_interference_s > 0:
             t.add_row(INTERFERENCE_ROW, format_seconds(r.compute_interference_s))
@@ -191,6 +191,16 @@ def result(
     console.print(t)
     if over_capacity(r.max_link_utilization):
         console.print(Text(OVERLOAD.format(strategies=r.strategy)))
+
+
+def scaling_text(factor: float) -> str:
+    """A scaling factor to three decimals, or to two significant digits below 0.001 (GPT-3
+    on 16 workers at 1 Gbit/s through one parameter server read 0.000).
+
+    >>> scaling_text(0.9761), scaling_text(0.000034)
+    ('0.976', '3.4e-05')
+    """
+    return f"{factor:.3f}" if factor >= 0.001 or factor == 0 else f"{factor:.2g}"
 
 
 #: The row of the compute time communication kernels took from rank 0 (interference).
@@ -312,7 +322,8 @@ def comparison(
     ran = sorted((r for r in rows if isinstance(r, Result)), key=lambda r: r.iteration_time_s)
     refused = [r for r in rows if not isinstance(r, Result)]
     llm = bool(ran) and extra is not None and bool(extra(ran[0]))
-    title = f"{model} on {cluster.describe()}" + (f" ({note})" if note else "")
+    seen = latency_seen([r.strategy for r in ran], cluster.topology)
+    title = f"{model} on {cluster.describe(seen)}" + (f" ({note})" if note else "")
     t = Table(title=title)
     columns = [("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right")]
     if llm:
@@ -333,9 +344,9 @@ def comparison(
         cells = [str(i), name, format_seconds(r.iteration_time_s), format_count(r.throughput_samples_per_s)]
         if llm and extra is not None:
             m = extra(r)
-            cells += [format_count(m["tokens_per_s"]), f"{m['model_tflops_per_gpu']:,.1f}", model_states(m, short=True)]
+            cells += [format_count(m["tokens_per_s"]), format_count(m["model_tflops_per_gpu"]), model_states(m, short=True)]
         cells += [
-            f"{r.scaling_factor:.3f}",
+            scaling_text(r.scaling_factor),
             format_seconds(r.exposed_comm_s),
             "-" if r.max_link_utilization is None else f"{r.max_link_utilization:.0%}",
             f"{base.iteration_time_s / r.iteration_time_s:.2f}x" if base is not None else "-",

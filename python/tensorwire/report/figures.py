@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import plotly.graph_objects as go  # type: ignore[import-untyped,import-not-found,unused-ignore]
 from plotly.colors import qualitative  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-from tensorwire.report.scenario import Scenario, speedup_known
+from tensorwire.report.scenario import Scenario, common_baseline
 from tensorwire.report.timeline import Span
 from tensorwire.result import folded_shown, simulated_workers
 from tensorwire.sweep.table import Row
@@ -44,9 +44,12 @@ def palette(specs: Sequence[str]) -> dict[str, str]:
 
 
 def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, str]) -> go.Figure:
-    """Speedup over ``ps`` (or throughput, without a ps) against ``vary`` (bandwidth or workers), one line per strategy."""
+    """Speedup over the baseline (:func:`tensorwire.report.scenario.common_baseline`; else
+    throughput) against ``vary`` (bandwidth or workers), one line per strategy."""
     mine = scenario.rows(rows, vary=vary)
-    use_speedup = speedup_known(mine)
+    baseline = common_baseline(mine)
+    use_speedup = baseline is not None
+    shown = "speedup_over_baseline" if use_speedup else "throughput_samples_per_s"  # None: no compute
     by_strategy: dict[str, list[Row]] = defaultdict(list)
     for r in mine:
         by_strategy[str(r["strategy"])].append(r)
@@ -55,7 +58,7 @@ def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, st
         key = "bandwidth" if vary == "bandwidth" else "workers"
         rs = sorted(rs, key=lambda r: float(r[key]))
         x = [float(r["bandwidth"]) * 8 / 1e9 if vary == "bandwidth" else int(r["workers"]) for r in rs]
-        y = [float(r["speedup_over_ps"]) if use_speedup else float(r["throughput_samples_per_s"]) for r in rs]
+        y = [None if r[shown] is None else float(r[shown]) for r in rs]
         fig.add_trace(
             go.Scatter(
                 x=x,
@@ -64,17 +67,10 @@ def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, st
                 legendgroup=spec,
                 mode="lines+markers",
                 line=dict(color=colours.get(spec)),
-                customdata=[
-                    [
-                        float(r["iteration_time_s"]) * 1e3,
-                        float(r["scaling_factor"]),
-                        format_count(float(r["throughput_samples_per_s"])),
-                    ]
-                    for r in rs
-                ],
+                customdata=[[float(r["iteration_time_s"]) * 1e3, scaling_text(r), samples_text(r)] for r in rs],
                 hovertemplate=f"<b>{spec}</b><br>%{{x}} {'Gbps' if vary == 'bandwidth' else 'workers'}"
                 + ("<br>speedup %{y:.2f}x" if use_speedup else "<br>%{customdata[2]} samples/s")
-                + "<br>iteration %{customdata[0]:.2f} ms<br>scaling factor %{customdata[1]:.3f}<extra></extra>",
+                + "<br>iteration %{customdata[0]:.2f} ms<br>scaling factor %{customdata[1]}<extra></extra>",
             )
         )
     xs = sorted({v for t in fig.data for v in t.x})
@@ -84,7 +80,7 @@ def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, st
     else:
         title = f"against workers ({format_rate(scenario.bandwidth)})"
         xaxis = dict(title="workers", type="log", tickvals=xs, ticktext=[str(v) for v in xs])
-    ytitle = "speedup over ps (x)" if use_speedup else "throughput (samples/s)"
+    ytitle = f"speedup over {baseline} (x)" if use_speedup else "throughput (samples/s)"
     fig.update_layout(
         **_layout(
             title=dict(text=("Speedup " if use_speedup else "Throughput ") + title, x=0.01),
@@ -97,9 +93,30 @@ def versus(rows: list[Row], scenario: Scenario, vary: str, colours: dict[str, st
     return fig
 
 
+def scaling_text(row: Row) -> str:
+    """A row's scaling factor as the page shows it (``-`` for a workload without compute).
+
+    >>> scaling_text({"scaling_factor": 0.6964}), scaling_text({"scaling_factor": None})
+    ('0.696', '-')
+    """
+    value = row["scaling_factor"]
+    return "-" if value is None else f"{float(value):.3f}"
+
+
+def samples_text(row: Row) -> str:
+    """A row's samples/s as the page shows it (``-`` for a workload without compute).
+
+    >>> samples_text({"throughput_samples_per_s": 3407.2}), samples_text({"throughput_samples_per_s": None})
+    ('3,407', '-')
+    """
+    value = row["throughput_samples_per_s"]
+    return "-" if value is None else format_count(float(value))
+
+
 def breakdown(rows: list[Row]) -> go.Figure:
     """One bar per strategy, fastest on top: compute with no communication under it,
-    compute overlapped with communication, and the time not covered by compute (exposed:
+    compute overlapped with communication, compute slowed by communication kernels beside it
+    (interference, NCCL-timed strategies), and the time not covered by compute (exposed:
     communicating, or waiting for a peer or a server); the bar's length is the iteration
     time. The overlap is what the rows give, ``comm_time_s - exposed_comm_s``, a lower bound:
     where a rank waits with nothing in flight (a parameter server serving the others) the
@@ -107,6 +124,7 @@ def breakdown(rows: list[Row]) -> go.Figure:
     rs = sorted(rows, key=lambda r: float(r["iteration_time_s"]), reverse=True)
     names = [str(r["strategy"]) for r in rs]
     compute = [float(r["compute_time_s"]) * 1e3 for r in rs]
+    slowed = [float(r["compute_interference_s"]) * 1e3 for r in rs]
     exposed = [float(r["exposed_comm_s"]) * 1e3 for r in rs]
     overlapped = [
         min(max(float(r["comm_time_s"]) - float(r["exposed_comm_s"]), 0.0) * 1e3, c) for r, c in zip(rs, compute)
@@ -114,6 +132,7 @@ def breakdown(rows: list[Row]) -> go.Figure:
     parts = (
         ("compute, no communication", [c - o for c, o in zip(compute, overlapped)], "#4c78a8"),
         ("communication overlapped with compute (at least)", overlapped, "#72b7b2"),
+        ("compute slowed by communication kernels", slowed, "#f2cf5b"),
         ("exposed: communicating or waiting for it", exposed, "#e45756"),
     )
     fig = go.Figure()

@@ -17,12 +17,14 @@ import plotly.io as pio  # type: ignore[import-untyped,import-not-found,unused-i
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
 from tensorwire._core import InputError, __version__
+from tensorwire.cluster import per_hop
 from tensorwire.io import write_atomic
 from tensorwire.report import figures, timeline
-from tensorwire.report.scenario import Scenario, models_in, reference, speedup_known
+from tensorwire.report.scenario import Scenario, common_baseline, models_in, reference
 from tensorwire.result import OVERLOAD
-from tensorwire.sweep.table import COLUMNS, Row, overloaded
-from tensorwire.units import counted, format_count, format_rate, format_seconds
+from tensorwire.strategy import latency_seen
+from tensorwire.sweep.table import COLUMNS, Row, overloaded, with_derived
+from tensorwire.units import counted, format_rate, format_seconds
 from tensorwire.workloads import models as zoo_models
 
 #: Records a timeline for a row, or says why it cannot (swappable for tests).
@@ -61,6 +63,7 @@ def build_report(
     """
     if not rows:
         raise InputError("sweep", "no rows to report on")
+    rows = with_derived(rows)
     missing = [c.name for c in COLUMNS if c.name not in rows[0]]
     if missing:
         raise InputError("sweep", f"rows lack the columns {', '.join(missing)}")
@@ -86,8 +89,10 @@ def build_report(
         parts.append(_section(rows, name, display.get(name, name), colours, recorder if with_timeline else None))
     parts += [
         "</main>",
-        "<footer><p><b>Speedup</b> is the iteration time of the plain <code>ps</code> baseline in the same scenario "
-        "divided by the strategy's. <b>Breakdown</b>: a bar's length is the iteration time; compute under which "
+        "<footer><p><b>Speedup</b> is the iteration time of the baseline in the same scenario divided by the "
+        "strategy's; the baseline is chosen as <code>tensorwire compare</code> chooses it: plain <code>ddp</code> "
+        "(PyTorch DDP) for LLMs and on GPU fabrics, else plain <code>ps</code>, or the first strategy of the sweep "
+        "where it lacks that one. <b>Breakdown</b>: a bar's length is the iteration time; compute under which "
         "communication overlaps is drawn separately from compute alone; exposed communication is the time the "
         "iteration waits for the network. <b>Timeline</b>: one simulated iteration, compute and the transfers each "
         "worker sends. Hover over any plot for values; drag to zoom, double-click to reset.</p></footer>",
@@ -133,10 +138,13 @@ def _grid_summary(rows: list[Row]) -> str:
     return "; ".join(parts)
 
 
-def _scenario_text(s: Scenario) -> str:
+def _scenario_text(s: Scenario, specs: list[str]) -> str:
+    """The reference scenario in words; its latency only where one of ``specs`` (the
+    strategies on the card) sees it."""
     v = s.values
+    hop = per_hop(float(v["latency_s"]), latency_seen(specs, str(v["topology"])))
     return (
-        f"Reference scenario: {counted(s.workers, 'worker')}, {format_rate(s.bandwidth)}, {format_seconds(float(v['latency_s']))}/hop, "
+        f"Reference scenario: {counted(s.workers, 'worker')}, {format_rate(s.bandwidth)}{hop}, "
         f"{v['topology']} topology, {v['network']} network model, {v['gpu']} batch {v['batch']}, compute x{float(v['compute_speedup']):g}, "
         f"{v['iterations']} iterations, seed {v['seed']}. The bandwidth plot varies the rate, the workers plot the "
         "worker count; everything else on this card is at this scenario."
@@ -149,7 +157,7 @@ def _section(rows: list[Row], model: str, display: str, colours: dict[str, str],
     key = _id(model)
     out = [
         f'<section class="model" id="{key}"><h2>{html.escape(display)}</h2>',
-        f'<p class="scenario">{html.escape(_scenario_text(s))}</p>',
+        f'<p class="scenario">{html.escape(_scenario_text(s, [str(r["strategy"]) for r in here]))}</p>',
     ]
     curves = 0
     for vary, column in (("bandwidth", "bandwidth"), ("workers", "workers")):
@@ -158,8 +166,8 @@ def _section(rows: list[Row], model: str, display: str, colours: dict[str, str],
             curves += 1
     if not curves:
         out.append('<p class="note">One bandwidth and one worker count in this sweep: no speedup curves.</p>')
-    elif not speedup_known(here):
-        out.append('<p class="note">No plain <code>ps</code> in the sweep: curves show throughput, not speedup.</p>')
+    elif common_baseline(here) is None:
+        out.append('<p class="note">The rows have no one baseline: curves show throughput, not speedup.</p>')
     out.append(_plot(figures.breakdown(here), f"{key}-breakdown"))
     out.append(_table(here))
     over = overloaded(here)
@@ -172,11 +180,12 @@ def _section(rows: list[Row], model: str, display: str, colours: dict[str, str],
 
 
 def _table(rows: list[Row]) -> str:
+    baseline = common_baseline(rows)
     head = (
         "#",
         "strategy",
         "iteration",
-        "speedup over ps",
+        f"speedup over {html.escape(baseline or 'the baseline')}",
         "samples/s",
         "scaling factor",
         "exposed comm",
@@ -184,14 +193,14 @@ def _table(rows: list[Row]) -> str:
     )
     body = []
     for i, r in enumerate(sorted(rows, key=lambda r: float(r["iteration_time_s"])), start=1):
-        speedup = r.get("speedup_over_ps")
+        speedup = r.get("speedup_over_baseline")
         cells = (
             str(i),
             html.escape(str(r["strategy"])),
             format_seconds(float(r["iteration_time_s"])),
             "-" if speedup is None else f"{float(speedup):.2f}x",
-            format_count(float(r["throughput_samples_per_s"])),
-            f"{float(r['scaling_factor']):.3f}",
+            figures.samples_text(r),
+            figures.scaling_text(r),
             format_seconds(float(r["exposed_comm_s"])),
             "-" if r["max_link_utilization"] is None else f"{float(r['max_link_utilization']):.0%}",
         )
@@ -206,9 +215,9 @@ def _table(rows: list[Row]) -> str:
 
 
 def _timelines(rows: list[Row], key: str, recorder: Recorder) -> str:
-    """Timelines of the ``ps`` baseline (when present) and of the fastest strategy."""
+    """Timelines of the baseline and of the fastest strategy."""
     ranked = sorted(rows, key=lambda r: float(r["iteration_time_s"]))
-    chosen = [r for r in rows if r["strategy"] == "ps"][:1]
+    chosen = [r for r in rows if r["strategy"] == r.get("baseline")][:1]
     if ranked[0] not in chosen:
         chosen.append(ranked[0])
     out = []
@@ -218,7 +227,7 @@ def _timelines(rows: list[Row], key: str, recorder: Recorder) -> str:
             return f'<p class="note">Timeline: {spans}.</p>'
         if not spans:
             continue
-        label = "baseline" if r["strategy"] == "ps" else "fastest"
+        label = "baseline" if r["strategy"] == r.get("baseline") else "fastest"
         fig, note = figures.timeline(spans, int(r["workers"]), f"Timeline of one iteration: {r['strategy']} ({label})")
         slug = re.sub(r"[^A-Za-z0-9_-]", "-", str(r["strategy"]))
         out.append(_plot(fig, f"{key}-timeline-{slug}"))

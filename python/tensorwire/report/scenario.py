@@ -12,7 +12,7 @@ reference scenario itself. The page states the scenario above the plots.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from tensorwire.sweep.table import SCENARIO_KEYS, Row
 
@@ -74,6 +74,14 @@ def reference(rows: list[Row], model: str) -> Scenario:
     return Scenario(model, fixed, n, rate)
 
 
-def speedup_known(rows: list[Row]) -> bool:
-    """Whether every row has a speedup over ``ps`` (the sweep had a plain ps)."""
-    return bool(rows) and all(r.get("speedup_over_ps") is not None for r in rows)
+def common_baseline(rows: list[Row]) -> Optional[str]:
+    """The baseline every row's speedup is over (the sweep's ``baseline`` column, chosen as
+    ``compare`` chooses it: ``tensorwire.sweep.table.add_speedup``), or None where the rows
+    have none or several, whose speedups a plot cannot draw on one axis.
+
+    >>> common_baseline([{"baseline": "ddp"}, {"baseline": "ddp"}]), common_baseline([{"baseline": "ps"}, {"baseline": "ring"}])
+    ('ddp', None)
+    """
+    baselines = {r.get("baseline") for r in rows}
+    one = baselines.pop() if len(baselines) == 1 else None
+    return None if one is None else str(one)

@@ -17,7 +17,12 @@ What is checked, for every column of :data:`tensorwire.sweep.table.COLUMNS`:
 - number columns hold finite numbers, greater than 0 for rates, iteration times,
   throughput and speedups, at least 0 for the rest (latency, the parts of an iteration,
   scaling factor, link utilisation);
-- only ``speedup_over_ps`` may be empty (the sweep had no plain ``ps``).
+- only the nullable columns may be empty: ``speedup_over_ps`` (the baseline is not plain
+  ``ps``), ``max_link_utilization`` (no link simulated), and ``throughput_samples_per_s``
+  and ``scaling_factor`` where ``compute_time_s`` is 0 (a workload without compute).
+
+A file of an earlier version, without ``baseline`` and ``speedup_over_baseline``, gets them
+as it is read (:func:`tensorwire.sweep.table.with_derived`).
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from __future__ import annotations
 import csv
 import io
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
 from tensorwire._core import InputError
 from tensorwire.limits import U32_MAX, U64_MAX, is_int
+from tensorwire.result import SAMPLE_METRICS
 from tensorwire.sweep.table import COLUMNS, Column, Row, read_rows
 
 #: Number columns that must be greater than 0 (the others must be at least 0).
@@ -41,6 +48,7 @@ _POSITIVE = frozenset(
         "iteration_time_s",
         "throughput_samples_per_s",
         "speedup_over_ps",
+        "speedup_over_baseline",
     }
 )
 #: The range of each integer column.
@@ -82,11 +90,19 @@ def _problem(row: Row, is_csv: bool) -> Optional[str]:
     """What is wrong with the first bad cell of ``row`` (``workers 'x' is not allowed; need ...``), or None."""
     for column in COLUMNS:
         name = column.name
-        allowed = _allowed(column, row.get(name))
+        allowed = _allowed(_as_in(column, row), row.get(name))
         if allowed is not None:
             what = f"{name} is missing" if name not in row else f"{name} {_shown(row[name], is_csv)} is not allowed"
             return f"{what}; need {allowed}"
     return None
+
+
+def _as_in(column: Column, row: Row) -> Column:
+    """``column`` as ``row`` may hold it: the sample metrics empty only where its workload
+    has no compute (:data:`tensorwire.result.SAMPLE_METRICS`)."""
+    if column.name in SAMPLE_METRICS and row.get("compute_time_s") != 0:
+        return replace(column, nullable=False)
+    return column
 
 
 def _allowed(column: Column, value: Any) -> Optional[str]:

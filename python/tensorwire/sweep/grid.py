@@ -18,10 +18,11 @@ from typing import Any, Iterable, Optional, Sequence, TypeVar, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.cluster import per_hop
 from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, is_int, is_real
-from tensorwire.strategy import Strategy, probe, runs_on, split_specs
+from tensorwire.strategy import Strategy, latency_seen, probe, runs_on, split_specs
 from tensorwire.strategy import strategies as builtin_strategies
-from tensorwire.units import format_rate, format_seconds, to_rate, to_seconds
+from tensorwire.units import format_rate, to_rate, to_seconds
 from tensorwire.workloads import device_on, load_model
 from tensorwire.workloads import models as zoo_models
 from tensorwire.workloads.formats import load_workload, name_apart
@@ -84,11 +85,12 @@ class Config:
     max_flows: Optional[int] = None
 
     def describe(self) -> str:
-        """One line naming the configuration, for error messages."""
+        """One line naming the configuration, for error messages (without the latency where
+        the strategy is timed by NCCL's model, which does not see it)."""
+        hop = per_hop(self.latency, latency_seen([self.strategy], self.topology))
         return (
             f"{self.model} ({self.gpu}, batch {self.batch}, compute x{self.compute_speedup:g}) on {self.workers} "
-            f"workers, {format_rate(self.bandwidth)}, {format_seconds(self.latency)}/hop, {self.topology}, "
-            f"{self.strategy}"
+            f"workers, {format_rate(self.bandwidth)}{hop}, {self.topology}, {self.strategy}"
         )
 
 

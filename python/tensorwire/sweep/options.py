@@ -122,7 +122,8 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             metavar="LIST",
             cls=ListOption,
             help="Strategy specs NAME[:key=value,...], comma-separated (see `tensorwire strategies`), e.g. "
-            "'ps,ring,ring:partition=4MiB,credit=8MiB'; a plain ps in the list gives the speedup column." + every,
+            "'ps,ring,ring:partition=4MiB,credit=8MiB'. Speedups are over plain ps (for LLMs and on rail or nodes "
+            "fabrics plain ddp), or the first listed where that is not in the list, as in `compare`." + every,
         ),
         click.option(
             "--latency",
@@ -131,7 +132,8 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             show_default=True,
             metavar="LIST",
             cls=ListOption,
-            help="Latencies per hop (ns/us/ms/s).",
+            help="Latencies per hop (ns/us/ms/s); strategies timed by NCCL's model (nccl, ddp, sharded ones on GPU "
+            "fabrics) take NCCL's own instead.",
         ),
         click.option(
             "--topology",
@@ -140,7 +142,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             show_default=True,
             metavar="LIST",
             cls=ListOption,
-            help="Topologies: star | ring | leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE].",
+            help=f"Topologies: {shared.topology_help}.",
         ),
         click.option(
             "--network",
@@ -157,7 +159,7 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default=None,
             metavar="LIST",
             cls=ListOption,
-            help="Devices whose measurements to use. [default: each model's own]",
+            help=f"Devices: {shared.gpu_help}. [default: each model's own]",
         ),
         click.option(
             "--batch",
@@ -165,7 +167,8 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             default=None,
             metavar="LIST",
             cls=ListOption,
-            help="Per-worker batch sizes. [default: the measured one]",
+            help="Per-worker batch sizes: for a zoo model samples, for an LLM the micro-batch in sequences. "
+            "[default: the measured one; 1 for an LLM]",
         ),
         click.option(
             "--compute-speedup",

@@ -29,6 +29,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import UnseenOptionWarning, check_simulate, simulate, warn_unseen_latency
 from tensorwire.cluster import Cluster
+from tensorwire.result import without_sample_metrics
 from tensorwire.strategy import Strategy
 from tensorwire.sweep.grid import Axis, Config, expand
 from tensorwire.sweep.table import Row, add_speedup
@@ -85,8 +86,8 @@ def run_grid(
     columns of :data:`tensorwire.sweep.COLUMNS`.
 
     >>> rows = run_grid("vgg16", 8, "10Gbps", "ps,ring", jobs=1)
-    >>> [(r["strategy"], r["speedup_over_ps"] > 1) for r in rows]
-    [('ps', False), ('ring', True)]
+    >>> [(r["strategy"], r["baseline"], r["speedup_over_baseline"] > 1) for r in rows]
+    [('ps', 'ps', False), ('ring', 'ps', True)]
     """
     configs = expand(
         models,
@@ -237,7 +238,7 @@ def run_one(config: Config) -> Row:
     """One configuration's row: its configuration columns, then the result's."""
     c = config
     r = _run(c, simulate)
-    return {
+    row: Row = {
         "model": c.model,
         "gpu": c.gpu,
         "batch": c.batch,
@@ -256,11 +257,15 @@ def run_one(config: Config) -> Row:
         "throughput_samples_per_s": r.throughput_samples_per_s,
         "scaling_factor": r.scaling_factor,
         "compute_time_s": r.compute_time_s,
+        "compute_interference_s": r.compute_interference_s,
         "comm_time_s": r.comm_time_s,
         "exposed_comm_s": r.exposed_comm_s,
         "max_link_utilization": r.max_link_utilization,
         "speedup_over_ps": None,
+        "baseline": None,
+        "speedup_over_baseline": None,
     }
+    return without_sample_metrics(row)
 
 
 @lru_cache(maxsize=64)

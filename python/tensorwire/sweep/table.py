@@ -19,6 +19,9 @@ from typing import Any, Callable, Optional
 from tensorwire._core import InputError
 from tensorwire.io import decode_text, loads_json, read_input, write_atomic
 from tensorwire.result import over_capacity
+from tensorwire.strategy import baseline_spec
+from tensorwire.sweep.grid import FILE_GPU
+from tensorwire.workloads.llm import names as llm_names
 
 Row = dict[str, Any]
 
@@ -36,15 +39,17 @@ class Column:
 
 
 CONFIG_COLUMNS: tuple[Column, ...] = (
-    Column("model", "str", "zoo model name"),
-    Column("gpu", "str", "device whose measured compute times were used"),
-    Column("batch", "int", "per-worker batch size, samples"),
+    Column(
+        "model", "str", "built-in model (zoo or LLM: `tensorwire models`), or the name of a workload file's workload"
+    ),
+    Column("gpu", "str", "device whose compute times were used (an LLM's GPU profile); `file` for a workload file"),
+    Column("batch", "int", "per-worker batch size: samples (an LLM's micro-batch: sequences)"),
     Column("compute_speedup", "float", "compute times divided by this (1 = as measured)"),
-    Column("topology", "str", "topology spec (star, ring, leaf-spine[:...])"),
+    Column("topology", "str", "topology spec (star, ring, leaf-spine[:...], nodes[:...], rail[:...])"),
     Column("network", "str", "network model: flow (max-min fair sharing) or analytical"),
-    Column("latency_s", "float", "latency per hop, seconds"),
+    Column("latency_s", "float", "latency per hop, seconds (strategies timed by NCCL's model take NCCL's own)"),
     Column("workers", "int", "number of workers"),
-    Column("bandwidth", "float", "host link rate per direction, bytes/s"),
+    Column("bandwidth", "float", "host link rate per direction (a rail's NIC rate per GPU), bytes/s"),
     Column("bandwidth_gbps", "float", "the same rate in Gbps (10^9 bit/s)"),
     Column("strategy", "str", "strategy spec NAME[:key=value,...], as the core writes it"),
     Column("strategy_name", "str", "the strategy's name without options"),
@@ -54,22 +59,62 @@ CONFIG_COLUMNS: tuple[Column, ...] = (
 
 RESULT_COLUMNS: tuple[Column, ...] = (
     Column("iteration_time_s", "float", "steady-state time of one training iteration, seconds"),
-    Column("throughput_samples_per_s", "float", "samples per second of the whole job"),
-    Column("scaling_factor", "float", "throughput over n times one worker's compute-only throughput (0..1)"),
-    Column("compute_time_s", "float", "forward plus backward compute per iteration on one worker, seconds"),
+    Column(
+        "throughput_samples_per_s",
+        "float",
+        "samples per second of the whole job; empty for a workload without compute (a collective microbenchmark)",
+        nullable=True,
+    ),
+    Column(
+        "scaling_factor",
+        "float",
+        "throughput over n times the throughput of one worker computing the workload alone; empty for a "
+        "workload without compute",
+        nullable=True,
+    ),
+    Column(
+        "compute_time_s",
+        "float",
+        "the compute an iteration waits for: forward plus backward on one worker (with stragglers the slowest "
+        "worker's), seconds",
+    ),
+    Column(
+        "compute_interference_s",
+        "float",
+        "compute time rank 0 lost per iteration to communication kernels beside it (strategies timed by NCCL's "
+        "model; 0 otherwise), seconds",
+    ),
     Column("comm_time_s", "float", "time per iteration rank 0 had any message in flight, seconds"),
-    Column("exposed_comm_s", "float", "communication time per iteration not hidden under compute, seconds"),
+    Column(
+        "exposed_comm_s",
+        "float",
+        "iteration - compute - compute lost to communication kernels: communication that did not overlap with "
+        "compute and waits for other workers, seconds",
+    ),
     Column(
         "max_link_utilization",
         "float",
-        "busy fraction of the busiest directed link (0..1); empty where no link was simulated (NCCL's timing)",
+        "utilisation of the busiest directed link: the bytes it carried over the bytes it could have carried in "
+        "the steady-state window (0..1 under the flow model); empty where no link was simulated (NCCL's timing)",
         nullable=True,
     ),
     Column(
         "speedup_over_ps",
         "float",
-        "iteration time of plain `ps` with the same other columns over this row's; empty when no plain ps is in the grid",
+        "speedup_over_baseline where the baseline is plain `ps`; empty where it is another strategy "
+        "(kept for the files of earlier versions)",
         nullable=True,
+    ),
+    Column(
+        "baseline",
+        "str",
+        "the strategy spec of the scenario whose speedups are over it, as `compare` chooses it: plain ddp for "
+        "LLMs and on GPU fabrics, else plain ps; the first strategy of the scenario where the grid lacks that one",
+    ),
+    Column(
+        "speedup_over_baseline",
+        "float",
+        "iteration time of the baseline with the same other columns over this row's",
     ),
 )
 
@@ -92,21 +137,61 @@ def overloaded(rows: list[Row]) -> list[str]:
     return list(dict.fromkeys(str(r["strategy"]) for r in rows if over_capacity(r["max_link_utilization"])))
 
 
+#: Columns that files of an earlier version lack, read as these values (they had no
+#: compute interference apart: it was in ``exposed_comm_s``).
+DEFAULTED: dict[str, Any] = {"compute_interference_s": 0.0}
+
+#: The columns :func:`add_speedup` derives from the others: a file of an earlier version,
+#: which lacks them, gets them when it is read.
+DERIVED = ("baseline", "speedup_over_baseline")
+
+
 def add_speedup(rows: list[Row]) -> list[Row]:
-    """Sets ``speedup_over_ps`` on every row whose scenario has a plain ``ps`` row; returns ``rows``.
+    """Sets ``baseline``, ``speedup_over_baseline`` and ``speedup_over_ps`` on every row: the
+    baseline of each scenario is the strategy ``compare`` would rank against
+    (:func:`tensorwire.strategy.baseline_spec`, over the scenario's strategies in row order);
+    ``speedup_over_ps`` is the speedup where that is plain ``ps``, else None. Returns ``rows``.
 
     >>> rows = [{"model": "m", "strategy": "ps", "iteration_time_s": 2.0}, {"model": "m", "strategy": "ring", "iteration_time_s": 1.0}]
-    >>> [r["speedup_over_ps"] for r in add_speedup(rows)]
-    [1.0, 2.0]
+    >>> [(r["baseline"], r["speedup_over_baseline"], r["speedup_over_ps"]) for r in add_speedup(rows)]
+    [('ps', 1.0, 1.0), ('ps', 2.0, 2.0)]
+    >>> llm = [{"model": "llama3_8b", "strategy": s, "iteration_time_s": t} for s, t in (("fsdp", 1.0), ("ddp", 1.5))]
+    >>> [(r["baseline"], r["speedup_over_baseline"], r["speedup_over_ps"]) for r in add_speedup(llm)]
+    [('ddp', 1.5, None), ('ddp', 1.0, None)]
     """
-    baseline: dict[tuple[Any, ...], float] = {}
+    scenarios: dict[tuple[Any, ...], list[Row]] = {}
     for r in rows:
-        if r.get("strategy") == "ps":
-            baseline[_scenario(r)] = float(r["iteration_time_s"])
-    for r in rows:
-        base = baseline.get(_scenario(r))
-        r["speedup_over_ps"] = None if base is None else base / float(r["iteration_time_s"])
+        scenarios.setdefault(_scenario(r), []).append(r)
+    for mine in scenarios.values():
+        base = _baseline_row(mine)
+        for r in mine:
+            speedup = float(base["iteration_time_s"]) / float(r["iteration_time_s"])
+            r["baseline"] = base["strategy"]
+            r["speedup_over_baseline"] = speedup
+            r["speedup_over_ps"] = speedup if base["strategy"] == "ps" else None
     return rows
+
+
+def with_derived(rows: list[Row]) -> list[Row]:
+    """``rows`` as given where they have the :data:`DERIVED` columns, else copies with them
+    added (:func:`add_speedup`): the rows of a file, or of code, of an earlier version. Rows
+    whose times are damaged (not numbers, or 0) stay as given, for the checks that read them
+    (:mod:`tensorwire.report.sweep_file`) to refuse by cell."""
+    if not rows or all(name in rows[0] for name in DERIVED):
+        return rows
+    try:
+        return add_speedup([dict(r) for r in rows])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return rows
+
+
+def _baseline_row(scenario: list[Row]) -> Row:
+    """The row of the baseline among the rows of one scenario (:func:`add_speedup`)."""
+    first = scenario[0]
+    llm = first.get("model") in llm_names() and first.get("gpu") != FILE_GPU
+    specs = [str(r["strategy"]) for r in scenario]
+    spec = baseline_spec(specs, llms=llm, topology=str(first.get("topology", "star")))
+    return scenario[specs.index(spec)]
 
 
 def _scenario(row: Row) -> tuple[Any, ...]:
@@ -170,10 +255,10 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
         raise
     except (ValueError, UnicodeDecodeError, OSError, csv.Error) as e:
         raise InputError(field, f"{p.name}: not a sweep file ({e})") from None
-    missing = [c.name for c in COLUMNS if rows and c.name not in rows[0]]
+    missing = [c.name for c in COLUMNS if rows and c.name not in rows[0] and c.name not in (*DERIVED, *DEFAULTED)]
     if missing:
         raise InputError(field, f"{p.name}: missing columns {', '.join(missing)}; write it with `tensorwire sweep`")
-    return rows
+    return with_derived([{**DEFAULTED, **r} for r in rows] if rows and not set(DEFAULTED) <= set(rows[0]) else rows)
 
 
 # -- formats ------------------------------------------------------------------------------

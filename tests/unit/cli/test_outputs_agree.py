@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,10 @@ from pathlib import Path
 import pytest
 from tensorwire import Layer, Tensor, Workload, load_model
 from tensorwire._core import InputError
+from tensorwire.cluster import Cluster
 from tensorwire.result import over_capacity
+from tensorwire.strategy import latency_seen
+from tensorwire.sweep.grid import Config
 from tensorwire.units import format_count
 from tensorwire.workloads.formats import name_apart
 
@@ -213,3 +217,53 @@ def test_compare_takes_models_as_a_comma_list() -> None:
     p = run("compare", "-m", "resnet50,vgg16", "-n", "8", "-b", "10Gbps", "-s", "ps,ring", "--json")
     assert p.returncode == 0, p.stderr
     assert {r["model"] for r in json.loads(p.stdout)} == {"resnet50", "vgg16"}
+
+
+def test_a_microbenchmark_s_json_has_no_samples_to_count() -> None:
+    """`--collective` computes nothing: its JSON said 10,502 samples/s and a scaling factor
+    of 0. Both are null, in `simulate` and in `compare` of the same workload as a file."""
+    p = run("simulate", "--collective", "allreduce:1GiB", "-n", "8", "-b", "100Gbps", "-s", "ring", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert (out["throughput_samples_per_s"], out["scaling_factor"]) == (None, None)
+    assert out["busbw_bytes_per_s"] > 0 and out["iteration_time_s"] > 0
+    trained = json.loads(run("simulate", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring", "--json").stdout)
+    assert trained["throughput_samples_per_s"] > 0 and trained["scaling_factor"] > 0
+
+
+def test_compare_s_title_leaves_out_a_latency_no_strategy_shown_sees() -> None:
+    """NCCL's model takes its own latencies: the LLM compare's title said "5 us/hop" of
+    strategies that ignore it (and `simulate` refuses an explicit --latency for them)."""
+    rail = Cluster(64, None, topology="rail:node=dgx-h100")
+    assert rail.describe(latency_seen(["ddp", "nccl", "fsdp", "zero3"], rail.topology)) == (
+        "64 GPUs, 400 Gbps NICs, rail:node=dgx-h100"
+    )
+    assert "5 us/hop" in rail.describe(latency_seen(["ddp", "hierarchical"], rail.topology))
+    assert "5 us/hop" in Cluster(8, "25Gbps").describe(latency_seen(["ring"], "star"))
+
+
+def test_a_sweep_error_names_no_latency_the_strategy_does_not_see() -> None:
+    ddp = Config("llama3_8b", "h100", 1, 1.0, "rail:node=dgx-h100", "flow", 5e-6, 16, 5e10, "ddp", 3, 0)
+    assert "/hop" not in ddp.describe() and "400 Gbps, rail:node=dgx-h100, ddp" in ddp.describe()
+    ring = Config("resnet50", "v100", 32, 1.0, "star", "flow", 5e-6, 16, 3.125e9, "ring", 3, 0)
+    assert "25 Gbps, 5 us/hop, star, ring" in ring.describe()
+
+
+def test_jobs_title_counts_its_jobs_and_says_how_they_were_placed() -> None:
+    """It said "1 jobs ..., placement packed" of a job --place had put."""
+    p = run("jobs", "--job", "a:resnet50:4:ring", "-b", "25Gbps", "--place", "a=4-7")
+    assert p.returncode == 0, p.stderr
+    assert "1 job on a fabric of 8 hosts, 25 Gbps, 5 us/hop, star, placed by --place" in " ".join(p.stdout.split())
+    p = run("jobs", "--job", "a:resnet50:4:ring", "--job", "b:vgg16:4:ddp", "-b", "25Gbps", "--place", "a=4-7")
+    assert "2 jobs on a fabric of 8 hosts, 25 Gbps, 5 us/hop, star, a placed by --place, b by placement packed" in (
+        " ".join(p.stdout.split())
+    )
+    p = run("jobs", "--job", "a:resnet50:4:ddp", "--job", "b:vgg16:4:nccl", "-b", "25Gbps")
+    assert "2 jobs on a fabric of 8 hosts, 25 Gbps, star, placement packed" in " ".join(p.stdout.split())
+
+
+def test_a_long_iteration_is_written_in_seconds_not_exponents() -> None:
+    p = run("simulate", "-m", "gpt3_175b", "-n", "16", "-b", "1Gbps", "-s", "ps")
+    assert p.returncode == 0, p.stderr
+    assert "e+0" not in p.stdout and " s │" in p.stdout
+    assert re.search(r"iteration time\s+│\s+\d{2},\d{3} s", p.stdout), p.stdout

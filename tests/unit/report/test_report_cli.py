@@ -13,6 +13,7 @@ from tensorwire.cli import main
 from tensorwire.report.cli import report
 from tensorwire.report.sweep_file import read_sweep
 from tensorwire.sweep import write_rows
+from tensorwire.sweep.table import COLUMNS
 
 Rows = list[dict[str, object]]
 
@@ -113,7 +114,7 @@ def test_a_cut_off_sweep_file_names_its_last_line(
     cut.write_text(text[:-60])  # inside the last row, as `head -c` cuts
     err = refused(cut, capsys)
     assert err.startswith(f"tensorwire: error: sweep: {cut}:25: ") and err.endswith(
-        "cells where the header has 22; the row is cut off or damaged"
+        f"cells where the header has {len(COLUMNS)}; the row is cut off or damaged"
     )
 
 
@@ -125,7 +126,10 @@ def test_a_row_with_missing_cells_names_its_line_counting_empty_lines(
     bad = tmp_path / "short.csv"
     bad.write_text("\n".join([lines[0], "", *lines[1:]]) + "\n")  # an empty line 2, skipped by the reader
     err = refused(bad, capsys)
-    assert err == f"tensorwire: error: sweep: {bad}:5: 10 cells where the header has 22; the row is cut off or damaged"
+    assert (
+        err
+        == f"tensorwire: error: sweep: {bad}:5: 10 cells where the header has {len(COLUMNS)}; the row is cut off or damaged"
+    )
 
 
 @pytest.mark.parametrize(

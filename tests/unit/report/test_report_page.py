@@ -50,10 +50,32 @@ def test_reference_scenario_prefers_32_workers_and_25gbps(rows: Rows) -> None:
     assert {r["workers"] for r in s.rows(rows, vary="workers")} == {4, 8}
 
 
-def test_without_ps_the_curves_show_throughput() -> None:
+def test_without_ps_the_first_strategy_is_the_baseline_as_in_compare() -> None:
     page = build_report(run_grid("vgg16", "4,8", "10Gbps", "ring,tree", jobs=1), with_timeline=False)
-    assert "No plain <code>ps</code>" in page and "Throughput against workers" in page
+    assert "Speedup against workers" in page and "speedup over ring (x)" in page
+    assert "<th>speedup over ring</th>" in page
     assert "model-vgg16-bandwidth" not in page  # one bandwidth: no bandwidth curve
+
+
+def test_rows_of_several_baselines_show_throughput() -> None:
+    rows = run_grid("vgg16", "4,8", "10Gbps", "ring,tree", jobs=1)
+    rows[-1]["baseline"] = "tree"  # as if the 8-worker rows came from another sweep
+    page = build_report(rows, with_timeline=False)
+    assert "no one baseline" in page and "Throughput against workers" in page
+
+
+def test_an_llm_report_is_over_ddp_and_shows_no_latency_nccl_ignores() -> None:
+    """An LLM sweep on a rail: its speedup column was "-" over a `ps` it does not have, and
+    its scenario said "5 us/hop", a latency none of its strategies (timed by NCCL's model)
+    sees."""
+    rows = run_grid("llama3_8b", "16,64", None, "ddp,fsdp", topologies="rail:node=dgx-h100", gpus="h100", jobs=1)
+    page = build_report(rows, with_timeline=False)
+    assert "<th>speedup over ddp</th>" in page and "speedup over ddp (x)" in page
+    assert "speedup over ps" not in page and "plain <code>ps</code> baseline" not in page
+    assert "<td>1.00x</td>" in page  # ddp's own speedup cell, a number ("-" before)
+    assert re.search(r"Reference scenario: 64 workers, 400 Gbps, rail:node=dgx-h100 topology", page)
+    flows = run_grid("llama3_8b", 16, None, "ddp,hierarchical", topologies="rail:node=dgx-h100", gpus="h100", jobs=1)
+    assert "Reference scenario: 16 workers, 400 Gbps, 5 us/hop, rail" in build_report(flows, with_timeline=False)
 
 
 def test_breakdown_adds_up_to_the_iteration_time(rows: Rows) -> None:
@@ -67,8 +89,20 @@ def test_breakdown_adds_up_to_the_iteration_time(rows: Rows) -> None:
     # the server with nothing in flight): named so, and the overlap as the bound it is.
     assert [t.name for t in fig.data][1:] == [
         "communication overlapped with compute (at least)",
+        "compute slowed by communication kernels",
         "exposed: communicating or waiting for it",
     ]
+
+
+def test_breakdown_of_nccl_timed_strategies_shows_the_compute_their_kernels_slowed() -> None:
+    # The bars fell short of the iteration by the interference once it was its own figure.
+    here = run_grid(["llama3_8b"], [16], ["400Gbps"], ["ddp", "fsdp"], topologies=["rail:node=dgx-h100"], gpus=["h100"])
+    fig = figures.breakdown(here)
+    slowed = next(t for t in fig.data if t.name == "compute slowed by communication kernels")
+    assert all(x > 0 for x in slowed.x)
+    by_strategy = {r["strategy"]: float(r["iteration_time_s"]) * 1e3 for r in here}
+    for name, total in zip(fig.data[0].y, (sum(v) for v in zip(*(t.x for t in fig.data)))):
+        assert total == pytest.approx(by_strategy[name], rel=1e-9)
 
 
 SPANS = [

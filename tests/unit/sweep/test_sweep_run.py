@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
 import tensorwire as tw
-from tensorwire.sweep import COLUMNS, expand, run_configs, run_grid
+from tensorwire.cli import main
+from tensorwire.sweep import COLUMNS, expand, read_rows, run_configs, run_grid, write_rows
 
 GRID = dict(
     models="resnet50,vgg16", workers="4,8", bandwidths="1Gbps,25Gbps", strategies="ps,ring,ps+ina,ring:partition=4MiB"
@@ -54,9 +57,41 @@ def test_speedup_is_over_plain_ps_of_the_same_scenario(serial: list[dict[str, ob
     assert serial[1]["speedup_over_ps"] != serial[5]["speedup_over_ps"]
 
 
-def test_no_plain_ps_means_no_speedup() -> None:
+def test_no_plain_ps_means_the_first_strategy_is_the_baseline_as_in_compare() -> None:
     rows = run_grid("vgg16", 4, "10Gbps", "ring,ps:num_ps=2", jobs=1)
     assert [r["speedup_over_ps"] for r in rows] == [None, None]
+    assert [r["baseline"] for r in rows] == ["ring", "ring"]
+    assert rows[0]["speedup_over_baseline"] == 1.0
+    assert rows[1]["speedup_over_baseline"] == float(rows[0]["iteration_time_s"]) / float(rows[1]["iteration_time_s"])  # type: ignore[arg-type]
+
+
+def test_an_llm_sweep_is_over_ddp_as_compare_ranks_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """An LLM on a rail has no parameter server: its speedup column was empty over a `ps`
+    that no LLM sweep has. Its baseline is `ddp`, the one `compare` ranks against."""
+    rows = run_grid("llama3_8b", 16, None, "fsdp,ddp", topologies="rail:node=dgx-h100", gpus="h100", jobs=1)
+    assert [r["baseline"] for r in rows] == ["ddp", "ddp"]
+    assert [r["speedup_over_ps"] for r in rows] == [None, None]
+    ddp, fsdp = rows[1], rows[0]
+    assert fsdp["speedup_over_baseline"] == float(ddp["iteration_time_s"]) / float(fsdp["iteration_time_s"])  # type: ignore[arg-type]
+    assert main(["compare", "-m", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-h100",
+                        "--gpu", "h100", "-s", "fsdp,ddp", "--json"]) == 0  # fmt: skip
+    compared = {r["strategy"]: r for r in json.loads(capsys.readouterr().out)}
+    assert compared["fsdp"]["baseline"] == "ddp"
+    assert compared["fsdp"]["speedup_over_baseline"] == fsdp["speedup_over_baseline"]
+
+
+def test_a_workload_without_compute_has_no_samples_to_count(tmp_path: Path) -> None:
+    """A collective microbenchmark saved as a workload file: it said 839 samples/s and a
+    scaling factor of 0; both are null, in every format, the Parquet columns typed still."""
+    path = tmp_path / "allreduce.json"
+    tw.Workload.collective("allreduce:4MiB").save(path)
+    rows = run_grid(None, 4, "25Gbps", "ring", workload_file=str(path), jobs=1)
+    assert (rows[0]["throughput_samples_per_s"], rows[0]["scaling_factor"]) == (None, None)
+    for suffix in (".csv", ".json", ".parquet"):
+        if suffix == ".parquet":
+            pytest.importorskip("pyarrow")
+        write_rows(tmp_path / f"r{suffix}", rows)
+        assert read_rows(tmp_path / f"r{suffix}") == rows
 
 
 def test_compute_speedup_divides_compute_time() -> None:

@@ -11,7 +11,7 @@ import tensorwire as tw
 from tensorwire._core import InputError
 from tensorwire.sweep import COLUMNS, read_rows, run_grid, write_rows
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "sweep-and-report.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "outputs.md"
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +115,17 @@ def test_every_column_is_documented() -> None:
     text = DOCS.read_text()
     for c in COLUMNS:
         assert f"`{c.name}`" in text, c.name
+
+
+def test_a_file_of_an_earlier_version_reads_without_compute_interference(tmp_path: Path) -> None:
+    # Files written before compute_interference_s existed had it inside exposed_comm_s.
+    rows = run_grid(["resnet50"], [4], ["25Gbps"], ["ring", "ps"])
+    older = [
+        {k: v for k, v in r.items() if k not in ("compute_interference_s", "baseline", "speedup_over_baseline")}
+        for r in rows
+    ]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(older))
+    read = read_rows(path)
+    assert [r["compute_interference_s"] for r in read] == [0.0, 0.0]
+    assert [r["speedup_over_baseline"] for r in read] == [r["speedup_over_baseline"] for r in rows]

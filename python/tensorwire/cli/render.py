@@ -344,7 +344,11 @@ def comparison(
         cells = [str(i), name, format_seconds(r.iteration_time_s), format_count(r.throughput_samples_per_s)]
         if llm and extra is not None:
             m = extra(r)
-            cells += [format_count(m["tokens_per_s"]), format_count(m["model_tflops_per_gpu"]), model_states(m, short=True)]
+            cells += [
+                format_count(m["tokens_per_s"]),
+                format_count(m["model_tflops_per_gpu"]),
+                model_states(m, short=True),
+            ]
         cells += [
             scaling_text(r.scaling_factor),
             format_seconds(r.exposed_comm_s),

@@ -25,7 +25,7 @@ import stat
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from tensorwire._core import InputError
 
@@ -161,6 +161,13 @@ def write_atomic_all(files: Mapping[PathLike, Union[str, bytes]], field: str = "
 
 # -- reading input files ------------------------------------------------------------------
 
+
+class InputWarning(UserWarning):
+    """An input file does not say something, and a default was assumed (the message names
+    the default and how to give the value). The CLI shows it as one line,
+    ``tensorwire: warning: ...``."""
+
+
 #: Largest workload file (tensorwire JSON or five-attribute trace) read, bytes.
 WORKLOAD_FILE_LIMIT = 64 * 2**20
 #: Largest trace read (a Kineto trace after decompression, a Chakra file), bytes.
@@ -231,13 +238,36 @@ def gunzip(data: bytes, name: str, field: str, limit: int) -> bytes:
     return b"".join(out)
 
 
+#: Encodings a text file is read in besides UTF-8: those a byte-order mark announces.
+_MARKED = ("utf-8-sig", "utf-16", "utf-32")
+
+
+def text_encoding(data: bytes) -> str:
+    """The encoding of text ``data``: UTF-16 or UTF-32 where it starts with their byte-order
+    mark (Windows PowerShell's ``>`` writes UTF-16 with one), else UTF-8 (its mark, if any,
+    dropped). The marks are told as JSON's reader tells them (:func:`json.detect_encoding`,
+    which ``json.loads`` applies to the cluster file's bytes); its guess for text without a
+    mark (from zero bytes) is not taken, as it would read a binary file as UTF-16.
+
+    >>> text_encoding("x".encode("utf-16")), text_encoding(b"0.5 1.5"), text_encoding(bytes([0, 255, 254]))
+    ('utf-16', 'utf-8', 'utf-8')
+    """
+    encoding = json.detect_encoding(data)
+    return encoding if encoding in _MARKED else "utf-8"
+
+
 def decode_text(data: bytes, path: PathLike, field: str) -> str:
-    """``data`` as UTF-8 text (a leading byte-order mark, which some Windows editors write,
-    dropped); a file that is not is refused naming the byte offset."""
+    """``data`` as text in its encoding (:func:`text_encoding`; a leading byte-order mark,
+    which some Windows editors and PowerShell write, dropped); a file that is not text in it
+    is refused naming the byte offset (a Latin-1 file is not UTF-8)."""
+    encoding = text_encoding(data)
     try:
-        return data.decode("utf-8-sig")
+        return data.decode(encoding).removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        raise InputError(field, f"{Path(path).name}: not UTF-8 text (byte {e.start}); expected a text file") from None
+        shown = encoding.upper().removesuffix("-SIG").replace("-BE", "").replace("-LE", "")
+        raise InputError(
+            field, f"{Path(path).name}: not {shown} text (byte {e.start}); expected a text file in UTF-8"
+        ) from None
 
 
 def clip(text: str, limit: int = 60) -> str:
@@ -247,20 +277,59 @@ def clip(text: str, limit: int = 60) -> str:
 
 
 def loads_json(
-    text: Union[str, bytes], path: PathLike, field: str, expected: str = "a JSON file", invalid: str = ""
+    text: Union[str, bytes],
+    path: PathLike,
+    field: str,
+    expected: str = "a JSON file",
+    invalid: str = "",
+    *,
+    unique_keys: bool = False,
 ) -> Any:
     """Parsed JSON; invalid or too deeply nested JSON, and integers longer than Python
     converts (4,300 digits), are refused in one line naming the file and ``expected``
-    (``invalid`` is added to the message for JSON that does not parse)."""
+    (``invalid`` is added to the message for JSON that does not parse). ``unique_keys``:
+    a key given twice in one object is refused too (:func:`key_given_twice`)."""
     name = Path(path).name
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_pairs_of(name, field) if unique_keys else None)
     except UnicodeDecodeError as e:
         raise InputError(field, f"{name}: not UTF-8 text (byte {e.start}); expected {expected}") from None
     except json.JSONDecodeError as e:
         raise InputError(field, f"{name}: not valid JSON (line {e.lineno}: {e.msg}){invalid}") from None
     except RecursionError:
         raise InputError(field, f"{name}: JSON nested too deeply; expected {expected}") from None
+    except InputError:  # (a ValueError: a key given twice)
+        raise
     except ValueError:
         # Python's limit on integer string conversion (sys.get_int_max_str_digits()).
         raise InputError(field, f"{name}: an integer of more than 4,300 digits; expected {expected}") from None
+
+
+def key_given_twice(items: Sequence[tuple[str, Any]]) -> Optional[str]:
+    """The first key of a JSON object's ``items`` (``json.loads``'s ``object_pairs_hook``
+    gets them) that is given twice, if any: a parser keeps one (Python's the last), so the
+    other, edited in, would be read as if it were not there.
+
+    >>> key_given_twice([("a", 1), ("b", 2), ("a", 3)]), key_given_twice([("a", 1)])
+    ('a', None)
+    """
+    seen: set[str] = set()
+    for key, _ in items:
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
+def _pairs_of(name: str, field: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """An ``object_pairs_hook`` refusing a key given twice in file ``name``."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        key = key_given_twice(items)
+        if key is not None:
+            raise InputError(
+                field, f"{name}: the key {clip(json.dumps(key))} is given twice in one object; give it once"
+            )
+        return dict(items)
+
+    return pairs

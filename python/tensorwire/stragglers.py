@@ -5,8 +5,9 @@
   Normal(1, CV) (clamped at 0.05).
 - ``lognormal:SIGMA``: multiplier from a log-normal with mean 1.
 - ``fixed:M0,M1,...``: one fixed multiplier per worker (``2`` = twice as slow).
-- ``empirical:FILE``: multipliers drawn from measured values, one positive number per line
-  (e.g. per-iteration compute times); normalised to mean 1.
+- ``empirical:FILE``: multipliers drawn from measured values (e.g. per-iteration compute
+  times), positive numbers separated by whitespace, commas or newlines (``#`` starts a
+  comment; the decimal mark is a point); normalised to mean 1.
 
 Draws are seeded by ``--seed``, one stream per worker.
 """
@@ -14,10 +15,12 @@ Draws are seeded by ``--seed``, one stream per worker.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from tensorwire import _core, io
 from tensorwire._core import InputError
+from tensorwire.io import clip
 
 #: Largest file of measured multipliers read, bytes (``/dev/zero`` or a huge file is refused).
 EMPIRICAL_FILE_LIMIT = 64 << 20
@@ -43,7 +46,7 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
             raise InputError("stragglers", f"{spec!r}: the spread must be a number from 0 to {_core.MAX_SPREAD:g}")
         return {"stragglers": kind, "spread": spread}
     if kind == "fixed":
-        values = _numbers(arg.split(","), spec)
+        values = [_positive(t, spec, "") for t in arg.split(",")]
         if len(values) != workers:
             raise InputError(
                 "stragglers", f"{spec!r}: fixed needs one multiplier per worker ({workers}), got {len(values)}"
@@ -53,7 +56,7 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
         if not arg.strip():
             raise InputError("stragglers", f"{spec!r}: empirical needs a file of multipliers, e.g. empirical:times.txt")
         data = io.read_input(arg, "stragglers", EMPIRICAL_FILE_LIMIT)
-        values = _numbers(io.decode_text(data, arg, "stragglers").split(), spec)
+        values = _measured(io.decode_text(data, arg, "stragglers"), spec)
         # (Each over the count first: the sum of two 1e308 is past a float.)
         mean = math.fsum(v / len(values) for v in values)
         return {"stragglers": "empirical", "slowdowns": [v / mean for v in values]}
@@ -73,11 +76,41 @@ def input_files(spec: str) -> list[str]:
     return [arg] if kind == "empirical" and arg.strip() else []
 
 
-def _numbers(texts: list[str], spec: str) -> list[float]:
-    try:
-        values = [float(t) for t in texts if t.strip()]
-    except ValueError:
-        raise InputError("stragglers", f"{spec!r}: expected positive numbers") from None
-    if not values or not all(math.isfinite(v) and v > 0 for v in values):
-        raise InputError("stragglers", f"{spec!r}: expected positive numbers")
+#: A line that is one number with a decimal comma, or two integers separated by a comma.
+_DECIMAL_COMMA = re.compile(r"\s*[+-]?[0-9]+,[0-9]+\s*")
+#: What an empirical file holds, for messages.
+_EMPIRICAL_FORMAT = (
+    "expected positive numbers separated by whitespace, commas or newlines (# starts a comment; the decimal mark "
+    "is a point)"
+)
+
+
+def _measured(text: str, spec: str) -> list[float]:
+    """The positive numbers of an empirical file's ``text`` (:data:`_EMPIRICAL_FORMAT`);
+    :class:`InputError` naming the line and the token that is not one, or a line that reads
+    two ways (``1,5``: one number with a decimal comma, or two)."""
+    values: list[float] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        content = line.split("#", 1)[0]
+        if _DECIMAL_COMMA.fullmatch(content):
+            raise InputError(
+                "stragglers",
+                f"{spec!r}: line {number}: {clip(content.strip())!r} reads as one number with a decimal comma or as "
+                "two numbers; write a decimal point (1.5), or separate numbers with spaces",
+            )
+        values.extend(_positive(t, spec, f"line {number}: ") for t in content.replace(",", " ").split())
+    if not values:
+        raise InputError("stragglers", f"{spec!r}: no numbers in the file; {_EMPIRICAL_FORMAT}")
     return values
+
+
+def _positive(token: str, spec: str, where: str) -> float:
+    """``token`` as a finite number > 0; :class:`InputError` naming it (after ``where``)."""
+    try:
+        value = float(token)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        expected = _EMPIRICAL_FORMAT if where else "expected positive numbers separated by commas"
+        raise InputError("stragglers", f"{spec!r}: {where}{clip(token.strip())!r} is not a positive number; {expected}")
+    return value

@@ -255,13 +255,16 @@ class Workload:
                 "workload.layers",
                 f"{len(layers_given):,} layers is more than the {_core.MAX_LAYERS:,} a run can hold",
             )
+        file_model = _file_model(data)
         try:
-            model = _WorkloadFile.model_validate(data)
+            model = file_model.model_validate(data)
         except pydantic.ValidationError as e:
             err = e.errors()[0]
             where = ".".join(str(x) for x in err["loc"])
             message = err["msg"]
-            if where == "format" and err["type"] == "missing":
+            if err["type"] == "extra_forbidden":
+                message = _not_a_field(file_model, err["loc"])
+            elif where == "format" and err["type"] == "missing":
                 # No "format" at all: likely not a workload file; say what the readers expect.
                 message = (
                     'missing: a workload file is JSON with "format": "tensorwire-workload/1" (docs/formats.md); '
@@ -393,7 +396,8 @@ class _TensorModel(pydantic.BaseModel):
 
 
 class _LayerModel(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore", strict=True)
+    # A key the format does not have is refused: a misspelt "tensors" lost the layer's gradients.
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
     name: str
     forward_s: pydantic.NonNegativeFloat
     backward_s: pydantic.NonNegativeFloat
@@ -409,27 +413,77 @@ class _LayerModel(pydantic.BaseModel):
         return v
 
 
-class _WorkloadFile(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore", strict=True)
+class _ZooLayerModel(_LayerModel):
+    """A zoo file's layer: also its forward FLOPs per sample (workloads/zoo/README.md)."""
+
+    forward_flops: Annotated[int, pydantic.BeforeValidator(_not_bool), pydantic.Field(ge=0)] = 0
+
+
+class _FileModel(pydantic.BaseModel):
+    """The fields a workload file and a zoo file share (docs/formats.md); a key neither
+    format has is refused (``dtype_byte`` was ignored, and the element size silently 4)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
     format: Literal["tensorwire-workload/1", "tensorwire-zoo/1"]
     name: str
     description: str = ""
-    # Zoo files give it per device (filled in by `_zoo_batch`); a workload file must give it.
+    # Zoo files give it per device (filled in by `_ZooFile._zoo_batch`); a workload file must give it.
     batch_size: Annotated[int, pydantic.BeforeValidator(_not_bool), pydantic.Field(ge=1, le=U32_MAX)]
     dtype_bytes: Literal[1, 2, 4, 8] = 4
     collective: CollectiveName = "allreduce"
     sources: list[str] = []
+
+
+class _WorkloadFile(_FileModel):
+    """A ``tensorwire-workload/1`` file."""
+
     layers: list[_LayerModel] = pydantic.Field(min_length=1)
+
+
+class _ZooFile(_FileModel):
+    """A ``tensorwire-zoo/1`` file: the workload fields and the zoo's own
+    (workloads/zoo/README.md), which describe the model and are not read further."""
+
+    layers: list[_ZooLayerModel] = pydantic.Field(min_length=1)
+    display_name: str = ""
+    family: str = ""
+    sample: str = ""
+    parameters: Annotated[int, pydantic.BeforeValidator(_not_bool), pydantic.Field(ge=0)] = 0
+    architecture_source: str = ""
     devices: dict[str, dict[str, Any]] = {}
     default_device: str = ""
 
     @pydantic.model_validator(mode="before")
     @classmethod
     def _zoo_batch(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("format") == "tensorwire-zoo/1" and "batch_size" not in data:
+        # Zoo files give the batch per device; the default device's is the workload's.
+        if isinstance(data, dict) and "batch_size" not in data:
             # Malformed `devices`/`default_device` are left to the fields' own checks, which
             # name them (a list or a number here raised AttributeError).
             devices, default = data.get("devices", {}), data.get("default_device", "")
             device = devices.get(default, {}) if isinstance(devices, dict) and isinstance(default, str) else {}
             data = {**data, "batch_size": device.get("batch_size", 1) if isinstance(device, dict) else 1}
         return data
+
+
+def _file_model(data: Any) -> type[_WorkloadFile] | type[_ZooFile]:
+    """The model of the file ``data`` says it is (a zoo file, else a workload file)."""
+    return _ZooFile if isinstance(data, dict) and data.get("format") == "tensorwire-zoo/1" else _WorkloadFile
+
+
+def _model_at(model: type[pydantic.BaseModel], loc: tuple[int | str, ...]) -> type[pydantic.BaseModel]:
+    """The model of the object at ``loc`` (a pydantic error's location, ``("layers", 1)``)
+    in a file of ``model``."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = get_args(field.annotation) if field is not None else ()
+        nested = inner[0] if inner else field.annotation if field is not None else None
+        if isinstance(nested, type) and issubclass(nested, pydantic.BaseModel):
+            model = nested
+    return model
+
+
+def _not_a_field(model: type[pydantic.BaseModel], loc: tuple[int | str, ...]) -> str:
+    """What is wrong with the key at ``loc`` that its object's model does not have."""
+    fields = ", ".join(_model_at(model, loc[:-1]).model_fields)
+    return f"not a field; fields are {fields} (docs/formats.md)"

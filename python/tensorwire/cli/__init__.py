@@ -91,10 +91,36 @@ CLI_FIELDS = {
 }
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: Optional[str] = None,
+    *,
+    _default: Any = warnings.showwarning,
+) -> None:
+    """Shows an :class:`~tensorwire.io.InputWarning` (a default assumed for what an input file
+    does not say) as one line, ``tensorwire: warning: ...``; other warnings as Python does."""
+    from tensorwire.io import InputWarning
+
+    if issubclass(category, InputWarning):
+        click.echo(f"tensorwire: warning: {message}", err=True)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns (and, from the console script, exits with) the exit status."""
     if sys.stdout is None:  # started with standard output closed (`tensorwire models >&-`)
         return _fail("stdout: closed; give the command somewhere to write its output (a file or a pipe)")
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     from tensorwire.api import UnseenOptionWarning
     from tensorwire.cli.app import cli
 

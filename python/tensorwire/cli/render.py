@@ -130,6 +130,18 @@ def short(text: str, limit: int = TITLE_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def titled(workload: Workload) -> str:
+    """A workload as a title names it: its name, and its description after it where it has
+    one (a workload file's description alone, ``optional``, named nothing).
+
+    >>> from types import SimpleNamespace as W
+    >>> titled(W(name="mlp", description="two layers")), titled(W(name="mlp", description=""))
+    ('mlp (two layers)', 'mlp')
+    """
+    described = workload.description.strip()
+    return f"{workload.name} ({described})" if described and described != workload.name else workload.name
+
+
 def result(
     r: Result, workload: Workload, healthy: Optional[Result] = None, extra: Optional[dict[str, Any]] = None
 ) -> None:
@@ -139,7 +151,7 @@ def result(
     metrics, or an LLM's tokens/s and model TFLOP/s per GPU."""
     extra = extra or {}
     bench = "busbw_bytes_per_s" in extra
-    title = f"{short(workload.description or workload.name)}: {r.strategy}, {counted(r.workers, 'worker')}, {format_rate(r.bandwidth)}"
+    title = f"{short(titled(workload))}: {r.strategy}, {counted(r.workers, 'worker')}, {format_rate(r.bandwidth)}"
     t = Table(title=Text(title))
     t.add_column("metric")
     t.add_column("value", justify="right")

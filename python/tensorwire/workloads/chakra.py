@@ -35,7 +35,14 @@ from tensorwire._core import InputError
 from tensorwire.io import TRACE_FILE_LIMIT, read_input
 from tensorwire.limits import U64_MAX
 from tensorwire.workload import Workload
-from tensorwire.workloads.layering import Collective, Step, merge_ranks, split_at_collectives, with_owners
+from tensorwire.workloads.layering import (
+    Collective,
+    Step,
+    assumed_batch,
+    merge_ranks,
+    split_at_collectives,
+    with_owners,
+)
 
 PathLike = Union[str, Path]
 
@@ -337,13 +344,23 @@ def read_step(path: PathLike, *, default_rank: int = 0) -> Step:
     )
 
 
-def from_chakra(paths: Union[PathLike, Sequence[PathLike]], *, name: Optional[str] = None) -> Workload:
-    """A workload from one or several ranks' Chakra ET files (one file per rank)."""
+def from_chakra(
+    paths: Union[PathLike, Sequence[PathLike]], *, name: Optional[str] = None, batch_size: Optional[int] = None
+) -> Workload:
+    """A workload from one or several ranks' Chakra ET files (one file per rank).
+    ``batch_size``: samples per worker and step (a Chakra trace does not say; default 1, with
+    an :class:`~tensorwire.io.InputWarning`)."""
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not files:
         raise InputError("workload", "give at least one Chakra trace file")
     steps = [read_step(f, default_rank=i) for i, f in enumerate(files)]
     stem = Path(files[0]).name.split(".")[0]
     return merge_ranks(
-        steps, name or stem or "chakra", [f"Chakra execution trace {Path(f).name}" for f in files], "Chakra trace"
+        steps,
+        name or stem or "chakra",
+        [f"Chakra execution trace {Path(f).name}" for f in files],
+        "Chakra trace",
+        batch_size=assumed_batch(Path(files[0]).name, "a Chakra trace records none")
+        if batch_size is None
+        else batch_size,
     )

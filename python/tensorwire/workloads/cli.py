@@ -13,8 +13,9 @@ from tensorwire.cli import options
 from tensorwire.cli.render import short
 from tensorwire.cluster import Cluster
 from tensorwire.io import check_workload_output
+from tensorwire.limits import U32_MAX
 from tensorwire.workload import Workload
-from tensorwire.workloads.formats import detect_format, load_workload, read_head
+from tensorwire.workloads.formats import detect_format, head_text, load_workload
 
 
 @click.command("import-trace")
@@ -36,9 +37,22 @@ from tensorwire.workloads.formats import detect_format, load_workload, read_head
     callback=options.workload_name,
     help="Name of the workload (default: from the first file's name).",
 )
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1, max=U32_MAX),
+    default=None,
+    help="Samples per worker and step (default: the leading dimension of the model's input in the trace, "
+    "summed over gradient-accumulation micro-batches).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the workload as JSON too.")
 def import_trace(
-    traces: tuple[str, ...], out: str, workload_format: str, step: Optional[int], name: Optional[str], as_json: bool
+    traces: tuple[str, ...],
+    out: str,
+    workload_format: str,
+    step: Optional[int],
+    name: Optional[str],
+    batch: Optional[int],
+    as_json: bool,
 ) -> None:
     """Read TRACE... (one file per rank of the same job) and write a workload file.
 
@@ -48,7 +62,7 @@ def import_trace(
     """
     check_workload_output(out, "out", {"traces": traces})
     fmt = _detect(traces[0]) if workload_format == "auto" else workload_format
-    workload = load_workload(list(traces), fmt, step=step, name=name)
+    workload = load_workload(list(traces), fmt, step=step, name=name, batch_size=batch)
     workload.save(out)
     if as_json:
         click.echo(json.dumps(workload.to_dict(), indent=1))
@@ -74,8 +88,8 @@ def _detect(path: str) -> str:
     missing its format)."""
     fmt = detect_format(path)
     if fmt == "tensorwire":
-        head = read_head(path)
-        if head.lstrip().startswith(b"{") and b'"format"' not in head:
+        text = head_text(path) or ""
+        if text.lstrip().startswith("{") and '"format"' not in text:
             return "kineto"
     return fmt
 

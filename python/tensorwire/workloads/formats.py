@@ -7,8 +7,9 @@ trace text; ``kineto``: a PyTorch profiler trace (JSON or gzip-compressed JSON);
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
+import json
+import re
 from pathlib import Path
 from typing import Collection, Optional, Sequence, Union
 
@@ -50,28 +51,40 @@ def read_head(path: PathLike, size: int = 65536) -> bytes:
     return io.read_start(p, "workload", size, pipe_error=pipe)
 
 
+#: Control characters that text does not have (tab, newline, vertical tab, form feed and
+#: carriage return are text): a file with one near its start is binary, a Chakra trace.
+_BINARY = re.compile(r"[\x00-\x08\x0e-\x1f]")
+
+
+def head_text(path: PathLike) -> Optional[str]:
+    """The first bytes of a workload file (:func:`read_head`) as text, in the encoding
+    :func:`tensorwire.io.text_encoding` tells (UTF-8, UTF-16 or UTF-32; a byte-order mark
+    dropped; a character cut at the end, or a byte of another encoding such as Latin-1,
+    replaced: the reader says so), or None where they are binary (a gzip or Chakra file)."""
+    head = read_head(path)
+    text = head.decode(io.text_encoding(head), errors="replace").removeprefix("\ufeff")
+    return None if _BINARY.search(text) else text
+
+
 def detect_format(path: PathLike) -> str:
     """``tensorwire``, ``kineto`` or ``chakra``, from the first bytes of the file."""
     p = Path(path)
-    head = read_head(p).removeprefix(codecs.BOM_UTF8)  # a UTF-8 byte-order mark says nothing of the format
-    if not head.strip():
-        raise InputError(
-            "workload", f"{p}: the file is empty; give a workload file, a profiler trace or a Chakra trace"
-        )
-    if head[:2] == b"\x1f\x8b":
+    if read_head(p, 2) == b"\x1f\x8b":
         # Only profiler traces are read compressed: the Kineto reader says what is wrong with
         # anything else (a gzipped text file was read as a five-attribute trace, "not UTF-8").
         return "kineto"
-    text = head.lstrip()
-    if text.startswith(b"{") or text.startswith(b"["):
-        kineto = text.startswith(b"[") or b'"traceEvents"' in head or b'"schemaVersion"' in head
+    text = head_text(p)
+    if text is None:
+        return "chakra"
+    if not text.strip():
+        raise InputError(
+            "workload", f"{p}: the file is empty; give a workload file, a profiler trace or a Chakra trace"
+        )
+    start = text.lstrip()
+    if start.startswith(("{", "[")):
+        kineto = start.startswith("[") or '"traceEvents"' in text or '"schemaVersion"' in text
         return "kineto" if kineto else "tensorwire"
-    try:
-        head.decode("utf-8")
-        is_text = b"\x00" not in head
-    except UnicodeDecodeError as e:
-        is_text = e.start >= len(head) - 3  # a character cut at the end of the window
-    return "tensorwire" if is_text and head else "chakra"
+    return "tensorwire"
 
 
 def load_workload(
@@ -80,9 +93,11 @@ def load_workload(
     *,
     step: Optional[int] = None,
     name: Optional[str] = None,
+    batch_size: Optional[int] = None,
 ) -> Workload:
     """A workload from a file (or one file per rank, for traces) of ``format``
-    (default: detected from the first file's content)."""
+    (default: detected from the first file's content). ``batch_size``: a trace's samples per
+    worker and step, where it does not say or says wrongly (a workload file states its own)."""
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not files:
         raise InputError("workload", "give at least one file")
@@ -94,13 +109,15 @@ def load_workload(
     if fmt == "kineto":
         from tensorwire.workloads.kineto import from_profiler_trace
 
-        return from_profiler_trace(files, step=step, name=name)
+        return from_profiler_trace(files, step=step, name=name, batch_size=batch_size)
     if step is not None:
         raise InputError("step", f"only PyTorch profiler traces have steps, not {fmt} files")
     if fmt == "chakra":
         from tensorwire.workloads.chakra import from_chakra
 
-        return from_chakra(files, name=name)
+        return from_chakra(files, name=name, batch_size=batch_size)
+    if batch_size is not None:
+        raise InputError("batch", "a tensorwire workload file states its own batch_size; --batch is for traces")
     if len(files) > 1:
         raise InputError("workload", "a tensorwire workload file stands alone; give one file")
     w = read_text_workload(files[0])
@@ -115,7 +132,8 @@ def read_text_workload(path: PathLike) -> Workload:
     # io.WORKLOAD_FILE_LIMIT is read at call time (tests lower it)
     text = io.decode_text(io.read_input(p, "workload", io.WORKLOAD_FILE_LIMIT), p, "workload")
     if text.lstrip().startswith("{"):
-        return Workload.from_dict(io.loads_json(text, p, "workload"))
+        return Workload.from_dict(io.loads_json(text, p, "workload", unique_keys=True))
+    _refuse_other_json(text, p)
     try:
         return parse_trace(text, name=p.stem)
     except InputError as e:
@@ -125,3 +143,23 @@ def read_text_workload(path: PathLike) -> Workload:
             "workload",
             f"{p}: not JSON, so read as a five-attribute trace (docs/formats.md), and {where}: {message}",
         ) from None
+
+
+def _refuse_other_json(text: str, path: Path) -> None:
+    """Refuses JSON that is not an object (``null``, ``42``, a list): valid JSON, but no
+    workload file; it is not read as a five-attribute trace either."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return  # not JSON: a five-attribute trace, or what its reader refuses
+    if isinstance(value, list):
+        what = "an array"
+    elif value is None or isinstance(value, bool):
+        what = json.dumps(value)
+    else:
+        what = "a number" if isinstance(value, (int, float)) else "a string"
+    raise InputError(
+        "workload",
+        f'{path}: the JSON is {what}; a workload file is a JSON object with "format": "tensorwire-workload/1" '
+        "(docs/formats.md)",
+    )

@@ -7,20 +7,24 @@ rank's trace is read:
 - **compute**: the backward pass runs from the first to the end of the last
   ``autograd::engine::evaluate_function`` op of the step; the forward pass from the first
   ``nn.Module`` range (``with_stack=True``), else ``DistributedDataParallel.forward``, else the
-  step's start, to the backward's start (so it includes the loss).
+  step's start, to the backward's start (so it includes the loss). A step of several
+  forward/backward passes (gradient accumulation) is read as its last backward pass, with
+  everything before it as forward compute, and the micro-batches' batches summed.
 - **collectives**: the c10d ops that launch them (``c10d::allreduce_``, ...), or
   ``record_param_comms`` ranges (NCCL, functional collectives), or failing both the
   backends' own ranges (``gloo:all_reduce``, ``nccl:all_reduce``). Their execution is taken
   from the backend's range on its worker thread (Gloo) or the ``nccl...`` GPU kernel, matched
-  in launch order; sizes from ``In msg nelems``/``dtype`` or the recorded shapes and types
-  (record the trace with ``record_shapes=True``).
+  in launch order; sizes (the whole buffer, for all-gathers and reduce-scatters too) from
+  ``In msg nelems``/``dtype`` or the recorded shapes and types (record the trace with
+  ``record_shapes=True``). All-reduces and reduce-scatters (FSDP) from the backward pass on
+  are the gradients.
 - **layers**: with module structure (``with_stack=True`` records ``nn.Module: NAME`` ranges),
   a layer is a module whose backward accumulates gradients: each backward op is mapped to
   the forward op with the same autograd ``Sequence number``, hence to the innermost module
   that ran it; ``AccumulateGrad`` follows the op before it. A layer's forward time runs from
   the end of the previous layer's forward to the end of its own; its backward time from the
   previous layer's gradients being ready to its own (as ``tensorwire profile`` measures).
-  Without module structure the backward is cut after each gradient all-reduce launch (see
+  Without module structure the backward is cut after each gradient collective's launch (see
   :func:`tensorwire.workloads.layering.split_at_collectives`).
 
 Times are CPU-side: for CUDA traces they are the host's view of the ops (launch, not kernel,
@@ -41,8 +45,10 @@ from tensorwire.io import TRACE_FILE_LIMIT, clip, gunzip, loads_json, read_input
 from tensorwire.limits import U64_MAX, is_int
 from tensorwire.workload import Layer, Workload
 from tensorwire.workloads.layering import (
+    GRADIENT_KINDS,
     Collective,
     Step,
+    assumed_batch,
     merge_ranks,
     owned_tensors,
     split_at_collectives,
@@ -340,24 +346,55 @@ def _dtype_bytes(dtype: str, where: str) -> int:
 
 @dataclass
 class _Launch:
+    """A collective's launch: ``nelems`` is the whole buffer's elements; ``part`` the elements
+    of one rank's part where the launch records both (an all-gather's input, a
+    reduce-scatter's output), which is the size some backends record for its execution."""
+
     ev: _Ev
     kind: str
     nelems: Optional[int]
     dtype: Optional[str]
+    part: Optional[int] = None
     exec_ev: Optional[_Ev] = None
 
 
-def _param_comms(ev: _Ev, name: str) -> Optional[tuple[str, Optional[int], Optional[str]]]:
+#: Collectives whose ranks each hold a part of the buffer: their launches record the whole
+#: buffer and one rank's part (``c10d::_allgather_base_(output, input)``,
+#: ``c10d::_reduce_scatter_base_(output, input)``; In and Out msg nelems).
+_SHARDED = ("allgather", "reduce_scatter")
+
+
+def _whole_and_part(sizes: Sequence[Optional[int]]) -> tuple[Optional[int], Optional[int]]:
+    """The whole buffer (the largest of the recorded sizes) and one rank's part (the smallest,
+    None where it is the whole)."""
+    known = [n for n in sizes if n is not None]
+    if not known:
+        return None, None
+    whole, part = max(known), min(known)
+    return whole, (part if part != whole else None)
+
+
+def _c10d_sizes(e: _Ev, kind: str, name: str) -> tuple[Optional[int], Optional[int]]:
+    """Whole and part elements of a ``c10d::`` launch, from its recorded shapes: the first
+    input (the tensors), or for :data:`_SHARDED` kinds the larger of the first two."""
+    dims = e.args.get("Input Dims")
+    if not isinstance(dims, list):
+        return None, None
+    inputs = dims[:2] if kind in _SHARDED else dims[:1]
+    return _whole_and_part([_nelems(d, name, e) for d in inputs])
+
+
+def _param_comms(ev: _Ev, name: str) -> Optional[tuple[str, Optional[int], Optional[str], Optional[int]]]:
+    """Kind, whole elements, dtype and part elements of a ``record_param_comms`` range."""
     coll = ev.args.get("Collective name")
     if not isinstance(coll, str):
         return None
     kind = _kind(coll)
     if kind is None:
         return None
-    n_in, n_out = _count(ev, "In msg nelems", name), _count(ev, "Out msg nelems", name)
-    sizes = [n for n in (n_in, n_out) if n is not None]
+    whole, part = _whole_and_part([_count(ev, "In msg nelems", name), _count(ev, "Out msg nelems", name)])
     dtype = ev.args.get("dtype")
-    return kind, (max(sizes) if sizes else None), (dtype if isinstance(dtype, str) else None)
+    return kind, whole, (dtype if isinstance(dtype, str) else None), part
 
 
 def _launches(events: Sequence[_Ev], comm_tids: set[Any], name: str) -> tuple[list[_Launch], list[_Ev]]:
@@ -369,10 +406,10 @@ def _launches(events: Sequence[_Ev], comm_tids: set[Any], name: str) -> tuple[li
     kernels: list[_Ev] = []
     for e in events:
         m = _C10D.match(e.name)
-        if m and e.tid not in comm_tids and _kind(m.group(1)):
-            dims = e.args.get("Input Dims")
-            n = _nelems(dims[0], name, e) if isinstance(dims, list) and dims else None
-            c10d.append(_Launch(e, _kind(m.group(1)) or "", n, None))
+        kind = _kind(m.group(1)) if m else None
+        if kind and e.tid not in comm_tids:
+            whole, part = _c10d_sizes(e, kind, name)
+            c10d.append(_Launch(e, kind, whole, None, part))
         elif e.name == "record_param_comms":
             pc = _param_comms(e, name)
             if pc:
@@ -419,7 +456,8 @@ def _describe_c10d(c10d: Sequence[_Launch], rpc: Sequence[_Launch]) -> list[_Lau
         i = bisect_left(rpc_starts[tid], launch.ev.ts)
         if i < len(rpc_on[tid]) and rpc_on[tid][i].ev.ts <= launch.ev.end:
             inner = rpc_on[tid][i]
-            launch.nelems = inner.nelems if inner.nelems is not None else launch.nelems
+            if inner.nelems is not None:
+                launch.nelems, launch.part = inner.nelems, inner.part
             launch.dtype = inner.dtype
     c10d_starts: dict[Any, list[float]] = {}
     reach: dict[Any, list[float]] = {}  # the latest end of the launches so far, per thread
@@ -498,10 +536,18 @@ class _Queue:
         return slot
 
 
+#: Kinds a backend runs a launch of another kind as: Gloo runs ``_reduce_scatter_base_`` as
+#: an all-reduce of the whole buffer (torch 2.15's FSDP2 on Gloo: a ``gloo:all_reduce``
+#: range of the reduce-scatter's input size).
+_RUN_AS = {"reduce_scatter": ("reduce_scatter", "allreduce")}
+
+
 def _match_executions(launches: Sequence[_Launch], executions: Sequence[_Ev], name: str) -> None:
     """Pairs each launch (in order) with the first unused execution (in list order) of its
-    kind and size (either one's size unknown also matches) starting no earlier than 1 us
-    before the launch: backends run a process group's work in order.
+    kind (or one it runs as, :data:`_RUN_AS`) and size (the whole buffer, or one rank's part:
+    Gloo's all-gather range and NCCL's kernel record the part; either one's size unknown
+    also matches) starting no earlier than 1 us before the launch: backends run a process
+    group's work in order.
 
     ``executions`` is in time order (as :func:`_launches` gives it), so list order is time
     order, and the candidates of a launch are the untaken ones at the end of two queues, those
@@ -520,10 +566,12 @@ def _match_executions(launches: Sequence[_Launch], executions: Sequence[_Ev], na
             by_kind.setdefault(kind, _Queue()).append(i, e.ts)
     taken = [False] * len(executions)
     for launch in launches:
+        kinds = _RUN_AS.get(launch.kind, (launch.kind,))
         if launch.nelems is None:
-            queues = [by_kind.get(launch.kind)]
+            queues = [by_kind.get(k) for k in kinds]
         else:
-            queues = [by_size.get((launch.kind, launch.nelems)), by_size.get((launch.kind, None))]
+            recorded = (launch.nelems, None) if launch.part is None else (launch.nelems, launch.part, None)
+            queues = [by_size.get((k, n)) for k in kinds for n in recorded]
         found = [i for i in (q.first(launch.ev.ts - 1.0, taken) for q in queues if q is not None) if i is not None]
         if not found:
             continue
@@ -675,18 +723,136 @@ def _module_layers(
     return keep, fwd_end, ready, owner
 
 
-def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int = 0) -> Step:
-    """What one rank's trace says about step ``step`` (default: its last complete step)."""
+@dataclass(frozen=True)
+class _Pass:
+    """One forward and backward pass of a step (times in us, as in the trace): the whole step,
+    or one micro-batch of gradient accumulation. ``backward``: its top-level backward ops;
+    ``modules``: the ``nn.Module`` ranges of its forward pass."""
+
+    fwd_start: float
+    bwd_start: float
+    bwd_end: float
+    backward: list[_Ev]
+    modules: list[_Ev]
+
+
+def _with_node_sequences(backward: Sequence[_Ev], events: Sequence[_Ev]) -> list[_Ev]:
+    """``backward`` (top-level backward ops, time order), each with its autograd sequence
+    number: its own, or where its ``evaluate_function`` range records none (torch 2.15 leaves
+    it off a node that runs hooks first, such as FSDP2's pre-backward all-gather), that of the
+    node's own op nested in it (``AddmmBackward0`` in ``evaluate_function: AddmmBackward0``).
+    Without it the node's ``AccumulateGrad`` went to the op before it (a ReLU became a layer).
+    ``events`` in time order; each op's nested events are looked at once."""
+    starts = [e.ts for e in events]
+    out = []
+    for b in backward:
+        if not isinstance(b.args.get("Sequence number"), int):
+            node = b.name[len(_BACKWARD) :]
+            i = bisect_left(starts, b.ts)
+            while i < len(events) and events[i].ts <= b.end:
+                e = events[i]
+                seq = e.args.get("Sequence number")
+                if e.name == node and e.tid == b.tid and isinstance(seq, int):
+                    b = _Ev(b.name, b.tid, b.ts, b.dur, b.cat, {**b.args, "Sequence number": seq})
+                    break
+                i += 1
+        out.append(b)
+    return out
+
+
+def _split_passes(backward: Sequence[_Ev], events: Sequence[_Ev], tid: Any) -> list[tuple[float, list[_Ev]]]:
+    """The step's top-level backward ops (time order) as backward passes, each with the start
+    (us) of the first forward op before it (-inf for the first pass): a new pass begins after
+    a gap in which a forward pass ran, i.e. ops of at least two autograd sequence numbers on
+    the training thread ``tid`` outside the backward ops (a forward pass numbers the ops it
+    records for autograd one after another; hooks run between backward ops under no_grad
+    and share one number; each thread numbers its own).
+    Several passes in a step are gradient accumulation (DDP's ``no_sync()``): micro-batches."""
+    numbered = [
+        (e.ts, e.args["Sequence number"])
+        for e in events
+        if e.tid == tid
+        and e.cat == "cpu_op"
+        and isinstance(e.args.get("Sequence number"), int)
+        and not e.name.startswith(_BACKWARD)
+    ]
+    starts = [t for t, _ in numbered]
+    passes: list[tuple[float, list[_Ev]]] = [(-math.inf, [backward[0]])]
+    reach = backward[0].end
+    for b in backward[1:]:
+        gap = numbered[bisect_right(starts, reach) : bisect_left(starts, b.ts)]
+        if len({seq for _, seq in gap}) >= 2:
+            passes.append((gap[0][0], [b]))
+        else:
+            passes[-1][1].append(b)
+        reach = max(reach, b.end)
+    return passes
+
+
+def _passes(backward: Sequence[_Ev], events: Sequence[_Ev], step: _Ev) -> list[_Pass]:
+    """The forward and backward passes of ``step`` (its ``ProfilerStep`` range, on the
+    training thread; :func:`_split_passes`). A pass's forward runs
+    from its first ``nn.Module`` range (``with_stack=True``), else
+    ``DistributedDataParallel.forward``, else the step's start (the first pass) or its first
+    forward op (the others), to its backward's start, so it includes the loss."""
+    modules = [e for e in events if e.name.startswith(_MODULE)]
+    ddp = [e.ts for e in events if e.name == "DistributedDataParallel.forward"]
+    out = []
+    after = step.ts
+    for first_op, ops in _split_passes(backward, events, step.tid):
+        bwd_start, bwd_end = ops[0].ts, max(b.end for b in ops)
+        mods = [m for m in modules if after <= m.ts < bwd_start]
+        fwd_start = min([m.ts for m in mods] or [t for t in ddp if after <= t < bwd_start] or [max(after, first_op)])
+        out.append(_Pass(fwd_start, bwd_start, bwd_end, list(ops), mods))
+        after = bwd_end
+    return out
+
+
+def _refuse_early_gradients(passes: Sequence[_Pass], launches: Sequence[_Launch], where: str) -> None:
+    """Refuses gradient collectives (all-reduces, reduce-scatters) launched in a backward pass
+    before the last one of a step (from its start to the next forward): tensorwire models
+    one synchronisation a step, in its last backward pass."""
+    for p, following in zip(passes, passes[1:]):
+        early = [x for x in launches if x.kind in GRADIENT_KINDS and p.bwd_start <= x.ev.ts < following.fwd_start]
+        if early:
+            raise InputError(
+                "workload",
+                f"{where} has {len(passes)} forward/backward passes (gradient accumulation) and launches "
+                f"{early[0].kind} in a backward pass before the last; expected gradients synchronised in the last "
+                "pass only (DDP's no_sync(), FSDP2's set_requires_gradient_sync(False)): tensorwire models one "
+                "synchronisation a step",
+            )
+
+
+@dataclass
+class _Trace:
+    """One rank's trace, read: its events (time order), rank, ``ProfilerStep`` ranges by
+    number, the numbers of the complete ones (ascending) and the collectives' launches
+    matched to their executions."""
+
+    name: str
+    events: list[_Ev]
+    rank: int
+    steps: dict[int, _Ev]
+    complete: list[int]
+    launches: list[_Launch]
+
+
+def _read_trace(path: PathLike, default_rank: int) -> _Trace:
+    """Reads one rank's trace (:class:`InputError` where it is no trace of training steps)."""
     p = Path(path)
     data = load_trace(p)
     events = _events(data, p.name)
     rank = _rank(data, default_rank, p.name)
     steps = [e for e in events if _STEP.match(e.name)]
     if not steps:
+        # torch.profiler records ProfilerStep#N only under a schedule (torch 2.15): prof.step()
+        # alone marks nothing.
         raise InputError(
             "workload",
-            f"{p.name}: no ProfilerStep#N range; expected a torch.profiler trace of training steps "
-            "(call prof.step() after each iteration)",
+            f"{p.name}: no ProfilerStep#N range; torch.profiler records them only with a schedule: pass "
+            "schedule=torch.profiler.schedule(wait=1, warmup=1, active=2) to profile() and call prof.step() "
+            "after each iteration (docs/traces.md)",
         )
     trace_end = max(e.end for e in events)
     comm_tids = {e.tid for e in events if _BACKEND.match(e.name)} - {s.tid for s in steps}
@@ -701,41 +867,55 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
         return has_bwd and s.end <= trace_end and (not executions or not unfinished.any_within(s.ts, s.end))
 
     numbers = {int(_STEP.match(s.name).group(1)): s for s in steps}  # type: ignore[union-attr]
+    done = [n for n in sorted(numbers) if complete(numbers[n])]
+    return _Trace(p.name, events, rank, numbers, done, launches)
+
+
+def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int = 0) -> Step:
+    """What one rank's trace says about step ``step`` (default: its last complete step)."""
+    return _read_step(_read_trace(path, default_rank), step)
+
+
+def _read_step(t: _Trace, step: Optional[int]) -> Step:
     if step is None:
-        done = [n for n in sorted(numbers) if complete(numbers[n])]
-        if not done:
+        if not t.complete:
             raise InputError(
-                "workload", f"{p.name}: no complete ProfilerStep (with a backward pass and finished collectives)"
+                "workload", f"{t.name}: no complete ProfilerStep (with a backward pass and finished collectives)"
             )
-        step = done[-1]
-    elif step not in numbers:
-        raise InputError("step", f"{p.name} has no ProfilerStep#{step}; it has {', '.join(map(str, sorted(numbers)))}")
-    elif not complete(numbers[step]):
+        step = t.complete[-1]
+    elif step not in t.steps:
+        raise InputError("step", f"{t.name} has no ProfilerStep#{step}; it has {', '.join(map(str, sorted(t.steps)))}")
+    elif step not in t.complete:
         raise InputError(
-            "step", f"ProfilerStep#{step} of {p.name} is incomplete (no backward pass, or collectives unfinished)"
+            "step", f"ProfilerStep#{step} of {t.name} is incomplete (no backward pass, or collectives unfinished)"
         )
-    s = numbers[step]
-    here = [e for e in events if _within(e, s.ts, s.end)]
-    backward = _top_level([e for e in here if e.name.startswith(_BACKWARD)])
-    bwd_start, bwd_end = backward[0].ts, max(b.end for b in backward)
-    modules = [e for e in here if e.name.startswith(_MODULE) and e.ts < bwd_start]
-    ddp = [e for e in here if e.name == "DistributedDataParallel.forward"]
-    fwd_start = min([m.ts for m in modules] or [e.ts for e in ddp] or [s.ts])
-    step_launches = [x for x in launches if s.ts <= x.ev.ts <= s.end]
+    s = t.steps[step]
+    here = [e for e in t.events if _within(e, s.ts, s.end)]
+    backward = _with_node_sequences(_top_level([e for e in here if e.name.startswith(_BACKWARD)]), here)
+    passes = _passes(backward, here, s)
+    last = passes[-1]
+    bwd_start, bwd_end = last.bwd_start, last.bwd_end
+    step_launches = [x for x in t.launches if s.ts <= x.ev.ts <= s.end]
     if not step_launches:
         raise InputError(
             "workload",
-            f"{p.name}: ProfilerStep#{step} launched no collectives; expected a data-parallel job's trace "
-            "(DDP or torch.distributed collectives, recorded with record_shapes=True)",
+            f"{t.name}: ProfilerStep#{step} launched no collectives; expected a data-parallel job's trace "
+            "(DDP, FSDP or torch.distributed collectives, recorded with record_shapes=True); for a model run in "
+            "one process, `tensorwire profile` measures its workload (docs/runtime.md)",
         )
-    compute = [(b.ts, b.end) for b in backward] + [(fwd_start, bwd_start)]
+    _refuse_early_gradients(passes, step_launches, f"{t.name}: ProfilerStep#{step}")
+    compute = [(b.ts, b.end) for b in backward] + [(p.fwd_start, p.bwd_start) for p in passes]
+    # Everything before the last backward pass: its forward, and earlier micro-batches' passes.
+    forward_us = math.fsum(p.bwd_start - p.fwd_start for p in passes) + math.fsum(
+        p.bwd_end - p.bwd_start for p in passes[:-1]
+    )
 
-    def us(t: float) -> float:
-        return (t - s.ts) * 1e-6
+    def us(at: float) -> float:
+        return (at - s.ts) * 1e-6
 
     colls: list[Collective] = []
     for i, x in enumerate(step_launches):
-        where = f"{p.name}: {x.ev.name} at {us(x.ev.ts):.6f} s into ProfilerStep#{step}"
+        where = f"{t.name}: {x.ev.name} at {us(x.ev.ts):.6f} s into ProfilerStep#{step}"
         if x.nelems is None:
             raise InputError("workload", f"{where}: message size unknown; record the trace with record_shapes=True")
         if x.dtype is None:
@@ -762,26 +942,30 @@ def read_step(path: PathLike, *, step: Optional[int] = None, default_rank: int =
                 index=i,
             )
         )
-    structure = _module_layers(here, modules, backward, fwd_start, bwd_start) if modules else None
-    if structure is not None and structure[0]:
-        names, fwd_end, ready, _owner = structure
-        layers, colls = _layers_from_modules(names, fwd_end, ready, colls, s.ts, fwd_start, bwd_start, bwd_end)
+    structures = [_module_layers(here, p.modules, p.backward, p.fwd_start, p.bwd_start) for p in passes if p.modules]
+    found = [st for st in structures if st is not None]
+    if len(found) == len(passes) and found[-1][0]:
+        layers, colls = _layers_from_modules(found, passes, colls, s.ts)
         kind = "modules"
     else:
         marks = [((x.ev.ts - bwd_start) * 1e-6, [c]) for x, c in zip(step_launches, colls) if c.is_gradient]
-        layers = split_at_collectives(us(bwd_start) - us(fwd_start), marks, (bwd_end - bwd_start) * 1e-6)
+        layers = split_at_collectives(forward_us * 1e-6, marks, (bwd_end - bwd_start) * 1e-6)
         colls = list(with_owners(layers, colls))
         kind = "collectives"
+    starts = [e.ts for e in here]
+    params = _parameter_shapes(here)
+    batches = [_batch_size(here, starts, p.fwd_start, p.bwd_start, t.name, params) for p in passes]
     return Step(
-        rank=rank,
+        rank=t.rank,
         step=step,
         duration_s=s.dur * 1e-6,
-        forward_s=(bwd_start - fwd_start) * 1e-6,
+        forward_s=forward_us * 1e-6,
         backward_s=(bwd_end - bwd_start) * 1e-6,
         layers=layers,
         collectives=tuple(colls),
-        batch_size=_batch_size(here, fwd_start, bwd_start, p.name),
+        batch_size=None if None in batches else sum(b for b in batches if b is not None),
         structure=kind,
+        passes=len(passes),
     )
 
 
@@ -789,40 +973,56 @@ def _with_layer(c: Collective, layer: Optional[str]) -> Collective:
     return Collective(c.kind, c.bytes, c.dtype, c.launch_s, c.start_s, c.end_s, c.phase, layer, c.overlap_s, c.index)
 
 
-def _layers_from_modules(
-    names: list[str],
-    fwd_end: dict[str, float],
-    ready: dict[str, float],
-    colls: list[Collective],
-    step_ts: float,
-    fwd_start: float,
-    bwd_start: float,
-    bwd_end: float,
-) -> tuple[tuple[Layer, ...], list[Collective]]:
-    # Forward: from the previous layer's end to this one's; the last also gets the loss.
+def _layer_times(
+    names: Sequence[str], fwd_end: dict[str, float], ready: dict[str, float], p: _Pass
+) -> tuple[list[float], list[float], list[float]]:
+    """Per layer of ``names`` (forward order) in pass ``p``, in us: forward time (from the end
+    of the previous layer's forward to the end of its own; the last also gets the loss),
+    backward time (from the later layers' gradients being ready to its own) and the time its
+    gradients were ready (monotone in reverse forward order)."""
     forward: list[float] = []
-    mark = fwd_start
+    mark = p.fwd_start
     for i, n in enumerate(names):
-        end = bwd_start if i == len(names) - 1 else max(mark, fwd_end[n])
+        end = p.bwd_start if i == len(names) - 1 else max(mark, fwd_end.get(n, mark))
         forward.append(end - mark)
         mark = end
-    # Backward: gradient-ready times, monotone in reverse forward order.
     backward = [0.0] * len(names)
     ready_at = [0.0] * len(names)
-    latest = bwd_start
+    latest = p.bwd_start
     for i in reversed(range(len(names))):
         r = ready.get(names[i], latest)
         backward[i] = max(0.0, r - latest)
         latest = max(latest, r)
         ready_at[i] = latest
-    # Owner: the first layer (backward order) whose gradients were ready at or after the launch.
+    return forward, backward, ready_at
+
+
+def _layers_from_modules(
+    structures: Sequence[tuple[list[str], dict[str, float], dict[str, float], Any]],
+    passes: Sequence[_Pass],
+    colls: list[Collective],
+    step_ts: float,
+) -> tuple[tuple[Layer, ...], list[Collective]]:
+    """Layers (those of the last pass) from each pass's :func:`_module_layers`: a layer's
+    backward is its backward in the last pass, and its forward its forward in every pass plus
+    its backward in the passes before the last (the micro-batches of gradient accumulation,
+    whose gradients are not synchronised: to the simulator, compute before the last backward).
+    A gradient collective belongs to the first layer, in backward order, whose gradients were
+    ready (in the last pass) when it was launched."""
+    names = structures[-1][0]
+    forward = [0.0] * len(names)
+    backward = ready_at = [0.0] * len(names)
+    for k, (p, (_names, fwd_end, ready, _owner)) in enumerate(zip(passes, structures)):
+        f, backward, ready_at = _layer_times(names, fwd_end, ready, p)
+        earlier = backward if k < len(passes) - 1 else [0.0] * len(names)
+        forward = [a + b + c for a, b, c in zip(forward, f, earlier)]
     owned: dict[int, list[Collective]] = {i: [] for i in range(len(names))}
     out = []
     for c in colls:
         layer = None
         if c.is_gradient:
-            t = step_ts + c.launch_s * 1e6
-            i = next((i for i in reversed(range(len(names))) if ready_at[i] >= t - 1e-3), 0)
+            at = step_ts + c.launch_s * 1e6
+            i = next((i for i in reversed(range(len(names))) if ready_at[i] >= at - 1e-3), 0)
             owned[i].append(c)
             layer = names[i]
         out.append(_with_layer(c, layer))
@@ -832,23 +1032,66 @@ def _layers_from_modules(
     return layers, out
 
 
-def _batch_size(events: Iterable[_Ev], start: float, end: float, name: str) -> int:
-    """Leading dimension of the first forward op's first input: the batch size, usually (a
-    bad shape there is refused, as :func:`_nelems` says)."""
+_ACCUMULATE_OP = "torch::autograd::AccumulateGrad"
+#: Why a trace's batch is unknown.
+_NO_SHAPES = "no forward op recorded its input's shape; record the trace with record_shapes=True"
+
+
+def _is_shape(dims: Any) -> bool:
+    """A tensor's recorded shape with a leading dimension: a non-empty list of integers."""
+    return isinstance(dims, list) and bool(dims) and all(is_int(d) for d in dims)
+
+
+def _parameter_shapes(events: Iterable[_Ev]) -> set[tuple[int, ...]]:
+    """Shapes of the parameters that got gradients: the recorded input of each
+    ``AccumulateGrad`` op (the gradient, of its parameter's shape)."""
+    shapes = set()
     for e in events:
-        if start <= e.ts < end and e.cat == "cpu_op" and isinstance(e.args.get("Sequence number"), int):
-            dims = e.args.get("Input Dims")
-            first = dims[0] if isinstance(dims, list) and dims else None
-            _nelems(first, name, e)
-            if isinstance(first, list) and first and is_int(first[0]):
-                return max(1, int(first[0]))
+        dims = e.args.get("Input Dims") if e.name == _ACCUMULATE_OP else None
+        if isinstance(dims, list) and dims and _is_shape(dims[0]):
+            shapes.add(tuple(dims[0]))
+    return shapes
+
+
+def _batch_size(
+    events: Sequence[_Ev], starts: Sequence[float], start: float, end: float, name: str, params: set[tuple[int, ...]]
+) -> Optional[int]:
+    """The batch of the forward pass from ``start`` to ``end`` (us; ``starts``: the events'):
+    the leading dimension of the first input, of its forward ops (those with an autograd
+    sequence number) in order, that is a tensor's shape but not a parameter's (``params``,
+    :func:`_parameter_shapes`): the model's input, not an Embedding's weight (its first
+    input; the indices follow). None where no forward op recorded one (the trace was
+    recorded without ``record_shapes=True``). A bad shape on the way is refused, as
+    :func:`_nelems` says."""
+    for i in range(bisect_left(starts, start), len(events)):
+        e = events[i]
+        if e.ts >= end:
             break
-    return 1
+        dims = e.args.get("Input Dims")
+        if e.cat != "cpu_op" or not isinstance(e.args.get("Sequence number"), int) or not isinstance(dims, list):
+            continue
+        for shape in dims:
+            _nelems(shape, name, e)
+            if _is_shape(shape) and tuple(shape) not in params:
+                return max(1, int(shape[0]))
+    return None
+
+
+def _element_bytes(colls: Iterable[Collective]) -> Optional[int]:
+    """Bytes per element of the gradients: the size of the dtype that carries the most of
+    the gradient collectives' bytes (None where there are none)."""
+    by_size: dict[int, int] = {}
+    for c in colls:
+        size = DTYPE_BYTES.get(c.dtype)
+        if c.is_gradient and size in (1, 2, 4, 8):
+            by_size[size] = by_size.get(size, 0) + c.bytes
+    return max(by_size, key=lambda k: by_size[k]) if by_size else None
 
 
 def read_steps(paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int] = None) -> list[Step]:
     """Each rank's step: ``step``, or the last step complete in every trace (:class:`InputError`
-    for the same file given twice, or two files of the same rank)."""
+    for the same file given twice, or two files of the same rank, or traces sharing no
+    complete step)."""
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not files:
         raise InputError("workload", "give at least one trace file")
@@ -859,16 +1102,10 @@ def read_steps(paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int
         if key in first:
             raise InputError("workload", f"{first[key]} and {f} are the same file; give one trace per rank")
         first[key] = f
-    if step is None and len(files) > 1:
-        # The last step number complete in every rank's trace.
-        lasts = [read_step(f, default_rank=i) for i, f in enumerate(files)]
-        common = min(s.step for s in lasts)
-        steps = [
-            s if s.step == common else read_step(f, step=common, default_rank=i)
-            for i, (s, f) in enumerate(zip(lasts, files))
-        ]
-    else:
-        steps = [read_step(f, step=step, default_rank=i) for i, f in enumerate(files)]
+    traces = [_read_trace(f, i) for i, f in enumerate(files)]
+    if step is None and len(traces) > 1:
+        step = _last_common_step(traces)
+    steps = [_read_step(t, step) for t in traces]
     seen: dict[int, PathLike] = {}
     for s, f in zip(steps, files):
         if s.rank in seen:
@@ -879,13 +1116,48 @@ def read_steps(paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int
     return steps
 
 
+def _last_common_step(traces: Sequence[_Trace]) -> Optional[int]:
+    """The last step number complete in every trace; None where one has no complete step (its
+    own reading says so). :class:`InputError` where they share none: the traces are not of
+    the same steps (different schedules or jobs), which no ``--step`` mends."""
+    if not all(t.complete for t in traces):
+        return None
+    common = set(traces[0].complete).intersection(*(t.complete for t in traces[1:]))
+    if not common:
+        have = "; ".join(f"{t.name} has {_numbers(t.complete)}" for t in traces)
+        raise InputError(
+            "workload",
+            f"the traces share no complete ProfilerStep ({have}); expected one trace per rank of the same job, "
+            "profiled over the same steps (the same schedule on every rank)",
+        )
+    return max(common)
+
+
+def _numbers(steps: Sequence[int], shown: int = 6) -> str:
+    """Step numbers for a message: a few, then how many more."""
+    more = f" and {len(steps) - shown} more" if len(steps) > shown else ""
+    return ", ".join(map(str, steps[:shown])) + more
+
+
+def _batch_of(step: Step, name: str) -> int:
+    """The batch ``step`` read (1 with a warning where it could not: :func:`assumed_batch`)."""
+    return step.batch_size if step.batch_size is not None else assumed_batch(name, _NO_SHAPES)
+
+
 def from_profiler_trace(
-    paths: Union[PathLike, Sequence[PathLike]], *, step: Optional[int] = None, name: Optional[str] = None
+    paths: Union[PathLike, Sequence[PathLike]],
+    *,
+    step: Optional[int] = None,
+    name: Optional[str] = None,
+    batch_size: Optional[int] = None,
 ) -> Workload:
     """A workload from one or several ranks' PyTorch profiler traces (``.json``/``.json.gz``).
 
     ``step``: the ``ProfilerStep#N`` to use (default: the last complete one in every trace).
     ``name``: the workload's name (default: the first file's name without extensions).
+    ``batch_size``: the samples per worker and step (default: the model's input's leading
+    dimension, summed over the micro-batches of gradient accumulation; 1 with an
+    :class:`~tensorwire.io.InputWarning` where the trace recorded no shapes).
     Several ranks: median per-layer times; the ranks must have launched the same collectives.
     """
     steps = read_steps(paths, step=step)
@@ -893,7 +1165,12 @@ def from_profiler_trace(
     first = Path(files[0]).name
     stem = re.sub(r"(\.pt)?\.trace|\.json(\.gz)?$", "", first).removesuffix(".json")
     w = merge_ranks(
-        steps, name or stem or "trace", [f"PyTorch profiler trace {Path(f).name}" for f in files], "profiler trace"
+        steps,
+        name or stem or "trace",
+        [f"PyTorch profiler trace {Path(f).name}" for f in files],
+        "profiler trace",
+        batch_size=_batch_of(steps[0], first) if batch_size is None else batch_size,
+        dtype_bytes=_element_bytes(steps[0].collectives),
     )
     # The simulator would refuse it later, naming a layer the trace never named.
     w.refuse_compute_past_horizon(

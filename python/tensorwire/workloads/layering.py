@@ -5,24 +5,33 @@ A trace gives, for one training step of one rank, the compute of the forward and
 passes and the collectives launched. The workload format wants layers in forward order, each
 with forward and backward seconds and the gradient tensors it owns. The rules:
 
-- a gradient tensor is one all-reduce launched from the start of the backward pass to the end
-  of the step (its bytes are the all-reduce's message size: a DDP bucket, or one parameter
-  for per-parameter all-reduces);
+- a gradient tensor is one all-reduce or reduce-scatter launched from the start of the
+  backward pass to the end of the step (its bytes are the whole buffer's: a DDP bucket, one
+  parameter for per-parameter all-reduces, an FSDP unit's unsharded gradients for its
+  reduce-scatter);
 - it is owned by the layer whose backward was running (or had last run) when it was launched:
   in the simulator it becomes ready when that layer's backward ends, as in the trace;
 - several ranks: per-layer times are the median over ranks; the ranks must have launched the
-  same collectives (kind and bytes, in order) and have the same layers.
+  same collectives (kind and bytes, in order) and have the same layers;
+- the workload's element size (``dtype_bytes``) is that of the gradients' dtype, so that a
+  strategy's ``reduce_dtype`` rescales a bf16 trace's bytes from 2, not 4.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from tensorwire._core import InputError
+from tensorwire.io import InputWarning
 from tensorwire.workload import Layer, Tensor, Workload
+
+#: Collectives that synchronise gradients when launched from the backward pass on: DDP's
+#: all-reduces, FSDP's and ZeRO's reduce-scatters.
+GRADIENT_KINDS = ("allreduce", "reduce_scatter")
 
 
 @dataclass(frozen=True)
@@ -48,16 +57,20 @@ class Collective:
 
     @property
     def is_gradient(self) -> bool:
-        """An all-reduce from the backward pass on: a gradient tensor of the workload."""
-        return self.kind == "allreduce" and self.phase in ("backward", "after")
+        """An all-reduce or reduce-scatter (:data:`GRADIENT_KINDS`) from the backward pass
+        on: a gradient tensor of the workload."""
+        return self.kind in GRADIENT_KINDS and self.phase in ("backward", "after")
 
 
 @dataclass(frozen=True)
 class Step:
     """What one rank's trace says about one training step (seconds, bytes).
 
-    ``layers``: forward order; their tensors are the gradient all-reduces they own, listed so
+    ``layers``: forward order; their tensors are the gradient collectives they own, listed so
     that the reverse of the list is the launch order (the workload's production order).
+    ``batch_size``: samples in the step (None where the trace does not say); ``passes``: its
+    forward/backward passes (more than one: micro-batches of gradient accumulation, the
+    earlier ones' compute counted in ``forward_s``).
     """
 
     rank: int
@@ -67,9 +80,10 @@ class Step:
     backward_s: float
     layers: tuple[Layer, ...]
     collectives: tuple[Collective, ...]
-    batch_size: int = 1
+    batch_size: Optional[int] = None
     structure: str = "collectives"
     notes: tuple[str, ...] = field(default=())
+    passes: int = 1
 
     @property
     def comm_time_s(self) -> float:
@@ -143,9 +157,19 @@ def owned_tensors(layer: str, colls: Sequence[Collective]) -> tuple[Tensor, ...]
     return tuple(Tensor(f"{layer}.{c.kind}#{c.index}", c.bytes) for c in reversed(colls) if c.is_gradient)
 
 
-def merge_ranks(steps: Sequence[Step], name: str, sources: Sequence[str], what: str) -> Workload:
+def merge_ranks(
+    steps: Sequence[Step],
+    name: str,
+    sources: Sequence[str],
+    what: str,
+    *,
+    batch_size: int = 1,
+    dtype_bytes: Optional[int] = None,
+) -> Workload:
     """One workload from one or several ranks' steps: median per-layer times; the ranks must
-    agree on collectives and layers (else :class:`InputError` naming the first difference)."""
+    agree on collectives and layers (else :class:`InputError` naming the first difference).
+    ``batch_size``: samples per worker and step; ``dtype_bytes``: the gradients' element size
+    (default 4)."""
     first = steps[0]
     signature = [(c.kind, c.bytes) for c in first.collectives]
     for s in steps[1:]:
@@ -179,9 +203,30 @@ def merge_ranks(steps: Sequence[Step], name: str, sources: Sequence[str], what: 
     )
     grads = [c for c in first.collectives if c.is_gradient]
     ranks = ", ".join(str(s.rank) for s in steps)
+    micro = f", {first.passes} micro-batches" if first.passes > 1 else ""
     description = (
-        f"{what} step {first.step}, rank(s) {ranks}: {len(layers)} layers ({first.structure}), "
-        f"{len(first.collectives)} collectives, {len(grads)} gradient all-reduces of "
+        f"{what} step {first.step}, rank(s) {ranks}: {len(layers)} layers ({first.structure}){micro}, "
+        f"{len(first.collectives)} collectives, {len(grads)} gradient {_kinds(grads)} of "
         f"{sum(c.bytes for c in grads)} B; step {statistics.median(s.duration_s for s in steps):.6f} s"
     )
-    return Workload(name, first.batch_size, layers, description, tuple(sources))
+    return Workload(name, batch_size, layers, description, tuple(sources), dtype_bytes or 4)
+
+
+def _kinds(grads: Sequence[Collective]) -> str:
+    """The gradient collectives' kinds, as the description names them."""
+    kinds = {c.kind for c in grads}
+    if kinds == {"reduce_scatter"}:
+        return "reduce-scatters"
+    return "all-reduces and reduce-scatters" if len(kinds) > 1 else "all-reduces"
+
+
+def assumed_batch(source: str, why: str) -> int:
+    """Batch size 1, for a trace that does not say its own (``why``), with an
+    :class:`~tensorwire.io.InputWarning` saying how to give it."""
+    warnings.warn(
+        f"{source}: batch size unknown ({why}); 1 assumed, which scales samples/s: give `tensorwire import-trace "
+        "--batch N`, or set batch_size in the workload file",
+        InputWarning,
+        stacklevel=3,
+    )
+    return 1

@@ -250,3 +250,32 @@ def test_errors_name_the_option_the_command_line_gave(tmp_path: Path, args: tupl
     # huge batch, the first layer's forward_s.
     line = one_line(run(*RUN, *args, cwd=tmp_path))
     assert line.startswith(start), line
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1,2,3\n", "# per-iteration compute (s)\n1\n2  # slow one\n3\n", "1, 2\r\n3\r\n", "1 2\t3"],
+)
+def test_empirical_files_take_commas_and_comments(tmp_path: Path, text: str) -> None:
+    # Commas (as fixed: takes) and comments gave "expected positive numbers", nothing more.
+    (tmp_path / "times.txt").write_text("1\n2\n3\n")
+    (tmp_path / "other.txt").write_text(text)
+    plain = run(*RUN, "--stragglers", "empirical:times.txt", "--json", cwd=tmp_path)
+    other = run(*RUN, "--stragglers", "empirical:other.txt", "--json", cwd=tmp_path)
+    assert plain.returncode == 0 and other.stdout == plain.stdout, other.stderr
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("time_s\n0.1\n", "line 1: 'time_s' is not a positive number; expected positive numbers separated by "
+         "whitespace, commas or newlines (# starts a comment; the decimal mark is a point)"),
+        ("0.1\n0.2,0,0.3\n", "line 2: '0' is not a positive number;"),
+        ("1,5\n", "line 1: '1,5' reads as one number with a decimal comma or as two numbers; write a decimal point"),
+        ("# nothing\n", "no numbers in the file;"),
+    ],
+)  # fmt: skip
+def test_a_bad_empirical_file_names_the_line_and_what_is_expected(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "times.txt").write_text(text)
+    line = one_line(run(*RUN, "--stragglers", "empirical:times.txt", cwd=tmp_path))
+    assert line.startswith("tensorwire: error: stragglers: 'empirical:times.txt': ") and message in line, line

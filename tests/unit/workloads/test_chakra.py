@@ -19,6 +19,9 @@ from tensorwire.workloads.formats import detect_format
 sys.path.insert(0, str(Path(__file__).parent))
 import chakra_writer as cw  # noqa: E402
 
+#: A Chakra trace records no batch; the warning that says so is tested where it is given.
+pytestmark = pytest.mark.filterwarnings("ignore::tensorwire.io.InputWarning")
+
 
 def ddp_like(
     path: Path,
@@ -195,3 +198,12 @@ def test_more_collectives_than_a_workload_holds_are_refused_while_reading(
     monkeypatch.setattr(chakra, "MAX_NODES", 2)
     with pytest.raises(InputError, match="5 nodes, more than the 2 read"):
         read_nodes(p)
+
+
+def test_a_chakra_trace_says_no_batch_so_1_is_assumed_aloud_or_the_batch_given(tmp_path: Path) -> None:
+    from tensorwire.io import InputWarning
+
+    p = ddp_like(tmp_path / "rank0.et")
+    with pytest.warns(InputWarning, match=r"rank0.et: batch size unknown \(a Chakra trace records none\)"):
+        assert from_chakra(p).batch_size == 1
+    assert from_chakra(p, batch_size=32).batch_size == 32

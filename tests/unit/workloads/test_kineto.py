@@ -18,6 +18,7 @@ from typing import Any, Optional
 import pytest
 from tensorwire._core import InputError
 from tensorwire.cli import main
+from tensorwire.io import InputWarning
 from tensorwire.workload import Workload
 from tensorwire.workloads import kineto
 from tensorwire.workloads.formats import detect_format
@@ -136,14 +137,19 @@ def _write(tmp_path: Path, data: Any, name: str = "t.json") -> Path:
     return p
 
 
-def _cli_error(path: Path, tmp_path: Path) -> str:
-    out = tmp_path / "out.json"
-    p = subprocess.run(
+def _import_trace(path: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``tensorwire import-trace PATH --out OUT`` in a child process."""
+    return subprocess.run(
         [sys.executable, "-m", "tensorwire", "import-trace", str(path), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def _cli_error(path: Path, tmp_path: Path) -> str:
+    out = tmp_path / "out.json"
+    p = _import_trace(path, out)
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
@@ -569,3 +575,217 @@ def test_innermost_modules_are_those_the_scan_found() -> None:
             for _ in range(rng.randrange(12))
         ]
         assert kineto._innermost(mods, ops) == [_scan_innermost(mods, op) for op in ops]
+
+
+# -- real traces of other jobs (scripts/make_profiler_fixture.py --variants ...) -----------------
+
+LM = DATA / "lm_tiny_rank0.json.gz"
+FSDP2 = DATA / "fsdp2_tiny_rank0.json.gz"
+BF16 = DATA / "bf16_tiny_rank0.json.gz"
+ACCUM = DATA / "accum_tiny_rank0.json.gz"
+
+
+def test_the_fixtures_are_small() -> None:
+    assert sum(p.stat().st_size for p in DATA.glob("*.json.gz")) < 200_000
+
+
+def test_a_model_starting_with_an_embedding_gets_its_input_batch_not_its_vocabulary() -> None:
+    # The LM's first op is aten::embedding(weight [50, 8], indices [4, 6]): the batch was 50.
+    w = from_profiler_trace(LM)
+    assert w.batch_size == 4
+    assert w.total_bytes == 4 * (50 * 8 + 8 * 10 + 10)
+
+
+def test_the_batch_skips_inputs_shaped_as_a_parameter(tmp_path: Path) -> None:
+    embedding = _x("aten::embedding", 5, 4, **{"Sequence number": 0, "Input Dims": [[1000, 64], [8, 32], [], [], []]})
+    grad = _x("torch::autograd::AccumulateGrad", 250, 1, **{"Input Dims": [[1000, 64]]})
+    assert read_step(_write(tmp_path, _small(extra=(embedding, grad)))).batch_size == 8
+    # Without the parameter's shape, the first input's leading dimension, as before.
+    assert read_step(_write(tmp_path, _small(extra=(embedding,)))).batch_size == 1000
+
+
+def test_an_unknown_batch_is_1_with_a_warning_and_import_trace_takes_batch(tmp_path: Path) -> None:
+    data = _small()
+    del data["traceEvents"][1]["args"]["Input Dims"]  # recorded without shapes
+    trace = _write(tmp_path, data)
+    assert read_step(trace).batch_size is None
+    with pytest.warns(InputWarning, match=r"t.json: batch size unknown .*record_shapes=True.*--batch N"):
+        assert from_profiler_trace(trace).batch_size == 1
+    assert from_profiler_trace(trace, batch_size=24).batch_size == 24
+    out = tmp_path / "w.json"
+    p = _import_trace(trace, out)
+    assert p.returncode == 0 and p.stderr.startswith("tensorwire: warning: t.json: batch size unknown"), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    p = subprocess.run(
+        [sys.executable, "-m", "tensorwire", "import-trace", str(trace), "--out", str(out), "--batch", "24"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert Workload.from_file(out).batch_size == 24
+
+
+def test_an_fsdp2_trace_imports_its_reduce_scatters_as_whole_gradients() -> None:
+    # Gloo records an all-gather's half and runs a reduce-scatter as an all-reduce of the whole
+    # buffer: no launch matched its execution, and the step was "not complete".
+    s = read_step(FSDP2)
+    kinds = collections.Counter((c.kind, c.phase) for c in s.collectives)
+    assert kinds == {("allgather", "forward"): 3, ("allgather", "backward"): 3, ("reduce_scatter", "backward"): 2,
+                     ("reduce_scatter", "after"): 1}  # fmt: skip
+    assert all(c.end_s > c.start_s for c in s.collectives)  # each matched to its Gloo range
+    w = from_profiler_trace(FSDP2)
+    # Unsharded, one FSDP unit (a Linear) each; parameter-free ReLUs are no layers.
+    assert [layer.name for layer in w.layers] == ["FSDPLinear_0", "FSDPLinear_1", "FSDPLinear_2"]
+    assert [sum(t.bytes for t in layer.tensors) for layer in w.layers] == BUCKETS[::-1]
+    assert w.total_bytes == PARAM_BYTES
+    assert "3 gradient reduce-scatters of 27688 B" in w.description
+
+
+def test_the_documented_fsdp_workflow_simulates_its_gradients(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--workload", str(FSDP2), "-n", "8", "-b", "25Gbps", "-s", "fsdp", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scaling_factor"] < 1
+
+
+def test_sharded_launches_match_executions_of_the_part_or_of_the_kind_they_run_as(tmp_path: Path) -> None:
+    # c10d::_allgather_base_(output 2000, input 1000): Gloo's range records the 1000; Gloo runs
+    # _reduce_scatter_base_(output 1000, input 2000) as an all-reduce of 2000.
+    data = _small()
+    events = [e for e in data["traceEvents"] if e["name"] not in ("c10d::allreduce_", "gloo:all_reduce")]
+    events += [
+        _x("c10d::_allgather_base_", 50, 5, **{"Input Dims": [[2000], [1000], [], []]}),
+        _x("gloo:all_gather", 52, 5, tid=3, **{"Input Dims": [[1000]], "Input type": ["float"]}),
+        _x("c10d::_reduce_scatter_base_", 310, 5, **{"Input Dims": [[1000], [2000], [], []]}),
+        _x("gloo:all_reduce", 312, 5, tid=3, **{"Input Dims": [[2000]], "Input type": ["float"]}),
+    ]
+    s = read_step(_write(tmp_path, {"traceEvents": events}))
+    assert [(c.kind, c.bytes, c.phase, round(c.start_s * 1e6)) for c in s.collectives] == [
+        ("allgather", 8000, "forward", 52),
+        ("reduce_scatter", 8000, "after", 312),
+    ]
+    assert [c.is_gradient for c in s.collectives] == [False, True]
+
+
+def test_nccl_sharded_launches_match_kernels_recording_the_part(tmp_path: Path) -> None:
+    # record_param_comms gives In 1000 and Out 2000 for an all-gather; its kernel's In msg
+    # nelems is the part, 1000.
+    data = _small()
+    events = [e for e in data["traceEvents"] if e["name"] not in ("c10d::allreduce_", "gloo:all_reduce")]
+    rpc = {"Collective name": "_allgather_base", "In msg nelems": 1000, "Out msg nelems": 2000, "dtype": "BFloat16"}
+    kernel = {"Collective name": "_allgather_base", "In msg nelems": 1000, "Out msg nelems": 2000, "dtype": "BFloat16"}
+    events += [
+        _x("record_param_comms", 310, 5, **rpc),
+        _x("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 400, 50, tid=7, cat="kernel",
+           **kernel),
+    ]  # fmt: skip
+    s = read_step(_write(tmp_path, {"traceEvents": events}))
+    assert [(c.kind, c.bytes, round(c.start_s * 1e6)) for c in s.collectives] == [("allgather", 4000, 400)]
+
+
+def test_a_bf16_trace_gives_2_byte_elements_so_reduce_dtype_does_not_halve_it_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    w = from_profiler_trace(BF16)
+    assert w.dtype_bytes == 2 and w.total_bytes == PARAM_BYTES // 2
+
+    def sent(spec: str) -> int:
+        argv = ["simulate", "--workload", str(BF16), "-n", "4", "-b", "25Gbps", "-s", spec, "--json"]
+        assert main(argv) == 0
+        return int(json.loads(capsys.readouterr().out)["sent_bytes_per_worker"])
+
+    assert sent("ddp:reduce_dtype=bf16") == sent("ddp")
+    assert sent("ddp:reduce_dtype=fp32") == 2 * sent("ddp")
+    assert from_profiler_trace(RANKS).dtype_bytes == 4
+
+
+def test_gradient_accumulation_sums_the_micro_batches_and_synchronises_in_the_last_backward() -> None:
+    s = read_step(ACCUM)
+    assert s.passes == 3 and s.batch_size == 3 * 16
+    w = from_profiler_trace(ACCUM)
+    assert w.batch_size == 48 and "3 micro-batches" in w.description
+    # Each bucket owned by its own layer, as without accumulation: the first layer's backward
+    # swallowed the later micro-batches and owned every bucket.
+    assert [layer.name for layer in w.layers] == ["Linear_0", "Linear_1", "Linear_2"]
+    assert [sum(t.bytes for t in layer.tensors) for layer in w.layers] == BUCKETS[::-1]
+    # The earlier micro-batches' forward and backward passes are compute before the last
+    # backward (test_passes_are_split_where_a_forward_pass_ran checks the times).
+    assert math.fsum(layer.forward_s for layer in s.layers) == pytest.approx(s.forward_s, rel=1e-9)
+    assert math.fsum(layer.backward_s for layer in s.layers) <= s.backward_s + 1e-9
+    assert s.forward_s + s.backward_s < s.duration_s
+
+
+def _two_passes(gradient_in_first: bool) -> dict[str, Any]:
+    """A step of two forward/backward passes (ops of sequence numbers 1-2, then 3-4); the
+    first backward launches an all-reduce or not."""
+    events = [
+        _x("ProfilerStep#1", 0, 10_000, cat="user_annotation"),
+        _x("aten::linear", 10, 50, **{"Sequence number": 1, "Input Dims": [[8, 10], [10, 10]]}),
+        _x("aten::relu", 70, 20, **{"Sequence number": 2, "Input Dims": [[8, 10]]}),
+        _x("autograd::engine::evaluate_function: AddmmBackward0", 200, 100, **{"Sequence number": 1}),
+        _x("aten::linear", 400, 50, **{"Sequence number": 3, "Input Dims": [[8, 10], [10, 10]]}),
+        _x("aten::relu", 460, 20, **{"Sequence number": 4, "Input Dims": [[8, 10]]}),
+        _x("autograd::engine::evaluate_function: AddmmBackward0", 600, 100, **{"Sequence number": 3}),
+        _x("c10d::allreduce_", 710, 5, **{"Input Dims": [[[1000]]]}),
+        _x("gloo:all_reduce", 712, 5, tid=3, **{"Input Dims": [[1000]], "Input type": ["float"]}),
+    ]
+    if gradient_in_first:
+        events += [
+            _x("c10d::allreduce_", 310, 5, **{"Input Dims": [[[1000]]]}),
+            _x("gloo:all_reduce", 312, 5, tid=3, **{"Input Dims": [[1000]], "Input type": ["float"]}),
+        ]
+    return {"traceEvents": events}
+
+
+def test_passes_are_split_where_a_forward_pass_ran(tmp_path: Path) -> None:
+    s = read_step(_write(tmp_path, _two_passes(False)))
+    assert s.passes == 2 and s.batch_size == 16
+    assert s.backward_s == pytest.approx(100e-6)
+    # Without module ranges a forward runs from the step's start, or its first op: both
+    # forwards (200 us, 200 us) and the first backward (100 us).
+    assert s.forward_s == pytest.approx((200 + 100 + 200) * 1e-6)
+
+
+def test_gradients_synchronised_in_an_earlier_micro_batch_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"2 forward/backward passes \(gradient accumulation\) and launches allreduce"):
+        read_step(_write(tmp_path, _two_passes(True)))
+
+
+def test_traces_sharing_no_step_say_so_and_do_not_blame_step(tmp_path: Path) -> None:
+    data = load_trace(RANKS[1])
+    for e in data["traceEvents"]:
+        m = re.fullmatch(r"ProfilerStep#(\d+)", str(e.get("name")))
+        if m:
+            e["name"] = f"ProfilerStep#{int(m.group(1)) + 5}"
+    shifted = _write(tmp_path, data, "rank1.json")
+    with pytest.raises(InputError) as e:
+        from_profiler_trace([RANKS[0], shifted])
+    assert e.value.field == "workload"
+    assert "share no complete ProfilerStep (ddp_tiny_rank0.json.gz has 2, 3; rank1.json has 7, 8)" in e.value.message
+
+
+def test_the_hint_for_a_trace_without_steps_names_the_schedule(tmp_path: Path) -> None:
+    # torch records ProfilerStep#N only with a schedule: prof.step() alone marks nothing.
+    data = _events()
+    data["traceEvents"] = [e for e in data["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    line = _cli_error(_write(tmp_path, data), tmp_path)
+    assert "only with a schedule: pass schedule=torch.profiler.schedule(" in line and "prof.step()" in line
+
+
+def test_a_trace_without_collectives_points_to_tensorwire_profile(tmp_path: Path) -> None:
+    data = _events()
+    data["traceEvents"] = [e for e in data["traceEvents"] if "all_reduce" not in str(e.get("name"))
+                           and "allreduce" not in str(e.get("name"))]  # fmt: skip
+    assert "`tensorwire profile` measures its workload" in _cli_error(_write(tmp_path, data), tmp_path)
+
+
+def test_batch_is_for_traces_and_a_workload_file_keeps_its_own(tmp_path: Path) -> None:
+    from tensorwire.workloads.formats import load_workload
+
+    path = tmp_path / "w.json"
+    from_profiler_trace(RANKS).save(path)
+    with pytest.raises(InputError) as e:
+        load_workload(path, batch_size=3)
+    assert e.value.args == ("batch", "a tensorwire workload file states its own batch_size; --batch is for traces")
+    assert load_workload(RANKS, batch_size=3).batch_size == 3

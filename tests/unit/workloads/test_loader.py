@@ -243,3 +243,86 @@ def test_a_nan_time_is_refused_as_not_finite(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         Workload.from_file(path)
     assert e.value.args[0] == "workload.layers.0.backward_s" and "finite number of seconds" in e.value.args[1]
+
+
+# -- keys a workload file does not have, and files in other encodings --------------------------
+
+LAYER_DOC = {"name": "a", "forward_s": 0.001, "backward_s": 0.002, "tensors": [{"name": "w", "bytes": 4000}]}
+DOC = {"format": "tensorwire-workload/1", "name": "x", "batch_size": 8, "layers": [LAYER_DOC, LAYER_DOC]}
+LAYER_FIELDS = "fields are name, forward_s, backward_s, tensors"
+TOP_FIELDS = "fields are format, name, description, batch_size, dtype_bytes, collective, sources, layers"
+
+
+@pytest.mark.parametrize(
+    "doc, field, fields",
+    [
+        # A misspelt "tensors" lost the layer's gradients: 0 B to synchronise, no error.
+        ({**DOC, "layers": [LAYER_DOC, {**LAYER_DOC, "tensors": [], "params": [{"name": "w", "bytes": 8}]}]},
+         "workload.layers.1.params", LAYER_FIELDS),
+        ({**DOC, "dtype_byte": 2}, "workload.dtype_byte", TOP_FIELDS),
+        ({**DOC, "collectives": "allgather"}, "workload.collectives", TOP_FIELDS),
+        # The zoo's own fields are not a workload file's.
+        ({**DOC, "display_name": "X"}, "workload.display_name", TOP_FIELDS),
+        ({**DOC, "layers": [{**LAYER_DOC, "forward_flops": 10}]}, "workload.layers.0.forward_flops", LAYER_FIELDS),
+        ({**DOC, "layers": [{**LAYER_DOC, "tensors": [{"name": "w", "bytes": 4, "dtype": "f"}]}]},
+         "workload.layers.0.tensors.0.dtype", "fields are name, bytes"),
+    ],
+)  # fmt: skip
+def test_a_key_the_format_does_not_have_is_refused_naming_it(
+    tmp_path: Path, doc: dict[str, object], field: str, fields: str
+) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args == (field, f"not a field; {fields} (docs/formats.md)")
+
+
+def test_zoo_files_keep_their_own_fields_and_the_documented_example_loads() -> None:
+    for name in names():
+        w = Workload.from_file(ZOO / f"{name}.json")
+        assert w.total_bytes == tw.load_model(name).total_bytes
+    formats = (Path(__file__).parents[3] / "docs" / "formats.md").read_text()
+    example = formats.split("## Workload file")[1].split("```json\n")[1].split("```")[0]
+    assert Workload.from_dict(json.loads(example)).name == "mymodel"
+
+
+def test_a_key_given_twice_is_refused_as_the_cluster_file_reader_does(tmp_path: Path) -> None:
+    # The second batch_size won: the throughput doubled without a word.
+    path = tmp_path / "w.json"
+    text = json.dumps(DOC)
+    path.write_text(text.replace('"batch_size": 8', '"batch_size": 8, "batch_size": 16'))
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args == ("workload", 'w.json: the key "batch_size" is given twice in one object; give it once')
+    path.write_text(text.replace('"name": "a"', '"name": "a", "name": "b"', 1))
+    with pytest.raises(InputError, match='the key "name" is given twice'):
+        Workload.from_file(path)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+def test_json_and_trace_text_with_a_byte_order_mark_are_read(tmp_path: Path, encoding: str) -> None:
+    # UTF-16 is what Windows PowerShell's `>` writes: it was read as a broken Chakra trace.
+    path = tmp_path / "w.json"
+    path.write_bytes(json.dumps(DOC).encode(encoding))
+    assert Workload.from_file(path).total_bytes == 8000
+    trace = tmp_path / "w.trace"
+    trace.write_bytes(TRACE.encode(encoding))
+    assert Workload.from_file(trace).total_bytes == 4900
+
+
+def test_text_in_another_encoding_is_refused_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.trace"
+    path.write_bytes("# café\n0.0 a 1 w0 ps\n".encode("latin-1"))
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args == ("workload", "latin1.trace: not UTF-8 text (byte 5); expected a text file in UTF-8")
+
+
+@pytest.mark.parametrize("text, what", [("null", "null"), ("42", "a number"), ('"x"', "a string"), ("true", "true")])
+def test_json_that_is_not_an_object_is_refused_as_json(tmp_path: Path, text: str, what: str) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(text + "\n")
+    with pytest.raises(InputError) as e:
+        Workload.from_file(path)
+    assert e.value.args[1].startswith(f"{path}: the JSON is {what}; a workload file is a JSON object with")

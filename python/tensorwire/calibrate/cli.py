@@ -19,6 +19,7 @@ from tensorwire.calibrate.fit import (
     check_restriction,
     check_runs,
     default_topology,
+    family_of,
     fit,
     gpu_family,
     nccl_list,
@@ -152,8 +153,14 @@ def _show(result: Fit) -> None:
                 f"{r.after.algo}/{r.after.proto}",
             )
         render.console.print(t)
+    render.console.print(_parameters(result))
+    for line in _summary(result):
+        click.echo(line)
+
+
+def _parameters(result: Fit) -> Table:
+    """The table of the twelve parameters: value, and where it comes from (:func:`_source`)."""
     c = result.calibration
-    at_bound = c.at_upper_bounds()
     p = Table(
         title="fitted calibration"
         + ("" if result.model.native else " (applied outside the core: see docs/calibration.md)")
@@ -176,42 +183,42 @@ def _show(result: Fit) -> None:
         ("nvlstree_efficiency", f"{c.nvlstree_efficiency:.4g}", "inter", "nvlstree"),
         ("nvlstree_fill", f"{c.nvlstree_fill:.4g}", "inter", "nvlstree"),
     ):
-        if family == OWN_FAMILY_ALGO[regime] and not _ran(result, regime):
+        if family == OWN_FAMILY_ALGO[regime] and not _ran(result, regime, family):
             continue  # no row of that algorithm: nothing to say about it
-        measured = (
-            regime in result.fitted and regime not in result.kept and (family is None or family in result.families)
-        )
-        p.add_row(
-            name,
-            value,
-            (
-                (
-                    "single-node NVLS rows"
-                    if family == "nvls"
-                    else "multi-node NVLS tree rows"
-                    if family == "nvlstree"
-                    else "single-node rows"
-                    if regime == "intra"
-                    else "multi-node rows"
-                )
-                + (", [red]at the specs' largest value[/red]" if name in at_bound else "")
-            )
-            if measured
-            else "kept (NCCL's figure): no fit reproduced the rows better"
-            if regime in result.kept
-            else "kept (NCCL's figure): its rows are latency-bound"
-            if regime in result.fitted
-            else "not measured (default)",
-        )
-    render.console.print(p)
+        p.add_row(name, value, _source(result, name, regime, family))
+    return p
+
+
+def _source(result: Fit, name: str, regime: str, family: Optional[str]) -> str:
+    """Where the parameter ``name`` of ``regime`` (of the efficiency ``family``, or None for
+    the regime's latency and step cost) comes from: fitted from the rows, or kept at NCCL's
+    figure, and why. A parameter not fitted is NCCL's figure (the fit sets every family it does
+    not fit to 1 and 1), so the value beside it is that figure."""
+    if regime not in result.fitted:
+        return "not measured (default)"
+    if regime in result.kept:
+        return "kept (NCCL's figure): nothing fitted, no round did better"
+    if family is not None and family not in result.families:
+        if not _ran(result, regime, family):
+            return "kept (NCCL's figure): no row ran it"
+        return "kept (NCCL's figure): too few bandwidth-bound rows"
+    rows = {"nvls": "single-node NVLS rows", "nvlstree": "multi-node NVLS tree rows"}.get(
+        family or "", "single-node rows" if regime == "intra" else "multi-node rows"
+    )
+    return rows + (", [red]at the specs' largest value[/red]" if name in result.calibration.at_upper_bounds() else "")
+
+
+def _summary(result: Fit) -> list[str]:
+    """The lines under the tables: how many rows the fit reproduces, and what to know of it."""
     within = sum(abs(r.error) <= 0.05 for r in result.rows)
     worst = max(result.rows, key=lambda r: abs(r.error))
-    click.echo(
+    lines = [
         f"{within} of {len(result.rows)} rows within 5%; largest error {worst.error:+.1%} at {format_bytes(worst.size)} "
         f"({worst.run.path}). Topology: {result.topology}"
-    )
+    ]
+    at_bound = result.calibration.at_upper_bounds()
     if at_bound:
-        click.echo(
+        lines.append(
             f"{', '.join(at_bound)} stopped at the largest value the topology specs take: the measured curve has "
             "a shape NCCL's model does not give, and the fit describes that shape, not the fabric "
             "(docs/calibration.md)"
@@ -219,7 +226,7 @@ def _show(result: Fit) -> None:
     over = _above_line_rate(result)
     if over:
         rate, rows = over
-        click.echo(
+        lines.append(
             f"{len(rows)} single-node row{'s' * (len(rows) > 1)} run above the NVLink line rate of "
             f"{rate / 1e9:g} GB/s per GPU after the fit (largest {max(r.after.busbw for r in rows) / 1e9:.1f} GB/s): no "
             "ring, tree or point-to-point transfer carries more than its links, so these logs are probably not of "
@@ -228,24 +235,25 @@ def _show(result: Fit) -> None:
     skipped = _skipped(result)
     if skipped:
         logs = ", ".join(dict.fromkeys(log for log, _ in skipped))
-        click.echo(
+        lines.append(
             f"{len(skipped)} row{'s' * (len(skipped) > 1)} of size 0 skipped ({logs}): they time nothing "
             "(nccl-tests' -b 0)"
         )
     strategy = _restricted_strategy(result)
     if strategy != "nccl":
-        click.echo(f"Measured with NCCL's choice restricted: simulate with -s {strategy}")
+        lines.append(f"Measured with NCCL's choice restricted: simulate with -s {strategy}")
     if result.model.transport == "tcp":
-        click.echo(
+        lines.append(
             "Measured over NCCL's socket transport: the topology says transport=tcp, which every strategy run "
             "with --cluster takes unless it gives a transport= of its own"
         )
     for regime in result.kept:
-        click.echo(
-            f"{'Single' if regime == 'intra' else 'Multi'}-node rows: no fit reproduced them better than NCCL's own "
-            "figures (by largest error), which are kept: the measured curve has a shape the model's parameters "
-            "cannot follow (docs/calibration.md)"
+        lines.append(
+            f"Nothing was fitted to the {'single' if regime == 'intra' else 'multi'}-node rows: no round of the fit "
+            "reproduced them better than NCCL's own figures (by the sum of squared relative errors), so its "
+            "parameters are NCCL's figures, here and in a cluster file (docs/calibration.md)"
         )
+    return lines
 
 
 def _above_line_rate(result: Fit) -> Optional[tuple[float, list[RowFit]]]:
@@ -266,12 +274,15 @@ def _above_line_rate(result: Fit) -> Optional[tuple[float, list[RowFit]]]:
     return (rate, rows) if rows else None
 
 
-def _ran(result: Fit, regime: str) -> bool:
-    """A row of ``regime`` (``intra``: one node, ``inter``: across nodes) ran the algorithm of
-    the regime's own family (``OWN_FAMILY_ALGO``: NVLS, NVLS tree) before or after the fit:
-    that family's parameters then have something to say."""
-    algo = OWN_FAMILY_ALGO[regime]
-    return any((r.run.nodes > 1) == (regime == "inter") and algo in (r.before.algo, r.after.algo) for r in result.rows)
+def _ran(result: Fit, regime: str, family: str) -> bool:
+    """A row of ``regime`` (``intra``: one node, ``inter``: across nodes) ran an algorithm of
+    ``family`` (:func:`family_of`) before or after the fit: that family's parameters then have
+    something to say."""
+    return any(
+        (r.run.nodes > 1) == (regime == "inter")
+        and family in (family_of(result.model, regime, r.before.algo), family_of(result.model, regime, r.after.algo))
+        for r in result.rows
+    )
 
 
 def _restricted_strategy(result: Fit) -> str:
@@ -450,4 +461,5 @@ def nccl_tests(
         _show(result)
     if out is not None:
         cluster_file.write(out, _cluster(result, runs, latency))
-        click.echo(f"tensorwire: wrote {out}", err=True)
+        nothing = set(result.kept) == set(result.fitted)
+        click.echo(f"tensorwire: wrote {out}" + (" (nothing fitted: NCCL's own figures)" * nothing), err=True)

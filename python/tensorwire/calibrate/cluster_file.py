@@ -35,7 +35,7 @@ from click.core import ParameterSource
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.io import clip, loads_json, read_input, write_atomic
+from tensorwire.io import clip, key_given_twice, loads_json, read_input, write_atomic
 from tensorwire.limits import check_text
 from tensorwire.units import format_rate, format_seconds
 
@@ -92,8 +92,16 @@ class ClusterFile:
 
 
 def write(path: str, cluster: ClusterFile) -> None:
-    """Writes ``cluster`` to ``path`` atomically (a temporary file, then a rename)."""
-    write_atomic(path, cluster.to_json(), "out")
+    """Writes ``cluster`` to ``path`` atomically (a temporary file, then a rename), once
+    :func:`parse` (what ``--cluster`` reads) takes it: a file its consumers would refuse is
+    refused here, ``InputError("out", ...)``, and nothing is written."""
+    text = cluster.to_json()
+    try:
+        parse(path, text.encode())
+    except InputError as e:
+        why = str(e.args[-1]).removeprefix(f"{path}: ")
+        raise InputError("out", f"{path} not written: --cluster would refuse it ({why})") from None
+    write_atomic(path, text, "out")
 
 
 def _bad(path: str, message: str) -> InputError:
@@ -110,11 +118,9 @@ def _no_key_twice(path: str, text: bytes) -> None:
     one (Python's the last), so the other, edited in, would be read as if it were not there."""
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for key, _ in items:
-            if key in seen:
-                raise _bad(path, f"the key {clip(json.dumps(key))} is given twice in one object; give it once")
-            seen.add(key)
+        key = key_given_twice(items)
+        if key is not None:
+            raise _bad(path, f"the key {clip(json.dumps(key))} is given twice in one object; give it once")
         return dict(items)
 
     json.loads(text, object_pairs_hook=pairs)
@@ -136,6 +142,15 @@ def read(path: str) -> ClusterFile:
     """Reads and checks a cluster file; anything wrong is ``InputError("cluster", ...)``."""
     try:
         text = read_input(path, "cluster", MAX_BYTES)
+    except InputError as e:
+        raise InputError("cluster", str(e.args[1]) if len(e.args) > 1 else str(e)) from None
+    return parse(path, text)
+
+
+def parse(path: str, text: bytes) -> ClusterFile:
+    """Checks the cluster file ``text`` (read from ``path``, which messages name); anything
+    wrong is ``InputError("cluster", ...)``."""
+    try:
         data = loads_json(text, path, "cluster")
     except InputError as e:
         raise InputError("cluster", str(e.args[1]) if len(e.args) > 1 else str(e)) from None

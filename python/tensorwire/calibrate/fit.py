@@ -38,8 +38,14 @@ bounds is solved and the feasible solution of least squares kept, which is exact
 convex problem; clamping an unbounded solution instead can land far from the best point
 within the bounds (on GCP A3 Mega's log it left every row from 64 MiB up 25% slow).
 Since the choice depends on the parameters, this repeats until none changes (at most
-:data:`MAX_ITERATIONS` rounds; the best round by largest relative error is kept). On a core
-without the options the fill stays at 1 (``Model.native``).
+:data:`MAX_ITERATIONS` rounds), and the round of the smallest least-squares objective (the sum
+of every row's squared relative error, :func:`_objective`, NCCL's own figures being round
+zero) is kept: the objective the solve minimises, so that a row no parameter can move (a
+stalled measurement, a size faster than the model with no added latency) weighs by its
+residual instead of deciding alone, as it did when rounds were judged by their largest error
+(a DGX H100 sweep from 8 B kept NCCL's figures for every parameter). A family that a round does
+not fit is solved, and set, at NCCL's figures (1 and 1). On a core without the options the
+fill stays at 1 (``Model.native``).
 """
 
 from __future__ import annotations
@@ -314,9 +320,9 @@ class Fit:
     #: "intra" (single-node algorithms but NVLS, and all-to-all), "nvls", "inter" (multi-node
     #: algorithms but NVLS tree, and all-to-all), "nvlstree".
     families: tuple[str, ...] = ()
-    #: The measured regimes where no fit reproduced the rows better (by largest relative
-    #: error) than NCCL's own figures, which they keep: their rows have a shape the model's
-    #: parameters cannot follow.
+    #: The measured regimes where no round of the fit reproduced the rows better (by the sum
+    #: of squared relative errors, :func:`_objective`) than NCCL's own figures, which they
+    #: keep: nothing was fitted there.
     kept: tuple[str, ...] = ()
 
     @property
@@ -373,8 +379,8 @@ def node_gpus(topology: str) -> Optional[int]:
 
 
 def check_runs(runs: Sequence[Run], topology: str, gpus_per_preset: Optional[int]) -> None:
-    """Refuses runs that do not describe one fabric: different GPUs, or multi-node runs with
-    another number of GPUs per node than the topology's nodes have; and runs of more than
+    """Refuses runs that do not describe one fabric: different GPUs, or GPUs per node the
+    topology's nodes cannot hold (:func:`_check_gpus_per_node`); and runs of more than
     :data:`~tensorwire.calibrate.logs.MAX_ROWS` table rows together (the fit's time grows
     with the rows: 10,000 take about 12 s), naming the log that passes it."""
     total = 0
@@ -398,12 +404,51 @@ def check_runs(runs: Sequence[Run], topology: str, gpus_per_preset: Optional[int
     for r in runs:
         if r.ranks < 2:
             raise InputError("log", f"{r.path}: 1 rank; calibration needs collectives over 2 or more GPUs")
-        if gpus_per_preset is not None and r.nodes > 1 and r.gpus_per_node != gpus_per_preset:
-            raise InputError(
-                "log",
-                f"{r.path}: {r.gpus_per_node} GPUs per node on {r.nodes} nodes, where {topology} has "
-                f"{gpus_per_preset}; give --topology with that node",
-            )
+        if gpus_per_preset is not None:
+            _check_gpus_per_node(r, topology, gpus_per_preset)
+
+
+def _check_gpus_per_node(run: Run, topology: str, per_node: int) -> None:
+    """Refuses a run whose hosts hold more ranks than the topology's nodes have GPUs
+    (``per_node``), and a multi-node run with another number of GPUs per node: the model
+    places ``per_node`` ranks on each node, so a run of 2 nodes x 4 GPUs would be modelled as
+    one node of 8, and no cluster file can carry more GPUs per node than its node has."""
+    if run.gpus_per_node > per_node:
+        raise InputError(
+            "log",
+            f"{run.path}: {run.gpus_per_node} ranks on host {clip(run.hosts[0])!r}, more than the {per_node} GPUs of "
+            f"a node of {clip(topology)}: nccl-tests prints a host name up to its first '.', so nodes named by IP "
+            "address (10.0.0.5, 10.0.0.6: both '10') read as one host; run on host names that differ before "
+            "their first '.', or edit the host names of its '#  Rank' lines to tell the nodes apart",
+        )
+    if run.nodes == 1 or run.gpus_per_node == per_node:
+        return
+    specs = _node_specs(topology)
+    matching = [spec for spec, gpus in specs.items() if gpus == run.gpus_per_node]
+    fix = (
+        f"give --topology {' or '.join(matching)}"
+        if matching
+        else f"no node tensorwire models has {run.gpus_per_node} GPUs ({_core.check_topology(topology)}'s presets "
+        f"have {', '.join(map(str, sorted(set(specs.values()))))} and no option sets a node's GPU count), so "
+        f"multi-node runs of {run.gpus_per_node} GPUs per node are not supported: run nccl-tests with {per_node} "
+        "GPUs per node"
+    )
+    raise InputError(
+        "log",
+        f"{run.path}: {run.gpus_per_node} GPUs per node on {run.nodes} nodes, where {clip(topology)} has {per_node}: "
+        f"the model places {per_node} ranks on each node, so its ranks would be modelled on other nodes than they "
+        f"ran on; {fix}",
+    )
+
+
+def _node_specs(topology: str) -> dict[str, int]:
+    """The node of every preset of ``topology``'s fabric as a topology spec, and its GPUs:
+    ``rail:node=NAME`` for each node preset, ``nodes:machine=NAME`` for each machine."""
+    if _core.check_topology(topology) == "nodes":
+        from tensorwire.gputopo.topology import PRESETS, Topology
+
+        return {f"nodes:machine={name}": Topology.preset(name).gpus for name in PRESETS}
+    return {f"rail:node={p['name']}": int(p["gpus"]) for p in _core.NODE_PRESETS}
 
 
 def nccl_list(value: Optional[str]) -> Optional[str]:
@@ -578,8 +623,11 @@ def _solve(rows: Sequence[tuple[float, ...]], kinds: Sequence[str] = ONE_FAMILY)
     return best[1]
 
 
-def _score(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration) -> float:
-    return max(abs(t / model.predict(run, size, cal).seconds - 1) for run, size, t in pairs)
+def _objective(model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration) -> float:
+    """The fit's least-squares objective at ``cal``: the sum of the rows' squared relative
+    errors in time, ``((t - predicted) / t)^2`` (the weights 1/t of :func:`_solve`), with the
+    model's own choice for every row."""
+    return sum(((t - model.predict(run, size, cal).seconds) / t) ** 2 for run, size, t in pairs)
 
 
 #: The efficiency families of each regime, by the :class:`Calibration` fields of their
@@ -606,6 +654,11 @@ BANDWIDTH_BOUND = 0.5
 def _family(model: Model, regime: str, algo: str) -> int:
     """The index in ``FAMILIES[regime]`` of the family a row run with ``algo`` belongs to."""
     return 1 if model.native and algo == OWN_FAMILY_ALGO[regime] else 0
+
+
+def family_of(model: Model, regime: str, algo: str) -> str:
+    """The name (:data:`FAMILIES`) of the family a row of ``regime`` run with ``algo`` belongs to."""
+    return FAMILIES[regime][_family(model, regime, algo)][0]
 
 
 def _one_family(model: Model, runs: Sequence[Run], regime: str) -> bool:
@@ -640,71 +693,100 @@ def _runs_algo(model: Model, run: Run, algo: str) -> bool:
     return p.algo == algo  # all-to-all runs point-to-point whatever NCCL_ALGO says
 
 
+@dataclass(frozen=True)
+class _Slopes:
+    """One row at a round's choice of algorithm, protocol and channels: its measured time ``t``
+    and the model's, ``c + L dl + a s + b sf + S sn`` (``a = k``, ``b = k F``: affine in the
+    unknowns), of its efficiency family (an index in ``FAMILIES[regime]``); ``predicted`` is the
+    model's time at the round's parameters."""
+
+    family: int
+    t: float
+    c: float
+    dl: float
+    s: float
+    sf: float
+    sn: float
+    predicted: float
+
+
+def _slopes(model: Model, run: Run, size: int, t: float, cal: Calibration, regime: str) -> _Slopes:
+    """The row (``run`` at ``size``, measured ``t``) at ``cal``'s choice, its slopes read off the
+    model by finite differences (exact for an affine model)."""
+    lat_field, step_field = f"{regime}_latency_s", f"{regime}_step_s"
+    choice = model.predict(run, size, cal)
+    family = _family(model, regime, choice.algo)
+    eff_field, fill_field = FAMILIES[regime][family][1], FAMILIES[regime][family][2]
+    k = 1 / float(getattr(cal, eff_field))
+    lat = float(getattr(cal, lat_field))
+    base = replace(cal, **{eff_field: 1 / k, fill_field: 0.0, step_field: 0.0})
+
+    def at(c: Calibration) -> float:
+        return model.predict(run, size, c.rounded(), choice).seconds
+
+    t0 = at(base)
+    sf = (at(replace(base, **{fill_field: 1.0})) - t0) / k
+    s = (at(replace(base, **{eff_field: 1 / (2 * k)})) - t0) / k
+    dl = (at(replace(base, **{lat_field: lat + 1e-6})) - t0) / 1e-6
+    sn = (at(replace(base, **{step_field: 1e-6})) - t0) / 1e-6 if model.native else 0.0
+    return _Slopes(family, t, t0 - dl * lat - s * k, dl, s, sf, sn, choice.seconds)
+
+
+def _free_families(rows: Sequence[_Slopes], one_family: bool) -> list[int]:
+    """The families the rows determine (:data:`MIN_BANDWIDTH_ROWS` of them bandwidth-bound);
+    the regime's only family (``one_family``) even on latency-bound rows."""
+    present = sorted({r.family for r in rows})
+    bandwidth_rows = {f: sum(r.family == f and r.s >= BANDWIDTH_BOUND * r.predicted for r in rows) for f in present}
+    free = [f for f in present if bandwidth_rows[f] >= MIN_BANDWIDTH_ROWS]
+    return present if not free and one_family else free
+
+
+def _solved(model: Model, rows: Sequence[_Slopes], cal: Calibration, regime: str, free: Sequence[int]) -> Calibration:
+    """``cal`` with the regime's parameters of least squares (:func:`_solve`) over ``rows``: the
+    latency, the step cost and the ``free`` families' efficiency and fill; every other family of
+    the regime is solved at NCCL's figures (``a = 1``, ``b = 1``), and so set to them (a value
+    an earlier round fitted would otherwise be written beside a fit that assumed 1)."""
+    families = FAMILIES[regime]
+    kinds = [LATENCY] + [kind for _ in free for kind in (INVERSE_EFFICIENCY, FILL)] + [STEP]
+    system = []
+    for r in rows:
+        y = r.t - r.c if r.family in free else r.t - r.c - r.s - r.sf  # a kept family: a = 1, b = 1
+        cols: list[float] = []
+        for f in free:
+            cols += [r.s, r.sf] if f == r.family else [0.0, 0.0]
+        system.append((y, r.dl, *cols, r.sn, 1 / r.t))
+    x = _solve(system, kinds)
+    changes = {field: 1.0 for f in range(len(families)) if f not in free for field in families[f][1:]}
+    changes[f"{regime}_latency_s"] = x[0]
+    if model.native:
+        changes[f"{regime}_step_s"] = x[-1]
+    for i, f in enumerate(free):
+        a, b = x[1 + 2 * i], x[2 + 2 * i]
+        changes[families[f][1]] = 1 / a
+        if model.native:
+            changes[families[f][2]] = b / a
+    return replace(cal, **changes).rounded()
+
+
 def _fit_regime(
     model: Model, pairs: Sequence[tuple[Run, int, float]], cal: Calibration, regime: str, one_family: bool
 ) -> tuple[Calibration, tuple[str, ...], bool]:
     """The regime's calibration fitted to ``pairs``, the families whose efficiency and fill
-    it fitted, and whether any round reproduced the rows better (by largest relative error)
-    than ``cal`` did; where none did, ``cal`` comes back unchanged with no family.
+    it fitted, and whether any round reproduced the rows better (by :func:`_objective`, the
+    least squares the rounds solve) than ``cal`` did; where none did, ``cal`` comes back
+    unchanged with no family.
     ``one_family``: the regime has one family (:func:`_one_family`)."""
-    lat_field, step_field = f"{regime}_latency_s", f"{regime}_step_s"
-    families = FAMILIES[regime]
-
-    def get(c: Calibration, field: str) -> float:
-        return float(getattr(c, field))
-
-    best, best_score = cal, _score(model, pairs, cal)
+    best, best_objective = cal, _objective(model, pairs, cal)
     best_families: tuple[str, ...] = ()
     improved = False
     for _ in range(MAX_ITERATIONS):
-        lat = get(cal, lat_field)
-        # Per row: (family, measured t, c, dl, s, sf, sn, predicted t) with t = c + L + k (w + F f)
-        # + S n at this round's choice: the slopes in L, a = k, b = k F, S.
-        measured: list[tuple[int, float, float, float, float, float, float, float]] = []
-        for run, size, t in pairs:
-            choice = model.predict(run, size, cal)
-            fam = _family(model, regime, choice.algo)
-            eff_field, fill_field = families[fam][1], families[fam][2]
-            k = 1 / get(cal, eff_field)
-            base = replace(cal, **{eff_field: 1 / k, fill_field: 0.0, step_field: 0.0})
-
-            def at(c: Calibration, run: Run = run, size: int = size, choice: Prediction = choice) -> float:
-                return model.predict(run, size, c.rounded(), choice).seconds
-
-            t0 = at(base)
-            sf = (at(replace(base, **{fill_field: 1.0})) - t0) / k
-            s = (at(replace(base, **{eff_field: 1 / (2 * k)})) - t0) / k
-            dl = (at(replace(base, **{lat_field: lat + 1e-6})) - t0) / 1e-6
-            sn = (at(replace(base, **{step_field: 1e-6})) - t0) / 1e-6 if model.native else 0.0
-            measured.append((fam, t, t0 - dl * lat - s * k, dl, s, sf, sn, choice.seconds))
-        # The families the rows determine (MIN_BANDWIDTH_ROWS); the others keep NCCL's figures.
-        present = sorted({m[0] for m in measured})
-        bandwidth_rows = {f: sum(m[0] == f and m[4] >= BANDWIDTH_BOUND * m[7] for m in measured) for f in present}
-        free = [f for f in present if bandwidth_rows[f] >= MIN_BANDWIDTH_ROWS]
-        if not free and one_family:
-            free = present  # the regime's only family: fitted even on latency-bound rows
-        kinds = [LATENCY] + [kind for _ in free for kind in (INVERSE_EFFICIENCY, FILL)] + [STEP]
-        system = []
-        for fam, t, c, dl, s, sf, sn, _ in measured:
-            y = t - c if fam in free else t - c - s - sf  # a kept family: a = 1, b = 1
-            cols: list[float] = []
-            for f in free:
-                cols += [s, sf] if f == fam else [0.0, 0.0]
-            system.append((y, dl, *cols, sn, 1 / t))
-        x = _solve(system, kinds)
-        changes: dict[str, float] = {lat_field: x[0]}
-        if model.native:
-            changes[step_field] = x[-1]
-        for i, f in enumerate(free):
-            a, b = x[1 + 2 * i], x[2 + 2 * i]
-            changes[families[f][1]] = 1 / a
-            if model.native:
-                changes[families[f][2]] = b / a
-        new = replace(cal, **changes).rounded()
-        names = tuple(families[f][0] for f in free)
-        score = _score(model, pairs, new)
-        if score < best_score:
-            best, best_score, best_families, improved = new, score, names, True
+        rows = [_slopes(model, run, size, t, cal, regime) for run, size, t in pairs]
+        free = _free_families(rows, one_family)
+        new = _solved(model, rows, cal, regime, free)
+        objective = _objective(model, pairs, new)
+        if objective < best_objective:
+            best, best_objective, improved = new, objective, True
+            best_families = tuple(FAMILIES[regime][f][0] for f in free)
         if new == cal:
             break
         cal = new

@@ -2,15 +2,20 @@
 
 The format is what NVIDIA/nccl-tests prints (``src/util.cu`` at v2.19.6, commit a0b82b22:
 ``writeDeviceReport``, ``writeResultHeader``, ``writeBenchmarkLine*``, ``writeResultFooter``;
-older releases print the same table): a header of ``#`` lines (``# nThread 1 nGpus 8
-minBytes ...``, ``# Collective test starting: all_reduce_perf``), one ``#  Rank  0 Group  0
-Pid 1234 on HOST device  0 [0000:18:00] NVIDIA H100 80GB HBM3`` line per rank, the column
-header (``size count type redop root`` then ``time algbw busbw #wrong`` out of place and
-again in place, ``(us)`` and ``(GB/s)``), one row per size and ``# Avg bus bandwidth``.
+older releases print the same table, with the columns their header names): a header of
+``#`` lines (``# nThread 1 nGpus 8 minBytes ...``, ``# Collective test starting:
+all_reduce_perf``), one ``#  Rank  0 Group  0 Pid 1234 on HOST device  0 [0000:18:00] NVIDIA
+H100 80GB HBM3`` line per rank, the column header (``size count type redop root`` then ``time
+algbw busbw #wrong`` out of place and again in place, ``(us)`` and ``(GB/s)``), one row per
+size and ``# Avg bus bandwidth``. A row's fields are read by the column header
+(:func:`_row_fields`): before v2.13, all_gather_perf and sendrecv_perf print no ``redop``
+column, and up to v2.13.3 all-gather and all-to-all leave it blank.
 Bandwidths are nccl-tests' (doc/PERFORMANCE.md): ``algbw = size / time`` in GB/s (1e9
 bytes/s) and ``busbw = algbw x`` the collective's bus factor. Lines that are neither (NCCL's
-``NCCL INFO`` logging, mpirun's warnings) are skipped; a line that starts like a row and is
-not one is refused, naming the file and the line.
+``HOST:PID:TID [DEV] NCCL INFO`` logging, mpirun's warnings) are skipped; a line that starts
+like a row and is not one is refused, naming the file and the line. The text may be UTF-8
+(a byte-order mark dropped) or UTF-16 with its byte-order mark (Windows PowerShell 5.1's
+``>``).
 
 Rows of size 0 (nccl-tests prints them for ``-b 0``) time nothing: they are skipped and
 counted (:attr:`Run.skipped`), and a log of nothing else is refused. A row whose columns
@@ -25,7 +30,9 @@ holds the CPU's time, not the collective's: each row's time is then read from it
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+import json
 import math
 import os
 import re
@@ -57,6 +64,13 @@ NCCL_TESTS_BINARIES: frozenset[str] = frozenset(BINARIES) | {
     "sendrecv_perf",
     "hypercube_perf",
 }
+#: The reductions nccl-tests prints in the ``redop`` column (``test_opnames``, src/common.cu). A
+#: collective without one prints ``none`` there (v2.13.4 on) or leaves it blank (v2.13.0-2.13.3,
+#: and alltoall_perf before); all_gather_perf and sendrecv_perf before v2.13 print no ``redop``
+#: column at all.
+REDUCTIONS: frozenset[str] = frozenset({"sum", "prod", "max", "min", "avg", "mulsum"})
+#: The collectives calibration reads that reduce (their tables print a name of :data:`REDUCTIONS`).
+REDUCING: frozenset[str] = frozenset({"allreduce", "reducescatter"})
 #: Element sizes of nccl-tests' ``type`` column (``test_typenames`` in src/common.cu).
 TYPE_BYTES: dict[str, int] = {
     "int8": 1,
@@ -115,8 +129,20 @@ _ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s")
 _CUT_ROW = re.compile(r"^\s*[0-9]")
 #: The prefix a launcher puts before each line of a process's output: Open MPI's ``mpirun
 #: --tag-output`` (``[1,0]<stdout>:``, job and rank) and Slurm's ``srun -l`` (``0: ``, the
-#: task number, right-aligned).
-_LAUNCHER_PREFIX = re.compile(r"^(?:\[[0-9]+,[0-9]+\]<std(?:out|err)>: ?|\s*[0-9]+: )")
+#: task number, right-aligned), and Intel MPI's or MPICH's ``mpirun -l`` (``[0] ``, the rank).
+_LAUNCHER_PREFIX = re.compile(r"^(?:\[[0-9]+,[0-9]+\]<std(?:out|err)>: ?|\[[0-9]+\] |\s*[0-9]+: )")
+#: A line of NCCL's own logging (NCCL_DEBUG=INFO or WARN, ``src/debug.cc``): ``HOST:PID:TID [DEV]
+#: NCCL INFO ...`` or ``HOST:PID:TID [DEV] FILE:LINE NCCL WARN ...``, after a bracketed timestamp
+#: where NCCL_DEBUG_TIMESTAMP_FORMAT asks. A host name may start with a digit (``192-222-52-110``),
+#: so such a line can look like a row (:data:`_ROW_LIKE`); it never is one. (Matched at the
+#: line's start, a host without ``:`` or spaces: linear in the line, which may be megabytes.)
+_NCCL_LOG = re.compile(r"\s*(?:\[[^\]]*\] ?)?[^\s:]+:[0-9]+:[0-9]+ \[-?[0-9]+\] (?:[^\s:]+:[0-9]+ )?NCCL ")
+#: nccl-tests' report of a failed run (``src/common.h``: ``HOST: Test NCCL failure FILE:LINE
+#: '...'``, ``Test CUDA failure``, `` .. HOST pid PID: Test failure FILE:LINE``).
+_FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
+#: What stands in the ``redop`` column of a row that prints one: a name (:data:`REDUCTIONS`,
+#: ``none``); anything else there (a number) is the next column's, the name left blank.
+_OP_NAME = re.compile(r"[a-z]+")
 #: A line that looks like a table row (a number first, then at least eight more fields)
 #: without being one: refused, naming the line, rather than skipped. (``\d`` here takes any
 #: script's digits on purpose: a row whose size is ``\u0665`` is refused, not skipped.)
@@ -142,6 +168,9 @@ class Row:
     busbw: float
     in_place_seconds: Optional[float]
     in_place_busbw: Optional[float]
+    #: The ``root`` column as printed (``-1``: no root, as every collective calibration reads
+    #: prints), or None where the table has no such column (before nccl-tests v2.13).
+    root: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -182,16 +211,45 @@ def _read(path: str) -> tuple[list[str], str, bool]:
     if not os.path.exists(path):
         raise _error(path, None, "no such file")
     data = read_input(path, "log", MAX_LOG_BYTES)
-    if not data.strip():
+    text = _text(path, data)
+    if not text.strip():
         raise _error(path, None, "is empty; give nccl-tests' standard output (all_reduce_perf ... > FILE)")
-    if b"\0" in data:
-        raise _error(path, None, "is a binary file, not nccl-tests' standard output (text)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise _error(path, line, "is not UTF-8 text; nccl-tests prints ASCII") from None
+    if _is_json_object(text):
+        raise _error(
+            path,
+            None,
+            "is JSON (as nccl-tests -J writes its results), not the standard output calibration reads; give "
+            "nccl-tests' standard output (all_reduce_perf ... > FILE)",
+        )
     return _without_launcher_prefix(text.splitlines()), hashlib.sha256(data).hexdigest(), not text.endswith("\n")
+
+
+def _text(path: str, data: bytes) -> str:
+    """The log's text: UTF-16 where it starts with UTF-16's byte-order mark (Windows PowerShell
+    5.1's ``>`` writes it so), else UTF-8 (a leading byte-order mark, which some Windows tools
+    write, dropped). A NUL character is no text: a binary file."""
+    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    encoding = "utf-16" if utf16 else "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as e:
+        if b"\0" in data and not utf16:
+            raise _error(path, None, "is a binary file, not nccl-tests' standard output (text)") from None
+        line = data[: e.start].decode(encoding, "replace").count("\n") + 1
+        raise _error(path, line, f"is not {'UTF-16' if utf16 else 'UTF-8'} text; nccl-tests prints ASCII") from None
+    if "\0" in text:
+        raise _error(path, None, "is a binary file, not nccl-tests' standard output (text)")
+    return text
+
+
+def _is_json_object(text: str) -> bool:
+    """Whether ``text`` is a JSON object: what nccl-tests writes with ``-J FILE`` (v2.17.3 on)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _without_launcher_prefix(lines: list[str]) -> list[str]:
@@ -284,13 +342,23 @@ def _columns(header: str) -> list[str]:
     return header.lstrip("#").split()
 
 
-def _collective_of_table(rows: list[Row], ranks: int) -> Optional[str]:
-    """The collective, from the table alone where it tells: a reduction (``redop`` sum, ...)
-    is all-reduce when size = count x element size (nccl-tests prints the per-rank count for
-    reduce-scatter: size = count x ranks x element size); ``none`` is all-gather or all-to-all,
-    which the table cannot tell apart."""
-    if not rows or rows[0].redop == "none":
-        return None
+def _collective_of_table(rows: list[Row], ranks: int) -> tuple[Optional[str], str]:
+    """The collective, from the table alone where it tells; else None and why it cannot. A
+    reduction (``redop`` one of :data:`REDUCTIONS`) with no root (``-1``, or no ``root``
+    column) is all-reduce where size = count x element size, and reduce-scatter where size =
+    count x ranks x element size (nccl-tests prints the per-rank count for it). The table
+    cannot tell: without a reduction (``none``, blank, or no ``redop`` column: all-gather and
+    all-to-all print the same table, and so do sendrecv and broadcast before v2.13.4); with a
+    root (reduce_perf, broadcast_perf); and all-reduce on 2 ranks, whose table sendrecv_perf's
+    and reduce_perf's match (size = count x element size, busbw = algbw)."""
+    rooted = next((r for r in rows if r.root is not None and r.root != "-1"), None)
+    if rooted is not None:
+        root = f"root {clip(rooted.root or '')} on line {rooted.line}"
+        return None, f"{root}: reduce_perf's or broadcast_perf's table, which calibration does not read"
+    first = rows[0]
+    if first.redop not in REDUCTIONS:
+        redop = f"redop {clip(first.redop)!r}" if first.redop else "no redop"
+        return None, f"{redop}: all-gather and all-to-all print the same table"
     votes = set()
     for r in rows:
         elt = TYPE_BYTES.get(r.dtype)
@@ -300,7 +368,15 @@ def _collective_of_table(rows: list[Row], ranks: int) -> Optional[str]:
             votes.add("allreduce")
         elif r.size == r.count * elt * ranks:
             votes.add("reducescatter")
-    return votes.pop() if len(votes) == 1 else None
+    if len(votes) != 1:
+        return (
+            None,
+            f"redop {clip(first.redop)!r}, but its sizes and counts fit neither all-reduce nor reduce-scatter alone",
+        )
+    vote = votes.pop()
+    if vote == "allreduce" and ranks == 2:
+        return None, "on 2 ranks all_reduce_perf's table is sendrecv_perf's and reduce_perf's too"
+    return vote, ""
 
 
 @dataclass
@@ -333,13 +409,20 @@ class _Named:
         return next(iter(self.echoed.items())) if len(self.echoed) == 1 else None
 
 
-def _binary_of(name: str) -> str:
-    """The nccl-tests binary ``name`` is, without a ``NAME_SUFFIX`` (:data:`_PERF_WORD`); a name
-    of no ``*_perf`` binary as it is.
+def _binary_of(program: str) -> str:
+    r"""The nccl-tests binary the ``program`` nccl-tests names (``argv[0]``, a path) is: its last
+    component (after ``/``, or ``\`` on Windows), without ``.exe`` (Windows builds, nccl-tests
+    v2.19.1 on) and without a ``NAME_SUFFIX`` (:data:`_PERF_WORD`); a name of no ``*_perf``
+    binary as it is.
 
-    >>> _binary_of("all_reduce_perf_mpi"), _binary_of("alltoall_perf"), _binary_of("a.out")
+    >>> _binary_of("all_reduce_perf_mpi"), _binary_of("./build/alltoall_perf"), _binary_of("a.out")
     ('all_reduce_perf', 'alltoall_perf', 'a.out')
+    >>> _binary_of("all_reduce_perf.exe"), _binary_of("C:\\nccl-tests\\all_gather_perf.EXE")
+    ('all_reduce_perf', 'all_gather_perf')
     """
+    name = re.split(r"[\\/]", program)[-1]
+    if name.lower().endswith(".exe"):
+        name = name[: -len(".exe")]
     m = _PERF_WORD.fullmatch(name)
     return m.group(1) if m else name
 
@@ -361,6 +444,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     rows: list[Row] = []
     zero: list[int] = []  # lines of the rows of size 0
     avg: Optional[float] = None
+    failure: Optional[tuple[int, str]] = None  # nccl-tests' report of a failed run: its line and text
     for i, raw in enumerate(lines, start=1):
         text = raw.rstrip()
         m = _NCCL_VERSION.search(text)
@@ -372,7 +456,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
                     raise _error(path, i, "a second run starts here; give each run in a file of its own")
                 threads = (_header_number(path, i, "nThread", m.group(1)), _header_number(path, i, "nGpus", m.group(2)))
             elif (m := _STARTING.match(text)) is not None:
-                named.started = (_binary_of(os.path.basename(m.group(1))), i)
+                named.started = (_binary_of(m.group(1)), i)
             elif (m := _RANK.match(text)) is not None:
                 rank = _header_number(path, i, "rank", m.group(1))
                 if rank in ranks:
@@ -384,6 +468,11 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
                 avg = _number(path, i, "Avg bus bandwidth", m.group(1)) * 1e9
             elif (m := _LIBRARY_CODE.search(text)) is not None and nccl_version is None:
                 nccl_version = _nccl_version(_header_number(path, i, "nccl-library", m.group(1)))
+            continue
+        if _NCCL_LOG.match(text):
+            continue  # NCCL's logging, whatever its host name looks like
+        if failure is None and _FAILURE.search(text):
+            failure = (i, text.strip())
             continue
         # A last line cut off by the end of the file is a row cut short, refused by _row (the
         # shortest ones, a number or two, were skipped as no row).
@@ -412,15 +501,61 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             rows.append(row)
     if threads is None:
         raise _error(path, None, "no '# nThread N nGpus N ...' header: not nccl-tests' standard output")
-    if not rows and zero:
+    _check_some_rows(path, rows, zero, failure)
+    hosts, gpu = _hosts_and_gpu(path, ranks, threads)
+    n = len(ranks)
+    chosen, binary = _which(path, named, rows, n, collective)
+    factor = bus_factor(chosen, n)
+    if binary is None and collective is None:
+        _check_not_sendrecv(path, rows[-1], lines[rows[-1].line - 1], columns or [], chosen, n)
+    for row in rows:
+        _check_columns(path, row.line, lines[row.line - 1], columns or [], row.size, factor, f"{chosen} on {n} ranks")
+    return Run(
+        path=path,
+        collective=chosen,
+        binary=binary,
+        ranks=n,
+        nodes=len(hosts),
+        gpus_per_node=n // len(hosts),
+        hosts=tuple(hosts),
+        gpu=gpu,
+        nccl_version=nccl_version,
+        rows=tuple(rows),
+        avg_busbw=avg,
+        skipped=tuple(zero),
+        sha256=digest,
+    )
+
+
+def _check_some_rows(path: str, rows: list[Row], zero: list[int], failure: Optional[tuple[int, str]]) -> None:
+    """Refuses a log without a row that times something: rows of size 0 only (nccl-tests'
+    ``-b 0``), a run that failed (``failure``: nccl-tests' report and its line) before its
+    first row, or no table at all."""
+    if rows:
+        return
+    if zero:
         raise _error(
             path,
             zero[0],
             f"every row has size 0 ({len(zero)} of them; nccl-tests' -b 0): no row times anything; "
             "run it from -b 8 or larger",
         )
-    if not rows:
-        raise _error(path, None, "no table of results (size count type redop root time algbw busbw #wrong ...)")
+    if failure is not None:
+        raise _error(
+            path,
+            failure[0],
+            f"the run failed before its first row ({clip(failure[1], 100)!r}): no row of results; "
+            "give the log of a run that completed",
+        )
+    raise _error(path, None, "no table of results (size count type redop root time algbw busbw #wrong ...)")
+
+
+def _hosts_and_gpu(
+    path: str, ranks: dict[int, tuple[str, str, int]], threads: tuple[int, int]
+) -> tuple[dict[str, int], str]:
+    """The ranks of each host, in order, and the GPU of every rank, from the ``#  Rank`` lines
+    (``ranks``: rank -> host, GPU, line); refused: none, ranks not 0..n-1, a count that is no
+    multiple of nThread x nGpus, hosts with different numbers of ranks, different GPUs."""
     if not ranks:
         raise _error(
             path, None, "no '#  Rank N Group N Pid N on HOST device N [...] GPU' lines: cannot tell ranks and nodes"
@@ -452,25 +587,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
             f"ranks on different GPUs ({', '.join(clip(g) for g in sorted(gpus)[:3])}{', ...' * (len(gpus) > 3)}); "
             "calibrate one kind at a time",
         )
-    chosen, binary = _which(path, named, rows, n, collective)
-    factor = bus_factor(chosen, n)
-    for row in rows:
-        _check_columns(path, row.line, lines[row.line - 1], columns or [], row.size, factor, f"{chosen} on {n} ranks")
-    return Run(
-        path=path,
-        collective=chosen,
-        binary=binary,
-        ranks=n,
-        nodes=len(hosts),
-        gpus_per_node=n // len(hosts),
-        hosts=tuple(hosts),
-        gpu=gpus.pop(),
-        nccl_version=nccl_version,
-        rows=tuple(rows),
-        avg_busbw=avg,
-        skipped=tuple(zero),
-        sha256=digest,
-    )
+    return hosts, gpus.pop()
 
 
 def _which(path: str, named: _Named, rows: list[Row], ranks: int, given: Optional[str]) -> tuple[str, Optional[str]]:
@@ -485,17 +602,49 @@ def _which(path: str, named: _Named, rows: list[Row], ranks: int, given: Optiona
         if given is not None and given != collective:
             raise InputError("collective", f"{path} is {binary} ({collective}), not {given}")
         return collective, binary
-    from_table = _collective_of_table(rows, ranks)
+    from_table, why_not = _collective_of_table(rows, ranks)
     if given is not None:
-        if from_table is not None and given != from_table:
-            raise InputError("collective", f"{path}: its table is {from_table}, not {given}")
+        _check_given(path, given, from_table, rows[0])
         return given, None
     echoed = named.echoed_alone()
     if echoed is not None:
         return _collective_of_binary(path, echoed[1], echoed[0]), echoed[0]
     if from_table is not None:
         return from_table, None
-    raise _undetermined(path, named, rows[0])
+    raise _undetermined(path, named, rows[0], why_not)
+
+
+def _check_not_sendrecv(path: str, last: Row, text: str, columns: list[str], chosen: str, ranks: int) -> None:
+    """Refuses a log whose collective only its table told (``chosen``) where its largest row
+    (``last``, printed as ``text``) has busbw = algbw, as sendrecv_perf prints it, and ``chosen``
+    does not (all-reduce on 3 or more ranks): sendrecv's table reads as all-reduce (a reduction,
+    size = count x element size), and its columns would be refused as disagreeing with
+    all-reduce's bus factor, which misnames the problem."""
+    factor = bus_factor(chosen, ranks)
+    j = _time_columns(columns)[0]
+    fields = _row_fields(text, columns)
+    if factor == 1 or fields[j + 1] != fields[j + 2]:
+        return
+    raise _error(
+        path,
+        last.line,
+        f"busbw = algbw ({fields[j + 2]} GB/s), as sendrecv_perf prints it, where {chosen} on {ranks} ranks prints "
+        f"algbw x {factor:.4g}: the table reads as {chosen} only by its redop and counts, and no line names the "
+        f"binary; calibration reads {', '.join(BINARIES)} (give --collective for one of them)",
+    )
+
+
+def _check_given(path: str, given: str, from_table: Optional[str], first: Row) -> None:
+    """Refuses a ``--collective`` (``given``) the table contradicts: another collective than the
+    one the table tells (``from_table``), or a reduction where the table prints none (``first``
+    row's ``redop``: all-gather, all-to-all) or none where it prints one."""
+    if from_table is not None and given != from_table:
+        raise InputError("collective", f"{path}: its table is {from_table}, not {given}")
+    reduces = first.redop in REDUCTIONS
+    if reduces != (given in REDUCING):
+        printed = f"redop {clip(first.redop)!r}" if first.redop else "no redop"
+        says = f"{printed}, a reduction" if reduces else f"no reduction ({printed})"
+        raise InputError("collective", f"{path}: its table prints {says}, so it is not {given}")
 
 
 def _collective_of_binary(path: str, line: int, binary: str) -> str:
@@ -506,11 +655,11 @@ def _collective_of_binary(path: str, line: int, binary: str) -> str:
     return BINARIES[binary]
 
 
-def _undetermined(path: str, named: _Named, first: Row) -> InputError:
+def _undetermined(path: str, named: _Named, first: Row, why_not: str) -> InputError:
     """The refusal of a log whose collective nothing tells, naming what the log does say: the
     binaries its lines name, a ``*_perf`` word that is no nccl-tests binary (at its line), or
-    nothing."""
-    table = f"the table cannot tell (redop {clip(first.redop)!r}); give --collective {' | '.join(COLLECTIVES)}"
+    nothing; and why the table cannot tell (``why_not``, :func:`_collective_of_table`)."""
+    table = f"the table cannot tell ({why_not}); give --collective {' | '.join(COLLECTIVES)}"
     if named.echoed:
         listed = ", ".join(f"{b} on line {line}" for b, line in sorted(named.echoed.items(), key=lambda e: e[1]))
         return _error(
@@ -528,17 +677,43 @@ def _gbs(x: float) -> str:
     return f"{x:.2f}" if abs(x) < 1e9 else f"{x:.4g}"
 
 
+def _row_fields(text: str, columns: list[str]) -> list[str]:
+    """The fields of the row ``text``, each under its column of the header ``columns``: where
+    the header has a ``redop`` column and the row leaves it blank (nccl-tests up to v2.13.3
+    prints an empty name there for all-gather and all-to-all, so the row has one field
+    fewer), an empty field stands in for the name (:data:`_OP_NAME`).
+
+    >>> _row_fields("1048576  32768  float  -1  30.48", ["size", "count", "type", "redop", "root", "time"])
+    ['1048576', '32768', 'float', '', '-1', '30.48']
+    >>> _row_fields("1048576  32768  float  30.48", ["size", "count", "type", "time"])
+    ['1048576', '32768', 'float', '30.48']
+    """
+    fields = text.split()
+    if "redop" in columns:
+        j = columns.index("redop")
+        if j < len(fields) and not _OP_NAME.fullmatch(fields[j]):
+            fields.insert(j, "")
+    return fields
+
+
+def _cell(fields: list[str], columns: list[str], name: str) -> Optional[str]:
+    """The field under the column ``name``; None where the header has no such column."""
+    if name not in columns:
+        return None
+    j = columns.index(name)
+    return fields[j] if j < len(fields) else None
+
+
 def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
     """The row of ``text``; None for a row of size 0 (skipped: it times nothing, and
     nccl-tests prints its bandwidths as 0 or nan)."""
-    fields = text.split()
+    fields = _row_fields(text, columns)
     if len(fields) < len(columns) - 1 or len(fields) < 9:
         raise _error(path, line, f"{len(fields)} fields where the header has {len(columns)}: a row cut short or edited")
     size, count = (_whole(f, MAX_SIZE) for f in fields[:2])
     if size > MAX_SIZE or count > MAX_SIZE:
         what = "size" if size > MAX_SIZE else "count"
         raise _error(path, line, f"{what} {clip(fields[0 if what == 'size' else 1])} is past 2^53 (8 PiB): not a run")
-    dtype, redop = fields[2], fields[3]
     if size == 0:
         return None
     times = _time_columns(columns)
@@ -565,13 +740,14 @@ def _row(path: str, line: int, text: str, columns: list[str]) -> Optional[Row]:
         line=line,
         size=size,
         count=count,
-        dtype=dtype,
-        redop=redop,
+        dtype=_cell(fields, columns, "type") or "",
+        redop=_cell(fields, columns, "redop") or "",
         seconds=seconds,
         algbw=algbw,
         busbw=busbw,
         in_place_seconds=in_place[0] if in_place else None,
         in_place_busbw=in_place[2] if in_place else None,
+        root=_cell(fields, columns, "root"),
     )
 
 
@@ -689,7 +865,7 @@ def disagreements(
 
 def _check_columns(path: str, line: int, text: str, columns: list[str], size: int, factor: float, what: str) -> None:
     """Refuses the row at ``line`` when a printed triple contradicts itself (:func:`disagreements`)."""
-    fields = text.split()
+    fields = _row_fields(text, columns)
     problems = []
     for k, j in enumerate(_time_columns(columns)[:2]):
         if j + 2 >= len(fields):

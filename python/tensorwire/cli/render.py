@@ -132,14 +132,19 @@ def short(text: str, limit: int = TITLE_CHARS) -> str:
 
 def titled(workload: Workload) -> str:
     """A workload as a title names it: its name, and its description after it where it has
-    one (a workload file's description alone, ``optional``, named nothing).
+    one (a workload file's description alone, ``optional``, named nothing); a description
+    that starts with the name alone.
 
     >>> from types import SimpleNamespace as W
     >>> titled(W(name="mlp", description="two layers")), titled(W(name="mlp", description=""))
     ('mlp (two layers)', 'mlp')
+    >>> titled(W(name="allgather:64MiB", description="allgather:64MiB: collective microbenchmark"))
+    'allgather:64MiB: collective microbenchmark'
     """
     described = workload.description.strip()
-    return f"{workload.name} ({described})" if described and described != workload.name else workload.name
+    if not described or described.startswith(workload.name):
+        return described or workload.name
+    return f"{workload.name} ({described})"
 
 
 def result(

@@ -114,3 +114,14 @@ def _positive(token: str, spec: str, where: str) -> float:
         expected = _EMPIRICAL_FORMAT if where else "expected positive numbers separated by commas"
         raise InputError("stragglers", f"{spec!r}: {where}{clip(token.strip())!r} is not a positive number; {expected}")
     return value
+
+
+def stragglers_note(spec: str) -> str:
+    """What a title says of ``--stragglers`` (nothing for ``none``): the scaling factor and the
+    compute of a run with stragglers are not those of the same run without, and a table
+    that did not say so read as the workload's own.
+
+    >>> stragglers_note("none"), stragglers_note("fixed:2,1,1,1")
+    ('', 'stragglers fixed:2,1,1,1')
+    """
+    return "" if spec.strip() in ("", "none") else f"stragglers {spec.strip()}"

@@ -22,7 +22,7 @@ from tensorwire.failures import Failure
 from tensorwire.io import check_output
 from tensorwire.result import Result, folded_shown, ranks_in_words, simulated_workers
 from tensorwire.stragglers import input_files as stragglers_files
-from tensorwire.stragglers import parse_stragglers
+from tensorwire.stragglers import parse_stragglers, stragglers_note
 from tensorwire.strategy import Strategy, baseline_spec, check, gpu_fabric, host_options, split_specs, strategies
 from tensorwire.sweep.grid import FILE_GIVES_ITERATION, refuse_model_options
 from tensorwire.units import format_seconds
@@ -241,7 +241,7 @@ def simulate_cmd(
             out["without_failures"] = {k: without[k] for k in ("iteration_time_s", "scaling_factor")}
         _emit_json(out)
     else:
-        render.result(result, workload, healthy, extra)
+        render.result(result, workload, healthy, extra, conditions=stragglers_note(stragglers))
     if trace_file is not None:
         # After the result is shown: a write that fails (a full disk) loses only the trace.
         size, events, cut = write_trace(trace_file, result, trace_workers)
@@ -665,7 +665,8 @@ def compare_cmd(
         for name, rows in results.items():
             base, note = _baseline(rows, preferred)
             metrics = functools.partial(_llm_metrics, by_name[name], seq_len, compute_speedup, topology, gpu)
-            render.comparison(name, rows, base, note, cluster, aliases, metrics)
+            both = "; ".join(n for n in (note, stragglers_note(stragglers)) if n)
+            render.comparison(name, rows, base, both, cluster, aliases, metrics)
     if not any(isinstance(r, Result) for rows in results.values() for r in rows):
         # Nothing was compared: the refusals above say why; the run is an error, as a
         # simulate over the budget is.

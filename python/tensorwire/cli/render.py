@@ -148,15 +148,21 @@ def titled(workload: Workload) -> str:
 
 
 def result(
-    r: Result, workload: Workload, healthy: Optional[Result] = None, extra: Optional[dict[str, Any]] = None
+    r: Result,
+    workload: Workload,
+    healthy: Optional[Result] = None,
+    extra: Optional[dict[str, Any]] = None,
+    conditions: str = "",
 ) -> None:
     """Metrics of one simulation and its busiest links (``healthy``: the same run without
     its failures, shown beside it). ``extra``: a collective microbenchmark's time per
     collective and bandwidths (key ``busbw_bytes_per_s``), shown instead of the training
-    metrics, or an LLM's tokens/s and model TFLOP/s per GPU."""
+    metrics, or an LLM's tokens/s and model TFLOP/s per GPU. ``conditions``: what else the
+    title says of the run (its stragglers)."""
     extra = extra or {}
     bench = "busbw_bytes_per_s" in extra
     title = f"{short(titled(workload))}: {r.strategy}, {counted(r.workers, 'worker')}, {format_rate(r.bandwidth)}"
+    title += f", {conditions}" if conditions else ""
     t = Table(title=Text(title))
     t.add_column("metric")
     t.add_column("value", justify="right")

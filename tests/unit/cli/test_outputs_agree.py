@@ -267,3 +267,14 @@ def test_a_long_iteration_is_written_in_seconds_not_exponents() -> None:
     assert p.returncode == 0, p.stderr
     assert "e+0" not in p.stdout and " s │" in p.stdout
     assert re.search(r"iteration time\s+│\s+\d{2},\d{3} s", p.stdout), p.stdout
+
+
+def test_titles_say_the_run_had_stragglers() -> None:
+    # Its scaling factor is not the workload's own: a table that did not say so read as it.
+    fixed = "fixed:2,1,1,1"
+    for command in ("simulate", "compare"):
+        done = run(command, "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring", "--stragglers", fixed)
+        assert done.returncode == 0, done.stderr
+        assert f"stragglers {fixed}" in " ".join(done.stdout.split()), done.stdout
+    plain = run("simulate", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring")
+    assert "stragglers" not in plain.stdout

@@ -121,3 +121,24 @@ fn a_link_that_goes_down_stops_the_job_with_its_name() {
     sc.failures = vec![fail("leaf7", 0.0, 0.5)];
     assert_eq!(simulate(&sc).unwrap_err().field(), "failures[0].target");
 }
+
+#[test]
+fn a_link_down_under_one_job_of_several_names_that_job() {
+    // "the job cannot finish" of a run of several did not say which.
+    let w = workload(&[4096, 100_000], 1000);
+    let mut fabric = scenario(w.clone(), 4, "ring", 100);
+    let job = |name: &str| Job {
+        name: name.into(),
+        workload: w.clone(),
+        workers: 2,
+        strategy: Strategy::parse("ring").unwrap(),
+        hosts: None,
+    };
+    fabric.failures = vec![fail("h3", 1e-6, 0.0)];
+    let e = simulate_jobs(&fabric, &[job("a"), job("b")], "packed").unwrap_err();
+    assert_eq!(e.field(), "failures");
+    assert!(e.to_string().contains("job \"b\" cannot finish: h3 went down"), "{e}");
+    fabric.failures = vec![fail("sw", 1e-6, 0.0)];
+    let e = simulate_jobs(&fabric, &[job("a"), job("b")], "packed").unwrap_err();
+    assert!(e.to_string().contains("jobs \"a\", \"b\" cannot finish: sw went down"), "{e}");
+}

@@ -248,13 +248,17 @@ fn next(queue_head: Option<Nanos>, core: &mut SimState) -> Next {
     }
 }
 
+/// How a stalled run's error names what cannot finish; a multi-job run names the jobs
+/// instead (`jobs.rs`).
+pub(super) const STRANDED: &str = "the job cannot finish";
+
 /// The error of a run with nothing left to happen before it finished.
 fn stalled(core: &SimState) -> Error {
     match core.failures.down.first() {
         Some((target, at)) => Error::invalid(
             "failures",
             format!(
-                "the job cannot finish: {target} went down at {} s and routes are fixed (no rerouting is modelled), so messages crossing it never arrive; give a rate > 0 to model a degraded link",
+                "{STRANDED}: {target} went down at {} s and routes are fixed (no rerouting is modelled), so messages crossing it never arrive; give a rate > 0 to model a degraded link",
                 nanos_to_seconds(*at)
             ),
         ),

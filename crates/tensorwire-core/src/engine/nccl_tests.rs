@@ -238,6 +238,28 @@ fn refusals_name_their_field() {
 }
 
 #[test]
+fn a_timed_job_must_sit_on_its_nodes_as_nccl_places_it() {
+    // One GPU on each of 8 nodes was timed as if packed on one node (NVLS inside it).
+    let w = workload(&[(0, 0)], &[(1 << 30, 0)]);
+    let fabric = scenario(w.clone(), 64, "ring", RAIL);
+    let at = |s: &str, hosts: Vec<usize>| Job { hosts: Some(hosts), ..job(&w, s) };
+    for strategy in ["nccl", "ddp", "fsdp:comm=nccl"] {
+        let e = simulate_jobs(&fabric, &[at(strategy, (0..64).step_by(8).collect())], "packed").unwrap_err();
+        assert_eq!(e.field(), "jobs[0].hosts", "{strategy}");
+        assert!(e.to_string().contains("--place nccl=0-7") || !strategy.starts_with("nccl"), "{e}");
+        // Not from a node's first GPU, or out of order: refused too.
+        assert!(simulate_jobs(&fabric, &[at(strategy, (4..12).collect())], "packed").is_err(), "{strategy}");
+        assert!(simulate_jobs(&fabric, &[at(strategy, (0..8).rev().collect())], "packed").is_err(), "{strategy}");
+        // A node's GPUs in order, as placed alone: the same run as `simulate`.
+        let placed = simulate_jobs(&fabric, &[at(strategy, (8..16).collect())], "packed").unwrap();
+        let alone = simulate(&scenario(w.clone(), 8, strategy, RAIL)).unwrap();
+        assert_eq!(placed[0].iteration_time_s, alone.iteration_time_s, "{strategy}");
+    }
+    // Flow-level strategies time any placement.
+    assert!(simulate_jobs(&fabric, &[at("ring", (0..64).step_by(8).collect())], "packed").is_ok());
+}
+
+#[test]
 fn timed_collectives_report_rank_0s_communication_and_bus_bytes_but_no_links() {
     // Two tensors, one all-reduce each per iteration, after the backward pass (layer 0's
     // gradient is ready last): rank 0 communicates for both collectives back to back and

@@ -91,6 +91,11 @@ CLI_FIELDS = {
 }
 
 
+#: The :class:`~tensorwire.io.InputWarning` lines of the command running, each once, shown
+#: when it succeeds (a refusal is its one error line alone).
+_input_warnings: list[str] = []
+
+
 def _show_warning(
     message: Warning | str,
     category: type[Warning],
@@ -101,23 +106,32 @@ def _show_warning(
     *,
     _default: Any = warnings.showwarning,
 ) -> None:
-    """Shows an :class:`~tensorwire.io.InputWarning` (a default assumed for what an input file
-    does not say) as one line, ``tensorwire: warning: ...``; other warnings as Python does."""
+    """Keeps an :class:`~tensorwire.io.InputWarning` (a default assumed for what an input file
+    does not say) as one line, ``tensorwire: warning: ...``, for the end of a command that
+    succeeds; shows other warnings as Python does."""
     from tensorwire.io import InputWarning
 
-    if issubclass(category, InputWarning):
-        click.echo(f"tensorwire: warning: {message}", err=True)
-    else:
+    if not issubclass(category, InputWarning):
         _default(message, category, filename, lineno, file, line)
+    elif f"tensorwire: warning: {message}" not in _input_warnings:
+        _input_warnings.append(f"tensorwire: warning: {message}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns (and, from the console script, exits with) the exit status."""
+    """Entry point; returns (and, from the console script, exits with) the exit status. The
+    input warnings of a command that succeeds follow its output on stderr; a refused command
+    prints its one error line alone (a Chakra trace's "batch size unknown" came before the
+    error that refused the trace)."""
     if sys.stdout is None:  # started with standard output closed (`tensorwire models >&-`)
         return _fail("stdout: closed; give the command somewhere to write its output (a file or a pipe)")
+    _input_warnings.clear()
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
-        return _main(argv)
+        status = _main(argv)
+    if status == 0:
+        for text in _input_warnings:
+            click.echo(text, err=True)
+    return status
 
 
 def _main(argv: Optional[Sequence[str]]) -> int:

@@ -173,6 +173,13 @@ def test_cli_simulate_and_error(tmp_path: Path) -> None:
     ]
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+    # It ran on an assumed batch: said after the output, in one line.
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "batch size unknown" in r.stderr, r.stderr
+    # Refused after the trace was read (over the flow budget): the error line alone (the
+    # warning came first, and a refusal was two lines).
+    r = subprocess.run([*args, "--max-flows", "1"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr
+    assert "max_flows" in r.stderr and "warning" not in r.stderr, r.stderr
     bad = tmp_path / "bad.et"
     bad.write_bytes(p.read_bytes()[:-3])
     args[args.index(str(p))] = str(bad)

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
-from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text, is_int, is_real
-from tensorwire.result import Result, nccl_channels_text
+from tensorwire.limits import (
+    U32_MAX,
+    U64_MAX,
+    as_items,
+    check_int,
+    check_real,
+    check_text,
+    is_int,
+    is_real,
+    items_of,
+    wrong_type,
+)
+from tensorwire.result import Result, nccl_channels_text, without_sample_metrics
 from tensorwire.strategy import Strategy
 from tensorwire.units import format_seconds
 from tensorwire.workload import Workload
@@ -87,9 +100,10 @@ def simulate(
     The first iteration is warm-up when there are several. ``stragglers`` is ``none``,
     ``normal`` (``spread`` = coefficient of variation), ``lognormal`` (``spread`` = sigma)
     or ``fixed`` (``slowdowns`` = one compute multiplier per worker); draws are seeded.
-    A ``spread`` other than 0 with another mode (``none``, ``fixed``, ``empirical``) is
-    refused (``InputError``, field ``spread``), as ``slowdowns`` are without ``fixed``: it
-    would change nothing. Numbers may be numpy's (``np.int64(8)``, ``np.float32(0.2)``);
+    A spread or slowdowns the core refuses (out of range, NaN, too few) are named as given
+    (``spread``, ``slowdowns``). A ``spread`` other than 0 with another mode (``none``,
+    ``fixed``, ``empirical``) is refused (``InputError``, field ``spread``), as ``slowdowns``
+    are without ``fixed``: it would change nothing. Numbers may be numpy's (``np.int64(8)``, ``np.float32(0.2)``);
     ``True`` and ``False`` are not numbers (a slowdown of ``True`` is refused, naming
     ``slowdowns[i]``).
     ``fold=False`` disables the shortcuts (folding ranks that behave alike; timing a
@@ -112,7 +126,11 @@ def simulate(
     timed after the run ended could change nothing and is refused (``InputError``, field
     ``failures[i].at_s``, saying when the run ended), so ``Result.failures_applied`` is
     every failure. A cluster's ``latency`` under a strategy NCCL's model times changes
-    nothing and warns (:class:`UnseenOptionWarning`).
+    nothing and warns (:class:`UnseenOptionWarning`). A workload without compute (a
+    collective microbenchmark) has no samples: its result's ``throughput_samples_per_s`` and
+    ``scaling_factor`` are NaN; on one worker without a parameter server it has nothing to
+    exchange and is refused (``InputError``, field ``workers``). An argument of the wrong kind
+    (``spread="0.2"``) is an ``InputError`` that is also a ``TypeError``, naming it.
 
     >>> from tensorwire import Cluster, load_model
     >>> r = simulate(load_model("vgg16"), Cluster(32, "25Gbps"), "ring")
@@ -120,15 +138,15 @@ def simulate(
     True
     """
     parsed = _as_strategy(strategy)
-    if not isinstance(timeline, bool):
-        raise TypeError(f"timeline must be True or False, not {timeline!r:.80}")
+    _check_types(timeline=timeline)
     args, options = _run_args(
         workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures, progress
     )
     warn_unseen_latency(cluster, parsed)
     # Only False stops: a callback that prints and returns None lets the run go on.
     report = None if progress is None else (lambda *p: progress(Progress(*p)) is not False)
-    raw = _core.Scenario(*args, **options).simulate(timeline=timeline, progress=report)
+    with _stragglers_named_as_given(stragglers):
+        raw = _core.Scenario(*args, **options).simulate(timeline=timeline, progress=report)
     return _result(raw, workload, cluster.workers, cluster.bandwidth, parsed.spec)
 
 
@@ -163,7 +181,8 @@ def check_simulate(
     args, options = _run_args(
         workload, cluster, parsed, iterations, seed, stragglers, spread, slowdowns, fold, max_flows, failures
     )
-    _core.Scenario(*args, **options).check()
+    with _stragglers_named_as_given(stragglers):
+        _core.Scenario(*args, **options).check()
 
 
 def _run_args(
@@ -184,16 +203,11 @@ def _run_args(
     core's positional arguments of the run (workload, workers, strategy, bandwidth, latency,
     topology) and its keyword arguments, those of :class:`_core.Scenario`. Numbers (numpy's
     too) are passed on as plain ``int``/``float``."""
-    _check_types(workload, cluster)
+    _check_types(workload=workload, cluster=cluster, stragglers=stragglers, spread=spread, fold=fold, progress=progress)
+    _check_exchange("workers", cluster.workers, workload, parsed)
     iterations, seed, max_flows, failures = _check_run(iterations, seed, max_flows, failures)
-    if not isinstance(fold, bool):
-        raise TypeError(f"fold must be True or False, not {fold!r:.80}")
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a function taking a Progress (or None), not {progress!r:.80}")
-    # Any real number, numpy's included (np.float32(0.2) was "must be a number"); not a bool.
-    if not is_real(spread):
-        raise TypeError(f"spread must be a number, not {spread!r:.80}")
     spread = check_real("spread", spread)
+    slowdowns = _slowdowns(slowdowns)
     if slowdowns is not None and stragglers not in ("fixed", "empirical"):
         raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
     if spread != 0 and stragglers in ("none", "fixed", "empirical"):
@@ -209,14 +223,7 @@ def _run_args(
         copy_bandwidth=cluster.copy_bandwidth,
         stragglers=stragglers,
         spread=spread,
-        # Numbers (numpy's too) as floats, integers past a float (10**400) and True/False
-        # (were taken as 1.0 and 0.0) refused naming the item; other types the core checks.
-        slowdowns=None
-        if slowdowns is None
-        else [
-            check_real(f"slowdowns[{i}]", x) if is_real(x) or isinstance(x, bool) else x
-            for i, x in enumerate(slowdowns)
-        ],
+        slowdowns=slowdowns,
         allow_folding=fold,
         allow_lanes=fold,
         max_flows=max_flows,
@@ -224,6 +231,39 @@ def _run_args(
         placement=cluster.rank_placement,
     )
     return (workload.core, cluster.workers, parsed.core, cluster.bandwidth, cluster.latency, cluster.core), options
+
+
+def _slowdowns(slowdowns: Any) -> Optional[list[float]]:
+    """``slowdowns`` (None, or one compute multiplier per worker: any sequence, a generator
+    taken once) as plain floats: numpy's numbers converted; an item that is no number, True
+    and False among them (were taken as 1.0 and 0.0), and integers past a float (10**400)
+    refused naming the item (``slowdowns[i]``). Their values the core checks."""
+    if slowdowns is None:
+        return None
+    items = as_items("slowdowns", slowdowns, "a list of numbers, one compute multiplier per worker")
+    for i, x in enumerate(items):
+        if not is_real(x):
+            raise wrong_type(f"slowdowns[{i}]", "a number (a compute multiplier)", x)
+    return [check_real(f"slowdowns[{i}]", x) for i, x in enumerate(items)]
+
+
+#: The argument that gives the numbers of each kind of stragglers: the core checks them and
+#: names its own field, ``stragglers`` (the CLI's ``--stragglers``, which holds them).
+_STRAGGLER_NUMBERS = {"normal": "spread", "lognormal": "spread", "fixed": "slowdowns", "empirical": "slowdowns"}
+
+
+@contextmanager
+def _stragglers_named_as_given(stragglers: str) -> Iterator[None]:
+    """Re-raises the core's refusal of the stragglers' numbers (field ``stragglers``: a
+    spread out of range, NaN or inf, slowdowns too few or not > 0) naming the argument that
+    gave them, ``spread`` or ``slowdowns``; a refusal of ``stragglers`` itself (an unknown
+    kind) is left as it is."""
+    try:
+        yield
+    except InputError as e:
+        if e.field != "stragglers" or stragglers not in _STRAGGLER_NUMBERS:
+            raise
+        raise InputError(_STRAGGLER_NUMBERS[stragglers], e.message) from None
 
 
 #: Fields of the core's Report that :class:`Result` does not keep, and why: the failures
@@ -248,6 +288,9 @@ def _result(raw: _core.Report, workload: Workload, workers: int, bandwidth: floa
     taken: dict[str, Any] = {
         RENAMED_REPORT_FIELDS.get(n, n): getattr(raw, n) for n in report_fields() if n not in DROPPED_REPORT_FIELDS
     }
+    # NaN samples/s and scaling factor without compute (a collective microbenchmark): the
+    # attributes stay floats; to_dict() gives None for them.
+    without_sample_metrics(taken, math.nan)
     taken["link_utilization"] = dict(taken["link_utilization"])
     taken["completions_s"] = tuple(taken["completions_s"])
     taken["timeline"] = tuple(_spans(taken["timeline"], workload, workers))
@@ -356,7 +399,9 @@ def _spans(
 class Job:
     """One job of :func:`simulate_jobs`: a workload on ``workers`` ranks under ``strategy``;
     ``hosts`` pins its ranks to fabric hosts, one per rank, then one per parameter server
-    (default: the run's placement decides). ``name`` is unique in a run."""
+    (default: the run's placement decides); any sequence of integers (a generator, numpy's
+    array), kept as a tuple of plain ints, so that a job is hashable and compares equal
+    whichever sequence gave its hosts. ``name`` is unique in a run."""
 
     name: str
     workload: Workload
@@ -368,18 +413,12 @@ class Job:
         if not isinstance(self.name, str) or not self.name:
             raise InputError("jobs.name", f"{self.name!r} is not a job name; give a non-empty string")
         check_text("jobs.name", self.name, allow="")
-        if not isinstance(self.workload, Workload):
-            raise TypeError(
-                f"job {self.name!r}: workload must be a Workload (e.g. tensorwire.load_model('resnet50')), not {self.workload!r:.80}"
-            )
+        _check_types("jobs.", workload=self.workload)
         # Kept as a plain int (numpy's reached the results' to_dict(), which json refused).
         object.__setattr__(self, "workers", check_int("jobs.workers", self.workers, 1, U32_MAX))
-        if self.hosts is not None and (
-            isinstance(self.hosts, (str, bytes)) or not all(is_int(h) and 0 <= h <= U32_MAX for h in self.hosts)
-        ):
-            raise InputError(
-                "jobs.hosts", f"{list(self.hosts)!r:.200}: hosts are numbered 0, 1, ... (integers from 0 to {U32_MAX})"
-            )
+        _check_exchange("jobs.workers", self.workers, self.workload, self.strategy)
+        if self.hosts is not None:
+            object.__setattr__(self, "hosts", _job_hosts(self.hosts))
 
     @property
     def hosts_needed(self) -> int:
@@ -390,6 +429,17 @@ class Job:
         20
         """
         return self.workers + _as_strategy(self.strategy).servers
+
+
+def _job_hosts(hosts: Any) -> tuple[int, ...]:
+    """A job's ``hosts`` (any sequence, taken once) as a tuple of plain ints, each a host's
+    number, else :class:`InputError` (field ``jobs.hosts``)."""
+    given = as_items("jobs.hosts", hosts, "a list of host numbers (0, 1, ...)")
+    if not all(is_int(h) and 0 <= h <= U32_MAX for h in given):
+        raise InputError(
+            "jobs.hosts", f"{list(given)!r:.200}: hosts are numbered 0, 1, ... (integers from 0 to {U32_MAX})"
+        )
+    return tuple(int(h) for h in given)
 
 
 def simulate_jobs(
@@ -440,33 +490,58 @@ def _check_max_flows(max_flows: Optional[int]) -> None:
         check_int("max_flows", max_flows, 1, U64_MAX)
 
 
-def _check_types(workload: Any, cluster: Any) -> None:
-    """A :class:`TypeError` saying what was expected, instead of an ``AttributeError`` later."""
-    if not isinstance(workload, Workload):
-        raise TypeError(
-            f"workload must be a Workload (tensorwire.load_model, Workload.from_file, ...), not {workload!r:.80}"
+#: What each argument of the API that takes one kind of object must be: a test of the value
+#: and the words a refusal says it in (:func:`_check_types`).
+ARGUMENT_KINDS: Mapping[str, tuple[Callable[[Any], bool], str]] = {
+    "workload": (lambda v: isinstance(v, Workload), "a Workload (tensorwire.load_model, Workload.from_file, ...)"),
+    "cluster": (lambda v: isinstance(v, Cluster), "a Cluster"),
+    "stragglers": (lambda v: isinstance(v, str), "text: none, normal, lognormal, fixed or empirical"),
+    # Any real number, numpy's included (np.float32(0.2) was "must be a number"); not a bool.
+    "spread": (is_real, "a number"),
+    "fold": (lambda v: isinstance(v, bool), "True or False"),
+    "timeline": (lambda v: isinstance(v, bool), "True or False"),
+    "progress": (lambda v: v is None or callable(v), "a function taking a Progress (or None)"),
+}
+
+
+def _check_types(_prefix: str = "", **given: Any) -> None:
+    """Refuses the first argument (by name, the key of :data:`ARGUMENT_KINDS`) that is not of
+    its kind, naming it (after ``_prefix``, e.g. ``jobs.``) and saying what it must be
+    (:func:`~tensorwire.limits.wrong_type`: an :class:`InputError` that is also a
+    ``TypeError``), instead of an ``AttributeError`` or a binding's message later."""
+    for name, value in given.items():
+        test, expected = ARGUMENT_KINDS[name]
+        if not test(value):
+            raise wrong_type(_prefix + name, expected, value)
+
+
+def _check_exchange(field: str, workers: int, workload: Workload, strategy: Union[Strategy, str]) -> None:
+    """Refuses one worker without a parameter server (a host of its own) for a workload
+    without compute (a collective microbenchmark): it has nothing to exchange, and its
+    iteration took no time (a throughput of inf). The CLI refused it; ``simulate`` ran it.
+    One worker pushing to a server and pulling from it is a transfer, and runs."""
+    if workers < 2 and not workload.has_compute and _as_strategy(strategy).servers == 0:
+        raise InputError(
+            field,
+            f"{workers} worker has nothing to exchange; a collective (a workload without compute) needs 2 or more "
+            "(or a parameter server: ps)",
         )
-    if not isinstance(cluster, Cluster):
-        raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
+
+
+#: How a failure is made, for the refusal of one that is not a :class:`Failure`.
+FAILURE_EXAMPLE = " (e.g. tensorwire.failures.parse_failure('h3@0s'))"
 
 
 def _check_run(
     iterations: Any, seed: Any, max_flows: Any, failures: Any
 ) -> tuple[int, int, Optional[int], tuple[Failure, ...]]:
     """The arguments :func:`simulate` and :func:`simulate_jobs` share, in the core's ranges,
-    returned as plain ints (numpy's converted) and a tuple of failures (``None``: none)."""
+    returned as plain ints (numpy's converted) and a tuple of failures (taken once: a
+    generator was used up by the check; ``None``: none)."""
     iterations = check_int("iterations", iterations, 1, U32_MAX)
     seed = check_int("seed", seed, 0, U64_MAX)
     _check_max_flows(max_flows)
-    try:
-        # Taken once (a generator was used up by the check), None as none.
-        given = None if isinstance(failures, (str, bytes, Failure)) else () if failures is None else tuple(failures)
-    except TypeError:  # not iterable
-        given = None
-    if given is None or not all(isinstance(f, Failure) for f in given):
-        raise TypeError(
-            f"failures must be a list of Failure objects (e.g. [tensorwire.failures.parse_failure('h3@0s')]) or None, not {failures!r:.80}"
-        )
+    given = () if failures is None else items_of("failures", failures, Failure, FAILURE_EXAMPLE)
     return iterations, seed, None if max_flows is None else int(max_flows), given
 
 
@@ -492,10 +567,9 @@ def _run_jobs(
     """:func:`simulate_jobs`; ``allow_failures_after_end`` keeps failures timed after the run
     instead of refusing them, for baselines that share another run's failures (each job of
     ``tensorwire jobs`` alone: it ends before the jobs together do)."""
-    if isinstance(jobs, (str, bytes, Job)) or not all(isinstance(j, Job) for j in jobs):
-        raise TypeError(f"jobs must be a list of Job objects, not {jobs!r:.80}")
-    if not isinstance(cluster, Cluster):
-        raise TypeError(f"cluster must be a Cluster, not {cluster!r:.80}")
+    # Taken once: a generator was used up by the check ("give at least one job").
+    jobs = items_of("jobs", jobs, Job)
+    _check_types(cluster=cluster)
     parsed = [_as_strategy(j.strategy) for j in jobs]
     iterations, seed, max_flows, failures = _check_run(iterations, seed, max_flows, failures)
     raws = _core.simulate_jobs(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tensorwire._core import InputError
-from tensorwire.limits import check_real
+from tensorwire.limits import check_real, wrong_type
 from tensorwire.units import to_seconds
 
 
@@ -31,7 +31,7 @@ class Failure:
 
     def __post_init__(self) -> None:
         if not isinstance(self.target, str):
-            raise TypeError(f"Failure.target must be a link or node name (str), not {self.target!r:.80}")
+            raise wrong_type("failures.target", "a link or node name (text) such as 'h3->sw' or 'h3'", self.target)
         for key in ("at_s", "rate"):
             # Not a number, or past a float (10**400: an OverflowError in the run), named here.
             check_real(f"failures.{key}", getattr(self, key))
@@ -45,13 +45,24 @@ class Failure:
             raise InputError("failures.at_s", f"{self.at_s!r} must be a time >= 0 s")
 
 
+#: The form ``--fail`` and :func:`parse_failure` take, with examples that can run.
+FAIL_FORM = "TARGET@TIME[:rate=X], e.g. leaf0->spine1@20ms:rate=0.5 or h3@1s:rate=0.25"
+
+
 def parse_failure(text: str) -> Failure:
-    """``TARGET@TIME[:rate=X]``: e.g. ``leaf0->spine1@20ms:rate=0.5`` or ``h3@1s`` (down)."""
+    """``TARGET@TIME[:rate=X]``: e.g. ``leaf0->spine1@20ms:rate=0.5`` or ``h3@1s`` (down).
+    Every refusal names ``fail`` (the CLI's ``--fail``), those of the values too (a rate
+    outside [0, 1] was ``failures.rate``, the field of :class:`Failure`'s own checks).
+
+    >>> parse_failure("h3@1s:rate=2")
+    Traceback (most recent call last):
+    tensorwire.InputError: fail: 'h3@1s:rate=2': 2.0 must be a fraction of the nominal rate in [0, 1] (0: down)
+    """
+    if not isinstance(text, str):
+        raise wrong_type("fail", f"text: {FAIL_FORM}", text)
     target, sep, rest = text.partition("@")
     if not sep or not target:
-        raise InputError(
-            "fail", f"{text!r} is not TARGET@TIME[:rate=X], e.g. leaf0->spine1@20ms:rate=0.5 or h3@1s:rate=0.25"
-        )
+        raise InputError("fail", f"{text!r} is not {FAIL_FORM}")
     when, _, option = rest.partition(":")
     rate = 0.0
     if option:
@@ -62,4 +73,8 @@ def parse_failure(text: str) -> Failure:
             rate = float(value)
         except ValueError:
             raise InputError("fail", f"rate {value!r} is not a number in [0, 1]") from None
-    return Failure(target, to_seconds(when, "fail"), rate)
+    at_s = to_seconds(when, "fail")
+    try:
+        return Failure(target, at_s, rate)
+    except InputError as e:
+        raise InputError("fail", f"{text!r}: {e.message}") from None

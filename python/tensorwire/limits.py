@@ -1,23 +1,81 @@
-"""The ranges of the integers the core takes, checked before they cross into it.
+"""The ranges of the integers the core takes, checked before they cross into it, and the
+kinds of the arguments the API takes.
 
 Python integers are unbounded; the core's are not: counts of workers, iterations and batch
 sizes are 32-bit unsigned, byte sizes, seeds and flow budgets 64-bit unsigned. A value out
 of range is refused here as an :class:`InputError` naming the field (never wrapped, never an
-``OverflowError``). A ``bool`` is not a number here (``True`` is not one worker).
+``OverflowError``). A ``bool`` is not a number here (``True`` is not one worker). An
+argument of the wrong kind (``None`` for a workload, text for a number) is an
+:class:`InputTypeError` (:func:`wrong_type`): an :class:`InputError` that is also a
+``TypeError``.
 """
 
 from __future__ import annotations
 
 import numbers
 import unicodedata
-from typing import Any
+from typing import Any, TypeVar
 
 from tensorwire._core import InputError
+
+_T = TypeVar("_T")
 
 #: Largest value of the core's unsigned 32-bit counts (workers, iterations, batch size).
 U32_MAX = 2**32 - 1
 #: Largest value of the core's unsigned 64-bit quantities (bytes, seeds, flow budgets).
 U64_MAX = 2**64 - 1
+
+
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong kind (``simulate(None, ...)``, ``spread="0.2"``): an
+    :class:`InputError` (``field`` names the argument, ``message`` says what it must be), so
+    that every error in input is one, and a ``TypeError``, as Python's own errors of the kind
+    are (code that caught ``TypeError`` still does)."""
+
+
+def wrong_type(field: str, expected: str, value: Any) -> InputTypeError:
+    """The error to raise where ``value``, given for ``field``, is not ``expected``.
+
+    >>> str(wrong_type("spread", "a number", "0.2"))
+    "spread: must be a number, not '0.2'"
+    """
+    return InputTypeError(field, f"must be {expected}, not {value!r:.80}")
+
+
+def as_items(field: str, value: Any, expected: str) -> tuple[Any, ...]:
+    """The items of ``value``, a sequence given for ``field``, taken once (a generator was
+    used up by a check before it was used); :func:`wrong_type` (``expected``) where it is not
+    iterable, or is text (one value, not a list of characters).
+
+    >>> as_items("jobs.hosts", (h for h in range(3)), "a list of host numbers")
+    (0, 1, 2)
+    """
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, (str, bytes)):
+        raise wrong_type(field, expected, value)
+    try:
+        items = iter(value)
+    except TypeError:
+        raise wrong_type(field, expected, value) from None
+    return tuple(items)
+
+
+def items_of(field: str, value: Any, kind: type[_T], example: str = "") -> tuple[_T, ...]:
+    """The items of ``value`` (:func:`as_items`), each a ``kind``; :func:`wrong_type` naming
+    ``field`` where it is no sequence, or the item (``field[i]``) that is not a ``kind``.
+    ``example`` follows the kind's name in the message.
+
+    >>> items_of("slowdowns", [1.0, "2"], float)
+    Traceback (most recent call last):
+    tensorwire.limits.InputTypeError: slowdowns[1]: must be a float, not '2'
+    """
+    name = kind.__name__
+    items = as_items(field, value, f"a list of {name} objects{example}")
+    for i, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise wrong_type(f"{field}[{i}]", f"a {name}{example}", item)
+    return items
 
 
 def is_int(value: Any) -> bool:

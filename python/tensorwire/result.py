@@ -10,12 +10,19 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.limits import is_int
-from tensorwire.units import counted
+from tensorwire.units import counted, short_repr
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Result:
     """Steady-state metrics of a simulated job (seconds, samples/s, fractions).
+
+    ``throughput_samples_per_s`` and ``scaling_factor`` are NaN where the workload has no
+    compute (a collective microbenchmark, ``compute_time_s`` 0): it has no samples to count and
+    no compute to scale against (:data:`SAMPLE_METRICS`; :meth:`to_dict` gives None for them,
+    as JSON has no NaN). Results compare by value (such NaNs compare equal) but are not
+    hashable: they hold mappings and dicts (links, spans, NCCL's choices). ``repr`` gives the
+    links, spans, completions and choices as their counts.
 
     With a partial collective (``partial=solo|majority``) fast workers run ahead, so
     ``iteration_time_s`` is the mean of each worker's own time per iteration, the
@@ -90,8 +97,28 @@ class Result:
     compute_interference_s: float = 0.0
     gradient_bytes_per_worker: float = 0.0
 
+    #: Not hashable (the mappings and dicts it holds are not; ``hash()`` raised "unhashable
+    #: type: 'mappingproxy'" from a frozen dataclass's generated hash).
+    __hash__ = None  # type: ignore[assignment]
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "link_utilization", MappingProxyType(dict(self.link_utilization)))
+
+    def __eq__(self, other: object) -> bool:
+        """Every field equal, as a dataclass compares, with a NaN sample metric (a workload
+        without compute) equal to another (NaN is not equal to itself): compared as
+        :func:`without_sample_metrics` gives them."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return without_sample_metrics(dict(self.__dict__)) == without_sample_metrics(dict(other.__dict__))
+
+    def __repr__(self) -> str:
+        """The fields, those that grow with the fabric and the run as their counts
+        (``timeline=<1234 spans>``): a result of 1,024 workers printed 70 kB."""
+        return short_repr(
+            self,
+            {"link_utilization": "link", "completions_s": "completion", "timeline": "span", "nccl_choices": "choice"},
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         """The fields, :attr:`link_utilization` as a plain dict (a mapping proxy does not pickle)."""
@@ -153,9 +180,11 @@ class Result:
 SAMPLE_METRICS = ("throughput_samples_per_s", "scaling_factor")
 
 
-def without_sample_metrics(row: dict[str, Any]) -> dict[str, Any]:
-    """``row`` (a sweep row, or a result's JSON dict) with :data:`SAMPLE_METRICS` set to None
-    where its workload has no compute (``compute_time_s`` 0); returns ``row``.
+def without_sample_metrics(row: dict[str, Any], blank: Optional[float] = None) -> dict[str, Any]:
+    """``row`` (a sweep row, a result's JSON dict, or a :class:`Result`'s fields as it is
+    built) with :data:`SAMPLE_METRICS` set to ``blank`` where its workload has no compute
+    (``compute_time_s`` 0): None in JSON and sweep rows, NaN on a :class:`Result`, whose
+    attributes are floats. Returns ``row``.
 
     >>> without_sample_metrics({"compute_time_s": 0.0, "throughput_samples_per_s": 10502.0, "scaling_factor": 0.0})
     {'compute_time_s': 0.0, 'throughput_samples_per_s': None, 'scaling_factor': None}
@@ -163,7 +192,7 @@ def without_sample_metrics(row: dict[str, Any]) -> dict[str, Any]:
     {'compute_time_s': 0.1, 'throughput_samples_per_s': 320.0, 'scaling_factor': 1.0}
     """
     if row["compute_time_s"] == 0:
-        row.update(dict.fromkeys(SAMPLE_METRICS))
+        row.update(dict.fromkeys(SAMPLE_METRICS, blank))
     return row
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire import _core
+from tensorwire.limits import wrong_type
 
 
 @dataclass(frozen=True)
@@ -103,9 +104,10 @@ class Strategy:
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, str):
-            raise TypeError(
-                "strategy must be a spec such as 'ring' or 'ps:num_ps=2' (tensorwire.strategies() lists them) "
-                f"or a Strategy, not {self.spec!r:.80}"
+            raise wrong_type(
+                "strategy",
+                "a spec such as 'ring' or 'ps:num_ps=2' (tensorwire.strategies() lists them) or a Strategy",
+                self.spec,
             )
         core = _core.Strategy(self.spec)
         object.__setattr__(self, "core", core)
@@ -225,7 +227,7 @@ def split_specs(text: str, field: str = "strategies") -> list[str]:
     ['ps', 'ring:partition=4MiB,credit=1MiB', 'ps:num_ps=2']
     """
     if not isinstance(text, str):
-        raise TypeError(f"split_specs takes comma-separated text such as 'ps,ring', not {text!r:.80}")
+        raise wrong_type(field, "comma-separated text such as 'ps,ring'", text)
     if not text.strip():
         raise _core.InputError(field, "give at least one strategy spec, e.g. ps,ring")
     specs: list[str] = []

@@ -27,7 +27,18 @@ import pydantic
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, check_text, is_int, is_real
+from tensorwire.limits import (
+    U32_MAX,
+    U64_MAX,
+    check_int,
+    check_real,
+    check_text,
+    is_int,
+    is_real,
+    items_of,
+    wrong_type,
+)
+from tensorwire.units import short_repr
 
 _T = TypeVar("_T")
 
@@ -93,9 +104,7 @@ class Layer:
                     f"layer.{key}", f"{value!r} (layer {self.name!r}) must be a finite number of seconds >= 0"
                 )
             object.__setattr__(self, key, seconds)
-        if isinstance(self.tensors, (str, bytes)) or not all(isinstance(t, Tensor) for t in self.tensors):
-            raise TypeError(f"layer {self.name!r}: tensors must be Tensor objects, got {self.tensors!r:.200}")
-        object.__setattr__(self, "tensors", tuple(self.tensors))
+        object.__setattr__(self, "tensors", items_of("layer.tensors", self.tensors, Tensor))
 
 
 @dataclass(frozen=True)
@@ -137,11 +146,9 @@ class Workload:
             )
         object.__setattr__(self, "dtype_bytes", int(self.dtype_bytes))
         object.__setattr__(self, "batch_size", check_int("workload.batch_size", self.batch_size, 1, U32_MAX))
+        object.__setattr__(self, "layers", items_of("workload.layers", self.layers, Layer))
         if not self.layers:
             raise InputError("workload.layers", "a workload needs at least one layer")
-        if isinstance(self.layers, (str, bytes)) or not all(isinstance(layer, Layer) for layer in self.layers):
-            raise TypeError(f"workload {self.name!r}: layers must be Layer objects, got {self.layers!r:.200}")
-        object.__setattr__(self, "layers", tuple(self.layers))
         check_text("workload.name", self.name, allow="")
         check_text("workload.description", self.description)
         # One text is not a list of them: "abc" became the sources 'a', 'b', 'c'.
@@ -154,7 +161,7 @@ class Workload:
         for source in self.sources:
             check_text("workload.sources", source)
         total = self.total_bytes  # one pass over every tensor serves both checks below
-        if total == 0 and all(layer.forward_s + layer.backward_s < 0.5e-9 for layer in self.layers):
+        if total == 0 and not self.has_compute:
             # An iteration of no time: the results' throughput was infinite and the
             # comparisons divided by zero after the run.
             raise InputError(
@@ -164,6 +171,11 @@ class Workload:
             )
         if total > U64_MAX:
             raise InputError("workload.tensors", f"{total} bytes in all is more than the core's limit of {U64_MAX}")
+
+    def __repr__(self) -> str:
+        """The fields, with the layers and sources as their counts (``layers=<35 layers>``):
+        an LLM's layers printed 60 kB."""
+        return short_repr(self, {"layers": "layer", "sources": "source"})
 
     # -- derived quantities -------------------------------------------------------------
     @property
@@ -180,6 +192,17 @@ class Workload:
     def compute_time_s(self) -> float:
         """Forward plus backward compute per iteration on one worker, seconds."""
         return math.fsum(layer.forward_s + layer.backward_s for layer in self.layers)
+
+    @property
+    def has_compute(self) -> bool:
+        """Whether an iteration computes: some layer's forward plus backward time reaches
+        half a nanosecond (the engine counts whole nanoseconds). A collective microbenchmark
+        does not; its result has no samples (:class:`~tensorwire.Result`).
+
+        >>> Workload.collective("allreduce:1MiB").has_compute
+        False
+        """
+        return any(layer.forward_s + layer.backward_s >= 0.5e-9 for layer in self.layers)
 
     def with_compute_speedup(self, speedup: float) -> Workload:
         """The same model on a device ``speedup`` times faster (Chang et al. 2020, seed 000 section 8.6)."""
@@ -217,7 +240,7 @@ class Workload:
         'allgather'
         """
         if not isinstance(spec, str):
-            raise TypeError(f"Workload.collective takes text such as 'allreduce:64MiB', not {type(spec).__name__}")
+            raise wrong_type("collective", "text such as 'allreduce:64MiB'", spec)
         name, batch, layers, tensors, dtype_bytes, kind = _core.collective(spec)
         w = cls._from_core(name, batch, layers, tensors, f"{spec}: collective microbenchmark", dtype_bytes, kind)
         # The core's own workload from the same tuples, so that a run converts nothing again.

@@ -4,6 +4,11 @@ mod common;
 use common::*;
 use tensorwire_core::{simulate_jobs, Failure, Job};
 
+/// A 2-rank `ring` job named `name` of `w`, placed by the run.
+fn ring_job(name: &str, w: &Workload) -> Job {
+    Job { name: name.into(), workload: w.clone(), workers: 2, strategy: Strategy::parse("ring").unwrap(), hosts: None }
+}
+
 fn fail(target: &str, at_s: f64, rate: f64) -> Failure {
     Failure { at_s, target: target.into(), rate }
 }
@@ -53,13 +58,7 @@ fn a_failure_after_the_run_is_refused_naming_it_and_the_runs_end() {
 fn a_failure_after_every_job_ended_is_refused() {
     let w = workload(&[4096, 100_000], 1000);
     let mut fabric = scenario(w.clone(), 4, "ring", 100);
-    let job = |name: &str| Job {
-        name: name.into(),
-        workload: w.clone(),
-        workers: 2,
-        strategy: Strategy::parse("ring").unwrap(),
-        hosts: None,
-    };
+    let job = |name: &str| ring_job(name, &w);
     fabric.failures = vec![fail("sw", 10.0, 0.0)];
     let e = simulate_jobs(&fabric, &[job("a"), job("b")], "packed").unwrap_err();
     assert_eq!(e.field(), "failures[0].at_s");
@@ -127,13 +126,7 @@ fn a_link_down_under_one_job_of_several_names_that_job() {
     // "the job cannot finish" of a run of several did not say which.
     let w = workload(&[4096, 100_000], 1000);
     let mut fabric = scenario(w.clone(), 4, "ring", 100);
-    let job = |name: &str| Job {
-        name: name.into(),
-        workload: w.clone(),
-        workers: 2,
-        strategy: Strategy::parse("ring").unwrap(),
-        hosts: None,
-    };
+    let job = |name: &str| ring_job(name, &w);
     fabric.failures = vec![fail("h3", 1e-6, 0.0)];
     let e = simulate_jobs(&fabric, &[job("a"), job("b")], "packed").unwrap_err();
     assert_eq!(e.field(), "failures");

@@ -177,8 +177,6 @@ def simulate_cmd(
     options.check_latency_seen(ctx, [(spec, topology)])
     if model is None:
         _refuse_model_options(ctx, "--collective" if collective is not None else "--workload", collective is not None)
-    if collective is not None and workers < 2:
-        raise InputError("workers", f"{workers} worker has nothing to exchange; a collective needs 2 or more")
     # The cluster first: a missing rate is one line before a workload of a million layers is
     # built (`--collective allreduce:1Bx1048576` took 7 s to say -b was missing).
     cluster = _cluster(workers, bandwidth, latency, topology, network, overhead, rank_placement=rank_placement)

@@ -4,6 +4,7 @@ few plain lines elsewhere)."""
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -218,11 +219,14 @@ def result(
 
 def scaling_text(factor: float) -> str:
     """A scaling factor to three decimals, or to two significant digits below 0.001 (GPT-3
-    on 16 workers at 1 Gbit/s through one parameter server read 0.000).
+    on 16 workers at 1 Gbit/s through one parameter server read 0.000); ``-`` for NaN (a
+    workload without compute has none).
 
-    >>> scaling_text(0.9761), scaling_text(0.000034)
-    ('0.976', '3.4e-05')
+    >>> scaling_text(0.9761), scaling_text(0.000034), scaling_text(float("nan"))
+    ('0.976', '3.4e-05', '-')
     """
+    if math.isnan(factor):
+        return "-"
     return f"{factor:.3f}" if factor >= 0.001 or factor == 0 else f"{factor:.2g}"
 
 

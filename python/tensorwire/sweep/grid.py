@@ -18,6 +18,7 @@ from typing import Any, Iterable, Optional, Sequence, TypeVar, Union
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.api import DEFAULT_MAX_FLOWS
 from tensorwire.cluster import per_hop
 from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, is_int, is_real
 from tensorwire.strategy import Strategy, latency_seen, probe, runs_on, split_specs
@@ -81,8 +82,9 @@ class Config:
     #: A workload file simulated instead of the zoo model ``model`` (then its name), and its format.
     workload_file: str = ""
     workload_format: str = "auto"
-    #: Flow budget of each simulation (:func:`tensorwire.simulate`'s ``max_flows``); None: no limit.
-    max_flows: Optional[int] = None
+    #: Flow budget of each simulation (:func:`tensorwire.simulate`'s ``max_flows``, and its
+    #: default, :data:`tensorwire.api.DEFAULT_MAX_FLOWS`); None: no limit.
+    max_flows: Optional[int] = DEFAULT_MAX_FLOWS
 
     def describe(self) -> str:
         """One line naming the configuration, for error messages (without the latency where
@@ -207,7 +209,7 @@ def expand(
     iterations: int = _core.DEFAULT_ITERATIONS,
     workload_file: Optional[str] = None,
     workload_format: str = "auto",
-    max_flows: Optional[int] = None,
+    max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
     own_rates: Optional[bool] = None,
 ) -> list[Config]:
     """Validates every axis and returns the cross product, strategies varying fastest.
@@ -217,7 +219,9 @@ def expand(
     once, under its target's name). ``workload_file`` (any format
     :func:`tensorwire.workloads.formats.load_workload` reads) is simulated too, as a model named after
     the workload; with it, ``models`` left out means the file alone. ``max_flows`` is
-    passed to every simulation. ``own_rates``: a fabric whose GPUs have NICs of their own
+    passed to every simulation: by default :data:`tensorwire.api.DEFAULT_MAX_FLOWS`, the
+    budget of :func:`tensorwire.simulate` and of the CLI's ``--max-flows``; ``None`` for no
+    budget. ``own_rates``: a fabric whose GPUs have NICs of their own
     (``rail``) is simulated at its NICs' rate instead of ``bandwidths``; by default where
     ``bandwidths`` is not given, as ``Cluster(bandwidth=None)`` and the commands without
     ``--bandwidth`` do, so that a default rate does not replace a preset's NICs (``run_grid``

@@ -27,7 +27,7 @@ from typing import Any, Callable, Literal, Optional, Sequence, TypeVar
 
 from tensorwire import _core
 from tensorwire._core import InputError
-from tensorwire.api import UnseenOptionWarning, check_simulate, simulate, warn_unseen_latency
+from tensorwire.api import DEFAULT_MAX_FLOWS, UnseenOptionWarning, check_simulate, simulate, warn_unseen_latency
 from tensorwire.cluster import Cluster
 from tensorwire.result import without_sample_metrics
 from tensorwire.strategy import Strategy
@@ -65,7 +65,7 @@ def run_grid(
     iterations: int = _core.DEFAULT_ITERATIONS,
     workload_file: Optional[str] = None,
     workload_format: str = "auto",
-    max_flows: Optional[int] = None,
+    max_flows: Optional[int] = DEFAULT_MAX_FLOWS,
     jobs: Optional[int] = None,
     ray_address: Optional[str] = None,
     progress: Optional[Progress] = None,
@@ -78,7 +78,10 @@ def run_grid(
     ``strategies="ps,ring:partition=4MiB"``, ``latencies`` (seconds or text), ``topologies``,
     ``networks`` (flow, analytical), ``gpus``, ``batches``, ``compute_speedups``, ``seeds``.
     ``workload_file`` adds a workload file to the models, ``max_flows`` bounds every simulation
-    (see :func:`tensorwire.sweep.grid.expand`).
+    (default :data:`tensorwire.api.DEFAULT_MAX_FLOWS`, as :func:`tensorwire.simulate` and
+    ``tensorwire sweep``; ``None``: no budget): where no strategies are named, the points of
+    built-in ones over it are left out (:func:`check_configs`); a named strategy over it is
+    refused (see :func:`tensorwire.sweep.grid.expand`).
     The whole grid is validated first (:func:`tensorwire.sweep.grid.expand`). ``jobs`` is the
     number of local processes (default: every core); ``ray_address`` runs on a Ray cluster
     instead (``auto``, ``ray://HOST:10001``, or ``local`` for a one-machine cluster).

@@ -9,17 +9,31 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
-from typing import Collection, Optional, Sequence, Union
+from typing import Any, Collection, Optional, Sequence, Union
 
 from tensorwire import io
 from tensorwire._core import InputError
+from tensorwire.limits import as_items, wrong_type
 from tensorwire.workload import Workload
 from tensorwire.workloads.five_attribute import parse_trace
 
 FORMATS = ("tensorwire", "kineto", "chakra")
 PathLike = Union[str, Path]
+
+#: What a workload's path may be, for the refusal of another object.
+PATH_KIND = "a file's path (text or a pathlib.Path)"
+
+
+def check_path(value: Any) -> PathLike:
+    """``value`` if it is a workload file's path (text or a :class:`~pathlib.Path`, any
+    ``os.PathLike``), else :func:`wrong_type` (field ``path``): ``Workload.from_file(None)``
+    said "'NoneType' object is not iterable"."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise wrong_type("path", PATH_KIND, value)
+    return value if isinstance(value, (str, Path)) else Path(value)
 
 
 def name_apart(name: str, taken: Collection[str], path: PathLike) -> str:
@@ -98,7 +112,10 @@ def load_workload(
     """A workload from a file (or one file per rank, for traces) of ``format``
     (default: detected from the first file's content). ``batch_size``: a trace's samples per
     worker and step, where it does not say or says wrongly (a workload file states its own)."""
-    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    given = (
+        (paths,) if isinstance(paths, (str, os.PathLike)) else as_items("path", paths, f"{PATH_KIND} or a list of them")
+    )
+    files = [check_path(p) for p in given]
     if not files:
         raise InputError("workload", "give at least one file")
     fmt = format or "auto"
@@ -128,7 +145,7 @@ def load_workload(
 
 def read_text_workload(path: PathLike) -> Workload:
     """Reads a JSON workload file (or a zoo file), or else a five-attribute trace."""
-    p = Path(path)
+    p = Path(check_path(path))
     # io.WORKLOAD_FILE_LIMIT is read at call time (tests lower it)
     text = io.decode_text(io.read_input(p, "workload", io.WORKLOAD_FILE_LIMIT), p, "workload")
     if text.lstrip().startswith("{"):

@@ -1,17 +1,19 @@
 """API arguments: integers outside the core's types are InputError naming the field (never
-OverflowError or a wrapped value); wrong object types are a TypeError saying what was
-expected (never an AttributeError from deep inside)."""
+OverflowError or a wrapped value); wrong object types are an InputError that is also a
+TypeError (``tensorwire.limits.InputTypeError``), naming the argument and saying what was
+expected (never an AttributeError from deep inside, or a binding's message)."""
 
 from __future__ import annotations
 
+import pickle
 from typing import Any, Callable
 
 import pytest
 import tensorwire as tw
 from tensorwire._core import MAX_WORKERS, InputError
 from tensorwire.api import Job, simulate_jobs
-from tensorwire.failures import Failure
-from tensorwire.limits import U32_MAX, U64_MAX, check_int
+from tensorwire.failures import Failure, parse_failure
+from tensorwire.limits import U32_MAX, U64_MAX, InputTypeError, check_int
 from tensorwire.strategy import split_specs
 from tensorwire.workload import Layer, Tensor, Workload
 
@@ -70,8 +72,9 @@ WRONG_TYPES: list[Callable[[], Any]] = [
 
 @pytest.mark.parametrize("call", WRONG_TYPES)
 def test_wrong_types_are_type_errors_saying_what_is_expected(call: Callable[[], Any]) -> None:
-    with pytest.raises(TypeError, match="must be|takes"):
+    with pytest.raises(TypeError, match=": must be ") as e:
         call()
+    assert isinstance(e.value, InputError)
 
 
 def test_a_numpy_seed_at_the_top_of_its_range_runs() -> None:
@@ -103,7 +106,7 @@ def test_empty_and_malformed_lists_are_refused() -> None:
 
 def test_a_strategy_that_is_not_a_spec_is_a_type_error_naming_strategy() -> None:
     for call in (lambda: tw.simulate(W, C, None), lambda: Job("a", W, 4, 3).hosts_needed):  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match=r"^strategy must be a spec such as 'ring'.*or a Strategy, not (None|3)$"):
+        with pytest.raises(TypeError, match=r"^strategy: must be a spec such as 'ring'.*or a Strategy, not (None|3)$"):
             call()
 
 
@@ -141,11 +144,11 @@ def test_type_errors_name_the_argument_not_the_binding() -> None:
     'PyBool'", and named the core's allow_folding for fold."""
     w, c = tw.load_model("resnet50"), tw.Cluster(2, "10Gbps")
     cases = [
-        (lambda: tw.Workload.collective(None), "Workload.collective takes text"),  # type: ignore[arg-type]
-        (lambda: tw.simulate(w, c, "ring", timeline="yes"), "timeline must be True or False"),  # type: ignore[arg-type]
-        (lambda: tw.simulate(w, c, "ring", fold="no"), "fold must be True or False"),  # type: ignore[arg-type]
+        (lambda: tw.Workload.collective(None), "collective: must be text such as 'allreduce:64MiB'"),  # type: ignore[arg-type]
+        (lambda: tw.simulate(w, c, "ring", timeline="yes"), "timeline: must be True or False"),  # type: ignore[arg-type]
+        (lambda: tw.simulate(w, c, "ring", fold="no"), "fold: must be True or False"),  # type: ignore[arg-type]
         # (was float()'s "could not convert string to float")
-        (lambda: tw.simulate(w, c, "ring", stragglers="normal", spread="abc"), "spread must be a number"),  # type: ignore[arg-type]
+        (lambda: tw.simulate(w, c, "ring", stragglers="normal", spread="abc"), "spread: must be a number"),  # type: ignore[arg-type]
     ]
     for call, message in cases:
         with pytest.raises(TypeError, match=message):
@@ -157,7 +160,7 @@ def test_type_errors_name_the_argument_not_the_binding() -> None:
     [
         # A NaN multiplier among the right number was "needs one per worker (2), got 2".
         (lambda: tw.simulate(tw.load_model("resnet50"), tw.Cluster(2, "10Gbps"), "ring", stragglers="fixed",
-                             slowdowns=[1.0, float("nan")]), "stragglers", "worker 1's multiplier is NaN"),
+                             slowdowns=[1.0, float("nan")]), "slowdowns", "worker 1's multiplier is NaN"),
         # The workers' range is the core's (was "from 1 to 4294967295", then refused past 2^20).
         (lambda: tw.Cluster(2**20 + 1, "10Gbps"), "workers", "need an integer from 1 to 1048576"),
         (lambda: tw.Strategy("nccl:compute_slowdown=11"), "strategy.compute_slowdown", "not a number in [0, 10]"),
@@ -172,3 +175,102 @@ def test_ranges_in_messages_are_what_is_taken(call: Any, field: str, message: st
         call()
     assert e.value.args[0] == field and message in e.value.args[-1], e.value.args
     assert tw.Workload.collective("allreduce:1PiB").total_bytes == 2**50
+
+
+# Each was a TypeError or AttributeError (some naming no argument: a binding's "'NoneType'
+# object cannot be converted to 'PyString'", "'NoneType' object is not iterable"), where the
+# guide says every error in input is an InputError.
+WRONG_KINDS: list[tuple[str, Callable[[], Any]]] = [
+    ("workload", lambda: tw.simulate(None, C, "ring")),  # type: ignore[arg-type]
+    ("cluster", lambda: tw.simulate(W, None, "ring")),  # type: ignore[arg-type]
+    ("strategy", lambda: tw.simulate(W, C, None)),  # type: ignore[arg-type]
+    ("spread", lambda: tw.simulate(W, C, "ring", stragglers="lognormal", spread=None)),  # type: ignore[arg-type]
+    ("spread", lambda: tw.simulate(W, C, "ring", stragglers="lognormal", spread="0.2")),  # type: ignore[arg-type]
+    ("fold", lambda: tw.simulate(W, C, "ring", fold=1)),  # type: ignore[arg-type]
+    ("timeline", lambda: tw.simulate(W, C, "ring", timeline=1)),  # type: ignore[arg-type]
+    ("failures", lambda: tw.simulate(W, C, "ring", failures="h3@0s")),  # type: ignore[arg-type]
+    ("failures", lambda: tw.simulate(W, C, "ring", failures=Failure("h3", 0.0))),  # type: ignore[arg-type]
+    ("failures[1]", lambda: tw.simulate(W, C, "ring", failures=[Failure("h3", 0.0), "h3@0s"])),  # type: ignore[list-item]
+    ("failures.target", lambda: Failure(None, 0)),  # type: ignore[arg-type]
+    ("collective", lambda: tw.Workload.collective(None)),  # type: ignore[arg-type]
+    ("jobs.workload", lambda: Job("a", "resnet50", 4, "ring")),  # type: ignore[arg-type]
+    ("jobs.hosts", lambda: Job("a", W, 4, "ring", hosts=5)),  # type: ignore[arg-type]
+    ("stragglers", lambda: tw.simulate(W, C, "ring", stragglers=None)),  # type: ignore[arg-type]
+    ("slowdowns[0]", lambda: tw.simulate(W, C, "ring", stragglers="fixed", slowdowns=["1"] * 8)),  # type: ignore[list-item]
+    ("slowdowns", lambda: tw.simulate(W, C, "ring", stragglers="fixed", slowdowns=1.0)),  # type: ignore[arg-type]
+    ("fail", lambda: parse_failure(None)),  # type: ignore[arg-type]
+    ("path", lambda: tw.Workload.from_file(None)),  # type: ignore[arg-type]
+    ("jobs", lambda: simulate_jobs(None, C)),  # type: ignore[arg-type]
+    ("jobs", lambda: simulate_jobs(Job("a", W, 4, "ring"), C)),  # type: ignore[arg-type]
+    ("cluster", lambda: simulate_jobs([Job("a", W, 4, "ring")], None)),  # type: ignore[arg-type]
+    ("strategies", lambda: split_specs(None)),  # type: ignore[arg-type]
+    ("layer.tensors[0]", lambda: Layer("a", 0.1, 0.1, (None,))),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("field, call", WRONG_KINDS, ids=[f"{f}-{i}" for i, (f, _) in enumerate(WRONG_KINDS)])
+def test_a_wrong_kind_is_an_input_error_naming_the_argument(field: str, call: Callable[[], Any]) -> None:
+    with pytest.raises(InputError) as e:
+        call()
+    assert e.value.field == field and e.value.message.startswith("must be "), e.value.args
+    # Also a TypeError, as the project's checks of an object's type were (code catching it still does).
+    assert isinstance(e.value, TypeError) and isinstance(e.value, InputTypeError)
+    assert str(e.value) == f"{field}: {e.value.message}"
+
+
+def test_an_input_type_error_pickles() -> None:
+    with pytest.raises(InputTypeError) as e:
+        tw.simulate(W, C, "ring", fold=1)  # type: ignore[arg-type]
+    again = pickle.loads(pickle.dumps(e.value))
+    assert type(again) is InputTypeError and again.args == e.value.args
+
+
+def test_generators_are_taken_once() -> None:
+    # Each check used the generator up: "give at least one job", "gives 0 hosts for 4 workers".
+    (r,) = simulate_jobs((j for j in [Job("a", W, 4, "ring")]), C)  # type: ignore[arg-type]
+    assert r == simulate_jobs([Job("a", W, 4, "ring")], C)[0]
+    job = Job("a", W, 4, "ring", hosts=(h for h in range(4)))  # type: ignore[arg-type]
+    assert job.hosts == (0, 1, 2, 3) and job == Job("a", W, 4, "ring", hosts=[0, 1, 2, 3])
+    assert simulate_jobs([job], C)[0] == simulate_jobs([Job("a", W, 4, "ring", hosts=[0, 1, 2, 3])], C)[0]
+    multipliers = [2.0] + [1.0] * 7
+    slowed = tw.simulate(W, C, "ring", stragglers="fixed", slowdowns=(x for x in multipliers))  # type: ignore[arg-type]
+    assert slowed == tw.simulate(W, C, "ring", stragglers="fixed", slowdowns=multipliers)
+    none: list[Layer] = []
+    with pytest.raises(InputError, match="a workload needs at least one layer"):
+        Workload("x", 1, (layer for layer in none))  # type: ignore[arg-type]
+    assert Workload("x", 1, (layer for layer in W.layers)) == Workload("x", 1, W.layers)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(stragglers="normal", spread=-1), "spread"),
+        (dict(stragglers="normal", spread=float("nan")), "spread"),
+        (dict(stragglers="lognormal", spread=float("inf")), "spread"),
+        (dict(stragglers="fixed", slowdowns=[1.0]), "slowdowns"),
+        (dict(stragglers="fixed", slowdowns=[-1.0] * 8), "slowdowns"),
+        (dict(stragglers="fixed"), "slowdowns"),
+        (dict(stragglers="empirical", slowdowns=[]), "slowdowns"),
+        # The kind itself is the stragglers argument.
+        (dict(stragglers="bogus"), "stragglers"),
+    ],
+)
+def test_the_cores_refusal_of_the_stragglers_numbers_names_the_argument_given(
+    kwargs: dict[str, Any], field: str
+) -> None:
+    # The core names its field "stragglers" (the CLI's --stragglers, which holds the numbers).
+    for call in (tw.simulate, tw.api.check_simulate):
+        with pytest.raises(InputError) as e:
+            call(W, C, "ring", **kwargs)
+        assert e.value.field == field, e.value.args
+
+
+def test_every_fail_refusal_names_fail() -> None:
+    # rate=2 and rate=nan were refused as "failures.rate" by Failure's own check.
+    for text in ("h3@1s:rate=2", "h3@1s:rate=nan", "h3@1s:rate=x", "h3", "h3@-1s", "h3@1s:speed=2"):
+        with pytest.raises(InputError) as e:
+            parse_failure(text)
+        assert e.value.field == "fail", (text, e.value.args)
+    with pytest.raises(InputError) as e:
+        parse_failure("h3@1s:rate=2")
+    assert "'h3@1s:rate=2'" in e.value.message and "[0, 1]" in e.value.message

@@ -98,7 +98,7 @@ def test_a_numpy_spread_is_the_float_spread() -> None:
         got = simulate(RESNET, c, "ring", stragglers="normal", spread=spread, seed=3)
         assert got == simulate(RESNET, c, "ring", stragglers="normal", spread=float(spread), seed=3)
     # Not a number is still a TypeError naming spread.
-    with pytest.raises(TypeError, match="spread must be a number"):
+    with pytest.raises(TypeError, match="spread: must be a number"):
         simulate(RESNET, c, "ring", stragglers="normal", spread=True)
 
 
@@ -263,7 +263,7 @@ def test_failures_none_is_no_failures() -> None:
     assert slow.failures_applied == 1
     once = (f for f in [parse_failure("h0@0s:rate=0.5")])
     assert simulate(SMALL, c, "ring", failures=once) == slow  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="failures must be"):
+    with pytest.raises(TypeError, match="failures: must be"):
         simulate(SMALL, c, "ring", failures=5)  # type: ignore[arg-type]
 
 

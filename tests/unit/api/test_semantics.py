@@ -46,7 +46,8 @@ def test_one_job_alone_reports_what_simulate_reports(
     job = tw.Job("a", w, workers, strategy)
     (r,) = tw.simulate_jobs([job], tw.Cluster(job.hosts_needed, "25Gbps"))
     for m in MEASURES:
-        assert getattr(r, m) == pytest.approx(getattr(alone, m), rel=1e-9, abs=1e-12), m
+        # (NaN samples/s and scaling factor: a microbenchmark has no samples)
+        assert getattr(r, m) == pytest.approx(getattr(alone, m), rel=1e-9, abs=1e-12, nan_ok=True), m
 
 
 def test_an_allgather_job_is_an_allgather() -> None:

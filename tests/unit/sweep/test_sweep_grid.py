@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import tensorwire as tw
-from tensorwire.sweep import expand
+from tensorwire.api import DEFAULT_MAX_FLOWS
+from tensorwire.sweep import expand, run_grid
+from tensorwire.sweep.grid import Config
+from tensorwire.sweep.run import check_configs
 
 
 def test_cross_product_with_strategies_varying_fastest() -> None:
@@ -124,3 +129,19 @@ def test_a_grid_past_the_largest_sweep_is_refused_before_anything_runs() -> None
     assert e.value.args[0] == "grid" and "1,000,000 configurations" in e.value.args[1]
     # At the limit it expands (100 x 1,000).
     assert len(expand("resnet50", list(range(2, 102)), rates, "ring")) == MAX_POINTS
+
+
+def test_the_flow_budget_defaults_to_simulates() -> None:
+    # run_grid and expand had no budget by default: 1,024 workers ran every built-in strategy,
+    # unbounded, where `simulate` and `tensorwire sweep` leave those over 4 million flows out.
+    assert inspect.signature(run_grid).parameters["max_flows"].default == DEFAULT_MAX_FLOWS
+    assert inspect.signature(tw.simulate).parameters["max_flows"].default == DEFAULT_MAX_FLOWS
+    assert Config.__dataclass_fields__["max_flows"].default == DEFAULT_MAX_FLOWS
+    configs = expand("resnet50", "1024", "25Gbps", None)
+    assert {c.max_flows for c in configs} == {DEFAULT_MAX_FLOWS}
+    left_out: dict[Config, str] = {}
+    kept = check_configs(configs, default_strategies=True, left_out=left_out)
+    assert "ps" in {c.strategy for c in left_out} and set(left_out.values()) == {"max_flows"}
+    assert "ring" in {c.strategy for c in kept}
+    # None is still no budget at all.
+    assert {c.max_flows for c in expand("resnet50", "1024", "25Gbps", "ps", max_flows=None)} == {None}

@@ -343,24 +343,26 @@ fn name_stranded(e: Error, jobs: &[Job], sims: &[Box<dyn SimulatedJob + '_>], it
 }
 
 /// Refuses a timed job (see [`timed`]) on GPU nodes (`per_node` GPUs each) whose ranks do not
-/// fill its nodes in order from a node's first GPU, as NCCL's communicators place them and
-/// as its model times them (`simulate` refuses any other placement of these strategies): a
-/// job spread one GPU per node was timed as if packed on one node (NVLS inside it, 4 ms for
-/// a 1 GiB all-reduce the same hosts took 38 ms for under `ring`). On other fabrics every
-/// host is alike to NCCL's model, and contention is [`check_timed`]'s.
+/// fill whole nodes in order, each from its first GPU (the last node may be partial), as
+/// NCCL's communicators place them and as its model times them (`simulate` refuses any other
+/// placement of these strategies): a job spread one GPU per node was timed as if packed on
+/// one node (NVLS inside it, 4 ms for a 1 GiB all-reduce the same hosts took 38 ms for under
+/// `ring`). Which nodes it fills is free (nodes 0 and 4: two nodes to NCCL's model; where
+/// their traffic meets another job's is [`check_timed`]'s). On other fabrics every host is
+/// alike to NCCL's model.
 fn check_timed_packed(job: &Job, hosts: &[usize], per_node: Option<usize>) -> Result<()> {
     let Some(g) = per_node else { return Ok(()) };
-    let first = hosts.first().copied().unwrap_or(0);
-    let packed = first % g == 0 && hosts.iter().enumerate().all(|(r, &h)| h == first + r);
-    if packed {
+    let fills = |node: &[usize]| node[0].is_multiple_of(g) && node.iter().enumerate().all(|(r, &h)| h == node[0] + r);
+    if hosts.chunks(g).all(fills) {
         return Ok(());
     }
+    let first = hosts.first().copied().unwrap_or(0);
     let start = first.div_ceil(g) * g;
     Err(Error::invalid(
         "hosts",
         format!(
             "job {name:?} ({spec}) times its collectives with NCCL's model, which places a node's GPUs together: give \
-             it consecutive hosts from a node's first GPU ({g} per node: a multiple of {g}), e.g. --place {name}={start}-{}, \
+             it whole nodes in rank order, each from its first GPU ({g} per node: a multiple of {g}), e.g. --place {name}={start}-{}, \
              or use a flow-level strategy (ring, hierarchical, fsdp with comm=flows) for this placement",
             start + hosts.len() - 1,
             name = job.name,

@@ -250,6 +250,9 @@ fn a_timed_job_must_sit_on_its_nodes_as_nccl_places_it() {
         // Not from a node's first GPU, or out of order: refused too.
         assert!(simulate_jobs(&fabric, &[at(strategy, (4..12).collect())], "packed").is_err(), "{strategy}");
         assert!(simulate_jobs(&fabric, &[at(strategy, (0..8).rev().collect())], "packed").is_err(), "{strategy}");
+        // Whole nodes, wherever they are (nodes 0 and 4), and a partial last node: accepted.
+        let two: Vec<usize> = (0..8).chain(32..36).collect();
+        assert!(simulate_jobs(&fabric, &[Job { workers: 12, ..at(strategy, two) }], "packed").is_ok(), "{strategy}");
         // A node's GPUs in order, as placed alone: the same run as `simulate`.
         let placed = simulate_jobs(&fabric, &[at(strategy, (8..16).collect())], "packed").unwrap();
         let alone = simulate(&scenario(w.clone(), 8, strategy, RAIL)).unwrap();

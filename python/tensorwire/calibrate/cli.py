@@ -31,6 +31,7 @@ from tensorwire.calibrate.fit import (
 from tensorwire.calibrate.logs import COLLECTIVES, Run, check_distinct, parse_log
 from tensorwire.cli import options, render
 from tensorwire.io import check_output, clip
+from tensorwire.strategy import GPU_FABRICS
 from tensorwire.units import format_bytes, format_seconds
 from tensorwire.workloads import hardware
 
@@ -38,11 +39,6 @@ from tensorwire.workloads import hardware
 @click.group("calibrate")
 def calibrate() -> None:
     """Fit the fabric's efficiencies and latencies to measurements of your own cluster."""
-
-
-#: The fabrics calibration fits: NCCL's model runs on GPU nodes, and only their specs take
-#: the calibration options.
-GPU_FABRICS = ("rail", "nodes")
 
 
 def _base_topology(given: Optional[str], runs: list[Run]) -> str:

@@ -258,7 +258,9 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
     missing = [c.name for c in COLUMNS if rows and c.name not in rows[0] and c.name not in (*DERIVED, *DEFAULTED)]
     if missing:
         raise InputError(field, f"{p.name}: missing columns {', '.join(missing)}; write it with `tensorwire sweep`")
-    return with_derived([{**DEFAULTED, **r} for r in rows] if rows and not set(DEFAULTED) <= set(rows[0]) else rows)
+    if rows and not DEFAULTED.keys() <= rows[0].keys():
+        rows = [{**DEFAULTED, **r} for r in rows]
+    return with_derived(rows)
 
 
 # -- formats ------------------------------------------------------------------------------

@@ -58,6 +58,8 @@ class Workload:
     def tensors(self) -> list[tuple[str, int, int]]: ...
 
 DEFAULT_MAX_FLOWS: int
+#: A job of a multi-job run runs at most this many times the measured iterations.
+BACKGROUND_FACTOR: int
 
 @final
 class Scenario:
@@ -132,6 +134,8 @@ class Report:
     def compute_time_s(self) -> float: ...
     @property
     def compute_interference_s(self) -> float: ...
+    @property
+    def background_stopped_s(self) -> Optional[float]: ...
     @property
     def comm_time_s(self) -> float: ...
     @property

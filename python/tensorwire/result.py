@@ -44,7 +44,11 @@ class Result:
     iteration, in the element type they are reduced in (``reduce_dtype``, else
     ``param_dtype``), before compression; ``exposed_comm_s`` the time per iteration covered by neither (iteration -
     compute - interference: communication that did not overlap, and waits for other workers);
-    ``comm_time_s`` the time rank 0 had any message in flight; ``sent_bytes_per_worker`` the
+    ``comm_time_s`` the time rank 0 had any message in flight; ``background_stopped_s`` (jobs
+    of :func:`tensorwire.simulate_jobs` only) when another job, at least 64 times faster, stopped
+    running as background load before this job's measured iterations ended, s (this job then
+    saw less load than that job running on would have put on the fabric: its slowdown is a
+    lower bound), None where every other job ran all along; ``sent_bytes_per_worker`` the
     bytes rank 0's host put on the wire per iteration (a multicast message counts once; a
     co-located server's copy to its own host is not on the wire; a tree's root, rank 0, sends
     more than the mean); ``simulated_ranks`` how many ranks' network part was simulated (1
@@ -96,6 +100,7 @@ class Result:
     nccl_choices: tuple[dict[str, Any], ...] = ()
     compute_interference_s: float = 0.0
     gradient_bytes_per_worker: float = 0.0
+    background_stopped_s: Optional[float] = None
 
     #: Not hashable (the mappings and dicts it holds are not; ``hash()`` raised "unhashable
     #: type: 'mappingproxy'" from a frozen dataclass's generated hash).

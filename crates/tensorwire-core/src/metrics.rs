@@ -153,6 +153,12 @@ pub struct Report {
     /// one iteration; the whole run with one iteration), one entry per choice, the most
     /// used first. Empty for collectives run as flows.
     pub nccl_choices: Vec<NcclUse>,
+    /// Multi-job runs: when another job stopped running as background load (it had run
+    /// its bound of iterations, `engine::jobs`) before this job's measured iterations
+    /// ended, s; this job's last measured iterations then ran beside less load than the
+    /// other job's would have put on the fabric had it gone on. `None`: every other job
+    /// ran all along (and in runs of one job).
+    pub background_stopped_s: Option<f64>,
 }
 
 impl Report {

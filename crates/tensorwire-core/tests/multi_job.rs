@@ -259,6 +259,40 @@ fn a_longer_job_is_measured_beside_the_shorter_one_whatever_the_iterations() {
     }
 }
 
+#[test]
+fn a_job_up_to_the_background_bound_faster_loads_the_other_all_along_and_past_it_says_so() {
+    // The layout above. b moving 30 or 60 times a's bytes (a runs about that many
+    // iterations to b's one, past the old bound of 16): a is background load for all of
+    // b's measured iterations, so b's slowdown is what it is at 10 times (1.68x: the spine
+    // shared, less a's gaps between steps) and its report names no stop (at 30 times the
+    // old bound gave less). At 300 times (past BACKGROUND_FACTOR) a stops before b's
+    // window ends, and b's report says when (its slowdown is then a lower bound).
+    let small = workload(&[2000], 0);
+    let mut fabric = scenario(small.clone(), 4, "ring", 100);
+    fabric.topology = TopologySpec::parse("leaf-spine:hosts_per_leaf=2,spines=1,uplink=8Gbps").unwrap();
+    fabric.iterations = 3;
+    let a = job("a", &small, 2, "ring", Some(vec![0, 2]));
+    let run = |times: u64| {
+        let large = workload(&[2000 * times], 0);
+        let b = job("b", &large, 2, "ring", Some(vec![1, 3]));
+        let together = simulate_jobs(&fabric, &[a.clone(), b.clone()], "packed").unwrap();
+        let b_alone = simulate_jobs(&fabric, std::slice::from_ref(&b), "packed").unwrap().remove(0);
+        assert_eq!(b_alone.background_stopped_s, None);
+        (together[0].background_stopped_s, together[1].clone(), together[1].iteration_time_s / b_alone.iteration_time_s)
+    };
+    let (_, _, all_along) = run(10);
+    for times in [30, 60] {
+        let (a_stop, b, slowdown) = run(times);
+        assert_eq!((a_stop, b.background_stopped_s), (None, None), "{times}");
+        assert!((slowdown / all_along - 1.0).abs() < 0.03, "{times}: {slowdown} vs {all_along}");
+    }
+    let (a_stop, b, slowdown) = run(300);
+    assert_eq!(a_stop, None, "b ran all along");
+    let stop = b.background_stopped_s.expect("a stopped as background load before b's window ended");
+    assert!(stop < *b.completions_s.last().unwrap(), "{stop} {:?}", b.completions_s);
+    assert!(slowdown < all_along - 0.1, "{slowdown} vs {all_along}");
+}
+
 /// The up-front estimate's count in a refusal (`... need(s) about N flows`), where N is
 /// below a million (written out in full).
 fn estimated(e: &tensorwire_core::Error) -> u64 {

@@ -125,6 +125,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_ITERATIONS", DEFAULT_ITERATIONS)?;
     m.add("DEFAULT_LATENCY_S", DEFAULT_LATENCY_S)?;
     m.add("DEFAULT_MAX_FLOWS", tensorwire_core::engine::DEFAULT_MAX_FLOWS)?;
+    m.add("BACKGROUND_FACTOR", tensorwire_core::engine::BACKGROUND_FACTOR)?;
     m.add("HORIZON_S", tensorwire_core::limits::HORIZON_S)?;
     m.add("MAX_WORKERS", tensorwire_core::limits::MAX_WORKERS)?;
     m.add("MAX_LAYERS", tensorwire_core::limits::MAX_LAYERS)?;

@@ -59,6 +59,12 @@ impl PyReport {
     fn compute_interference_s(&self) -> f64 {
         self.inner.compute_interference_s
     }
+    /// Multi-job runs: when another job stopped as background load before this job's
+    /// measured iterations ended, s (`None`: the others ran all along).
+    #[getter]
+    fn background_stopped_s(&self) -> Option<f64> {
+        self.inner.background_stopped_s
+    }
     /// Time rank 0 had any message in flight per iteration, s.
     #[getter]
     fn comm_time_s(&self) -> f64 {

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Optional
 
 import click
 from rich.table import Table
 
 from tensorwire import _core
-from tensorwire._core import InputError
+from tensorwire._core import BACKGROUND_FACTOR, InputError
 from tensorwire.api import Job, _run_jobs, simulate_jobs
 from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
+from tensorwire.result import Result
 from tensorwire.strategy import Strategy, latency_seen
 from tensorwire.units import counted, format_count, format_seconds
 from tensorwire.workloads import device_on, load_model
+from tensorwire.workloads.formats import load_workload
 
 #: What a job's name may contain (it is shown in tables and named in --place).
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -28,8 +31,10 @@ MAX_PLACED = 10_000_000
 
 
 def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None) -> Job:
-    """``NAME:MODEL:WORKERS:STRATEGY`` (the strategy may carry its own options); an LLM
-    without ``gpu`` computes on the rail's node GPU (:func:`tensorwire.workloads.device_on`)."""
+    """``NAME:MODEL:WORKERS:STRATEGY`` (the strategy may carry its own options); MODEL is a
+    built-in model or an existing workload file (:func:`tensorwire.workloads.formats.load_workload`,
+    its format detected); an LLM without ``gpu`` computes on the rail's node GPU
+    (:func:`tensorwire.workloads.device_on`)."""
     parts = text.split(":", 3)
     if len(parts) != 4 or not all(parts):
         raise InputError(
@@ -40,7 +45,8 @@ def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None) -> 
         raise InputError("job", f"{text!r}: the name {name!r} may use only letters, digits, '_', '-' and '.'")
     if not workers.isdigit() or not 1 <= int(workers) <= _core.MAX_WORKERS:
         raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {_core.MAX_WORKERS:,}")
-    return Job(name, load_model(model, device_on(model, gpu, topology)), int(workers), strategy)
+    workload = load_workload(model) if Path(model).is_file() else load_model(model, device_on(model, gpu, topology))
+    return Job(name, workload, int(workers), strategy)
 
 
 def parse_place(text: str) -> tuple[str, list[int]]:
@@ -126,7 +132,8 @@ def placed(names: list[str], fixed: dict[str, list[int]], rank_placement: str) -
     multiple=True,
     required=True,
     metavar="NAME:MODEL:WORKERS:STRATEGY",
-    help="A job on the fabric; repeat for several, e.g. --job a:resnet50:16:ring --job b:vgg16:16:zero2.",
+    help="A job on the fabric; repeat for several, e.g. --job a:resnet50:16:ring --job b:vgg16:16:zero2. "
+    "MODEL is a built-in model or a workload file (as --workload of simulate takes it: format detected).",
 )
 @click.option(
     "--place",
@@ -229,6 +236,7 @@ def jobs(
                         "slowdown": r.iteration_time_s / a.iteration_time_s,
                         "throughput_samples_per_s": r.throughput_samples_per_s,
                         "sent_bytes_per_worker": r.sent_bytes_per_worker,
+                        "background_stopped_s": r.background_stopped_s,
                         **(
                             {}
                             if healthy is None
@@ -268,7 +276,7 @@ def jobs(
             r.strategy,
             format_seconds(r.iteration_time_s),
             format_seconds(a.iteration_time_s),
-            f"{r.iteration_time_s / a.iteration_time_s:.2f}x",
+            ("≥ " if r.background_stopped_s is not None else "") + f"{r.iteration_time_s / a.iteration_time_s:.2f}x",
             format_count(r.throughput_samples_per_s),
             *((format_seconds(healthy[i].iteration_time_s),) if healthy is not None else ()),
         )
@@ -279,9 +287,24 @@ def jobs(
             "sharing's); 'no failures' is the jobs together on the healthy fabric",
             err=True,
         )
+    for j, r in zip(pinned, together):
+        if r.background_stopped_s is not None:
+            click.echo(background_note(j.name, r), err=True)
     if on_flows:
         click.echo(
             f"tensorwire: note: {', '.join(on_flows)}: sharded, simulated on flows in a multi-job run (comm=flows; "
             "simulate alone on this fabric times it with NCCL's model: give comm=nccl to compare)",
             err=True,
         )
+
+
+def background_note(name: str, r: Result) -> str:
+    """The note under a job whose measured iterations outlasted another job's background
+    load (:attr:`Result.background_stopped_s`): its slowdown is a lower bound."""
+    assert r.background_stopped_s is not None
+    return (
+        f"tensorwire: note: {name}: another job, at least {BACKGROUND_FACTOR} times faster, stopped at "
+        f"{format_seconds(r.background_stopped_s)} (a job runs at most {BACKGROUND_FACTOR} times the measured "
+        f"iterations) before {name}'s measured iterations ended at {format_seconds(r.completions_s[-1])}: "
+        f"{name}'s slowdown is at least the one shown"
+    )

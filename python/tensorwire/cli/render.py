@@ -232,6 +232,11 @@ def scaling_text(factor: float) -> str:
 
 #: The row of the compute time communication kernels took from rank 0 (interference).
 INTERFERENCE_ROW = "compute slowed by NCCL kernels"
+#: The compare table's note on its ``slowed`` column (shown when some strategy has any).
+SLOWED_NOTE = (
+    f"slowed: {INTERFERENCE_ROW} (rank 0's compute stretched while they hold SMs); "
+    "iteration = compute + slowed + exposed"
+)
 
 #: What the link section says when no link utilisation was measured.
 NO_LINKS = "- (NCCL's collectives are timed in closed form and put no flows on links)"
@@ -355,9 +360,11 @@ def comparison(
     columns = [("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right")]
     if llm:
         columns += [("tokens/s", "right"), ("TFLOP/s per GPU", "right"), ("states/GPU", "right")]
+    slowed = any(r.compute_interference_s > 0 for r in ran)
+    columns += [("scaling", "right"), ("exposed", "right")]
+    if slowed:
+        columns.append(("slowed", "right"))
     columns += [
-        ("scaling", "right"),
-        ("exposed", "right"),
         ("max link", "right"),
         (f"vs {_label(base.strategy)}" if base is not None else "speedup", "right"),
     ]
@@ -379,6 +386,10 @@ def comparison(
         cells += [
             scaling_text(r.scaling_factor),
             format_seconds(r.exposed_comm_s),
+        ]
+        if slowed:
+            cells.append(format_seconds(r.compute_interference_s))
+        cells += [
             "-" if r.max_link_utilization is None else f"{r.max_link_utilization:.0%}",
             f"{base.iteration_time_s / r.iteration_time_s:.2f}x" if base is not None else "-",
         ]
@@ -386,6 +397,8 @@ def comparison(
     for i, x in enumerate(refused, 1):
         t.add_row("-", x.strategy, f"refused [{i}]", *([""] * (len(columns) - 3)))
     console.print(t)
+    if slowed:
+        console.print(Text(SLOWED_NOTE))
     if any(not r.link_utilization for r in ran):
         console.print(Text(f"max link {NO_LINKS}"))
     if llm and extra is not None:

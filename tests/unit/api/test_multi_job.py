@@ -292,3 +292,33 @@ def test_cli_refuses_a_timed_job_spanning_rail_groups_beside_another_on_an_overs
         "or rail groups, machines of its own, or spine links that carry a leaf's hosts), or use a flow-level "
         "strategy (ring, hierarchical, fsdp with comm=flows)"
     )
+
+
+def _tiny(path: str, elements: int) -> None:
+    tw.Workload("tiny", 8, (tw.Layer("fc", 0.0003, 0.0007, (tw.Tensor("fc.weight", elements),)),)).save(path)
+
+
+def test_a_job_past_the_background_bound_says_its_slowdown_is_a_lower_bound(tmp_path: Any) -> None:
+    # A job given as a workload file, over 100 times faster than VGG-16's on the same spine:
+    # it stops as background load after BACKGROUND_FACTOR times the measured iterations,
+    # before vgg's window ends; vgg's row says so (a lower bound, marked "≥") and so does
+    # its JSON. Twenty times faster (under the bound), it runs beside vgg all along.
+    fast, slower = str(tmp_path / "fast.json"), str(tmp_path / "slower.json")
+    _tiny(fast, 1_000_000)
+    _tiny(slower, 20_000_000)
+    fabric = ("-b", "10Gbps", "--topology", "leaf-spine:hosts_per_leaf=8,spines=1,uplink=10Gbps")
+    args = (*fabric, "--rank-placement", "spread")
+    done = run("jobs", "--job", "vgg:vgg16:8:ring", "--job", f"fast:{fast}:8:ring", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    vgg, tiny = json.loads(done.stdout)
+    assert tiny["model"] == "tiny" and tiny["background_stopped_s"] is None
+    assert vgg["background_stopped_s"] is not None and vgg["background_stopped_s"] > 0
+    shown = run("jobs", "--job", "vgg:vgg16:8:ring", "--job", f"fast:{fast}:8:ring", *args)
+    assert shown.returncode == 0, shown.stderr
+    row = next(line for line in shown.stdout.splitlines() if line.startswith("│ vgg"))
+    assert f"≥ {vgg['slowdown']:.2f}x" in row, row
+    (note,) = [line for line in shown.stderr.splitlines() if "note: vgg:" in line]
+    assert f"at least {_core.BACKGROUND_FACTOR} times faster" in note and "at least the one shown" in note
+    beside = run("jobs", "--job", "vgg:vgg16:8:ring", "--job", f"fast:{slower}:8:ring", *args, "--json")
+    assert [j["background_stopped_s"] for j in json.loads(beside.stdout)] == [None, None]
+    assert "≥" not in run("jobs", "--job", "vgg:vgg16:8:ring", "--job", f"fast:{slower}:8:ring", *args).stdout

@@ -156,3 +156,26 @@ def test_compute_slowed_by_nccl_kernels_is_its_own_row_not_exposed_communication
     render.result(r, w)
     table = out.getvalue()
     assert render.INTERFERENCE_ROW in table and "exposed (not covered by compute)" in table
+
+
+def test_compare_shows_compute_slowed_by_nccl_kernels_beside_exposed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The compare table's columns add up as simulate's rows do: iteration = compute +
+    # slowed + exposed; the column is there only when some strategy slows compute.
+    w = tw.load_model("resnet50")
+    cluster = tw.Cluster(16, "400Gbps", topology=RAIL)
+    ddp, ring = tw.simulate(w, cluster, "ddp"), tw.simulate(w, cluster, "ring")
+    assert ddp.compute_interference_s > 0 and ring.compute_interference_s == 0
+    table = _printed(monkeypatch, lambda: render.comparison("resnet50", [ddp, ring], ddp, "", cluster))
+    header = next(line for line in table.splitlines() if "strategy" in line)
+    assert "slowed" in header and render.SLOWED_NOTE in table
+    cells = {line.split("│")[2].strip(): line.split("│") for line in table.splitlines() if line.count("│") > 8}
+    names = [c.strip() for c in header.split("┃")]
+    slowed, exposed = names.index("slowed"), names.index("exposed")
+    assert cells["ddp"][slowed].strip() == render.format_seconds(ddp.compute_interference_s)
+    assert cells["ring"][slowed].strip() == "0 ns"
+    assert cells["ddp"][exposed].strip() == render.format_seconds(ddp.exposed_comm_s)
+    assert ddp.iteration_time_s == pytest.approx(
+        ddp.compute_time_s + ddp.compute_interference_s + ddp.exposed_comm_s, rel=1e-9
+    )
+    alone = _printed(monkeypatch, lambda: render.comparison("resnet50", [ring], ring, "", cluster))
+    assert "slowed" not in alone and render.SLOWED_NOTE not in alone

@@ -38,6 +38,9 @@ pub(crate) trait SimulatedJob {
     fn count_event(&mut self);
     /// The job's report, once it is done.
     fn report(&mut self, core: &mut SimState) -> Report;
+    /// When the job completed the last iteration it was to run, where that is past its
+    /// measured ones (it stopped as background load), ns.
+    fn stopped_at(&self) -> Option<Nanos>;
 }
 
 /// Runs `jobs` on `core` until every job has completed its measured iterations (jobs done

@@ -47,7 +47,7 @@ mod variability;
 pub use check::{check, network_model as check_network_model};
 pub use estimate::DEFAULT_MAX_FLOWS;
 pub use failures::Failure;
-pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat};
+pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat, BACKGROUND_FACTOR};
 pub(crate) use report::{build_report, Measured};
 pub use scenario::{Progress, ProgressHook, Scenario, DEFAULT_ITERATIONS, DEFAULT_LATENCY_S, PROGRESS_EVERY};
 pub(crate) use sharded::shard_group as hsdp_shard_group;
@@ -912,6 +912,10 @@ impl SimulatedJob for Engine<'_> {
 
     fn completed(&self) -> usize {
         self.out.completions.len()
+    }
+
+    fn stopped_at(&self) -> Option<Nanos> {
+        self.out.stopped_at
     }
 
     fn finishing(&self) -> bool {

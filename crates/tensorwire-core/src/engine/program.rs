@@ -226,6 +226,7 @@ impl<'a, E: Exec> Runner<'a, E> {
                 compute_spans: sc.record_timeline.then(Vec::new),
                 simulated_ranks: ranks,
                 job,
+                ..Measured::default()
             },
             completed: vec![0; iterations as usize],
         }
@@ -406,6 +407,10 @@ impl<E: Exec> SimulatedJob for Runner<'_, E> {
 
     fn completed(&self) -> usize {
         self.out.completions.len()
+    }
+
+    fn stopped_at(&self) -> Option<Nanos> {
+        self.out.stopped_at
     }
 
     fn queue_head(&self) -> Option<Nanos> {

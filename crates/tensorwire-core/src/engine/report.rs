@@ -50,6 +50,11 @@ pub(crate) struct Measured {
     pub simulated_ranks: usize,
     /// The job measured (multi-job runs; 0 otherwise).
     pub job: usize,
+    /// Iterations completed on every worker so far, measured or not.
+    pub completed_all: u32,
+    /// When the job completed the last iteration it runs (its `limit`), where that is past
+    /// its measured ones (a multi-job run's background load stops there), ns.
+    pub stopped_at: Option<Nanos>,
 }
 
 /// A job's counters at its last measured completion: a job of a multi-job run goes on
@@ -79,6 +84,10 @@ impl Measured {
     /// job that goes on past its `measured` iterations (`limit` more), those it ends at;
     /// `added`: the compute time interference has added to rank 0 so far.
     pub(super) fn iteration_completed(&mut self, core: &mut SimState, measured: u32, limit: u32, added: Added) {
+        self.completed_all += 1;
+        if self.completed_all == limit && limit > measured {
+            self.stopped_at = Some(core.now);
+        }
         if self.completions.len() >= measured as usize {
             return;
         }
@@ -265,6 +274,7 @@ pub(crate) fn build_report(sc: &Scenario, core: &mut SimState, m: Measured) -> R
         nap: None,
         timeline,
         nccl_choices,
+        background_stopped_s: None,
     };
     report.set_iteration_time(iteration_time, samples / iteration_time);
     report

@@ -48,7 +48,7 @@ def predict(model: str, recompute: bool, mfu: float, topology: str) -> tw.Result
 def main() -> None:
     argparse.ArgumentParser(description=__doc__).parse_args()
     print(
-        "| model | published WPS | predicted WPS | difference | compute s | compute slowed by NCCL kernels s "
+        "| model | published WPS | predicted WPS | difference | compute s | compute slowed by collective kernels s "
         "| iteration s | exposed comm s | bytes sent per GPU |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

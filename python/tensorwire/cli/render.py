@@ -231,7 +231,7 @@ def scaling_text(factor: float) -> str:
 
 
 #: The row of the compute time communication kernels took from rank 0 (interference).
-INTERFERENCE_ROW = "compute slowed by NCCL kernels"
+INTERFERENCE_ROW = "compute slowed by collective kernels"
 #: The compare table's note on its ``slowed`` column (shown when some strategy has any).
 SLOWED_NOTE = (
     f"slowed: {INTERFERENCE_ROW} (rank 0's compute stretched while they hold SMs); "

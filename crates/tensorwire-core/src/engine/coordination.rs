@@ -127,6 +127,7 @@ impl Engine<'_> {
                 if ready < self.workers.len() {
                     self.open_rounds.insert(tasks[0], (self.active.len() - 1, now, initiator));
                 }
+                self.collective_started(core, op);
                 self.protocol.start_op(core, initiator, op, &tasks, group.bytes);
                 for rank in (0..self.workers.len()).filter(|&r| r != initiator) {
                     let at = now + self.activation_delay(core, initiator, rank);
@@ -147,6 +148,7 @@ impl Engine<'_> {
                     None => self.activate_all(at, op),
                 }
             } else if self.coordinated {
+                self.collective_started(core, op);
                 for rank in 0..self.net_ranks {
                     self.protocol.start_op(core, rank, op, &tasks, group.bytes);
                 }

@@ -31,6 +31,11 @@ pub(crate) struct Piece {
 }
 
 impl Interference {
+    /// The slowdown of `sc`'s strategy on its fabric ([`crate::strategy::Strategy::compute_slowdown_on`]).
+    pub fn of(sc: &super::Scenario) -> Self {
+        Interference { slowdown: sc.strategy.compute_slowdown_on(&sc.topology) }
+    }
+
     /// Whether compute slows at all.
     pub fn is_on(self) -> bool {
         self.slowdown > 0.0

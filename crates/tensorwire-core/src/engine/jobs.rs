@@ -29,6 +29,7 @@
 //! jobs' paces (every job completes an iteration in finite time on its own).
 
 use super::driver::{self, SimulatedJob};
+use super::interference::Interference;
 use super::program::Runner;
 use super::state::SimState;
 use super::step::{StepCollective, StepSettings};
@@ -429,10 +430,7 @@ fn job_sim<'a>(
             // Every collective timed, no flow; timed collectives count nothing up front, as
             // alone (`sharded::simulate_nccl`).
             let timed = sharded::nccl_program(sc, cfg, group)?;
-            return Ok((
-                Box::new(sharded::nccl_runner(sc, cfg, timed, n, i).run_until(limit)),
-                estimate::Work::default(),
-            ));
+            return Ok((Box::new(sharded::nccl_runner(sc, timed, n, i).run_until(limit)), estimate::Work::default()));
         }
         let schedules = sharded::schedules(cfg, &alone, n, group);
         let program = sharded::program(&sc.workload, cfg, sharded::WireFactors::of(strategy, &sc.workload), group, n);
@@ -440,8 +438,9 @@ fn job_sim<'a>(
         let work = sharded::program_work(&program, &schedules, n, &ranks, &settings(sc), sc.iterations);
         let exec =
             StepCollective::with_schedules(schedules, settings(sc), n, false, None).on_hosts(Some(hosts.to_vec()));
-        // On flows, as `comm=flows` alone: compute slows only by an explicit `compute_slowdown`.
-        let interference = sharded::interference(cfg, Comm::Flows);
+        // On flows, with the slowdown the strategy has on this fabric (NCCL's default on GPU
+        // fabrics, as alone; none on the seeds' fabrics unless given).
+        let interference = Interference::of(sc);
         let runner = Runner::new(sc, program, n, i, exec, sampler()).with_interference(interference).run_until(limit);
         return Ok((Box::new(runner), work));
     }

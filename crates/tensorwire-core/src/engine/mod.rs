@@ -220,9 +220,12 @@ struct Engine<'a> {
     /// Compute slowdown while a collective is in flight.
     interference: Interference,
     /// Collectives in flight (interference: compute is slow while there is one; every
-    /// rank takes part in each), and per op the simulated ranks that have started it.
+    /// rank takes part in each), per op the simulated ranks that have started it (until
+    /// all have), and the ops that count as in flight (started on every simulated rank, or
+    /// a partial round's initiator started it), until they end.
     comm_active: InFlight,
     started: HashMap<u64, usize>,
+    communicating: std::collections::HashSet<u64>,
 }
 
 /// The engine state shared with protocols, for `topo` (folded or not).
@@ -655,14 +658,10 @@ impl<'a> Engine<'a> {
             round_of: HashMap::new(),
             open_rounds: HashMap::new(),
             active: Vec::new(),
-            interference: Interference {
-                slowdown: match &sc.strategy.family {
-                    Family::Nccl(c) => c.compute_slowdown,
-                    _ => 0.0,
-                },
-            },
+            interference: Interference { slowdown: sc.strategy.compute_slowdown_on(&sc.topology) },
             comm_active: InFlight::default(),
             started: HashMap::new(),
+            communicating: std::collections::HashSet::new(),
         })
     }
 }
@@ -731,6 +730,14 @@ impl Engine<'_> {
         worker.generation = worker.generation.wrapping_add(1);
         self.seq += 1;
         self.queue.push(Reverse((piece.due, self.seq, Event::Compute(w, worker.generation))));
+    }
+
+    /// Collective `op` starts now (on every rank, or a partial round's initiator): under
+    /// interference, compute slows from now until it ends.
+    fn collective_started(&mut self, core: &mut SimState, op: u64) {
+        if self.interference.is_on() && self.communicating.insert(op) {
+            self.comm_changed(core, true);
+        }
     }
 
     /// A collective started (`started`) or ended on every rank at `core.now`: when that
@@ -830,9 +837,10 @@ impl Engine<'_> {
                         }
                         // The collective ends on every rank at once (interference: compute
                         // speeds up again as its last simulated rank ends it).
+                        // (A collective that never started, e.g. on one worker, never slowed compute.)
                         let ending = self.interference.is_on()
                             && self.ops.get(op as usize).done + 1 == if self.coordinated { self.net_ranks } else { 1 };
-                        if ending {
+                        if ending && self.communicating.remove(&op) {
                             self.comm_changed(core, false);
                         }
                         self.op_done_on_rank(core, op);
@@ -948,11 +956,14 @@ impl SimulatedJob for Engine<'_> {
             Event::Activate { rank, op } => {
                 if self.interference.is_on() {
                     // The last simulated rank to start it starts the collective.
-                    let started = self.started.entry(op).or_insert(0);
-                    *started += 1;
-                    if *started == self.net_ranks {
-                        self.started.remove(&op);
-                        self.comm_changed(core, true);
+                    // (A partial round started with its initiator: its activations count no more.)
+                    if !self.communicating.contains(&op) {
+                        let started = self.started.entry(op).or_insert(0);
+                        *started += 1;
+                        if *started == self.net_ranks {
+                            self.started.remove(&op);
+                            self.collective_started(core, op);
+                        }
                     }
                 }
                 self.activate(core, rank, op)

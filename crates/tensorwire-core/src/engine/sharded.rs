@@ -63,13 +63,6 @@ use crate::topology::{Shape, Topology};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
 
-/// The compute slowdown while collectives run: `compute_slowdown=`, else
-/// [`nccl::DEFAULT_COMPUTE_SLOWDOWN`] with NCCL and none with flows.
-pub(super) fn interference(cfg: &ShardedConfig, comm: Comm) -> Interference {
-    let default = if comm == Comm::Nccl { nccl::DEFAULT_COMPUTE_SLOWDOWN } else { 0.0 };
-    Interference { slowdown: cfg.compute_slowdown.unwrap_or(default) }
-}
-
 /// The up-front estimate of `program` on flows over `iterations`: every collective once per
 /// iteration, at the `simulated` ranks of `n` (`estimate.rs`).
 pub(super) fn program_work(
@@ -145,7 +138,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result
     let exec = StepCollective::with_schedules(schedules, settings, n, folded, rank_fold);
     let sampler = variability::Sampler::new(sc.variability.clone(), n, sc.seed);
     let (mut measured, compute_factor) =
-        Runner::new(sc, program, ranks, 0, exec, sampler).with_interference(interference(cfg, comm)).run(&mut core)?;
+        Runner::new(sc, program, ranks, 0, exec, sampler).with_interference(Interference::of(sc)).run(&mut core)?;
     if let Some(fold) = relabel {
         fold.relabel(&mut measured.compute_spans);
     }
@@ -237,14 +230,13 @@ pub(super) fn nccl_program(sc: &Scenario, cfg: &ShardedConfig, group: usize) -> 
 /// by `times` (no flow), compute slowed as NCCL's kernels slow it.
 pub(super) fn nccl_runner<'a>(
     sc: &'a Scenario,
-    cfg: &ShardedConfig,
     (program, times): (Program, NcclTimes),
     ranks: usize,
     job: usize,
 ) -> Runner<'a, TimedCollective> {
     let exec = TimedCollective::new(times.into_durations(), ranks);
     let sampler = variability::Sampler::new(sc.variability.clone(), sc.workers, sc.seed);
-    Runner::new(sc, program, ranks, job, exec, sampler).with_interference(interference(cfg, Comm::Nccl))
+    Runner::new(sc, program, ranks, job, exec, sampler).with_interference(Interference::of(sc))
 }
 
 /// [`simulate`] with every collective timed by NCCL's model (no flow).
@@ -274,7 +266,7 @@ fn simulate_nccl(
     if mode == Mode::Check {
         return Ok(None);
     }
-    let (measured, compute_factor) = nccl_runner(sc, cfg, timed, ranks, 0).run(&mut core)?;
+    let (measured, compute_factor) = nccl_runner(sc, timed, ranks, 0).run(&mut core)?;
     Ok(Some(measured_report(sc, &mut core, measured, compute_factor)))
 }
 
@@ -1082,8 +1074,10 @@ mod tests {
     fn compute_slowdown_zero_turns_interference_off() {
         let c = cfg("fsdp:compute_slowdown=0");
         assert_eq!(c.compute_slowdown, Some(0.0));
-        assert_eq!(interference(&c, Comm::Nccl).slowdown, 0.0);
-        assert_eq!(interference(&cfg("hsdp"), Comm::Nccl).slowdown, nccl::DEFAULT_COMPUTE_SLOWDOWN);
+        let rail = crate::topology::TopologySpec::parse("rail:node=dgx-h100").unwrap();
+        let slowdown = |s: &str| Strategy::parse(s).unwrap().compute_slowdown_on(&rail);
+        assert_eq!(slowdown("fsdp:compute_slowdown=0"), 0.0);
+        assert_eq!(slowdown("hsdp"), nccl::DEFAULT_COMPUTE_SLOWDOWN);
         for bad in ["-0.1", "11", "x"] {
             let e = Strategy::parse(&format!("zero2:compute_slowdown={bad}")).unwrap_err();
             assert_eq!(e.field(), "strategy.compute_slowdown", "{bad}");

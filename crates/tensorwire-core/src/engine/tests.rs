@@ -497,3 +497,48 @@ fn options_a_run_would_not_see_are_refused() {
     all_to_all.collective = crate::collectives::Collective::AllToAll;
     assert!(simulate(&scenario(all_to_all, 8, "nccl:pxn=true", 100)).is_ok());
 }
+
+#[test]
+fn flow_level_collectives_slow_the_compute_they_overlap_by_the_closed_form() {
+    // Two layers: t1's all-reduce (A ns alone) runs while layer 0's backward computes
+    // (400 us, longer than A), so that piece advances at 1/(1+X) for A ns of wall-clock
+    // time and ends A X/(1+X) later; t0's all-reduce follows the backward pass, exposed.
+    let w = workload(&[1000, 40_000], 200_000);
+    let alone = {
+        let mut sc = scenario(workload(&[40_000], 0), 4, "ring", 100);
+        sc.iterations = 3;
+        run(&sc).iteration_time_s
+    };
+    let x = 0.5;
+    let mut sc = scenario(w.clone(), 4, &format!("ring:compute_slowdown={x}"), 100);
+    sc.iterations = 3;
+    let slowed = run(&sc);
+    let want = alone * x / (1.0 + x);
+    assert!((slowed.compute_interference_s - want).abs() < 2e-9, "{} vs {want}", slowed.compute_interference_s);
+    let mut plain = sc.clone();
+    plain.strategy = crate::strategy::Strategy::parse("ring").unwrap();
+    let base = run(&plain);
+    assert_eq!(base.compute_interference_s, 0.0, "none on a star unless given (the seeds' meaning)");
+    assert!((slowed.iteration_time_s - base.iteration_time_s - want).abs() < 2e-9);
+    // On a GPU fabric the default is NCCL's (every GPU-collective strategy alike); a
+    // parameter server's pushes and pulls never slow compute.
+    for (topology, strategy, expected) in [
+        ("star", "ring", 0.0),
+        ("nodes:machine=dgx-a100", "ring", crate::nccl::DEFAULT_COMPUTE_SLOWDOWN),
+        ("rail:node=dgx-h100", "hierarchical", crate::nccl::DEFAULT_COMPUTE_SLOWDOWN),
+        ("rail:node=dgx-h100", "ring:compute_slowdown=0", 0.0),
+        ("rail:node=dgx-h100", "fsdp:comm=flows", crate::nccl::DEFAULT_COMPUTE_SLOWDOWN),
+        ("star", "fsdp", 0.0),
+        ("star", "ddp", crate::nccl::DEFAULT_COMPUTE_SLOWDOWN),
+        ("rail:node=dgx-h100", "ps", 0.0),
+    ] {
+        let s = crate::strategy::Strategy::parse(strategy).unwrap();
+        assert_eq!(
+            s.compute_slowdown_on(&TopologySpec::parse(topology).unwrap()),
+            expected,
+            "{strategy} on {topology}"
+        );
+    }
+    let e = crate::strategy::Strategy::parse("ps:compute_slowdown=0.1").unwrap_err();
+    assert_eq!(e.field(), "strategy.compute_slowdown");
+}

@@ -40,10 +40,10 @@ pub struct StrategyInfo {
     pub kind: Kind,
 }
 
-static NONE: &[OptionInfo] = &[];
-static PIPELINED: &[OptionInfo] = &[options::CHUNK];
-static HIERARCHICAL: &[OptionInfo] = &[options::GPUS_PER_NODE];
-static TREES: &[OptionInfo] = &[options::TREES, options::PENALTY];
+static NONE: &[OptionInfo] = &[options::ALL_REDUCE_COMPUTE_SLOWDOWN];
+static PIPELINED: &[OptionInfo] = &[options::CHUNK, options::ALL_REDUCE_COMPUTE_SLOWDOWN];
+static HIERARCHICAL: &[OptionInfo] = &[options::GPUS_PER_NODE, options::ALL_REDUCE_COMPUTE_SLOWDOWN];
+static TREES: &[OptionInfo] = &[options::TREES, options::PENALTY, options::ALL_REDUCE_COMPUTE_SLOWDOWN];
 
 /// Every built-in strategy.
 pub static STRATEGIES: &[StrategyInfo] = &[
@@ -243,6 +243,9 @@ pub struct Strategy {
     pub param_dtype: Option<Dtype>,
     /// Element type of gradients on the wire (all-reduces, reduce-scatters); `None`: as listed.
     pub reduce_dtype: Option<Dtype>,
+    /// `compute_slowdown=` of a flow-level all-reduce strategy, as given (`None`: the
+    /// fabric's default, [`Strategy::compute_slowdown_on`]).
+    pub compute_slowdown: Option<f64>,
 }
 
 impl Strategy {
@@ -254,6 +257,31 @@ impl Strategy {
     /// model's type unless `communication_data_type` says otherwise; else as listed (1).
     pub fn gradient_dtype_factor(&self, listed_dtype_bytes: u32) -> f64 {
         self.reduce_dtype.or(self.param_dtype).map_or(1.0, |d| f64::from(d.bytes()) / f64::from(listed_dtype_bytes))
+    }
+
+    /// How much slower compute runs while one of this strategy's collectives is in flight
+    /// on `topology` (a fraction; `engine::interference`): `compute_slowdown=` where given;
+    /// else [`crate::nccl::DEFAULT_COMPUTE_SLOWDOWN`] (arXiv 2507.03114) wherever the
+    /// collectives are kernels on the GPUs that compute: under NCCL's model on any fabric,
+    /// and for the all-reduce and sharded strategies on GPU fabrics
+    /// ([`crate::topology::TopologySpec::gpu_machines`]), so that `compare` there ranks
+    /// every strategy under one compute model (a flow-level `hierarchical` had ranked
+    /// above `ddp` only for computing at full speed beside its collectives); 0 for
+    /// collectives on flows on the seeds' fabrics, as the seeds model them, and for
+    /// parameter servers (their pushes and pulls are copies; servers sum on their CPUs).
+    pub fn compute_slowdown_on(&self, topology: &crate::topology::TopologySpec) -> f64 {
+        let on_gpus = |given: Option<f64>| {
+            given.unwrap_or(if topology.gpu_machines() { crate::nccl::DEFAULT_COMPUTE_SLOWDOWN } else { 0.0 })
+        };
+        match &self.family {
+            Family::Nccl(c) => c.compute_slowdown,
+            Family::Sharded(cfg) if cfg.comm_on(topology) == Comm::Nccl => {
+                cfg.compute_slowdown.unwrap_or(crate::nccl::DEFAULT_COMPUTE_SLOWDOWN)
+            }
+            Family::Sharded(cfg) => on_gpus(cfg.compute_slowdown),
+            Family::AllReduce(_) => on_gpus(self.compute_slowdown),
+            Family::ParameterServer(_) => 0.0,
+        }
     }
 
     /// The link-usage penalty between the trees of `tree`/`multitree` inside a machine
@@ -403,6 +431,9 @@ impl Strategy {
                 "a coordinator's dispatch cost applies to all-reduce strategies",
             ));
         }
+        // Nccl and the sharded strategies keep theirs in their configs.
+        let compute_slowdown =
+            if matches!(family, Family::AllReduce(_)) { spec.real("compute_slowdown") } else { None };
         Ok(Strategy {
             spec: text.trim().to_string(),
             family,
@@ -427,6 +458,7 @@ impl Strategy {
             pipelined_segments,
             param_dtype: spec.choice("param_dtype").map(|d| Dtype::parse("strategy.param_dtype", d)).transpose()?,
             reduce_dtype: spec.choice("reduce_dtype").map(|d| Dtype::parse("strategy.reduce_dtype", d)).transpose()?,
+            compute_slowdown,
         })
     }
 }

@@ -241,7 +241,7 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
         name: "compute_slowdown",
         kind: OptionKind::NonNegativeRealAtMost(super::nccl::MAX_COMPUTE_SLOWDOWN),
         default: "",
-        help: "compute this fraction slower while a collective runs (default 0.189 with nccl, arXiv 2507.03114; none with flows)",
+        help: "compute this fraction slower while a collective runs (default 0.189, arXiv 2507.03114, with nccl and on GPU fabrics (rail, nodes); none with flows on the seeds' fabrics)",
         aliases: &[],
     },
     OptionInfo {
@@ -257,11 +257,7 @@ impl ShardedConfig {
     /// How the collectives are timed on `topology`: `comm=`, else NCCL's model on GPU
     /// fabrics (`rail` nodes, `nodes` machines) and flows elsewhere (the seeds' fabrics).
     pub fn comm_on(&self, topology: &crate::topology::TopologySpec) -> Comm {
-        self.comm.unwrap_or(if topology.rail_params(1.0).is_some() || topology.machine_name().is_some() {
-            Comm::Nccl
-        } else {
-            Comm::Flows
-        })
+        self.comm.unwrap_or(if topology.gpu_machines() { Comm::Nccl } else { Comm::Flows })
     }
 
     /// ZeRO-1/2: listed bytes per (reduce bucket, all-gather bucket) for elements of

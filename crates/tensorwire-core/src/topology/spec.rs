@@ -317,6 +317,14 @@ impl TopologySpec {
         Ok(())
     }
 
+    /// Whether the fabric's hosts are GPUs of machines the spec names (`rail` nodes,
+    /// `nodes` machines): NCCL's world, where collectives run as kernels on the GPUs that
+    /// compute, unlike the seeds' hosts (star, leaf-spine, fat-tree), whose workers the
+    /// seeds model as hosts with a network interface.
+    pub fn gpu_machines(&self) -> bool {
+        self.rail_params(1.0).is_some() || self.machine_name().is_some()
+    }
+
     /// The node preset of a `rail` fabric.
     pub fn node_preset(&self) -> Option<super::NodePreset> {
         (self.0.name == "rail").then(|| {

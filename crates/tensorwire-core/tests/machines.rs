@@ -54,6 +54,28 @@ fn trees_beat_the_ring_for_many_small_keys_and_multitree_splits_large_ones() {
 }
 
 #[test]
+fn the_tree_bound_counts_elements_whatever_compression_or_reduce_dtype_send() {
+    // Seed 003's bound (MXNET_KVSTORE_TREE_ARRAY_BOUND) counts the array's elements: an fp32
+    // array at it takes every tree, one just below it one tree, whatever compression or a
+    // bf16 reduction make of its bytes on the wire (the plan shows in the flows: one tree
+    // sends fewer messages). The bound read from wire bytes / 4 sent 40 MB compressed 2x
+    // over one tree, slower (3.23 ms) than uncompressed over every tree (2.93 ms).
+    let bound = tensorwire_core::gputopo::DEFAULT_ARRAY_BOUND as u64;
+    for elements in [bound - 1_000, bound, 2 * bound] {
+        let array = workload(&[4 * elements], 0);
+        let plain = on_nodes(array.clone(), 8, "tree", "p3.16xlarge");
+        let every_tree = on_nodes(array.clone(), 8, "multitree", "p3.16xlarge");
+        assert_eq!(plain.flows == every_tree.flows, elements >= bound, "{elements} elements");
+        for options in ["compression=2", "reduce_dtype=bf16", "compression=4,reduce_dtype=bf16"] {
+            let fewer_bytes = on_nodes(array.clone(), 8, &format!("tree:{options}"), "p3.16xlarge");
+            let what = format!("{elements} elements, tree:{options}");
+            assert_eq!(fewer_bytes.flows, plain.flows, "{what}: the plan changed");
+            assert!(fewer_bytes.iteration_time_s <= plain.iteration_time_s, "{what}: slower");
+        }
+    }
+}
+
+#[test]
 fn multitree_needs_one_machine_and_says_how_many_workers_fit() {
     let mut sc = scenario(workload(&[1000], 0), 16, "multitree", 100);
     sc.topology = TopologySpec::parse("nodes:machine=dgx-a100").unwrap();

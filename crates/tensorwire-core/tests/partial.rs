@@ -78,3 +78,44 @@ fn a_rank_ready_before_the_activation_reaches_it_is_active() {
     let linear = Variability::Slowdowns((0..8).map(|r| 1.0 + 0.5 * r as f64).collect());
     assert_eq!(solo(linear), 1.0);
 }
+
+/// `n` ranks at `slowdowns`, 4 layers of one 400 kB tensor each, `c` ns of forward compute
+/// per layer (twice that backward), 1 B/ns links, 1 us per hop, 10 iterations.
+fn layered(strategy: &str, slowdowns: Vec<f64>, c: u64) -> Report {
+    let mut sc = scenario(workload(&[400_000; 4], c), slowdowns.len(), strategy, 1000);
+    sc.iterations = 10;
+    sc.variability = Variability::Slowdowns(slowdowns);
+    run(&sc)
+}
+
+#[test]
+fn ranks_ready_while_a_round_waits_in_the_queue_are_active() {
+    // A ring all-reduce of S = 400 kB on N ranks takes 2 (N - 1) / N S = 600-700 us at 1 B/ns,
+    // more than a layer's backward pass (100 us): with one collective in flight (the
+    // default) each layer's round waits for the one before. Its activation starts when it
+    // is released, so every rank ready by then is active: N identical ranks, ready at the
+    // same instant, make every solo round N, queued (the default) or not (`inflight=1000`).
+    // The count taken when the initiator became ready had said about 1.
+    for n in [4usize, 8] {
+        for strategy in ["ring:partial=solo", "ring:partial=solo,inflight=1000"] {
+            assert_eq!(layered(strategy, vec![1.0; n], 50_000).nap, Some(n as f64), "{strategy} on {n} ranks");
+        }
+    }
+}
+
+#[test]
+fn a_fixed_straggler_is_never_active_in_rounds_the_fast_ranks_start() {
+    // Ranks 1, 1, 1, 3 times slow, c = 150 us: a fast rank's iteration is about 4 c of
+    // forward, the first layer's backward (2 c) and 4 queued all-reduces of 600 us (4 c
+    // each), 22 c; the straggler computes 3 x 12 c = 36 c per iteration, so it falls further
+    // behind every iteration and every round is started (solo) by a fast rank. Its layer j
+    // (in backward order) is ready at 12 c + 6 c (j + 1) into its first iteration, after the
+    // fast ranks' round of it is released (about 6 c + 4 c j) and activated (a few us): it
+    // is never active. The three fast ranks are ready at the same instant, or before the
+    // round leaves the queue: each round has exactly 3 active processes.
+    let slowdowns = vec![1.0, 1.0, 1.0, 3.0];
+    let fast = slowdowns.iter().filter(|&&s| s == 1.0).count() as f64;
+    for strategy in ["ring:partial=solo", "ring:partial=solo,inflight=1000"] {
+        assert_eq!(layered(strategy, slowdowns.clone(), 150_000).nap, Some(fast), "{strategy}");
+    }
+}

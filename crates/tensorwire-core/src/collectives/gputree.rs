@@ -1,14 +1,14 @@
 //! Seed 003's topology-aware tree all-reduce as a step schedule: the core's GPU trees
 //! (`gputopo`) executed round by round. Below `array_bound` elements one tree carries
-//! the whole payload; above it every tree carries one slice (multi-tree).
+//! the whole payload; above it every tree carries one slice (multi-tree). The bound
+//! counts the array's elements, as MXNet's `MXNET_KVSTORE_TREE_ARRAY_BOUND` does, not its
+//! bytes on the wire: compression or a narrower `reduce_dtype` sends fewer bytes of the
+//! same array and keeps its plan.
 
 use super::{Recv, Send, Step, StepSchedule};
 use crate::error::Result;
 use crate::gputopo::{self, GpuTopology, Op, Schedule};
 use smallvec::smallvec;
-
-/// Bytes per element assumed for seed 003's element threshold (fp32 gradients).
-const ELEMENT_BYTES: f64 = 4.0;
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -68,9 +68,10 @@ impl StepSchedule for GpuTrees {
         n == 1
     }
 
-    /// 1: one tree; 2: every tree (the "pipeline" argument selects the plan).
-    fn pieces_for(&self, wire_bytes: f64, _piece_bytes: f64, _max: usize) -> usize {
-        if wire_bytes / ELEMENT_BYTES >= self.array_bound as f64 {
+    /// 1: one tree; 2: every tree (the "pipeline" argument selects the plan), by the
+    /// array's element count (seed 003's bound counts elements, whatever the wire bytes).
+    fn pieces_for(&self, _wire_bytes: f64, elements: f64, _piece_bytes: f64, _max: usize) -> usize {
+        if elements >= self.array_bound as f64 {
             2
         } else {
             1

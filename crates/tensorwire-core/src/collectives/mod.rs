@@ -110,9 +110,12 @@ pub trait StepSchedule: std::fmt::Debug + std::marker::Send + Sync {
     fn pipelines(&self) -> bool {
         false
     }
-    /// The `pipeline` argument for a payload of `wire_bytes`: pipelined schedules cut it
-    /// into pieces of `piece_bytes` (at most `max`); others take 1.
-    fn pieces_for(&self, wire_bytes: f64, piece_bytes: f64, max: usize) -> usize {
+    /// The `pipeline` argument for a payload of `wire_bytes` on the wire that holds
+    /// `elements` array elements (the tensor's count, whatever `reduce_dtype` or
+    /// compression make of its bytes): pipelined schedules cut it into pieces of
+    /// `piece_bytes` (at most `max`); GPU trees choose one tree or all by `elements`;
+    /// others take 1.
+    fn pieces_for(&self, wire_bytes: f64, _elements: f64, piece_bytes: f64, max: usize) -> usize {
         if self.pipelines() {
             ((wire_bytes / piece_bytes).ceil() as usize).clamp(1, max)
         } else {

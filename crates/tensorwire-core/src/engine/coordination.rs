@@ -14,10 +14,13 @@
 //!   initiator has it: the first ready rank (`solo`) or a rank drawn per task from the
 //!   scenario's seed (`majority`). The initiator starts at once; every other rank starts
 //!   when the activation reaches it along the binomial activation tree, one small
-//!   message (path latency plus per-message overhead, ns) per hop. The ranks ready by
-//!   the time the activation reaches them (the initiator, those ready before it, and
-//!   those ready while it travels, a tie included) are counted per round (`active`, the
-//!   report's `nap`), as the runtime counts the calls that arrived before the activation.
+//!   message (path latency plus per-message overhead, ns) per hop. The activation starts
+//!   when the round is released, which may be after its initiator became ready: rounds
+//!   queue behind the collectives in flight (one at a time by default). The ranks ready
+//!   by the time the activation reaches them (the initiator, those ready before the
+//!   release, waiting in the queue included, and those ready while it travels, a tie
+//!   included) are counted per round (`active`, the report's `nap`), as the runtime
+//!   counts the calls that arrived before the activation.
 //! - **Dispatch and stream pacing.** A coordinator that pays `dispatch` ns of CPU work per
 //!   collective (`strategy.dispatch`) dispatches one at a time; with `execution=stream`
 //!   collectives also run one after another on one stream, each starting no earlier than
@@ -85,9 +88,19 @@ impl Engine<'_> {
             self.open_rounds.remove(&r);
         }
         if release && self.sc.strategy.partial.is_some() {
-            self.round_of.insert(r, (w, count));
+            self.round_of.insert(r, w);
         }
         release
+    }
+
+    /// Ranks that have task `r` ready now: its count while some rank still lacks it, every
+    /// rank once all have it (the count is dropped then). A partial round counts them when
+    /// it is released, not when its initiator became ready: the activation starts then
+    /// (seed 002 section 6.1: the processes that arrived before the initiator's activation
+    /// reached them are active), so ranks that became ready while the round waited behind
+    /// the collectives in flight contribute too.
+    fn ready_now(&self, r: TaskRef) -> usize {
+        self.ready_on.get(&r).copied().unwrap_or(self.workers.len())
     }
 
     /// Time for a partial collective's activation to travel from `initiator` to `rank`
@@ -121,8 +134,10 @@ impl Engine<'_> {
         for group in &released {
             let tasks: Vec<TaskRef> = group.tasks.iter().map(|&(t, _)| t).collect();
             let op = self.ops.insert(OpState { tasks: tasks.clone(), bytes: group.bytes, scope, done: 0 }) as u64;
-            if let Some((initiator, ready)) = self.round_of.remove(&tasks[0]) {
-                // A partial round: the initiator starts now, the others when activated.
+            if let Some(initiator) = self.round_of.remove(&tasks[0]) {
+                // A partial round: the initiator starts now, the others when activated;
+                // every rank ready by now is active.
+                let ready = self.ready_now(tasks[0]);
                 self.active.push((tasks[0].iteration, ready));
                 if ready < self.workers.len() {
                     self.open_rounds.insert(tasks[0], (self.active.len() - 1, now, initiator));

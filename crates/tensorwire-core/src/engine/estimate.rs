@@ -130,15 +130,16 @@ impl<'a> PerOp<'a> {
         // those whose argument selects another plan (GPU trees: every tree from 2). Counting
         // only pipelined ones left `multitree:trees=1024` estimated as one tree, so it
         // passed the budget and ran 18 s before the running check stopped it.
-        let two = if schedule.pieces_for(f64::MAX, 1.0, 2) >= 2 { messages(schedule, n, 2, ranks) } else { one };
+        let two =
+            if schedule.pieces_for(f64::MAX, f64::MAX, 1.0, 2) >= 2 { messages(schedule, n, 2, ranks) } else { one };
         PerOp { schedule, one, two }
     }
 
-    /// Messages of one collective over `wire_bytes` cut in pieces of `piece_bytes` (at
-    /// most `max`); `u64::MAX` when too many to count.
-    pub fn of(&self, wire_bytes: f64, piece_bytes: f64, max: usize) -> u64 {
+    /// Messages of one collective over `wire_bytes` (`elements` array elements) cut in
+    /// pieces of `piece_bytes` (at most `max`); `u64::MAX` when too many to count.
+    pub fn of(&self, wire_bytes: f64, elements: f64, piece_bytes: f64, max: usize) -> u64 {
         let (Some(one), Some(two)) = (self.one, self.two) else { return u64::MAX };
-        let p = self.schedule.pieces_for(wire_bytes, piece_bytes, max) as u64;
+        let p = self.schedule.pieces_for(wire_bytes, elements, piece_bytes, max) as u64;
         one.saturating_add((p - 1).saturating_mul(two.saturating_sub(one)))
     }
 }
@@ -469,7 +470,7 @@ mod tests {
                 for p in 1..10 {
                     let per = super::PerOp { schedule: s, one: Some(one), two: super::messages(s, n, 2, &ranks) };
                     assert_eq!(
-                        per.of(p as f64, 1.0, 256),
+                        per.of(p as f64, p as f64, 1.0, 256),
                         super::messages(s, n, p, &ranks).unwrap(),
                         "{s:?} n={n} p={p}"
                     );

@@ -462,5 +462,6 @@ fn settings(sc: &Scenario) -> StepSettings {
         reduce_ns_per_byte: sc.strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r),
         pipeline_bytes: sc.strategy.pipeline_chunk,
         max_pipeline: 256,
+        element_bytes: sharded::sharded_element_bytes(&sc.workload),
     }
 }

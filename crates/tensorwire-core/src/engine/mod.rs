@@ -193,11 +193,11 @@ struct Engine<'a> {
     rank0: [Option<(Nanos, f64)>; 2],
     released: Vec<Group>,
     /// Partial collectives: the stream drawing majority initiators, each task's drawn
-    /// initiator, each released task's (initiator, ranks ready at release), and
-    /// (iteration, active ranks) per round.
+    /// initiator, the initiator of each task the coordinator may schedule (its round, once
+    /// the scheduler releases it), and (iteration, active ranks) per round.
     initiators: rand_pcg::Pcg64,
     designated: HashMap<TaskRef, usize>,
-    round_of: HashMap<TaskRef, (usize, usize)>,
+    round_of: HashMap<TaskRef, usize>,
     active: Vec<(u32, usize)>,
     /// Partial rounds released while some ranks were not yet ready, by their first task:
     /// (index in `active`, release time, initiator). A rank ready by the time the activation
@@ -536,6 +536,7 @@ impl<'a> Engine<'a> {
                     reduce_ns_per_byte,
                     pipeline_bytes: strategy.pipeline_chunk,
                     max_pipeline: 256,
+                    element_bytes: f64::from(sc.workload.dtype_bytes),
                 };
                 // One collective at a time over the whole fabric (the coordinator releases the
                 // next once every rank finished), nothing else on the network, flows timed by
@@ -564,6 +565,7 @@ impl<'a> Engine<'a> {
                 let per_iteration = tasks.iter().fold(0u64, |sum, t| {
                     sum.saturating_add(per_op.of(
                         t.bytes as f64 * wire_factor,
+                        t.bytes as f64 / settings.element_bytes,
                         settings.pipeline_bytes,
                         settings.max_pipeline,
                     ))

@@ -28,7 +28,10 @@
 //! - **Multicast**: a server sends each piece once; the switch replicates it to every
 //!   worker, so the server's uplink carries the model once instead of N times.
 //! - **In-network aggregation**: pushes stop at the switch, which forwards one aggregated
-//!   copy to the server once every worker's copy of the piece has arrived. With a switch
+//!   copy to the server once every worker's copy of the piece has arrived. That copy is
+//!   the switch's message ([`HostEnd::Receives`]): no host sends it, so it pays no host's
+//!   per-message overhead and is in no host's sent bytes (a co-located server's host
+//!   receives it on its downlink; its uplink never carries it). With a switch
 //!   memory limit, pieces are admitted in the order first requested, and a worker's push
 //!   of a piece waits until the piece has memory; the memory is freed once the aggregate
 //!   has left the switch. Modelled on a star (the one switch aggregates).
@@ -49,7 +52,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::slab::Slab;
-use super::state::{Note, Protocol, SimState};
+use super::state::{HostEnd, Note, Protocol, SimState};
 use super::JobHosts;
 use crate::sched::{Task, TaskRef};
 use crate::strategy::{Distribution, Placement, PsConfig};
@@ -330,7 +333,7 @@ impl ParameterServer {
         let user = self.msgs.insert(Msg::Push { rank, task, op }) as u64;
         let host = self.worker_host(core, rank);
         if self.config.in_network_aggregation {
-            core.send_over(&[core.topo.uplink(host)], host, bytes, user, false);
+            core.send_over(&[core.topo.uplink(host)], HostEnd::Sends(host), bytes, user, false);
         } else {
             // Folded: every push goes to server 0 (the image of the push to its server).
             let server = if self.classes.is_some() { 0 } else { self.server_of_task[task.task as usize] };
@@ -417,7 +420,8 @@ impl Protocol for ParameterServer {
                     let host = self.server_host(core, server);
                     let bytes = self.task_bytes(task) as f64 * self.settings.wire_factor;
                     let user = self.msgs.insert(Msg::Aggregate { task }) as u64;
-                    core.send_over(&[core.topo.downlink(host)], host, bytes, user, true);
+                    // From the switch: in no host's sent bytes, no host overhead.
+                    core.send_over(&[core.topo.downlink(host)], HostEnd::Receives(host), bytes, user, true);
                 } else {
                     self.aggregated(core, task);
                 }
@@ -534,6 +538,50 @@ mod tests {
         let mut steady = scenario(workload(&[s], 0), 2, "ps:num_ps=2,placement=sharded,colocated=true", hop);
         steady.iterations = 3;
         assert!((simulate(&steady).unwrap().sent_bytes_per_worker - sf).abs() < 1e-6);
+    }
+
+    #[test]
+    fn sent_bytes_are_what_the_workers_uplink_carries_under_in_network_aggregation() {
+        // One server, n workers, one tensor of S bytes, 1 B/ns links. Worker 0's uplink
+        // carries its push of S to the switch; the switch's aggregate goes down to the
+        // server and leaves no host's uplink. Server apart: nothing else, S. Co-located on
+        // worker 0's host: its pulls to the n - 1 other workers too, n S (its pull to worker
+        // 0 stays on the host), or with multicast one copy for all, 2 S. The aggregate had
+        // been counted as worker 0's when its server was there: (n + 1) S and 3 S.
+        let (n, s) = (4usize, 100_000u64);
+        let sf = s as f64;
+        for (strategy, expected) in [
+            ("ps+ina", sf),
+            ("ps+multicast+ina", sf),
+            ("ps+ina:colocated=true", n as f64 * sf),
+            ("ps+multicast+ina:colocated=true", 2.0 * sf),
+        ] {
+            let mut sc = scenario(workload(&[s], 0), n, strategy, 300);
+            sc.iterations = 4;
+            let r = simulate(&sc).unwrap();
+            let utilisation = r.link_utilization.iter().find(|(l, _)| l == "h0->sw").unwrap().1;
+            // Bytes per iteration on h0's uplink: its utilisation over an iteration at 1 B/ns
+            // (within 1e-5: the window between completions cuts flows still moving).
+            let uplink = utilisation * r.iteration_time_s * 1e9;
+            assert!((r.sent_bytes_per_worker - expected).abs() < 1e-6, "{strategy}: sent {}", r.sent_bytes_per_worker);
+            assert!((uplink - expected).abs() < 1e-5 * expected, "{strategy}: uplink {uplink}");
+        }
+    }
+
+    #[test]
+    fn the_switchs_aggregate_pays_no_host_overhead() {
+        // One server apart, n workers, one tensor of S bytes, zero compute, path latency L
+        // host to host (L / 2 to or from the switch), per-message overhead o. The pushes end
+        // at S + L / 2 + o, the aggregate reaches the server S + L / 2 later (a switch's
+        // message: no host overhead), and the server's n pulls leave its link one after
+        // the other, the last delivered n S + L + o later: (n + 2) S + 2 L + 2 o. Charging
+        // the host overhead to the aggregate had added a third o.
+        let (n, s, hop, o) = (4usize, 20_000u64, 50u64, 7_000u64);
+        let (with, _, _) = first_iteration(&format!("ps+ina:overhead={o}ns"), n, s, hop);
+        let (without, _, _) = first_iteration("ps+ina", n, s, hop);
+        let (nf, sf, l) = (n as f64, s as f64, 2.0 * hop as f64);
+        assert!((without - ((nf + 2.0) * sf + 2.0 * l)).abs() < 1.0, "{without}");
+        assert!((with - without - 2.0 * o as f64).abs() < 1.0, "{with} vs {without}");
     }
 
     #[test]

@@ -63,6 +63,15 @@ use crate::topology::{Shape, Topology};
 use crate::units::seconds_to_nanos;
 use crate::workload::Workload;
 
+/// Bytes per element in a sharded program's executor settings
+/// ([`StepSettings::element_bytes`]): the workload's listed size. Its payloads are already
+/// on the wire (`wire_factor` 1), parameters and gradients possibly of different types,
+/// so the count is only nominal; none of its schedules (rings, halving-doubling, levels)
+/// chooses its plan by element count.
+pub(super) fn sharded_element_bytes(workload: &Workload) -> f64 {
+    f64::from(workload.dtype_bytes)
+}
+
 /// The up-front estimate of `program` on flows over `iterations`: every collective once per
 /// iteration, at the `simulated` ranks of `n` (`estimate.rs`).
 pub(super) fn program_work(
@@ -76,7 +85,8 @@ pub(super) fn program_work(
     let per_op: Vec<estimate::PerOp> =
         schedules.iter().map(|s| estimate::PerOp::new(s.as_ref(), n, simulated)).collect();
     let per_iteration = program.collectives.iter().fold(0u64, |sum, c| {
-        sum.saturating_add(per_op[c.schedule].of(c.bytes as f64, settings.pipeline_bytes, settings.max_pipeline))
+        let (bytes, elements) = (c.bytes as f64, c.bytes as f64 / settings.element_bytes);
+        sum.saturating_add(per_op[c.schedule].of(bytes, elements, settings.pipeline_bytes, settings.max_pipeline))
     });
     estimate::Work {
         flows: per_iteration.saturating_mul(u64::from(iterations)),
@@ -126,6 +136,7 @@ pub(super) fn simulate(sc: &Scenario, cfg: &ShardedConfig, mode: Mode) -> Result
         reduce_ns_per_byte: sc.strategy.reduce_bytes_per_s.map_or(0.0, |r| 1e9 / r),
         pipeline_bytes: sc.strategy.pipeline_chunk,
         max_pipeline: 256,
+        element_bytes: sharded_element_bytes(&sc.workload),
     };
     let relabel = rank_fold.clone();
     let program = program(&sc.workload, cfg, WireFactors::of(&sc.strategy, &sc.workload), group, n);

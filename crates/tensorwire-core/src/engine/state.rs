@@ -186,6 +186,17 @@ impl WatchedHost {
     }
 }
 
+/// The host end of a message between a host and a switch ([`SimState::send_over`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HostEnd {
+    /// The host sends it (a worker's push to the switch): it is in the host's sent bytes
+    /// and pays the host's per-message overhead.
+    Sends(usize),
+    /// The host receives it from the switch (the switch's aggregate, sent to a server):
+    /// the host's own uplink never carries it.
+    Receives(usize),
+}
+
 /// A unicast message waiting for its connection.
 #[derive(Debug, Clone, Copy)]
 struct Queued {
@@ -351,14 +362,32 @@ impl SimState {
         self.physical = physical;
     }
 
-    /// Starts a message over explicit links (e.g. to or from a switch that aggregates).
-    pub fn send_over(&mut self, links: &[LinkId], watched_end: usize, bytes: f64, user: u64, notify_sent: bool) {
+    /// Starts a message over explicit links between a host and a switch that aggregates
+    /// (`end` says which end is the host and whether it sends or receives).
+    pub fn send_over(&mut self, links: &[LinkId], end: HostEnd, bytes: f64, user: u64, notify_sent: bool) {
         self.links.clear();
         self.links.extend(links.iter().map(|&l| (l, 1)));
         let latency = self.topo.path_latency(links);
-        self.start(watched_end, &[], bytes, latency, user, notify_sent, None);
+        match end {
+            HostEnd::Sends(host) => self.start(host, &[], bytes, latency, user, notify_sent, None),
+            HostEnd::Receives(host) => self.start_from_switch(host, bytes, latency, user, notify_sent),
+        }
     }
 
+    /// Starts a message a switch sends to `host` over `self.links` (path latency `latency`,
+    /// ns): no host sent it, so it is in no host's sent bytes and pays no host's
+    /// per-message overhead. It counts in the watched host's busy time if that host
+    /// receives it. Recorded under that host with no destination, as a push to the switch
+    /// is under its sender (a timeline names hosts, not switches).
+    fn start_from_switch(&mut self, host: usize, bytes: f64, latency: Nanos, user: u64, notify_sent: bool) {
+        let w = &mut self.watched[self.job];
+        let watched = w.receives(&[host]);
+        self.launch(host, &[], watched, bytes, latency, user, notify_sent, None);
+    }
+
+    /// Starts a message host `src` sends to the hosts `dsts` (none: to a switch) over
+    /// `self.links`: `latency` (ns) plus the host's per-message overhead; in the watched
+    /// host's sent bytes if it sends it and it leaves the host.
     #[allow(clippy::too_many_arguments)]
     fn start(
         &mut self,
@@ -371,14 +400,34 @@ impl SimState {
         pair: Option<(usize, usize)>,
     ) {
         let latency = latency + self.overhead_of(bytes);
-        let now = self.now;
         let w = &mut self.watched[self.job];
         let watched = src == w.host || w.receives(dsts);
-        w.flows += 1;
         // On the wire: a copy to its own host (a co-located server's share) never leaves it.
         if src == w.host && (dsts.is_empty() || dsts.iter().any(|&d| d != src)) {
             w.sent += bytes;
         }
+        self.launch(src, dsts, watched, bytes, latency, user, notify_sent, pair);
+    }
+
+    /// Hands a message to the network model, its host's bytes and overhead already
+    /// accounted for: counts it in the job's flows (and, `watched`, in the watched host's
+    /// busy time), records it (as from `src` to `dsts`) when recording. `latency`: its
+    /// whole delay besides the transfer, ns.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &mut self,
+        src: usize,
+        dsts: &[usize],
+        watched: bool,
+        bytes: f64,
+        latency: Nanos,
+        user: u64,
+        notify_sent: bool,
+        pair: Option<(usize, usize)>,
+    ) {
+        let now = self.now;
+        let w = &mut self.watched[self.job];
+        w.flows += 1;
         if watched {
             w.messages.start(now);
         }

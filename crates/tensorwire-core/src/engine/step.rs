@@ -92,6 +92,11 @@ pub(crate) struct StepSettings {
     pub pipeline_bytes: f64,
     /// Most pieces a pipelined collective is cut into.
     pub max_pipeline: usize,
+    /// Bytes per element of the payloads operations start with (before `wire_factor`):
+    /// the workload's listed element size, so that a schedule choosing its plan by the
+    /// array's element count (GPU trees, seed 003) sees the same count whatever
+    /// `reduce_dtype` or compression send.
+    pub element_bytes: f64,
 }
 
 /// See the module documentation.
@@ -390,10 +395,11 @@ impl StepCollective {
     pub fn start_with(&mut self, core: &mut SimState, rank: usize, op_id: u64, schedule: usize, bytes: u64) {
         let settings = self.settings;
         let wire = bytes as f64 * settings.wire_factor;
+        let elements = bytes as f64 / settings.element_bytes;
         let (n, simulated) = (self.n, self.simulated);
         let index = schedule;
         let schedule = &self.schedules[index];
-        let pipeline = schedule.pieces_for(wire, settings.pipeline_bytes, settings.max_pipeline);
+        let pipeline = schedule.pieces_for(wire, elements, settings.pipeline_bytes, settings.max_pipeline);
         let lanes = self.lanes.is_some();
         let op = self.ops.get_or_insert_with(op_id, || Op {
             schedule: index,

@@ -20,7 +20,7 @@ from tensorwire.cli import options, render
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.io import check_output
-from tensorwire.result import Result, folded_shown, ranks_in_words, simulated_workers
+from tensorwire.result import Result, folded_shown, ranked, ranks_in_words, simulated_workers, speedup
 from tensorwire.stragglers import input_files as stragglers_files
 from tensorwire.stragglers import parse_stragglers, stragglers_note
 from tensorwire.strategy import Strategy, baseline_spec, check, gpu_fabric, host_options, split_specs, strategies
@@ -641,8 +641,7 @@ def compare_cmd(
         out = []
         for name, rows in results.items():
             base, note = _baseline(rows, preferred)
-            ran = sorted((r for r in rows if isinstance(r, Result)), key=lambda r: r.iteration_time_s)
-            for r in ran:
+            for r in ranked(r for r in rows if isinstance(r, Result)):
                 d = r.to_dict()
                 d.pop("link_utilization")
                 d.pop("timeline")
@@ -651,7 +650,7 @@ def compare_cmd(
                 d["baseline"] = base.strategy if base is not None else None
                 if note:
                     d["baseline_note"] = note
-                d["speedup_over_baseline"] = base.iteration_time_s / r.iteration_time_s if base is not None else None
+                d["speedup_over_baseline"] = speedup(vars(base), vars(r)) if base is not None else None
                 if base is not None and base.strategy == "ps":
                     d["speedup_over_ps"] = d["speedup_over_baseline"]
                 out.append(d)

@@ -18,7 +18,7 @@ from rich.text import Text
 from tensorwire.api import Progress as RunProgress
 from tensorwire.cli.terminal import stdout_console
 from tensorwire.cluster import Cluster
-from tensorwire.result import OVERLOAD, Result, nccl_channels_text, nccl_settings, over_capacity
+from tensorwire.result import OVERLOAD, Result, nccl_channels_text, nccl_settings, over_capacity, ranked, speedup
 from tensorwire.strategy import OptionInfo, Strategy, StrategyInfo, latency_seen, with_options
 from tensorwire.units import counted, format_bytes, format_count, format_rate, format_seconds
 from tensorwire.workload import Workload
@@ -351,7 +351,7 @@ def comparison(
     ``base`` is the baseline of the speedup column (``note`` says why it is not the usual
     one), ``aliases`` maps another name to its strategy (shown on the target's row), and
     ``extra`` gives LLM columns (tokens/s, model TFLOP/s per GPU) for a result."""
-    ran = sorted((r for r in rows if isinstance(r, Result)), key=lambda r: r.iteration_time_s)
+    ran = ranked(r for r in rows if isinstance(r, Result))
     refused = [r for r in rows if not isinstance(r, Result)]
     llm = bool(ran) and extra is not None and bool(extra(ran[0]))
     seen = latency_seen([r.strategy for r in ran], cluster.topology)
@@ -391,7 +391,7 @@ def comparison(
             cells.append(format_seconds(r.compute_interference_s))
         cells += [
             "-" if r.max_link_utilization is None else f"{r.max_link_utilization:.0%}",
-            f"{base.iteration_time_s / r.iteration_time_s:.2f}x" if base is not None else "-",
+            f"{speedup(vars(base), vars(r)):.2f}x" if base is not None else "-",
         ]
         t.add_row(*cells)
     for i, x in enumerate(refused, 1):

@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 from tensorwire._core import InputError
 from tensorwire.io import decode_text, loads_json, read_input, write_atomic
 from tensorwire.result import over_capacity
+from tensorwire.result import speedup as result_speedup
 from tensorwire.strategy import baseline_spec
 from tensorwire.sweep.grid import FILE_GPU
 from tensorwire.workloads.llm import names as llm_names
@@ -165,7 +166,7 @@ def add_speedup(rows: list[Row]) -> list[Row]:
     for mine in scenarios.values():
         base = _baseline_row(mine)
         for r in mine:
-            speedup = float(base["iteration_time_s"]) / float(r["iteration_time_s"])
+            speedup = result_speedup(base, r)
             r["baseline"] = base["strategy"]
             r["speedup_over_baseline"] = speedup
             r["speedup_over_ps"] = speedup if base["strategy"] == "ps" else None

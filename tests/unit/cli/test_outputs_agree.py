@@ -278,3 +278,30 @@ def test_titles_say_the_run_had_stragglers() -> None:
         assert f"stragglers {fixed}" in " ".join(done.stdout.split()), done.stdout
     plain = run("simulate", "-m", "resnet50", "-n", "4", "-b", "25Gbps", "-s", "ring")
     assert "stragglers" not in plain.stdout
+
+
+def test_speedups_under_partial_collectives_are_the_ratio_of_samples_per_second() -> None:
+    # Under a partial collective a job's rate is the sum of its workers' own rates, not n x
+    # batch over the mean pace: compare's ranking, its speedup column, its JSON and a sweep's
+    # rows (add_speedup) all give the samples/s ratio (the iteration times' ratio had said
+    # 3.31x for 3.49x).
+    from tensorwire.sweep.table import add_speedup
+
+    args = ("-m", "resnet50", "-n", "4", "-b", "10Gbps", "--stragglers", "fixed:1,1,1,3")
+    strategies = ("--strategies", "ps,ring,ring:partial=solo,ring:partial=majority")
+    done = run("compare", *args, *strategies, "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    by = {r["strategy"]: r for r in rows}
+    ps = by["ps"]
+    for r in rows:
+        want = r["throughput_samples_per_s"] / ps["throughput_samples_per_s"]
+        assert r["speedup_over_baseline"] == pytest.approx(want, rel=1e-12), r["strategy"]
+    rates = [r["throughput_samples_per_s"] for r in rows]
+    assert rates == sorted(rates, reverse=True), "ranked by samples per second"
+    solo = by["ring:partial=solo"]
+    assert solo["speedup_over_baseline"] > ps["iteration_time_s"] / solo["iteration_time_s"] * 1.02
+    assert f"{solo['speedup_over_baseline']:.2f}x" in run("compare", *args, *strategies).stdout
+    keys = ("model", "strategy", "iteration_time_s", "throughput_samples_per_s")
+    rebuilt = add_speedup([{k: r[k] for k in keys} for r in rows])
+    assert [r["speedup_over_baseline"] for r in rebuilt] == pytest.approx([r["speedup_over_baseline"] for r in rows])

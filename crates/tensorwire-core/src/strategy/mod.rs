@@ -537,6 +537,13 @@ fn family(kind: Kind, spec: &Spec) -> Result<Family> {
                     "must be at least 1B (a piece larger than the switch memory is aggregated alone; leave it out for unlimited)",
                 ));
             }
+            if multicast && spec.choice("distribution") == Some("block") {
+                // One multicast message reaches every worker: no worker-by-worker order.
+                return Err(Error::invalid(
+                    "strategy.distribution",
+                    "block sends the model to one worker at a time; multicast sends each piece to every worker at once (round-robin, the default, or concurrent: every piece at once)",
+                ));
+            }
             Ok(Family::ParameterServer(PsConfig {
                 num_ps: spec.count("num_ps").unwrap_or(options::default_number(PS_OPTIONS, "num_ps") as u64) as usize,
                 placement: match spec.choice("placement") {
@@ -580,8 +587,18 @@ mod tests {
                 crate::units::format_number(max.min(2.0) / 2.0)
             }
             OptionKind::Flag => if o.default == "true" { "false" } else { "true" }.into(),
+            // (`distribution=block` is refused under multicast, which every ps takes.)
+            OptionKind::Choice(_) if o.name == "distribution" => "concurrent".into(),
             OptionKind::Choice(words) => words.iter().find(|w| **w != o.default).unwrap_or(&words[0]).to_string(),
         }
+    }
+
+    #[test]
+    fn multicast_refuses_a_worker_by_worker_distribution() {
+        let e = Strategy::parse("ps+multicast:distribution=block").unwrap_err();
+        assert_eq!(e.field(), "strategy.distribution");
+        assert!(Strategy::parse("ps+multicast+ina:distribution=concurrent").is_ok());
+        assert!(Strategy::parse("ps:distribution=block").is_ok());
     }
 
     #[test]

@@ -20,12 +20,14 @@ Two kinds of built-in model:
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
 from tensorwire._core import InputError
+from tensorwire.io import InputWarning
 from tensorwire.limits import is_int
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware, llm
@@ -168,12 +170,21 @@ def device_on(model: str, gpu: Optional[str], topology: Optional[str]) -> Option
     >>> device_on("resnet50", None, "rail:node=dgx-a100") is None
     True
     """
-    if gpu is not None or topology is None or model not in llm.names():
+    if topology is None or model not in llm.names():
         return gpu
     from tensorwire import _core
 
     node = _core.Topology(topology).node
-    return hardware.node(node).gpu if node is not None else None
+    own = hardware.node(node).gpu if node is not None else None
+    if gpu is not None and own is not None and gpu != own:
+        # A what-if (another GPU's compute on this node's network), or a slip: said once.
+        warnings.warn(
+            f"--gpu {gpu} on rail:node={node}, whose GPUs are {own}: {model} computes as on {gpu}, the "
+            f"network is the node's (leave --gpu out for the node's own GPU)",
+            InputWarning,
+            stacklevel=2,
+        )
+    return gpu if gpu is not None else own
 
 
 def load_model(

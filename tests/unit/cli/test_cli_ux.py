@@ -452,3 +452,16 @@ def _small_result() -> Any:
     import tensorwire as tw
 
     return tw.simulate(tw.Workload.collective("allreduce:1KiB"), tw.Cluster(2, "10Gbps"), "ring")
+
+
+def test_a_gpu_other_than_the_rail_nodes_is_run_and_said_once() -> None:
+    # A what-if or a slip: V100 compute on a DGX H100 rail runs, with one warning line after
+    # the result; the node's own GPU (or no --gpu) says nothing.
+    args = ("simulate", "-m", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-h100", "-s", "ddp", "--json")
+    other = run(*args, "--gpu", "v100")
+    assert other.returncode == 0, other.stderr
+    warned = [line for line in other.stderr.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "whose GPUs are h100" in warned[0] and "--gpu v100" in warned[0], other.stderr
+    same = run(*args, "--gpu", "h100")
+    assert "warning" not in same.stderr and json.loads(same.stdout) == json.loads(run(*args).stdout)
+    assert json.loads(other.stdout)["iteration_time_s"] > json.loads(same.stdout)["iteration_time_s"]

@@ -181,6 +181,19 @@ impl PyStrategy {
         guarded(|| self.inner.model_state_bytes(params, weight_bytes, &topology.inner, workers))
     }
 
+    /// Parameter bytes each of `workers` ranks holds unsharded at once, at the peak of an
+    /// iteration of `workload` on `topology`, beside its shards (what the sharded
+    /// strategies gather to compute; 0 for the others:
+    /// `tensorwire_core::strategy::Strategy::gathered_parameter_bytes`).
+    fn gathered_parameter_bytes(
+        &self,
+        workload: PyRef<'_, crate::workload::PyWorkload>,
+        topology: PyRef<'_, crate::cluster::PyTopology>,
+        workers: usize,
+    ) -> PyResult<f64> {
+        guarded(|| self.inner.gathered_parameter_bytes(&workload.inner, &topology.inner, workers))
+    }
+
     /// Parameter servers: the order in which server `server` sends to `workers` workers in
     /// a distribution round (the simulator's: from worker `server x workers / num_ps`,
     /// servers sharing a start by different strides). Refused for the other families.

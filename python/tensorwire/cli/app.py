@@ -485,8 +485,11 @@ def _llm_metrics(
     FLOPs (forward plus a backward of twice the forward, without recomputation, as MFU counts
     them) x micro-batch. Model states: ZeRO's count under the strategy
     (``_core.Strategy.model_state_bytes``: weights, gradients and mixed-precision Adam's 12
-    bytes per parameter, sharded as the strategy shards them), beside the GPU's memory
-    (``gpu``: the device the workload computes on). With ``--compute-speedup k`` a worker
+    bytes per parameter, sharded as the strategy shards them) plus the parameters it holds
+    gathered whole at its peak (``_core.Strategy.gathered_parameter_bytes``: the units or
+    modules FSDP, HSDP and ZeRO-3 all-gather to compute, all of them with
+    ``reshard_after_forward=false``), beside the GPU's memory (``gpu``: the device the
+    workload computes on). With ``--compute-speedup k`` a worker
     computes as k GPUs (docs/llm.md: one replica per node, compute divided among its GPUs),
     so a GPU's share of both is a k-th of the worker's: it reported 2,791.9 TFLOP/s per H100
     (peak 989.4) at k = 8."""
@@ -496,14 +499,15 @@ def _llm_metrics(
     tokens = llm.tokens_per_sample(workload.name, seq_len)
     flops = 3 * llm.forward_flops(workload.name, tokens) * workload.batch_size
     params = workload.total_bytes / workload.dtype_bytes
-    states = Strategy(r.strategy).core.model_state_bytes(
-        params, workload.dtype_bytes, _core.Topology(topology), r.workers
-    )
+    strategy, fabric = Strategy(r.strategy).core, _core.Topology(topology)
+    gathered = strategy.gathered_parameter_bytes(workload.core, fabric, r.workers)
+    states = strategy.model_state_bytes(params, workload.dtype_bytes, fabric, r.workers) + gathered
     device = hardware.gpu(device_on(workload.name, gpu, topology) or llm.DEFAULT_GPU)
     return {
         "tokens_per_s": r.throughput_samples_per_s * tokens,
         "model_tflops_per_gpu": flops / r.iteration_time_s / 1e12 * per_gpu,
         "model_state_bytes_per_gpu": states * per_gpu,
+        "gathered_parameter_bytes_per_gpu": gathered * per_gpu,
         "gpu_memory_bytes": float(device.memory_bytes),
     }
 

@@ -188,7 +188,7 @@ def result(
         if "tokens_per_s" in extra:
             t.add_row("tokens/s (whole job)", format_count(extra["tokens_per_s"]))
             t.add_row("model TFLOP/s per GPU (achieved)", format_count(extra["model_tflops_per_gpu"]))
-            t.add_row("model states per GPU (ZeRO's count)", model_states(extra))
+            t.add_row("model states per GPU (ZeRO's count + gathered parameters; no activations)", model_states(extra))
         t.add_row("scaling factor", scaling_text(r.scaling_factor))
         t.add_row("compute per iteration", format_seconds(r.compute_time_s))
         if r.compute_interference_s > 0:
@@ -242,7 +242,8 @@ SLOWED_NOTE = (
 NO_LINKS = "- (NCCL's collectives are timed in closed form and put no flows on links)"
 STATES_NOTE = (
     "states/GPU: weights, gradients and Adam's 12 bytes per parameter as each strategy shards them "
-    "(ZeRO's count; activations come on top); > GPU memory: does not fit, time shown regardless"
+    "(ZeRO's count), plus the parameters it gathers whole at once (activations come on top); "
+    "> GPU memory: does not fit, time shown regardless"
 )
 
 #: Most NCCL choices listed in ``simulate``'s table (the most used; the rest counted).

@@ -268,7 +268,7 @@ def test_a_worker_of_k_gpus_reports_tflops_per_gpu() -> None:
     assert out["tokens_per_s"] == pytest.approx(out["throughput_samples_per_s"] * 8192)
 
 
-def test_compare_shows_model_states_per_gpu_by_zeros_count() -> None:
+def test_compare_shows_model_states_per_gpu_by_zeros_count_and_the_gathered_parameters() -> None:
     # compare ranked ddp first for Llama 3 70B on 1,024 H100 with nothing to say that its
     # 16 bytes per parameter (1.1 TB) cannot fit in an 80 GiB GPU.
     p = run("compare", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100", "--json")
@@ -285,11 +285,31 @@ def test_compare_shows_model_states_per_gpu_by_zeros_count() -> None:
         "fsdp": 16 * psi / n,
         "hsdp": 16 * psi / 8,  # sharded within a node
     }
+    # The parameters gathered whole on top: FSDP2's root (embeddings, final norm, head: the
+    # layers outside the blocks, kept through backward), the block computing and the next.
+    blocks = [sum(t.bytes for t in layer.tensors) for layer in w.layers if layer.name.startswith("model.layers.")]
+    root = w.total_bytes - sum(blocks)
+    block = blocks[0]
+    for spec in ("fsdp", "hsdp"):
+        assert rows[spec]["gathered_parameter_bytes_per_gpu"] == root + 2 * block, spec
+    assert rows["zero3"]["gathered_parameter_bytes_per_gpu"] > 0
     for spec, need in expected.items():
-        assert rows[spec]["model_state_bytes_per_gpu"] == pytest.approx(need, rel=1e-12), spec
+        gathered = rows[spec]["gathered_parameter_bytes_per_gpu"]
+        assert gathered == 0 if spec in ("ddp", "zero1", "zero2") else gathered > 0, spec
+        assert rows[spec]["model_state_bytes_per_gpu"] == pytest.approx(need + gathered, rel=1e-12), spec
         assert rows[spec]["gpu_memory_bytes"] == 80 * 2**30
     table = run("compare", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100").stdout
     assert "> 80" in table and "states/GPU" in table and "ZeRO's count" in table
+
+
+def test_parameters_kept_gathered_through_the_step_do_not_fit() -> None:
+    # fsdp:reshard_after_forward=false (SHARD_GRAD_OP) holds every unit's bf16 weights from
+    # its forward to its backward, 2 Psi = 131 GiB for Llama 3 70B; ZeRO's count alone,
+    # 1.03 GiB on 1,024 GPUs, printed "of 80 GiB".
+    args = ("simulate", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100", "-s")
+    out = run(*args, "fsdp:reshard_after_forward=false").stdout
+    assert "does not fit" in out, out
+    assert "of 80 GiB" in run(*args, "fsdp").stdout
 
 
 def test_an_llm_on_a_rail_computes_on_its_nodes_gpu() -> None:

@@ -40,8 +40,13 @@ def test_the_default_prefetch_bucket_is_never_slower_than_a_tiny_one(topology: s
     assert tiny["iteration_time_s"] < _simulate(topology, workers, "zero3:prefetch_bucket=0")["iteration_time_s"]
     # zero3 and fsdp are different systems: DeepSpeed keeps the parameters used again
     # within stage3_max_reuse_distance (the last blocks and the head, at the turn from
-    # forward to backward) where FSDP2 gathers each unit again.
-    assert default["sent_bytes_per_worker"] < _simulate(topology, workers, "fsdp")["sent_bytes_per_worker"]
+    # forward to backward), FSDP2 keeps its root unit (embeddings, final norm and head:
+    # 1.05e9 parameters) and gathers every block again. Neither moves 3 Psi.
+    psi, root, ring = 2 * 8_030_261_248, 2 * 1_050_677_248, (workers - 1) / workers
+    fsdp = _simulate(topology, workers, "fsdp")["sent_bytes_per_worker"]
+    assert fsdp == pytest.approx(ring * (3 * psi - root), rel=1e-9)
+    assert default["sent_bytes_per_worker"] < ring * 3 * psi
+    assert default["sent_bytes_per_worker"] != pytest.approx(fsdp, rel=1e-6)
 
 
 @pytest.mark.parametrize(

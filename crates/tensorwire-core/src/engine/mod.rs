@@ -50,7 +50,7 @@ pub use failures::Failure;
 pub use jobs::{place_jobs, simulate_jobs, Job, JobSeat, BACKGROUND_FACTOR};
 pub(crate) use report::{build_report, Measured};
 pub use scenario::{Progress, ProgressHook, Scenario, DEFAULT_ITERATIONS, DEFAULT_LATENCY_S, PROGRESS_EVERY};
-pub(crate) use sharded::shard_group as hsdp_shard_group;
+pub(crate) use sharded::{peak_gathered_bytes, shard_group as hsdp_shard_group};
 pub use variability::{Variability, MAX_SPREAD};
 
 use std::cmp::Reverse;

@@ -18,15 +18,27 @@
 //! - **zero3** (DeepSpeed stage 3): per parameter, fetched as its module runs, the next
 //!   `prefetch_bucket` elements prefetched per fetch, `param_persistence` ones never
 //!   partitioned, gradients in `reduce_bucket` element buckets ([`zero3_program`]).
-//! - **fsdp** (PyTorch FSDP2 FULL_SHARD): per unit, an all-gather of its
-//!   parameters before its forward (issued `prefetch` units ahead), again before its
-//!   backward (`backward_prefetch` ahead; not with `reshard_after_forward=false`), and a
-//!   reduce-scatter of its gradients after its backward. All-gathers and reduce-scatters
-//!   share one NCCL communicator (`communicators=1`, PyTorch FSDP2's default: both use
-//!   the shard process group, `torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py`,
-//!   `FSDPCommContext`), so they run one at a time in issue order; `communicators=2` puts
-//!   them on two, overlapping each other. Bytes per rank: 3 Psi (ZeRO paper: 1.5x DDP).
-//! - **hsdp** (FSDP HYBRID_SHARD): fsdp inside each shard group of `shard_group` ranks,
+//!   DeepSpeed hooks every module that owns parameters, so it fetches, counts against
+//!   `max_live` and releases them submodule by submodule: each workload tensor is one
+//!   submodule ([`zero3_trace`]; an LLM block's tensors are its `nn.Linear`s), released
+//!   after its own step, not after its layer's compute. The compute stays per layer (a
+//!   block is one piece that waits for all its parameters), so a prefetch DeepSpeed decides
+//!   inside the block that uses it is issued one layer earlier, to overlap the previous
+//!   layer's compute as it would the block's earlier submodules ([`issue_pass`]); fetches on
+//!   demand (DeepSpeed's stalls) stay where they are.
+//! - **fsdp** (PyTorch FSDP2 FULL_SHARD): per unit ([`units`]: blocks, and the root unit of
+//!   the layers outside them), an all-gather of its parameters before its forward (issued
+//!   `prefetch` units ahead), again before its backward (`backward_prefetch` ahead; not with
+//!   `reshard_after_forward=false`, nor for the root, which FSDP2 keeps), and a
+//!   reduce-scatter of its gradients after its backward ([`fsdp_plan`]). All-gathers and
+//!   reduce-scatters share one NCCL communicator (`communicators=1`, PyTorch FSDP2's
+//!   default: both use the shard process group,
+//!   `torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py`, `FSDPCommContext`), so
+//!   they run one at a time in issue order; `communicators=2` puts them on two, overlapping
+//!   each other. Bytes per rank: 3 Psi (ZeRO paper: 1.5x DDP) less the root's backward
+//!   all-gather.
+//! - **hsdp** (FSDP HYBRID_SHARD): fsdp inside each shard group of `shard_group` ranks
+//!   (default: a machine's GPUs, or every rank where fewer, [`shard_group`]),
 //!   and after each unit's reduce-scatter an all-reduce of its 1/G gradient shard among
 //!   the ranks holding the same shard in every group, on the replicate process group's
 //!   communicator (FSDP2's `all_reduce_stream`: concurrent with all-gathers and
@@ -375,30 +387,89 @@ impl WireFactors {
     }
 }
 
-/// Units of consecutive layers: `unit` layers each, or (size-based wrap) layers added
-/// until the unit holds at least `min_unit` parameter bytes. Returns layer ranges.
-pub(super) fn units(workload: &Workload, cfg: &ShardedConfig) -> Vec<std::ops::Range<usize>> {
+/// FSDP's units: the layers each `fully_shard` call wraps.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Units {
+    /// Each unit's layers, units in forward order of their first layer.
+    pub layers: Vec<Vec<usize>>,
+    /// The root unit (`fully_shard(model)`): the layers outside the wrapped blocks; `None`
+    /// where every layer is wrapped.
+    pub root: Option<usize>,
+}
+
+/// The model's repeated blocks: the longest run of at least two consecutive layers with
+/// the same parameter sizes in the same order (instances of one block class, as the LLM
+/// workloads list a transformer block: one layer each), if it holds more than half of the
+/// parameter bytes. `None` for the zoo's module-level lists (its runs of equal modules,
+/// such as BERT's query, key and value, hold a few percent).
+fn repeated_blocks(workload: &Workload) -> Option<std::ops::Range<usize>> {
     let layers = workload.layers.len();
-    let mut bytes = vec![0u64; layers];
+    let mut sizes: Vec<Vec<u64>> = vec![Vec::new(); layers];
     for t in &workload.tensors {
-        bytes[t.layer] += t.bytes;
+        sizes[t.layer].push(t.bytes);
     }
-    let mut out = Vec::new();
+    let mut best: Option<std::ops::Range<usize>> = None;
     let mut start = 0;
+    while start < layers {
+        let mut end = start + 1;
+        while end < layers && !sizes[start].is_empty() && sizes[end] == sizes[start] {
+            end += 1;
+        }
+        if end - start >= 2 && best.as_ref().is_none_or(|b| end - start > b.len()) {
+            best = Some(start..end);
+        }
+        start = end;
+    }
+    let bytes = |r: std::ops::Range<usize>| -> u64 { sizes[r].iter().flatten().sum() };
+    let total = bytes(0..layers);
+    best.filter(|b| 2 * bytes(b.clone()) > total)
+}
+
+/// Wraps `layers` (consecutive, in order) into units: `unit` layers each, or (size-based
+/// wrap) layers added until the unit holds at least `min_unit` parameter bytes; the last
+/// unit takes what is left.
+fn wrap(layers: &[usize], bytes: &[u64], cfg: &ShardedConfig) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut unit = Vec::new();
     let mut held = 0;
-    for (l, b) in bytes.iter().enumerate() {
-        held += b;
+    for (i, &l) in layers.iter().enumerate() {
+        unit.push(l);
+        held += bytes[l];
         let full = match cfg.min_unit_bytes {
             Some(min) => held >= min,
-            None => l + 1 - start >= cfg.unit_layers,
+            None => unit.len() >= cfg.unit_layers,
         };
-        if full || l + 1 == layers {
-            out.push(start..l + 1);
-            start = l + 1;
+        if full || i + 1 == layers.len() {
+            out.push(std::mem::take(&mut unit));
             held = 0;
         }
     }
     out
+}
+
+/// FSDP's units as a per-block wrap gives them: where the workload lists repeated blocks
+/// ([`repeated_blocks`]: the LLM workloads, one layer per transformer block), `unit` blocks
+/// (or blocks up to `min_unit` bytes) per unit, and the layers outside the blocks
+/// (embeddings, final norm, output head) in the root unit, as `fully_shard` on each block
+/// then on the model leaves them (torchtitan's `apply_fsdp`; `transformer_auto_wrap_policy`);
+/// elsewhere `unit` consecutive layers (or layers up to `min_unit` bytes) per unit and no
+/// root parameters.
+pub(super) fn units(workload: &Workload, cfg: &ShardedConfig) -> Units {
+    let bytes = layer_bytes(workload);
+    let all: Vec<usize> = (0..workload.layers.len()).collect();
+    let Some(blocks) = repeated_blocks(workload) else {
+        return Units { layers: wrap(&all, &bytes, cfg), root: None };
+    };
+    let root: Vec<usize> = all.iter().copied().filter(|l| !blocks.contains(l)).collect();
+    let mut layers = wrap(&blocks.collect::<Vec<_>>(), &bytes, cfg);
+    if root.is_empty() {
+        return Units { layers, root: None };
+    }
+    let first = root[0];
+    layers.push(root);
+    layers.sort_by_key(|u| u[0]);
+    let root = layers.iter().position(|u| u[0] == first);
+    Units { layers, root }
 }
 
 /// Listed parameter bytes of each layer.
@@ -508,30 +579,61 @@ fn zero_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pro
     p
 }
 
-/// DeepSpeed ZeRO stage 3 (`deepspeed/runtime/zero/partitioned_param_coordinator.py`,
-/// `fetch_sub_module` and `__params_to_release`, and `stage3.py`, deepspeedai/DeepSpeed
-/// @00a31c99): each parameter (a tensor of the workload: one module's weight) is a step of
-/// the trace, forward in parameter order, then backward in reverse. At each step:
+/// One all-gather call of DeepSpeed's coordinator (`__all_gather_params`): what it carries
+/// and where in the trace it was decided.
+#[derive(Debug, Clone, PartialEq)]
+struct GatherCall {
+    /// Listed bytes of the parameters it coalesces.
+    bytes: u64,
+    /// The pass (index into [`Zero3Trace::passes`]) whose fetch step issued it.
+    issued_in: usize,
+    /// The first pass that uses one of its parameters.
+    first_use: usize,
+    /// Fetched on demand: the module waits for it at once (no prefetch had taken it).
+    on_demand: bool,
+}
+
+/// DeepSpeed stage 3's coordinator replayed over one iteration's trace, one parameter (a
+/// workload tensor) per submodule: the all-gather calls it makes and the gathered elements
+/// it counts (`__n_available_params`).
+#[derive(Debug, Clone)]
+struct Zero3Trace {
+    /// The compute passes in order: (layer, backward, its parameters in step order).
+    passes: Vec<(usize, bool, Vec<usize>)>,
+    /// The all-gather calls in the order DeepSpeed issues them.
+    calls: Vec<GatherCall>,
+    /// Per pass: the calls its parameters come from (each once, in step order).
+    waits: Vec<Vec<usize>>,
+    /// Per tensor: partitioned (false: kept whole on every rank, `param_persistence`).
+    partitioned: Vec<bool>,
+    /// Most elements counted as gathered at once (DeepSpeed's `__n_available_params`),
+    /// persistent parameters excluded as DeepSpeed excludes them.
+    peak_live: u64,
+}
+
+/// DeepSpeed ZeRO stage 3's fetch, prefetch and release rules
+/// (`deepspeed/runtime/zero/partitioned_param_coordinator.py`, deepspeedai/DeepSpeed
+/// @00a31c99) over the trace of `workload`: each parameter (a workload tensor) is a step,
+/// forward in parameter order, then backward in reverse. DeepSpeed hooks every module that
+/// owns parameters (`iter_params(module, recurse=False)`), so a step is a submodule; the
+/// LLM workloads list a transformer block as one layer of several tensors, each standing
+/// for one of its parameterised submodules (an `nn.Linear`, a norm). At each step:
 ///
-/// 1. its all-gather is issued unless it is gathered or in flight (persistent parameters,
-///    `param_persistence`, always are), and the compute waits for it;
+/// 1. `fetch_sub_module`: its all-gather is issued unless it is gathered or in flight
+///    (persistent parameters, `param_persistence`, always are);
 /// 2. prefetch: the trace's next entries are taken, and those not gathered all-gathered
 ///    together in one coalesced call, until they add up to at least
 ///    `min(max_live - gathered, prefetch_bucket)` elements (the first one always,
 ///    `numel_prefetching < max` before each);
-/// 3. after its layer's compute it is released unless persistent, used again at a step a
-///    prefetch already passed, or used again within `max_reuse` elements of the trace.
+/// 3. `release_sub_module` after the submodule's compute, before the next step: the
+///    parameter is released unless persistent, used again at a step a prefetch already
+///    passed (`__params_to_release`), or used again within `max_reuse` elements of the trace.
 ///
-/// Gradients join the reduce bucket in the order backward produces them; a bucket is
-/// reduce-scattered before the gradient that would overflow `reduce_bucket` elements
-/// joins (`reduce_independent_p_g_buckets_and_remove_grads`), the rest at the end of
-/// backward; with `overlap_comm=false` on the compute stream (the backward pass waits).
-/// After the step the persistent parameters are all-gathered in one call (`_post_step`).
-/// The layer computes once all its parameters are gathered (the workload's compute is per
-/// layer; DeepSpeed interleaves fetches with each module's compute inside it).
-fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Program {
-    let (gather_stream, reduce_stream, _) = streams(cfg.communicators);
-    let mut p = Program { streams: reduce_stream + 1, ..Program::default() };
+/// The gathered count (`__n_available_params`: up by a parameter's elements when its
+/// all-gather is issued, down when it is released) is therefore per submodule, as in
+/// DeepSpeed: a block larger than `max_live` does not stop its successor's prefetch, a
+/// single submodule at least `max_live` (or parameters kept for reuse up to it) does.
+fn zero3_trace(workload: &Workload, cfg: &ShardedConfig) -> Zero3Trace {
     let layers = workload.layers.len();
     let dtype = u64::from(workload.dtype_bytes.max(1));
     let bytes: Vec<u64> = workload.tensors.iter().map(|t| t.bytes).collect();
@@ -547,25 +649,28 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
     let mut passes: Vec<(usize, bool, Vec<usize>)> = (0..layers).map(|l| (l, false, of_layer[l].clone())).collect();
     passes.extend((0..layers).rev().map(|l| (l, true, of_layer[l].iter().rev().copied().collect())));
     let trace: Vec<usize> = passes.iter().flat_map(|(_, _, ts)| ts.iter().copied()).collect();
+    let pass_of_step: Vec<usize> =
+        passes.iter().enumerate().flat_map(|(i, (_, _, ts))| std::iter::repeat_n(i, ts.len())).collect();
     let mut queue: std::collections::VecDeque<usize> = (0..trace.len()).collect();
-    // Per parameter: the all-gather that holds it (None: released), and the last step a
+    // Per parameter: the call that holds it (None: released), and the last step a
     // prefetch passed for it (DeepSpeed's `__most_recent_step_id_param_fetched_for`).
     let mut held: Vec<Option<usize>> = vec![None; bytes.len()];
     let mut passed: Vec<Option<usize>> = vec![None; bytes.len()];
-    let mut live = 0u64;
+    let mut calls: Vec<GatherCall> = Vec::new();
+    let mut waits: Vec<Vec<usize>> = vec![Vec::new(); passes.len()];
+    let (mut live, mut peak_live) = (0u64, 0u64);
     let mut step = 0usize;
-    let mut bucket = 0u64;
-    let mut bucket_bytes = 0u64;
-    let mut reduces = Vec::new();
-    for (layer, backward, params) in &passes {
-        let first = step;
+    for (pass, (_, _, params)) in passes.iter().enumerate() {
         for &t in params {
             if !persistent[t] && held[t].is_none() {
-                held[t] = Some(p.issue(AG, wire(bytes[t], f.params), gather_stream));
+                held[t] = Some(calls.len());
+                calls.push(GatherCall { bytes: bytes[t], issued_in: pass, first_use: pass, on_demand: true });
                 live += numel[t];
             }
             if let Some(c) = held[t] {
-                p.instrs.push(Instr::Wait(c));
+                if !waits[pass].contains(&c) {
+                    waits[pass].push(c);
+                }
             }
             // This step's own entry leaves the queue unless a prefetch took it already.
             if passed[t].is_none_or(|s| s < step) {
@@ -576,6 +681,7 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
             if cfg.prefetch_bucket_elements > 0 {
                 let max = cfg.max_live_elements.saturating_sub(live).min(cfg.prefetch_bucket_elements);
                 let mut taken: Vec<usize> = Vec::new();
+                let mut first_step = None;
                 let mut elements = 0u64;
                 while elements < max {
                     let Some(s) = queue.pop_front() else { break };
@@ -583,52 +689,128 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
                     passed[q] = Some(passed[q].map_or(s, |old| old.max(s)));
                     if !persistent[q] && held[q].is_none() && !taken.contains(&q) {
                         taken.push(q);
+                        first_step.get_or_insert(s);
                         elements += numel[q];
                     }
                 }
-                if !taken.is_empty() {
+                if let Some(s) = first_step {
                     let total: u64 = taken.iter().map(|&q| bytes[q]).sum();
-                    let c = p.issue(AG, wire(total, f.params), gather_stream);
-                    for q in taken {
-                        held[q] = Some(c);
+                    for &q in &taken {
+                        held[q] = Some(calls.len());
                     }
+                    calls.push(GatherCall {
+                        bytes: total,
+                        issued_in: pass,
+                        first_use: pass_of_step[s],
+                        on_demand: false,
+                    });
                     live += elements;
                 }
             }
+            peak_live = peak_live.max(live);
             step += 1;
+            // `release_sub_module` at step id `step`, after this submodule's compute.
+            if released(t, step, &trace, &numel, &persistent, &held, &passed, cfg.max_reuse_elements) {
+                held[t] = None;
+                live -= numel[t];
+            }
+        }
+    }
+    Zero3Trace { passes, calls, waits, partitioned: persistent.iter().map(|p| !p).collect(), peak_live }
+}
+
+/// Whether DeepSpeed releases parameter `t` after its submodule, the trace being at step
+/// `next` (`__params_to_release`): not if persistent or not gathered, not if a prefetch
+/// already passed a later use of it, not if it is used again within `max_reuse` elements
+/// of the trace.
+#[allow(clippy::too_many_arguments)]
+fn released(
+    t: usize,
+    next: usize,
+    trace: &[usize],
+    numel: &[u64],
+    persistent: &[bool],
+    held: &[Option<usize>],
+    passed: &[Option<usize>],
+    max_reuse: u64,
+) -> bool {
+    if persistent[t] || held[t].is_none() || passed[t].is_some_and(|s| s > next) {
+        return false;
+    }
+    let mut traversed = 0u64;
+    for &u in &trace[next.min(trace.len())..] {
+        if traversed >= max_reuse {
+            break;
+        }
+        if u == t {
+            return false;
+        }
+        traversed += numel[u];
+    }
+    true
+}
+
+/// Where the block-granular program issues call `c` of a [`Zero3Trace`]: before the
+/// compute of the pass at the returned index. DeepSpeed issues a prefetch at a submodule's
+/// fetch, so it overlaps the submodules computing until its parameters' use; a prefetch
+/// decided inside the pass that uses it overlaps that pass's earlier submodules, which
+/// this simulator computes as one piece (the workload's compute is per layer) that must
+/// wait for all of its parameters: such a prefetch is issued one pass earlier, before the
+/// previous pass's compute, about the same length of overlap at the granularity of passes
+/// (a block's compute, where DeepSpeed has its submodules'). A
+/// fetch on demand (the module waits for it in DeepSpeed: a stall) and a prefetch for a
+/// later pass are issued where they were decided.
+fn issue_pass(c: &GatherCall) -> usize {
+    if !c.on_demand && c.first_use == c.issued_in {
+        c.issued_in.saturating_sub(1)
+    } else {
+        c.issued_in
+    }
+}
+
+/// DeepSpeed ZeRO stage 3 as a stream program: the all-gathers of [`zero3_trace`], each
+/// issued before the compute of the pass [`issue_pass`] gives (in DeepSpeed's order within
+/// a pass), every pass waiting for the calls that carry its parameters, then computing
+/// (the layer computes once all its parameters are gathered: the workload's compute is per
+/// layer, where DeepSpeed interleaves fetches with each module inside it).
+///
+/// Gradients join the reduce bucket in the order backward produces them; a bucket is
+/// reduce-scattered before the gradient that would overflow `reduce_bucket` elements
+/// joins (`stage3.py`, `reduce_independent_p_g_buckets_and_remove_grads`), the rest at the
+/// end of backward; with `overlap_comm=false` on the compute stream (the backward pass
+/// waits). After the step the persistent parameters are all-gathered in one call
+/// (`_post_step`).
+fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Program {
+    let (gather_stream, reduce_stream, _) = streams(cfg.communicators);
+    let mut p = Program { streams: reduce_stream + 1, ..Program::default() };
+    let dtype = u64::from(workload.dtype_bytes.max(1));
+    let trace = zero3_trace(workload, cfg);
+    let mut at: Vec<Vec<usize>> = vec![Vec::new(); trace.passes.len()];
+    for (c, call) in trace.calls.iter().enumerate() {
+        at[issue_pass(call)].push(c);
+    }
+    let mut collective: Vec<Option<usize>> = vec![None; trace.calls.len()];
+    let mut bucket = 0u64;
+    let mut bucket_bytes = 0u64;
+    let mut reduces = Vec::new();
+    for (pass, (layer, backward, params)) in trace.passes.iter().enumerate() {
+        for &c in &at[pass] {
+            collective[c] = Some(p.issue(AG, wire(trace.calls[c].bytes, f.params), gather_stream));
+        }
+        for &c in &trace.waits[pass] {
+            p.instrs.push(Instr::Wait(collective[c].expect("issued before its first use")));
         }
         p.instrs.push(Instr::Compute { layer: *layer, backward: *backward });
         if *backward {
             for &t in params {
-                if bucket > 0 && bucket + numel[t] > cfg.reduce_bucket_elements {
+                let b = workload.tensors[t].bytes;
+                let numel = b.div_ceil(dtype);
+                if bucket > 0 && bucket + numel > cfg.reduce_bucket_elements {
                     issue_reduce(&mut p, &mut reduces, bucket_bytes, reduce_stream, cfg, f);
                     (bucket, bucket_bytes) = (0, 0);
                 }
-                bucket += numel[t];
-                bucket_bytes += bytes[t];
-            }
-        }
-        // Release (`release_sub_module` at step id s + 1).
-        for (k, &t) in params.iter().enumerate() {
-            let next = first + k + 1;
-            if persistent[t] || held[t].is_none() || passed[t].is_some_and(|s| s > next) {
-                continue;
-            }
-            let mut traversed = 0u64;
-            let mut reused = false;
-            for &u in &trace[next.min(trace.len())..] {
-                if traversed >= cfg.max_reuse_elements {
-                    break;
-                }
-                if u == t {
-                    reused = true;
-                    break;
-                }
-                traversed += numel[u];
-            }
-            if !reused {
-                held[t] = None;
-                live -= numel[t];
+                bucket += numel;
+                bucket_bytes += b;
             }
         }
     }
@@ -637,7 +819,7 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
     }
     p.instrs.extend(reduces.iter().map(|&c| Instr::Wait(c)));
     // After the step: the persistent parameters, all-gathered in one call.
-    let kept: u64 = (0..bytes.len()).filter(|&t| persistent[t]).map(|t| bytes[t]).sum();
+    let kept: u64 = workload.tensors.iter().zip(&trace.partitioned).filter(|(_, &p)| !p).map(|(t, _)| t.bytes).sum();
     if kept > 0 {
         let c = p.issue(AG, wire(kept, f.params), gather_stream);
         p.instrs.push(Instr::Wait(c));
@@ -645,43 +827,91 @@ fn zero3_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors) -> Pr
     p
 }
 
+/// PyTorch FSDP2 (hsdp: HYBRID_SHARD) as a stream program; see [`fsdp_plan`].
 fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group: usize, ranks: usize) -> Program {
+    fsdp_plan(workload, cfg, f, group, ranks).0
+}
+
+/// PyTorch FSDP2 per unit ([`units`]), on `ranks` ranks in shard groups of `group`:
+///
+/// - forward: before a unit's first layer, its all-gather and those of the next `prefetch`
+///   units are issued and the unit's waited for; after its last layer it is resharded
+///   (`reshard_after_forward`), except the root, which FSDP2 keeps unsharded through
+///   backward ("the root FSDP state has its value specially set to False as a heuristic
+///   since its parameters would typically be immediately all-gathered for backward",
+///   `torch/distributed/fsdp/_fully_shard/_fully_shard.py`, `fully_shard`;
+///   `FSDPState._lazy_init` clears the root's `post_forward_mesh_info`);
+/// - backward, units by their last layer, descending: before a unit's first backward layer
+///   its all-gather (unless kept) and those of the next `backward_prefetch` units are
+///   issued (the root's pre-backward prefetches the last block) and the unit's waited for;
+///   after its last backward layer its gradients are reduce-scattered (the root's at the
+///   end of backward, with the embeddings'), then for hsdp all-reduced across replicas.
+///
+/// Returns the program and the most listed parameter bytes a rank holds unsharded at once
+/// (an all-gather's output counted from its issue, when FSDP2 allocates it, to the reshard
+/// after the unit's forward, or after its backward where it was kept or gathered again).
+fn fsdp_plan(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group: usize, ranks: usize) -> (Program, u64) {
     let (gather_stream, reduce_stream, across_stream) = streams(cfg.communicators);
     let mut p = Program { streams: reduce_stream + 1, ..Program::default() };
     let bytes = layer_bytes(workload);
-    let units = units(workload, cfg);
-    let unit_bytes: Vec<u64> = units.iter().map(|r| bytes[r.clone()].iter().sum()).collect();
+    let Units { layers: units, root } = units(workload, cfg);
     let count = units.len();
-    // Forward: all-gather unit u (and up to `prefetch` units ahead) before computing it.
-    let mut gathered: Vec<Option<usize>> = vec![None; count];
-    let gather = |p: &mut Program, gathered: &mut Vec<Option<usize>>, u: usize| {
+    let unit_bytes: Vec<u64> = units.iter().map(|ls| ls.iter().map(|&l| bytes[l]).sum()).collect();
+    let mut unit_of = vec![0usize; workload.layers.len()];
+    for (u, ls) in units.iter().enumerate() {
+        for &l in ls {
+            unit_of[l] = u;
+        }
+    }
+    let first = |u: usize| units[u][0];
+    let last = |u: usize| units[u][units[u].len() - 1];
+    // Kept unsharded from forward through backward: every unit with
+    // reshard_after_forward=false (SHARD_GRAD_OP), else the root.
+    let kept = |u: usize| !cfg.reshard_after_forward || Some(u) == root;
+    let (mut held, mut peak) = (0u64, 0u64);
+    let gather = |p: &mut Program, gathered: &mut Vec<Option<usize>>, held: &mut u64, u: usize| {
         if gathered[u].is_none() && unit_bytes[u] > 0 {
             gathered[u] = Some(p.issue(AG, wire(unit_bytes[u], f.params), gather_stream));
+            *held += unit_bytes[u];
         }
     };
-    for u in 0..count {
-        for ahead in u..(u + 1 + cfg.forward_prefetch).min(count) {
-            gather(&mut p, &mut gathered, ahead);
+    let mut gathered: Vec<Option<usize>> = vec![None; count];
+    for (layer, &u) in unit_of.iter().enumerate() {
+        if layer == first(u) {
+            for ahead in u..(u + 1 + cfg.forward_prefetch).min(count) {
+                gather(&mut p, &mut gathered, &mut held, ahead);
+            }
+            peak = peak.max(held);
+            if let Some(c) = gathered[u] {
+                p.instrs.push(Instr::Wait(c));
+            }
         }
-        if let Some(c) = gathered[u] {
-            p.instrs.push(Instr::Wait(c));
+        p.instrs.push(Instr::Compute { layer, backward: false });
+        if layer == last(u) && !kept(u) && gathered[u].is_some() {
+            held -= unit_bytes[u];
         }
-        p.instrs.extend(units[u].clone().map(|layer| Instr::Compute { layer, backward: false }));
     }
-    // Backward: all-gather again (FULL_SHARD), compute, reduce-scatter the gradients.
+    // Backward: all-gather again (FULL_SHARD) unless kept, compute, reduce-scatter.
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by_key(|&u| std::cmp::Reverse(last(u)));
     let mut regathered: Vec<Option<usize>> = vec![None; count];
     let mut reduces = Vec::new();
-    for u in (0..count).rev() {
-        if cfg.reshard_after_forward {
-            for ahead in (u.saturating_sub(cfg.backward_prefetch)..=u).rev() {
-                gather(&mut p, &mut regathered, ahead);
+    for (layer, &u) in unit_of.iter().enumerate().rev() {
+        if layer == last(u) {
+            let at = order.iter().position(|&o| o == u).expect("every unit is in the order");
+            for &ahead in &order[at..(at + 1 + cfg.backward_prefetch).min(count)] {
+                if !kept(ahead) {
+                    gather(&mut p, &mut regathered, &mut held, ahead);
+                }
             }
+            peak = peak.max(held);
             if let Some(c) = regathered[u] {
                 p.instrs.push(Instr::Wait(c));
             }
         }
-        p.instrs.extend(units[u].clone().rev().map(|layer| Instr::Compute { layer, backward: true }));
-        if unit_bytes[u] > 0 {
+        p.instrs.push(Instr::Compute { layer, backward: true });
+        if layer == first(u) && unit_bytes[u] > 0 {
+            held -= unit_bytes[u];
             let rs = p.issue(RS, wire(unit_bytes[u], f.grads), reduce_stream);
             reduces.push(rs);
             if cfg.stage == Stage::Hsdp && group < ranks {
@@ -693,20 +923,74 @@ fn fsdp_program(workload: &Workload, cfg: &ShardedConfig, f: WireFactors, group:
         }
     }
     p.instrs.extend(reduces.iter().map(|&c| Instr::Wait(c)));
-    p
+    (p, peak)
+}
+
+/// The most parameter bytes (in `param_dtype`) a rank holds unsharded at once under
+/// `strategy` (its sharded config `cfg`) running `workload` on `n` ranks in shard groups of
+/// `group`, each on top of its own shard (ZeRO's count holds that):
+///
+/// - fsdp/hsdp: the all-gathered units held at once in [`fsdp_plan`]: with
+///   `reshard_after_forward=false` every unit (from its forward to its backward), otherwise
+///   the root, the unit computing and the ones prefetched (`prefetch`, `backward_prefetch`);
+/// - zero3: the most elements DeepSpeed's coordinator counts as gathered
+///   ([`Zero3Trace::peak_live`]: the parameters fetched, prefetched and kept for reuse, which
+///   `max_live` and `max_reuse` bound) plus the persistent ones (`param_persistence`),
+///   never released;
+/// - zero1/zero2: none (their weights are whole on every rank, counted already).
+pub(crate) fn peak_gathered_bytes(
+    strategy: &Strategy,
+    cfg: &ShardedConfig,
+    workload: &Workload,
+    group: usize,
+    n: usize,
+) -> f64 {
+    let f = WireFactors::of(strategy, workload);
+    let listed = match cfg.stage {
+        Stage::Zero1 | Stage::Zero2 => 0,
+        Stage::Zero3 => {
+            let trace = zero3_trace(workload, cfg);
+            let persistent: u64 =
+                workload.tensors.iter().zip(&trace.partitioned).filter(|(_, &p)| !p).map(|(t, _)| t.bytes).sum();
+            trace.peak_live.saturating_mul(u64::from(workload.dtype_bytes)).saturating_add(persistent)
+        }
+        Stage::Fsdp | Stage::Hsdp => fsdp_plan(workload, cfg, f, group, n).1,
+    };
+    listed as f64 * f.params
 }
 
 /// Ranks per shard group of `n` ranks on `topo`: all of them, but for `hsdp` its
-/// `shard_group` (default: the GPUs of a node, else up to 8), which must divide `n`.
+/// `shard_group`, by default the GPUs of a machine (8 on a fabric without machines), or
+/// all `n` where fewer (one shard group: FSDP with one replica), which must divide `n`.
 pub(crate) fn shard_group(cfg: &ShardedConfig, topo: &Topology, n: usize) -> Result<usize> {
     match cfg.stage {
-        Stage::Hsdp => {
-            let g = cfg.shard_group.or(topo.gpus_per_node()).unwrap_or(8.min(n));
-            check_group(g, n)?;
-            Ok(g)
-        }
+        Stage::Hsdp => match cfg.shard_group {
+            Some(g) => {
+                check_group(g, n)?;
+                Ok(g)
+            }
+            None => default_group(topo.gpus_per_node().unwrap_or(8), n),
+        },
         _ => Ok(n),
     }
+}
+
+/// HSDP's default shard group for `n` workers on machines of `machine` GPUs: a machine,
+/// or all `n` where fewer; refused, naming the shard groups one could give, where a
+/// machine does not divide `n`.
+fn default_group(machine: usize, n: usize) -> Result<usize> {
+    let g = machine.min(n);
+    if g == 0 || !n.is_multiple_of(g) {
+        let shown = crate::spec::divisors_shown(n);
+        return Err(Error::invalid(
+            "strategy.shard_group",
+            format!(
+                "hsdp shards within a machine by default, and a machine's {g} GPUs do not divide {n} workers; \
+                 give a shard group that does, hsdp:shard_group=G with G one of {shown}"
+            ),
+        ));
+    }
+    Ok(g)
 }
 
 /// Checks that `group` ranks per shard group divide `workers`.
@@ -759,6 +1043,78 @@ mod tests {
         }
     }
 
+    /// A stem of 1,000 bytes, four blocks of two 300-byte parameters, a norm of 8 and a
+    /// head of 1,000 (the layout of the LLM workloads: one layer per block).
+    fn stem_blocks_head() -> Workload {
+        let mut w = workload(&[0; 7]);
+        let sizes: [(usize, u64); 11] = [
+            (0, 1000),
+            (1, 300),
+            (1, 300),
+            (2, 300),
+            (2, 300),
+            (3, 300),
+            (3, 300),
+            (4, 300),
+            (4, 300),
+            (5, 8),
+            (6, 1000),
+        ];
+        w.tensors = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &(layer, bytes))| crate::workload::Tensor { name: format!("t{i}"), bytes, layer })
+            .collect();
+        w
+    }
+
+    #[test]
+    fn fsdp_keeps_the_root_unit_through_backward() {
+        // FSDP2 on each block, then on the model: the stem, norm and head are the root's,
+        // which is not resharded after forward, so it is gathered once.
+        let w = stem_blocks_head();
+        let u = units(&w, &cfg("fsdp"));
+        assert_eq!(u.layers, vec![vec![0, 5, 6], vec![1], vec![2], vec![3], vec![4]]);
+        assert_eq!(u.root, Some(0));
+        let (psi, root) = (4408u64, 2008u64);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        for spec in ["fsdp", "hsdp", "fsdp:prefetch=0,backward_prefetch=0", "fsdp:unit=2"] {
+            let p = program(&w, &cfg(spec), f, 4, 8);
+            assert_eq!((moved(&p, AG), moved(&p, RS)), (2 * psi - root, psi), "{spec}");
+            // The root's all-gather comes first (its pre-forward), its reduce-scatter last
+            // (its post-backward, after the stem's gradients).
+            assert_eq!((sizes_of(&p, AG)[0], *sizes_of(&p, RS).last().unwrap()), (root, root), "{spec}");
+        }
+        assert_eq!(units(&w, &cfg("fsdp:unit=2")).layers, vec![vec![0, 5, 6], vec![1, 2], vec![3, 4]]);
+        let keep = program(&w, &cfg("fsdp:reshard_after_forward=false"), f, 1, 1);
+        assert_eq!(moved(&keep, AG), psi);
+        // Backward: the root's pre-backward prefetches the last block (no gather of its own).
+        let p = program(&w, &cfg("fsdp"), f, 1, 1);
+        let head = p.instrs.iter().position(|i| *i == Instr::Compute { layer: 6, backward: true }).unwrap();
+        let before: Vec<u64> = p.instrs[compute_at(&p, 6, false)..head]
+            .iter()
+            .filter_map(|i| match i {
+                Instr::Issue(c) => Some(p.collectives[*c].bytes),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(before, vec![600]);
+    }
+
+    #[test]
+    fn only_repeated_blocks_holding_most_parameters_leave_a_root() {
+        // Every layer different (the zoo's module lists): every layer a unit, no root.
+        let w = workload(&[100, 0, 300, 50]);
+        assert_eq!(units(&w, &cfg("fsdp")).root, None);
+        // A run of equal layers holding less than half of the parameters (BERT's query,
+        // key and value): not the model's blocks.
+        let w = workload(&[100, 100, 100, 400]);
+        assert_eq!(units(&w, &cfg("fsdp")), Units { layers: vec![vec![0], vec![1], vec![2], vec![3]], root: None });
+        // Blocks with nothing around them: no root either.
+        let w = workload(&[100; 4]);
+        assert_eq!(units(&w, &cfg("fsdp")).root, None);
+    }
+
     #[test]
     fn gradients_are_reduced_in_param_dtype_unless_reduce_dtype_says_otherwise() {
         // PyTorch's MixedPrecision(param_dtype=bf16) reduces in bf16 when reduce_dtype is
@@ -792,8 +1148,9 @@ mod tests {
     #[test]
     fn size_based_wrapping_groups_layers_until_the_threshold() {
         let w = workload(&[100, 0, 300, 50, 10]);
-        assert_eq!(units(&w, &cfg("fsdp:min_unit=300B")), vec![0..3, 3..5]);
-        assert_eq!(units(&w, &cfg("fsdp:unit=2")), vec![0..2, 2..4, 4..5]);
+        let layers = |spec: &str| units(&w, &cfg(spec)).layers;
+        assert_eq!(layers("fsdp:min_unit=300B"), vec![vec![0, 1, 2], vec![3, 4]]);
+        assert_eq!(layers("fsdp:unit=2"), vec![vec![0, 1], vec![2, 3], vec![4]]);
     }
 
     #[test]
@@ -862,6 +1219,126 @@ mod tests {
         // max_live bounds it: 300 live elements, one fetched, so at most 200 more.
         let capped = program(&w, &cfg("zero3:prefetch_bucket=1e12,max_live=300,param_persistence=0"), f, 1, 1);
         assert_eq!(sizes_of(&capped, AG)[..2], [400, 800]);
+    }
+
+    /// `blocks` layers of `per_block` tensors of `elements` fp32 elements each (a transformer
+    /// block listed as one layer of several `nn.Linear` weights), `forward_ns` forward and
+    /// twice that backward.
+    fn blocks(blocks: usize, per_block: usize, elements: u64, forward_ns: u64) -> Workload {
+        let mut w = Workload::one_tensor_per_layer(&vec![0; blocks], forward_ns, 2 * forward_ns);
+        w.tensors = (0..blocks * per_block)
+            .map(|i| crate::workload::Tensor { name: format!("t{i}"), bytes: 4 * elements, layer: i / per_block })
+            .collect();
+        w
+    }
+
+    /// Per all-gather: the index of its issue instruction; per (layer, backward) pass: the
+    /// index of its compute instruction.
+    fn issue_at(p: &Program, c: usize) -> usize {
+        p.instrs.iter().position(|i| *i == Instr::Issue(c)).unwrap()
+    }
+
+    fn compute_at(p: &Program, layer: usize, backward: bool) -> usize {
+        p.instrs.iter().position(|i| *i == Instr::Compute { layer, backward }).unwrap()
+    }
+
+    /// The all-gathers forward layer `l` waits for.
+    fn waited_by_forward(p: &Program, l: usize) -> Vec<usize> {
+        let at = compute_at(p, l, false);
+        let from = p.instrs[..at].iter().rposition(|i| matches!(i, Instr::Compute { .. })).map_or(0, |i| i + 1);
+        p.instrs[from..at]
+            .iter()
+            .filter_map(|i| match i {
+                Instr::Wait(c) if p.collectives[*c].schedule == AG => Some(*c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn zero3_prefetches_the_next_block_when_a_block_holds_more_than_max_live() {
+        // Blocks of 4 parameters of 300 elements (1,200 per block) with max_live=1,000:
+        // DeepSpeed counts and releases per submodule, so at any fetch about two parameters
+        // are live and the prefetch goes on. Counting a whole block until its compute ended
+        // saturated max_live (1,200 - 1,000 = 0 to prefetch) and every block after the first
+        // was gathered on demand, after the previous block's compute.
+        let w = blocks(6, 4, 300, 1_000_000);
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        let spec = "zero3:max_live=1000,prefetch_bucket=1,param_persistence=0,max_reuse=0";
+        let p = program(&w, &cfg(spec), f, 1, 1);
+        for l in 1..6 {
+            let gathers = waited_by_forward(&p, l);
+            assert_eq!(gathers.len(), 4, "layer {l}: one all-gather per parameter");
+            for c in gathers {
+                assert!(issue_at(&p, c) < compute_at(&p, l - 1, false), "layer {l}'s gathers overlap layer {}", l - 1);
+            }
+        }
+        // DeepSpeed's count: one parameter and the one prefetched (600 elements), three at
+        // the turn to backward, where the last parameter is kept for its reuse (a prefetch
+        // passed it), never the 1,200 of a block and the next.
+        assert_eq!(zero3_trace(&w, &cfg(spec)).peak_live, 900);
+        // Every parameter moves twice (forward and backward, max_reuse=0), in 1,200-byte calls.
+        assert_eq!((moved(&p, AG), sizes_of(&p, AG).iter().max().copied()), (2 * 24 * 1200, Some(1200)));
+    }
+
+    #[test]
+    fn zero3_hides_every_prefetched_gather_behind_compute_in_closed_form() {
+        use crate::topology::TopologySpec;
+        // Closed form on NCCL's timing (no interference): exposed are the first block's four
+        // all-gathers (nothing computes before them), the last forward parameter's, fetched
+        // again on demand for its backward (max_reuse=0 released it, as DeepSpeed does), and
+        // the last two reduce-scatter buckets of a block each (4 x 300 elements: a bucket
+        // is closed when the next gradient would overflow it, so block 1's goes after block
+        // 0's backward); all the other gathers hide behind compute.
+        let w = blocks(6, 4, 300, 1_000_000);
+        let spec = "zero3:max_live=1000,prefetch_bucket=1,param_persistence=0,max_reuse=0,reduce_bucket=1200,compute_slowdown=0";
+        let mut sc = Scenario::new(w, 8, 50e9, Strategy::parse(spec).unwrap());
+        sc.topology = TopologySpec::parse("rail:node=dgx-h100").unwrap();
+        sc.iterations = 2;
+        let r = super::super::simulate(&sc).unwrap();
+        let fabric = &nccl_fabrics(&sc, &cfg(spec), 8, 8).unwrap()[AG];
+        let ns = |c: Collective| {
+            let s = nccl::choose(
+                fabric,
+                c,
+                1200.0 * if c == Collective::AllGather { 1.0 } else { 4.0 },
+                &NcclOptions::default(),
+            );
+            (s.unwrap().seconds * 1e9).round() * 1e-9
+        };
+        let compute = 6.0 * 3e-3;
+        let want = 5.0 * ns(Collective::AllGather) + compute + 2.0 * ns(Collective::ReduceScatter);
+        assert!((r.iteration_time_s - want).abs() < 1e-8, "{} vs {want}", r.iteration_time_s);
+        assert!(r.exposed_comm_s < 0.2 * r.comm_time_s, "{} of {}", r.exposed_comm_s, r.comm_time_s);
+    }
+
+    #[test]
+    fn zero3_stalls_where_deepspeeds_rule_does() {
+        let f = WireFactors { params: 1.0, grads: 1.0 };
+        // A parameter of max_live elements or more leaves nothing to prefetch at its fetch
+        // (`min(max_live - live, bucket)` = 0): each all-gather is fetched on demand, issued
+        // right before the compute waits for it.
+        let w = blocks(4, 2, 1000, 1_000_000);
+        let p = program(&w, &cfg("zero3:max_live=1000,param_persistence=0,max_reuse=0"), f, 1, 1);
+        for (i, instr) in p.instrs.iter().enumerate() {
+            if let Instr::Issue(c) = *instr {
+                if p.collectives[c].schedule == AG {
+                    assert!(p.instrs[i + 1..].iter().take_while(|j| matches!(j, Instr::Issue(_))).count() <= 1);
+                }
+            }
+        }
+        assert_eq!(sizes_of(&p, AG), vec![4000; 16], "one on-demand call per parameter and pass");
+        // Parameters kept for their reuse count as live: with max_reuse covering the whole
+        // trace nothing is released, and once 2,000 elements are live (the first two blocks,
+        // fetched and prefetched one parameter ahead) the prefetch stops; the rest is
+        // fetched on demand.
+        let w = blocks(4, 2, 500, 1_000_000);
+        let p = program(&w, &cfg("zero3:max_live=2000,prefetch_bucket=1,param_persistence=0,max_reuse=1e12"), f, 1, 1);
+        let t = zero3_trace(&w, &cfg("zero3:max_live=2000,prefetch_bucket=1,param_persistence=0,max_reuse=1e12"));
+        let on_demand: Vec<bool> = t.calls.iter().map(|c| c.on_demand).collect();
+        assert_eq!(on_demand, [true, false, false, false, true, true, true, true]);
+        assert_eq!(t.peak_live, 4000, "every parameter live at the end of forward");
+        assert_eq!(moved(&p, AG), 8 * 2000, "each parameter moves once: kept for its backward");
     }
 
     #[test]
@@ -942,6 +1419,27 @@ mod tests {
         let e = check_group(3, 16).unwrap_err();
         assert_eq!(e.field(), "strategy.shard_group");
         assert!(e.to_string().contains("1, 2, 4, 8, 16"));
+    }
+
+    #[test]
+    fn hsdp_shards_within_a_machine_or_all_the_workers_when_fewer() {
+        use crate::topology::TopologySpec;
+        let group = |spec: &str, n: usize| {
+            let topo = TopologySpec::parse("rail:node=dgx-h100").unwrap().build(n, 0, 50e9, 0).unwrap();
+            shard_group(&cfg(spec), &topo, n)
+        };
+        // 4 GPUs of an 8-GPU machine: one shard group of 4 (FSDP with one replica), where
+        // the machine's 8 were refused for not dividing 4.
+        assert_eq!(group("hsdp", 4).unwrap(), 4);
+        assert_eq!(group("hsdp", 1).unwrap(), 1);
+        assert_eq!(group("hsdp", 64).unwrap(), 8);
+        // 12 GPUs: a machine's 8 do not divide them; the message names what does.
+        let e = group("hsdp", 12).unwrap_err();
+        assert_eq!(e.field(), "strategy.shard_group");
+        assert!(e.to_string().contains("hsdp:shard_group=G with G one of 1, 2, 3, 4, 6, 12"), "{e}");
+        assert_eq!(group("hsdp:shard_group=6", 12).unwrap(), 6);
+        // Given explicitly, it must divide the workers whatever the machine.
+        assert_eq!(group("hsdp:shard_group=8", 4).unwrap_err().field(), "strategy.shard_group");
     }
 
     fn sizes_of(p: &Program, schedule: usize) -> Vec<u64> {

@@ -119,7 +119,7 @@ pub struct ShardedConfig {
     /// NCCL's transport as given (`transport=tcp`: sockets; `rdma`: verbs; `None`: the
     /// fabric's, `TopologySpec::nccl_transport`).
     pub nccl_transport: Option<crate::nccl::Transport>,
-    /// HSDP: ranks per shard group (`None`: the topology's machine size, else 8).
+    /// HSDP: ranks per shard group (`None`: the topology's machine size, else 8, at most the workers).
     pub shard_group: Option<usize>,
 }
 
@@ -157,7 +157,7 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
         name: "unit",
         kind: OptionKind::Count,
         default: "1",
-        help: "fsdp/hsdp: consecutive layers per FSDP unit (one transformer block per layer in the LLM zoo)",
+        help: "fsdp/hsdp: consecutive layers per FSDP unit (the LLM zoo: blocks, one per layer; the layers around them are the root unit)",
         aliases: &[],
     },
     OptionInfo {
@@ -248,7 +248,7 @@ pub static SHARDED_OPTIONS: &[OptionInfo] = &[
         name: "shard_group",
         kind: OptionKind::Count,
         default: "",
-        help: "hsdp: ranks per shard group, replicated across groups (default: GPUs per machine, else 8)",
+        help: "hsdp: ranks per shard group, replicated across groups (default: GPUs per machine, else 8; all the workers where fewer)",
         aliases: &[],
     },
 ];

@@ -40,6 +40,13 @@ impl PyTopology {
         self.inner.node_preset().map(|n| n.name)
     }
 
+    /// Under NCCL's model, the rate of a GPU's PCIe path to its NIC, bytes/s, where a NIC of
+    /// `nic_bytes_per_s` would carry more than it (a faster NIC then changes nothing); else
+    /// None (`NcclFabric::nic_past_its_path`).
+    fn nic_past_its_path(&self, nic_bytes_per_s: f64) -> Option<f64> {
+        tensorwire_core::nccl::NcclFabric::nic_past_its_path(&self.inner, nic_bytes_per_s)
+    }
+
     /// The host link rate, bytes/s, to simulate with, from the one given (`--bandwidth`),
     /// if any: see `TopologySpec::host_rate` (on `rail` the given rate is each GPU's NIC
     /// rate, and without one the node preset's or `nic=`).

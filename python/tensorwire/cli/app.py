@@ -175,6 +175,7 @@ def simulate_cmd(
         raise InputError("trace-workers", "needs --trace FILE (it picks the workers the trace shows)")
     spec = Strategy(strategy)
     options.check_latency_seen(ctx, [(spec, topology)])
+    options.warn_nic_past_its_path([(spec, topology)], bandwidth)
     if model is None:
         _refuse_model_options(ctx, "--collective" if collective is not None else "--workload", collective is not None)
     # The cluster first: a missing rate is one line before a workload of a million layers is
@@ -600,6 +601,7 @@ def compare_cmd(
     if not checked:
         raise InputError("strategies", "give at least one strategy spec")
     options.check_latency_seen(click.get_current_context(), [(s, topology) for s in checked])
+    options.warn_nic_past_its_path([(s, topology) for s in checked], bandwidth)
     preferred = baseline_spec([s.spec for s in checked], llms=only_llms, topology=topology)
     cluster = _cluster(
         n,

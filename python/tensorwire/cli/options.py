@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import click
@@ -9,6 +10,7 @@ from click.core import ParameterSource
 
 from tensorwire import _core
 from tensorwire.api import LATENCY_UNSEEN
+from tensorwire.io import InputWarning
 from tensorwire.strategy import Strategy
 from tensorwire.workloads import model_names
 from tensorwire.workloads.formats import FORMATS
@@ -66,6 +68,26 @@ def check_latency_seen(ctx: click.Context, runs: Sequence[tuple[Strategy, str]],
             "time their collectives with NCCL's own latencies (inter_latency= on the topology adds to them)",
             err=True,
         )
+
+
+def warn_nic_past_its_path(runs: Sequence[tuple[Strategy, str]], bandwidth: Optional[float]) -> None:
+    """One warning where ``bandwidth`` (a ``--bandwidth`` given, bytes/s: each GPU's NIC on a
+    rail) carries more than NCCL's model lets through a GPU's PCIe path to its NIC, for a run
+    of ``runs`` timed by that model: it then runs as at the path's rate, and the rate given
+    changes nothing (800 Gbit/s on a DGX H100 ran exactly as 400, its title saying 800)."""
+    if bandwidth is None:
+        return
+    for s, topology in runs:
+        path = _core.Topology(topology).nic_past_its_path(bandwidth) if s.core.timed_by_nccl(topology) else None
+        if path is not None:
+            warnings.warn(
+                f"--bandwidth {bandwidth * 8 / 1e9:,.0f} Gbps: under NCCL's model ({s.spec}) each GPU's NIC runs "
+                f"behind its PCIe path to the NIC, {path / 1e9:,.0f} GB/s as NCCL's search counts it, which a "
+                f"slower NIC already fills: the rate given past it changes nothing there",
+                InputWarning,
+                stacklevel=2,
+            )
+            return
 
 
 #: The topologies a ``--topology`` takes, from the core's list (one text for every command).

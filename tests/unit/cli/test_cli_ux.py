@@ -485,3 +485,18 @@ def test_a_gpu_other_than_the_rail_nodes_is_run_and_said_once() -> None:
     same = run(*args, "--gpu", "h100")
     assert "warning" not in same.stderr and json.loads(same.stdout) == json.loads(run(*args).stdout)
     assert json.loads(other.stdout)["iteration_time_s"] > json.loads(same.stdout)["iteration_time_s"]
+
+
+def test_a_nic_rate_past_the_pcie_path_warns_where_nccl_times_the_run() -> None:
+    # NCCL's model runs a DGX H100's 400G NICs at the GPUs' PCIe Gen5 path (48 GB/s), so
+    # 800 Gbit/s changes nothing under ddp: said once; a flow-level strategy sees the rate.
+    args = ("simulate", "-m", "llama3_8b", "-n", "16", "--topology", "rail:node=dgx-h100", "--json")
+    fast = run(*args, "-s", "ddp", "-b", "800Gbps")
+    assert fast.returncode == 0, fast.stderr
+    (line,) = [x for x in fast.stderr.splitlines() if "warning" in x]
+    assert "--bandwidth 800 Gbps" in line and "48 GB/s" in line
+    base = run(*args, "-s", "ddp", "-b", "400Gbps")
+    assert "warning" not in base.stderr
+    assert json.loads(fast.stdout)["iteration_time_s"] == json.loads(base.stdout)["iteration_time_s"]
+    flows = run(*args, "-s", "hierarchical", "-b", "800Gbps")
+    assert flows.returncode == 0 and "warning" not in flows.stderr, flows.stderr

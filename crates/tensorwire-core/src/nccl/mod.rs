@@ -669,6 +669,19 @@ impl NcclFabric {
     ) -> Result<NcclFabric> {
         fabric::from_topology(spec, ranks, host_bytes_per_s, transport)
     }
+
+    /// The rate of a GPU's PCIe path to its NIC on `spec`, bytes/s, where a NIC of
+    /// `nic_bytes_per_s` (line rate) would carry more RDMA goodput than that path lets
+    /// through ([`NcclFabric::nic_path_bytes_per_s`]): under NCCL's model the NIC then runs
+    /// at the path's rate, and a faster NIC changes nothing (an 800 Gbit/s NIC on a DGX
+    /// H100, PCIe Gen5: 48 GB/s, what 400 Gbit/s already reaches). None where it does not,
+    /// or where the fabric has no such path (one GPU per host).
+    pub fn nic_past_its_path(spec: &crate::topology::TopologySpec, nic_bytes_per_s: f64) -> Option<f64> {
+        let f = fabric::from_topology(spec, 2, nic_bytes_per_s, spec.nccl_transport(None)).ok()?;
+        let goodput = f.nic_bytes_per_s * crate::strategy::RDMA_GOODPUT_EFFICIENCY;
+        (f.nic_path_bytes_per_s.is_finite() && goodput > f.nic_path_bytes_per_s * (1.0 + 1e-9))
+            .then_some(f.nic_path_bytes_per_s)
+    }
 }
 
 /// Default slowdown of compute kernels while communication kernels run on the same GPU

@@ -786,3 +786,17 @@ fn a_generic_host_is_its_nic_and_a_gpu_machine_reaches_its_nics_through_pcie() {
     assert!((a100(400.0) / a100(200.0) - 1.0).abs() < 0.02, "{} {}", a100(200.0), a100(400.0));
     assert!(bus("rail:node=dgx-h100", 16, 400.0) > 1.5 * a100(200.0));
 }
+
+#[test]
+fn a_nic_past_the_gpus_pcie_path_is_named_with_the_paths_rate() {
+    // 0.96 of a NIC's line rate (RDMA goodput) against NCCL's PCIe x16 figure: 400G on
+    // H100 (48 of Gen5's 48 GB/s) and 200G on A100 (24 of Gen4's 24) just fill it.
+    let past = |topology: &str, gbps: f64| {
+        NcclFabric::nic_past_its_path(&crate::topology::TopologySpec::parse(topology).unwrap(), gbps * 1e9 / 8.0)
+    };
+    assert_eq!(past("rail:node=dgx-h100", 400.0), None);
+    assert_eq!(past("rail:node=dgx-h100", 800.0), Some(48e9));
+    assert_eq!(past("rail:node=dgx-a100", 200.0), None);
+    assert_eq!(past("rail:node=dgx-a100", 400.0), Some(24e9));
+    assert_eq!(past("star", 3200.0), None, "one GPU per host: its link is its NIC");
+}

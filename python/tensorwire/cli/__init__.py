@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence
 import click
 
 from tensorwire._core import InputError
-from tensorwire.cli.terminal import silence_stdout
+from tensorwire.cli.terminal import after_success, say_after_success, silence_stdout
 
 #: Click's error for a group run without its command (``tensorwire``, ``tensorwire
 #: calibrate``): shown as click shows it, the usage and help on several lines, exit 2.
@@ -91,11 +91,6 @@ CLI_FIELDS = {
 }
 
 
-#: The :class:`~tensorwire.io.InputWarning` lines of the command running, each once, shown
-#: when it succeeds (a refusal is its one error line alone).
-_input_warnings: list[str] = []
-
-
 def _show_warning(
     message: Warning | str,
     category: type[Warning],
@@ -113,8 +108,8 @@ def _show_warning(
 
     if not issubclass(category, InputWarning):
         _default(message, category, filename, lineno, file, line)
-    elif f"tensorwire: warning: {message}" not in _input_warnings:
-        _input_warnings.append(f"tensorwire: warning: {message}")
+    else:
+        say_after_success(f"tensorwire: warning: {message}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -124,12 +119,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     error that refused the trace)."""
     if sys.stdout is None:  # started with standard output closed (`tensorwire models >&-`)
         return _fail("stdout: closed; give the command somewhere to write its output (a file or a pipe)")
-    _input_warnings.clear()
+    after_success.clear()
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         status = _main(argv)
     if status == 0:
-        for text in _input_warnings:
+        for text in after_success:
             click.echo(text, err=True)
     return status
 

@@ -17,6 +17,7 @@ from tensorwire.api import check_simulate, simulate
 from tensorwire.calibrate.cluster_file import cluster_option, given_files
 from tensorwire.chrome_trace import DEFAULT_TRACE_WORKERS, MAX_SPANS, shown_in_trace, write_trace
 from tensorwire.cli import options, render
+from tensorwire.cli.terminal import note
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.io import check_output
@@ -405,7 +406,7 @@ def _defaults_that_run(candidates: Sequence[str], n: int, topology: str, network
             continue
         kept.append(name)
     for (field, reason), names in refused.items():
-        click.echo(f"tensorwire: note: not compared: {', '.join(names)} ({field}: {reason})", err=True)
+        note(f"not compared: {', '.join(names)} ({field}: {reason})")
     return kept
 
 

@@ -10,6 +10,7 @@ from click.core import ParameterSource
 
 from tensorwire import _core
 from tensorwire.api import LATENCY_UNSEEN
+from tensorwire.cli.terminal import note
 from tensorwire.io import InputWarning
 from tensorwire.strategy import Strategy
 from tensorwire.workloads import model_names
@@ -63,10 +64,9 @@ def check_latency_seen(ctx: click.Context, runs: Sequence[tuple[Strategy, str]],
     if timed and len(timed) == len(runs):
         raise _core.InputError("latency", f"{unseen}: {LATENCY_UNSEEN}")
     if timed:
-        click.echo(
-            f"tensorwire: note: --latency applies to the flow-level strategies; {unseen} "
-            "time their collectives with NCCL's own latencies (inter_latency= on the topology adds to them)",
-            err=True,
+        note(
+            f"--latency applies to the flow-level strategies; {unseen} "
+            "time their collectives with NCCL's own latencies (inter_latency= on the topology adds to them)"
         )
 
 

@@ -39,3 +39,21 @@ def silence_stdout() -> None:
 
 
 __all__ = ["silence_stdout", "stdout_console"]
+
+
+#: Lines for standard error once the command running has succeeded, in order, each once:
+#: its input warnings and its notes (a refused command prints its one error line alone; a
+#: note that a default strategy was left out had come before the error that then refused
+#: the command's workload file).
+after_success: list[str] = []
+
+
+def say_after_success(line: str) -> None:
+    """Keeps ``line`` (a whole ``tensorwire: ...`` line) for the end of a command that succeeds."""
+    if line not in after_success:
+        after_success.append(line)
+
+
+def note(text: str) -> None:
+    """A ``tensorwire: note: ...`` line, shown once the command succeeds."""
+    say_after_success(f"tensorwire: note: {text}")

@@ -15,6 +15,7 @@ import click
 from click.core import ParameterSource
 
 from tensorwire.cli import options as shared
+from tensorwire.cli.terminal import note
 from tensorwire.strategy import Strategy
 from tensorwire.sweep.grid import Config, expand
 from tensorwire.sweep.run import LEFT_OUT, check_configs
@@ -41,7 +42,7 @@ def planned_configs(ctx: click.Context, grid: dict[str, Any]) -> list[Config]:
         counts = collections.Counter(c.strategy for c, f in left_out.items() if f == field)
         if counts:
             which = ", ".join(f"{spec} ({k} of its points)" for spec, k in counts.items())
-            click.echo(f"tensorwire: note: left out {which}: {why}; name strategies with -s to choose them", err=True)
+            note(f"left out {which}: {why}; name strategies with -s to choose them")
     pairs = dict.fromkeys((c.strategy, c.topology) for c in configs)
     shared.check_latency_seen(ctx, [(Strategy(spec), topology) for spec, topology in pairs], "latencies")
     return configs

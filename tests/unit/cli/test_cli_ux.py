@@ -500,3 +500,14 @@ def test_a_nic_rate_past_the_pcie_path_warns_where_nccl_times_the_run() -> None:
     assert json.loads(fast.stdout)["iteration_time_s"] == json.loads(base.stdout)["iteration_time_s"]
     flows = run(*args, "-s", "hierarchical", "-b", "800Gbps")
     assert flows.returncode == 0 and "warning" not in flows.stderr, flows.stderr
+
+
+def test_notes_follow_a_command_that_succeeds_and_a_refusal_is_one_line(tmp_path: Path) -> None:
+    # compare's "not compared: multitree ..." note came before the error that then refused a
+    # missing workload file: two lines. Notes now follow the output of a command that succeeds.
+    missing = run("compare", "--workload", str(tmp_path / "job.json"), "-n", "8", "-b", "25Gbps")
+    assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1, missing.stderr
+    ok = run("compare", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring,multitree,ps", "--latency", "5us")
+    assert ok.returncode == 2  # multitree named on a star is refused, not noted
+    shown = run("compare", "-m", "resnet50", "-n", "8", "-b", "25Gbps")
+    assert shown.returncode == 0 and shown.stderr.splitlines()[-1].startswith("tensorwire: note: not compared: multitree")

@@ -129,11 +129,15 @@ def pairs(quick: bool) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
 
 
 def llm_cases(quick: bool) -> list[dict[str, Any]]:
-    """The LLM targets: one iteration of Llama-3 70B under fsdp on DGX H100 rail fabrics."""
+    """The LLM targets: one iteration of Llama-3 70B under fsdp on DGX H100 rail fabrics, its
+    collectives as flows (`comm=flows`: the event engine at scale, hierarchical levels), and
+    at 100,000 GPUs also as NCCL runs them (the default on a rail: timed by NCCL's model, a
+    flat ring over every rank, which is latency-bound there: a different answer, not a
+    faster engine)."""
     base = {
         "model": "llama3_70b",
         "model_args": {"gpu": "h100", "seq_len": 8192},
-        "strategy": "fsdp",
+        "strategy": "fsdp:comm=flows",
         "bandwidth": "400Gbps",
         "latency": "1us",
         "topology": "rail:node=dgx-h100,nodes_per_group=32",
@@ -141,7 +145,9 @@ def llm_cases(quick: bool) -> list[dict[str, Any]]:
     cases = [{**base, "workers": n} for n in (1024, 8192)]
     # 100,000 GPUs = 12,500 DGX H100 nodes: rail groups of 25 nodes (500 groups).
     big = {**base, "workers": 100_000, "topology": "rail:node=dgx-h100,nodes_per_group=25"}
-    return cases + ([big, {**big, "model": "resnet50", "model_args": {}, "strategy": "zero2"}] if not quick else [])
+    nccl = {**big, "strategy": "fsdp"}
+    zero2 = {**big, "model": "resnet50", "model_args": {}, "strategy": "zero2:comm=flows"}
+    return cases + ([big, nccl, zero2] if not quick else [])
 
 
 def growth(quick: bool, repeat: int) -> list[dict[str, Any]]:

@@ -1043,29 +1043,9 @@ mod tests {
         }
     }
 
-    /// A stem of 1,000 bytes, four blocks of two 300-byte parameters, a norm of 8 and a
-    /// head of 1,000 (the layout of the LLM workloads: one layer per block).
+    /// The LLM workloads' layout ([`Workload::stem_blocks_head`]).
     fn stem_blocks_head() -> Workload {
-        let mut w = workload(&[0; 7]);
-        let sizes: [(usize, u64); 11] = [
-            (0, 1000),
-            (1, 300),
-            (1, 300),
-            (2, 300),
-            (2, 300),
-            (3, 300),
-            (3, 300),
-            (4, 300),
-            (4, 300),
-            (5, 8),
-            (6, 1000),
-        ];
-        w.tensors = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &(layer, bytes))| crate::workload::Tensor { name: format!("t{i}"), bytes, layer })
-            .collect();
-        w
+        Workload::stem_blocks_head()
     }
 
     #[test]

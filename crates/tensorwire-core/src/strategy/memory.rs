@@ -103,30 +103,10 @@ mod tests {
     use super::*;
     use crate::workload::Tensor;
 
-    /// bf16: a stem of 1,000 bytes, four blocks of two 300-byte parameters, a norm of 8 and
-    /// a head of 1,000 (one layer per block, as the LLM workloads): Psi = 4,408 bytes, the
-    /// root (stem, norm, head) 2,008, a block 600.
+    /// [`Workload::stem_blocks_head`] in bf16: Psi = 4,408 bytes, the root 2,008, a block 600.
     fn model() -> Workload {
-        let mut w = Workload::one_tensor_per_layer(&[0; 7], 10, 20);
+        let mut w = Workload::stem_blocks_head();
         w.dtype_bytes = 2;
-        let sizes: [(usize, u64); 11] = [
-            (0, 1000),
-            (1, 300),
-            (1, 300),
-            (2, 300),
-            (2, 300),
-            (3, 300),
-            (3, 300),
-            (4, 300),
-            (4, 300),
-            (5, 8),
-            (6, 1000),
-        ];
-        w.tensors = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &(layer, bytes))| Tensor { name: format!("t{i}"), bytes, layer })
-            .collect();
         w
     }
 

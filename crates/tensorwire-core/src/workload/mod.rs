@@ -52,6 +52,34 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// A test model with the LLM workloads' layout (one layer per block): a stem of 1,000
+    /// bytes, four blocks of two 300-byte parameters, a norm of 8 and a head of 1,000
+    /// (Psi = 4,408 bytes; the root, stem + norm + head, 2,008; a block 600); 10 ns forward
+    /// and 20 ns backward per layer.
+    #[cfg(test)]
+    pub(crate) fn stem_blocks_head() -> Workload {
+        let mut w = Workload::one_tensor_per_layer(&[0; 7], 10, 20);
+        let sizes: [(usize, u64); 11] = [
+            (0, 1000),
+            (1, 300),
+            (1, 300),
+            (2, 300),
+            (2, 300),
+            (3, 300),
+            (3, 300),
+            (4, 300),
+            (4, 300),
+            (5, 8),
+            (6, 1000),
+        ];
+        w.tensors = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &(layer, bytes))| Tensor { name: format!("t{i}"), bytes, layer })
+            .collect();
+        w
+    }
+
     /// One tensor per layer with these sizes (bytes), each layer computing `forward_ns`
     /// forward and `backward_ns` backward, batch 32, fp32; the tests' workload.
     #[cfg(test)]

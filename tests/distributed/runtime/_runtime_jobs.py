@@ -280,7 +280,14 @@ def teardown(rank: int, world: int) -> dict[str, Any]:
     _, _, model = scheduled(rank, "adam", 2, mode="priority", partition=300, credit=600)
     during = gloo_threads()
     model.close()
-    closed = gloo_threads()
+    # A released group's threads end as its last reference goes, which on a loaded machine
+    # can be a moment after close() returns (a fresh clone's run read one thread too many
+    # while other tests ran): they must end, well before any interpreter exit, so wait up
+    # to 5 s for them.
+    closed, deadline = gloo_threads(), time.time() + 5.0
+    while closed > base and time.time() < deadline:
+        time.sleep(0.05)
+        closed = gloo_threads()
     try:
         model.transport.start([torch.ones(2)])
         refused = ""

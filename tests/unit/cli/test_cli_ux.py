@@ -510,4 +510,6 @@ def test_notes_follow_a_command_that_succeeds_and_a_refusal_is_one_line(tmp_path
     ok = run("compare", "-m", "resnet50", "-n", "8", "-b", "25Gbps", "-s", "ring,multitree,ps", "--latency", "5us")
     assert ok.returncode == 2  # multitree named on a star is refused, not noted
     shown = run("compare", "-m", "resnet50", "-n", "8", "-b", "25Gbps")
-    assert shown.returncode == 0 and shown.stderr.splitlines()[-1].startswith("tensorwire: note: not compared: multitree")
+    assert shown.returncode == 0 and shown.stderr.splitlines()[-1].startswith(
+        "tensorwire: note: not compared: multitree"
+    )

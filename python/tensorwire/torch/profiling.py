@@ -23,6 +23,7 @@ reads the file.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import inspect
 import platform
@@ -224,6 +225,13 @@ def profile(
         raise InputError("device", f"{device!r}: {e}") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError("device", "CUDA is not available on this machine")
+    if dev.type == "meta":
+        # Meta tensors have shapes but no data: nothing computes, the times would be Python's.
+        raise InputError("device", "meta tensors do not compute; profile on cpu, cuda or cuda:N")
+    try:
+        torch.empty(1, device=dev)
+    except (RuntimeError, AssertionError) as e:  # e.g. mps on a build without it
+        raise InputError("device", f"{device!r} cannot be used here: {str(e).splitlines()[0]}") from None
     if input_shape is None:
         input_shape = INPUT_SHAPES.get(default_name, (3, 224, 224))
     shape = tuple(int(s) for s in input_shape)
@@ -336,10 +344,14 @@ def profile(
         if dev.type == "cuda"
         else f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
     )
+    # The parameters' element size (bf16: 2), as import-trace takes the gradients': the
+    # tensors' bytes above are in it, and param_dtype/reduce_dtype rescale from it.
+    sizes = collections.Counter(p.element_size() for p in module.parameters() if p.requires_grad)
     return Workload(
         name or default_name,
         batch_size,
         out_layers,
+        dtype_bytes=sizes.most_common(1)[0][0] if sizes else 4,
         description=f"profiled by tensorwire on {where}: input {'x'.join(map(str, shape))}",
         sources=(
             f"tensorwire.torch.profiling: torch {torch.__version__}, median of {iterations} iterations after {warmup} warm-up",

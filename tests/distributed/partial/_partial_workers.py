@@ -109,6 +109,22 @@ def subgroup_close(rank: int, world: int, seed: int) -> dict[str, Any]:
     }
 
 
+def eager_sgd_finish_with_nothing_held(rank: int, world: int) -> dict[str, Any]:
+    """Synchronous rounds (staleness 0, every rank calls every step) under momentum: nothing
+    is left for finish() to apply; the parameters before and after it."""
+    import torch
+    from tensorwire.torch.partial import EagerSGD
+
+    w = torch.nn.Parameter(torch.zeros(4))
+    opt = EagerSGD(torch.optim.SGD([w], lr=0.05, momentum=0.9), "solo", staleness=0)
+    for k in range(4):
+        w.grad = torch.full((4,), float(k + 1))
+        opt.step()
+    before = w.detach().clone()
+    res = opt.finish()
+    return {"moved": float((w.detach() - before).abs().max()), "flushed": float(res.tensor.abs().max())}
+
+
 def eager_sgd_start(rank: int, world: int, broadcast: bool) -> list[float]:
     """Each rank initialises its parameter differently (to its rank); returns it after
     EagerSGD's construction."""

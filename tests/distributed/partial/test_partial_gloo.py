@@ -17,7 +17,14 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'tensorwire[torch]')")
 
-from _partial_workers import eager_sgd, eager_sgd_start, partial_rounds, partial_unlike, subgroup_close  # noqa: E402
+from _partial_workers import (  # noqa: E402
+    eager_sgd,
+    eager_sgd_finish_with_nothing_held,
+    eager_sgd_start,
+    partial_rounds,
+    partial_unlike,
+    subgroup_close,
+)
 from tensorwire.torch.launch import run_local  # noqa: E402
 from tensorwire.torch.partial.collective import majority_initiator  # noqa: E402
 
@@ -82,6 +89,13 @@ def test_eager_sgd_applies_every_gradient_once(kind: str) -> None:
         # Rank 3 is slow: rounds never run more than `staleness` ahead of any rank's call.
         assert o["ahead"] <= staleness, o
     assert out[3]["late"] > 0 or kind == "majority"
+
+
+def test_eager_sgd_finish_does_not_step_when_nothing_was_held_back() -> None:
+    """finish() stepped the optimiser on an all-zero flush: momentum moved every parameter by
+    0.023 after the last synchronous step had left nothing to apply."""
+    for out in run_local(eager_sgd_finish_with_nothing_held, 2, timeout_s=120.0):
+        assert out == {"moved": 0.0, "flushed": 0.0}, out
 
 
 def test_eager_sgd_starts_every_rank_from_the_first_rank_s_parameters() -> None:

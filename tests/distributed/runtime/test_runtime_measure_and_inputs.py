@@ -162,3 +162,26 @@ def test_a_job_refused_under_torchrun_is_one_line_and_status_2() -> None:
     lines = joined.stderr.strip().splitlines()
     assert joined.returncode == 2 and len(lines) == 1, joined.stderr
     assert lines[0].startswith("tensorwire: error: rank 0: model: 'nonexist' is not a torchvision"), lines
+
+
+def test_profile_states_a_bf16_models_element_size_and_refuses_devices_that_cannot_compute() -> None:
+    # A bf16 model's tensors are 2 bytes an element and the workload says so (dtype_bytes
+    # had stayed 4, so reduce_dtype=fp32 rescaled its bytes wrongly); meta tensors and a
+    # device this build lacks (mps) are one InputError each, not a traceback.
+    import torch
+    from tensorwire.torch import profile
+
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(torch.bfloat16)
+    w = profile(net, batch_size=2, inputs=lambda b: torch.randn(b, 8, dtype=torch.bfloat16), iterations=1, warmup=0)
+    params = sum(p.numel() for p in net.parameters())
+    assert w.dtype_bytes == 2 and w.total_bytes == 2 * params
+    for device in ("meta", "mps"):
+        with pytest.raises(InputError) as e:
+            profile(net, batch_size=2, input_shape=(8,), iterations=1, warmup=0, device=device)
+        assert e.value.args[0] == "device", e.value.args
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorwire", "profile", "resnet18", "--batch", "2", "--input-shape", "3x32x32",
+         "--device", "mps", "-o", os.devnull],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "device" in done.stderr, done.stderr

@@ -153,11 +153,13 @@ class EagerSGD:
     def finish(self, apply: bool = True) -> PartialResult:
         """Ends training (every rank): contributes every gradient still held back
         (:meth:`PartialAllreduce.flush`), applies it as one more optimiser step unless
-        ``apply=False``, and closes the collective. Returns the flush's result."""
+        ``apply=False`` or no rank held anything back (the flush's sum is all zeros, the same
+        on every rank: a step with zero gradients would still move the parameters by
+        momentum and weight decay), and closes the collective. Returns the flush's result."""
         if self._finished:
             raise InputError("finish", "already called")
         res = self.partial.flush()
-        if apply:
+        if apply and bool(res.tensor.any()):
             self._set_grads(res.tensor)
             self.optimizer.step()
         self.partial.close()

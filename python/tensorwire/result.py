@@ -218,7 +218,7 @@ def speedup(base: Mapping[str, Any], run: Mapping[str, Any]) -> float:
     4.0
     """
     rates = (base.get("throughput_samples_per_s"), run.get("throughput_samples_per_s"))
-    if all(isinstance(r, (int, float)) and math.isfinite(r) and r > 0 for r in rates):
+    if all(_has_samples(r) for r in rates):
         return float(rates[1]) / float(rates[0])  # type: ignore[arg-type]
     return float(base["iteration_time_s"]) / float(run["iteration_time_s"])
 
@@ -229,9 +229,15 @@ def ranked(results: Iterable[Result]) -> list[Result]:
 
     def key(r: Result) -> float:
         rate = r.throughput_samples_per_s
-        return -rate if math.isfinite(rate) and rate > 0 else r.iteration_time_s
+        return -rate if _has_samples(rate) else r.iteration_time_s
 
     return sorted(results, key=key)
+
+
+def _has_samples(rate: Any) -> bool:
+    """Whether ``rate`` (samples/s: a float, NaN on a :class:`Result` without compute, None
+    in rows and JSON) counts samples, the measure :func:`speedup` and :func:`ranked` take."""
+    return isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0
 
 
 def _copied(value: Any) -> Any:

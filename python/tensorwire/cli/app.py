@@ -250,11 +250,10 @@ def simulate_cmd(
             err=True,
         )
         if cut is not None:
-            click.echo(
-                f"tensorwire: note: the trace stops at {cut['spans_shown']:,} spans, "
+            note(
+                f"the trace stops at {cut['spans_shown']:,} spans, "
                 f"{format_seconds(cut['shown_until_s'])} into {_trace_window(result, cut['iteration_s'])}; "
-                f"{cut['spans_left_out']:,} later spans are left out ({_cut_advice(result, trace_workers)})",
-                err=True,
+                f"{cut['spans_left_out']:,} later spans are left out ({_cut_advice(result, trace_workers)})"
             )
 
 

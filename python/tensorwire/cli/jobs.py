@@ -15,6 +15,7 @@ from tensorwire._core import BACKGROUND_FACTOR, InputError
 from tensorwire.api import Job, _run_jobs, simulate_jobs
 from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import options, render
+from tensorwire.cli.terminal import note
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
 from tensorwire.result import Result
@@ -289,21 +290,20 @@ def jobs(
         )
     for j, r in zip(pinned, together):
         if r.background_stopped_s is not None:
-            click.echo(background_note(j.name, r), err=True)
+            note(background_note(j.name, r))
     if on_flows:
-        click.echo(
-            f"tensorwire: note: {', '.join(on_flows)}: sharded, simulated on flows in a multi-job run (comm=flows; "
-            "simulate alone on this fabric times it with NCCL's model: give comm=nccl to compare)",
-            err=True,
+        note(
+            f"{', '.join(on_flows)}: sharded, simulated on flows in a multi-job run (comm=flows; "
+            "simulate alone on this fabric times it with NCCL's model: give comm=nccl to compare)"
         )
 
 
 def background_note(name: str, r: Result) -> str:
-    """The note under a job whose measured iterations outlasted another job's background
+    """The note (:func:`tensorwire.cli.terminal.note`) under a job whose measured iterations outlasted another job's background
     load (:attr:`Result.background_stopped_s`): its slowdown is a lower bound."""
     assert r.background_stopped_s is not None
     return (
-        f"tensorwire: note: {name}: another job, at least {BACKGROUND_FACTOR} times faster, stopped at "
+        f"{name}: another job, at least {BACKGROUND_FACTOR} times faster, stopped at "
         f"{format_seconds(r.background_stopped_s)} (a job runs at most {BACKGROUND_FACTOR} times the measured "
         f"iterations) before {name}'s measured iterations ended at {format_seconds(r.completions_s[-1])}: "
         f"{name}'s slowdown is at least the one shown"

@@ -660,7 +660,7 @@ impl<'a> Engine<'a> {
             round_of: HashMap::new(),
             open_rounds: HashMap::new(),
             active: Vec::new(),
-            interference: Interference { slowdown: sc.strategy.compute_slowdown_on(&sc.topology) },
+            interference: Interference::of(sc),
             comm_active: InFlight::default(),
             started: HashMap::new(),
             communicating: std::collections::HashSet::new(),

@@ -126,6 +126,35 @@ def check_real(field: str, value: Any) -> float:
         raise InputError(field, f"an integer of {bits} bits is more than a number holds") from None
 
 
+#: Longest wait a timeout may name, seconds (a year): ``datetime.timedelta`` and Gloo's
+#: millisecond timeouts overflow on ``inf`` or ``1e300``.
+MAX_TIMEOUT_S = 365 * 86400.0
+
+
+def check_positive(field: str, value: Any, what: str, maximum: float = float("inf")) -> float:
+    """``value`` as a float if it is a real number in ``(0, maximum]`` (finite), else
+    :class:`InputError` naming ``field`` and ``what`` it is (``"a number of seconds"``): the runtime's
+    timeouts and scales took text, ``-1`` and ``inf`` and failed later, deep in torch or in
+    ``datetime``.
+
+    >>> check_positive("timeout_s", 30, "a number of seconds", MAX_TIMEOUT_S)
+    30.0
+    >>> check_positive("timeout_s", -1, "a number of seconds", 3600)
+    Traceback (most recent call last):
+    ...
+    tensorwire.InputError: timeout_s: -1 is not allowed; need a number of seconds > 0 and at most 3,600
+    """
+    if not is_real(value) or not 0 < value <= maximum or value != value:
+        bound = f" and at most {maximum:,.0f}" if maximum != float("inf") else ""
+        raise InputError(field, f"{value!r:.80} is not allowed; need {what} > 0{bound}")
+    return check_real(field, value)
+
+
+def check_timeout(value: Any, field: str = "timeout_s") -> float:
+    """A timeout in seconds (:func:`check_positive`, at most :data:`MAX_TIMEOUT_S`)."""
+    return check_positive(field, value, "a number of seconds", MAX_TIMEOUT_S)
+
+
 def check_text(field: str, value: Any, allow: str = "\t\n") -> str:
     """``value`` if it is text the core can take and a terminal can print (a ``str`` that is
     valid Unicode: no lone surrogates such as JSON's ``"\\ud800"``; no control characters but

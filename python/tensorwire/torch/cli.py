@@ -15,6 +15,7 @@ from tensorwire._core import InputError
 from tensorwire.cli import options
 from tensorwire.io import check_workload_output
 from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
+from tensorwire.torch.measuring import MAX_ZOO_SCALE
 from tensorwire.units import format_bytes, format_rate, format_seconds
 
 
@@ -56,10 +57,10 @@ def _zoo_scale(flag: str, what: str) -> Callable[[F], F]:
     """A ``zoo:`` model's scale option: a factor in (0, 1000] on its ``what``."""
     return click.option(
         flag,
-        type=click.FloatRange(min=0, min_open=True, max=1e3),
+        type=click.FloatRange(min=0, min_open=True, max=MAX_ZOO_SCALE),
         default=1.0,
         show_default=True,
-        help=f"zoo: models: {what} times this (at most 1000).",
+        help=f"zoo: models: {what} times this (at most {MAX_ZOO_SCALE:g}).",
     )
 
 

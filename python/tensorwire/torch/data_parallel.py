@@ -31,6 +31,7 @@ import torch
 import torch.distributed as dist
 
 from tensorwire._core import InputError
+from tensorwire.limits import check_timeout
 from tensorwire.torch import optim as _optim
 from tensorwire.torch.coordinator import CommunicationError, ConfigChange, Coordinator
 from tensorwire.torch.tasks import SchedulerConfig, Size, runtime_strategy
@@ -152,10 +153,8 @@ class ScheduledDataParallel(torch.nn.Module):
             )
         if on_synchronized is not None and not callable(on_synchronized):
             raise InputError("on_synchronized", f"{on_synchronized!r} is not callable")
-        if timeout_s is not None and (
-            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0
-        ):
-            raise InputError("timeout_s", f"{timeout_s!r} must be a number of seconds > 0")
+        if timeout_s is not None:
+            timeout_s = check_timeout(timeout_s)
         if not dist.is_available() or not dist.is_initialized():
             raise InputError(
                 "group",

@@ -34,10 +34,15 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from tensorwire._core import InputError
+from tensorwire.limits import check_positive, check_timeout
 from tensorwire.torch.tasks import MODES, SchedulerConfig, Size
 from tensorwire.units import format_bytes, to_rate
 
 JOB_MODES = (*MODES, "ddp")
+#: Largest ``size_scale`` / ``time_scale`` (``measure --size-scale``'s bound).
+MAX_ZOO_SCALE = 1e3
+#: Largest DDP bucket, MB: torch takes any, but one above the largest model here is one bucket.
+MAX_BUCKET_CAP_MB = 1e6
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,11 @@ class Job:
     autotune_trials: int = 0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise InputError(
+                "model",
+                f"{self.model!r:.80} is not a model; give a torchvision name, package.module:factory or zoo:NAME",
+            )
         if self.mode not in JOB_MODES:
             raise InputError("mode", f"{self.mode!r} is not a mode; choose one of {', '.join(JOB_MODES)}")
         if self.mode != "ddp":
@@ -106,9 +116,38 @@ class Job:
             ("batch_size", self.batch_size, 1),
             ("iterations", self.iterations, 1),
             ("warmup", self.warmup, 0),
+            ("autotune_trials", self.autotune_trials, 0),
+            ("seed", self.seed, 0),
         ):
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise InputError(field, f"{v!r} must be an integer >= {least}")
+        if self.seed >= 2**63:  # torch.manual_seed takes a 64-bit signed seed
+            raise InputError("seed", f"{self.seed} is not allowed; need an integer below 2**63")
+        if self.autotune_trials and self.mode != "priority":
+            raise InputError(
+                "autotune_trials",
+                f"tunes partition and credit, which mode {self.mode!r} does not use; use mode 'priority'",
+            )
+        if self.bucket_cap_mb is not None:
+            if self.mode != "ddp":
+                raise InputError(
+                    "bucket_cap_mb",
+                    f"is DDP's bucket size; mode {self.mode!r} does not use it (use partition or fusion_bytes)",
+                )
+            check_positive("bucket_cap_mb", self.bucket_cap_mb, "a size in MB", MAX_BUCKET_CAP_MB)
+        if self.timeout_s is not None:
+            check_timeout(self.timeout_s)
+        for field in ("size_scale", "time_scale"):
+            check_positive(field, getattr(self, field), "a factor", MAX_ZOO_SCALE)
+        if self.input_shape is not None and (
+            not isinstance(self.input_shape, tuple)
+            or not self.input_shape
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in self.input_shape)
+        ):
+            raise InputError(
+                "input_shape",
+                f"{self.input_shape!r:.80} must be a non-empty list of integers >= 1 (one sample's shape)",
+            )
         if self.interface is not None and not Path(f"/sys/class/net/{self.interface}").exists():
             raise InputError("interface", f"{self.interface!r} is not a network interface here")
 

@@ -31,6 +31,7 @@ import torch
 import torch.distributed as dist
 
 from tensorwire._core import InputError
+from tensorwire.limits import check_timeout
 
 ProcessGroup = dist.ProcessGroup
 
@@ -261,8 +262,8 @@ class ParameterServer:
         server = world - 1 if server is None else server
         if isinstance(server, bool) or not isinstance(server, int) or not 0 <= server < world:
             raise InputError("server", f"{server!r} is not a rank; choose 0 to {world - 1}")
-        if timeout_s is not None and not timeout_s > 0:
-            raise InputError("timeout_s", f"{timeout_s!r} must be > 0 seconds")
+        if timeout_s is not None:
+            timeout_s = check_timeout(timeout_s)
         if dist.get_backend() != "gloo":
             raise InputError("transport", "the parameter server needs the gloo backend (CPU tensors)")
         self.server = server

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tensorwire._core import InputError
 from tensorwire.gputopo import DEFAULT_ARRAY_BOUND, DEFAULT_PENALTY, Plan, Topology
+from tensorwire.limits import check_timeout
 from tensorwire.torch import exit_guard
 
 if TYPE_CHECKING:
@@ -197,8 +198,8 @@ class _Runner:
             raise InputError(
                 "group", "torch.distributed is not initialized; call tensorwire.torch.init_process_group() first"
             )
-        if timeout_s is not None and not timeout_s > 0:
-            raise InputError("timeout_s", f"{timeout_s!r} must be > 0 seconds")
+        if timeout_s is not None:
+            timeout_s = check_timeout(timeout_s)
         if not isinstance(topology, Topology):
             raise InputError("topology", f"expected a tensorwire.gputopo.Topology, got {type(topology).__name__}")
         topology.plan(0, trees=trees, penalty=penalty, array_bound=array_bound)  # checks the arguments now

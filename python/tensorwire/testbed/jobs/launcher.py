@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from tensorwire._core import InputError
+from tensorwire.limits import check_timeout
 from tensorwire.strategy import Strategy
 from tensorwire.testbed.jobs.registry import job_strategy
 from tensorwire.testbed.jobs.spec import JobSpec, StrategyOptions, check_iterations
@@ -146,8 +147,7 @@ def run_job(
             "workers",
             f"{workers} workers{servers} under {options.name} need {world} hosts; the testbed has {testbed.hosts}",
         )
-    if not timeout_s > 0:
-        raise InputError("timeout_s", f"{timeout_s!r} must be > 0")
+    timeout_s = check_timeout(timeout_s)
     require_torch()
     out_dir = Path(tempfile.mkdtemp(prefix=f"tensorwire-job-{testbed.run_id}-"))
     try:

@@ -39,6 +39,7 @@ import torch.distributed as dist
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.limits import check_timeout
 from tensorwire.torch import exit_guard
 from tensorwire.torch.coordinator import CommunicationError
 from tensorwire.torch.partial.schedule import Dep, Executor, Instance, Op, Schedule, compute, nop, recv, send
@@ -264,8 +265,7 @@ class PartialAllreduce:
             raise InputError("dtype", f"{dtype} is not supported; choose float16, bfloat16, float32 or float64")
         if max_lag is not None and (isinstance(max_lag, bool) or not isinstance(max_lag, int) or max_lag < 0):
             raise InputError("max_lag", f"{max_lag!r} must be an integer >= 0 or None")
-        if not timeout_s > 0:
-            raise InputError("timeout_s", f"{timeout_s!r} must be > 0 seconds")
+        timeout_s = check_timeout(timeout_s)
         self.numel, self.kind, self.seed, self.dtype = numel, kind, int(seed), dtype
         self.algorithm, self.max_lag, self.timeout_s = algorithm, max_lag, float(timeout_s)
         pg, ctl, ranks = self._make_groups(group, datetime.timedelta(seconds=timeout_s))

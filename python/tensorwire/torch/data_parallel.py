@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 
 from tensorwire._core import InputError
-from tensorwire.limits import check_timeout
+from tensorwire.limits import check_positive, check_timeout
 from tensorwire.torch import optim as _optim
 from tensorwire.torch.coordinator import CommunicationError, ConfigChange, Coordinator
 from tensorwire.torch.tasks import SchedulerConfig, Size, runtime_strategy
@@ -84,11 +84,20 @@ class ScheduledDataParallel(torch.nn.Module):
         on_synchronized: called with the iteration's number once every parameter of
             that iteration is updated on this rank (on the communication thread: keep it
             short; for timing and logging, e.g. the testbed's per-iteration completions).
+        max_grad_norm: clip the averaged gradients to this global 2-norm before the
+            optimizer steps, by ``torch.nn.utils.clip_grad_norm_``'s rule (every gradient
+            times ``min(1, max_grad_norm / (norm + 1e-6))``); the norm of the last iteration
+            synchronized is :attr:`last_grad_norm`. Pass it instead of calling
+            ``clip_grad_norm_``, which sees no gradients here (``param.grad`` stays None) and
+            clips nothing. The norm needs every gradient of the iteration, so parameters are
+            stepped together once the last is averaged and the next forward pass waits for
+            all of them: communication still overlaps backward in the mode's order, but the
+            optimizer no longer crosses the global barrier.
 
     Construct it on every worker of ``group`` in the same order (it creates a process
     group). Limits: one ``backward`` per ``step`` (no gradient accumulation), dense
     gradients of one dtype, buffers are not synchronised after the first broadcast, and
-    ``param.grad`` stays ``None`` (clipping by global norm is not possible).
+    ``param.grad`` stays ``None`` (clip by global norm with ``max_grad_norm``).
     """
 
     def __init__(
@@ -109,6 +118,7 @@ class ScheduledDataParallel(torch.nn.Module):
         timeout_s: Optional[float] = None,
         broadcast: bool = True,
         on_synchronized: Optional[Callable[[int], None]] = None,
+        max_grad_norm: Optional[float] = None,
     ) -> None:
         super().__init__()
         if not isinstance(module, torch.nn.Module):
@@ -155,6 +165,8 @@ class ScheduledDataParallel(torch.nn.Module):
             raise InputError("on_synchronized", f"{on_synchronized!r} is not callable")
         if timeout_s is not None:
             timeout_s = check_timeout(timeout_s)
+        if max_grad_norm is not None:
+            max_grad_norm = check_positive("max_grad_norm", max_grad_norm, "a gradient norm")
         if not dist.is_available() or not dist.is_initialized():
             raise InputError(
                 "group",
@@ -219,6 +231,12 @@ class ScheduledDataParallel(torch.nn.Module):
         self._on_synchronized = on_synchronized
         #: Per iteration in flight: parameters not updated yet (only with on_synchronized).
         self._left: dict[int, int] = {}
+        self._max_grad_norm = max_grad_norm
+        #: With max_grad_norm: per iteration, the averaged gradients held until the last.
+        self._held: dict[int, dict[int, torch.Tensor]] = {}
+        #: The global 2-norm of the averaged gradients of the last iteration stepped, before
+        #: clipping (``clip_grad_norm_``'s return value); None without ``max_grad_norm``.
+        self.last_grad_norm: Optional[float] = None
 
         # Which module's forward waits for which parameters is decided after the first
         # forward pass (see _assign): every module gets a pre-hook until then.
@@ -458,20 +476,58 @@ class ScheduledDataParallel(torch.nn.Module):
                 self._first_call[module] = len(self._first_call)
             if self._iteration == 0:
                 return
-        wait = self._assign().get(module)
+        # Clipped steps happen together, after the last gradient: wait for all of them.
+        wait = self._everything if self._max_grad_norm is not None else self._assign().get(module)
         if wait and self._iteration > 0:
             self._engine.wait_for(wait, self._iteration - 1, f"the forward pass of {type(module).__name__}")
 
+    @property
+    def _everything(self) -> list[int]:
+        return list(range(len(self._params)))
+
     def _apply_update(self, it: int, i: int, grad: torch.Tensor) -> None:
-        s = self._steps[i]
-        s.step(grad, self._hyper[it][s.group_index])
-        if self._on_synchronized is not None:
+        """Steps parameter ``i`` with its averaged gradient of iteration ``it`` (on the
+        communication thread), or with ``max_grad_norm`` holds it until the iteration's last
+        and steps them all, clipped. The engine marks ``i`` updated when this returns."""
+        if self._max_grad_norm is None:
+            self._step(it, i, grad)
             left = self._left.get(it, len(self._params)) - 1
             if left:
                 self._left[it] = left
-            else:
-                self._left.pop(it, None)
-                self._on_synchronized(it)
+                return
+            self._left.pop(it, None)
+        else:
+            held = self._held.setdefault(it, {})
+            held[i] = grad
+            if len(held) < len(self._params):
+                return
+            del self._held[it]
+            self.last_grad_norm = clip_by_global_norm(list(held.values()), self._max_grad_norm)
+            for j, g in held.items():
+                self._step(it, j, g)
+        if self._on_synchronized is not None:
+            self._on_synchronized(it)
+
+    def _step(self, it: int, i: int, grad: torch.Tensor) -> None:
+        s = self._steps[i]
+        s.step(grad, self._hyper[it][s.group_index])
+
+
+def clip_by_global_norm(grads: list[torch.Tensor], max_norm: float) -> float:
+    """Scales ``grads`` in place so that their global 2-norm is at most ``max_norm``, by
+    ``torch.nn.utils.clip_grad_norm_``'s rule (each times ``min(1, max_norm / (norm +
+    1e-6))``, norms in the gradients' dtype); returns the norm before clipping.
+
+    >>> g = [torch.tensor([3.0]), torch.tensor([4.0])]
+    >>> clip_by_global_norm(g, 1.0), [round(float(x), 4) for x in torch.cat(g)]
+    (5.0, [0.6, 0.8])
+    """
+    norms = torch.stack([torch.linalg.vector_norm(g, 2) for g in grads])
+    total = torch.linalg.vector_norm(norms, 2)
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(coef.to(g.dtype))
+    return float(total)
 
 
 def _check_group(group: Any, field: str) -> None:

@@ -62,9 +62,17 @@ def make_optimizer(name: str, params: Any) -> torch.optim.Optimizer:
 
 
 def reference(
-    rank: int, opt_name: str, group: Optional[dist.ProcessGroup], steps: int, sched: bool = False, kind: str = "net"
+    rank: int,
+    opt_name: str,
+    group: Optional[dist.ProcessGroup],
+    steps: int,
+    sched: bool = False,
+    kind: str = "net",
+    norms: Optional[list[float]] = None,
+    max_grad_norm: Optional[float] = None,
 ) -> torch.nn.Module:
-    """Plain synchronous data parallelism: all-reduce (sum) every gradient, divide, step."""
+    """Plain synchronous data parallelism: all-reduce (sum) every gradient, divide, (clip
+    with torch's clip_grad_norm_, appending each norm to ``norms``,) step."""
     world = dist.get_world_size(group)
     net = make_net(kind=kind)
     opt = make_optimizer(opt_name, net.parameters())
@@ -76,6 +84,10 @@ def reference(
             assert p.grad is not None
             dist.all_reduce(p.grad, group=group)
             p.grad.div_(world)
+        if max_grad_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+            if norms is not None:
+                norms.append(float(norm))
         opt.step()
         if lr is not None:
             lr.step()
@@ -100,6 +112,10 @@ def scheduled(
     model.synchronize()
     return net, opt, model
 
+
+#: ``max_grad_norm`` of the clipping scenario: below every step's gradient norm (about 0.2
+#: to 0.5 for :class:`Net` on these batches), so every step is clipped.
+CLIP = 0.05
 
 #: Tolerances of the comparison (torch.allclose's form): Gloo's ring sums 3 or more ranks in
 #: an order that depends on how tensors are cut, which moves float32 results by an ulp.
@@ -193,6 +209,7 @@ def equivalence(rank: int, world: int) -> dict[str, Any]:
         dict(mode="fifo", fusion_bytes="1MiB"),
         dict(mode="fifo", autotune=True),
         dict(timeout_s=-1),
+        dict(max_grad_norm=0),
         dict(transport="ps"),  # was AttributeError: 'str' object has no attribute 'group'
         dict(group="x"),  # was KeyError: 'x'
     ):
@@ -226,6 +243,14 @@ def equivalence(rank: int, world: int) -> dict[str, Any]:
     net, _, model = scheduled(rank, "sgd", STEPS, sched=True, mode="priority", partition=300, credit=600)
     out["priority+StepLR/sgd"] = dict(diff=compare(net, ref), groups=model.groups_started)
     model.close()
+    # Clipping by global norm (a bound that clips every step here): torch's clip_grad_norm_
+    # after the average, then the step.
+    for opt_name in ("sgd", "adam"):
+        norms: list[float] = []
+        ref = reference(rank, opt_name, None, STEPS, norms=norms, max_grad_norm=CLIP)
+        net, _, model = scheduled(rank, opt_name, STEPS, mode="priority", partition=300, credit=600, max_grad_norm=CLIP)
+        out[f"clip/{opt_name}"] = dict(diff=compare(net, ref), norm=model.last_grad_norm, ref_norms=norms)
+        model.close()
     # Auto-tuning: configurations change while training; results must not.
     from tensorwire.torch import AutoTune
 

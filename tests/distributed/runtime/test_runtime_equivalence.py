@@ -61,7 +61,7 @@ def test_whole_tensors_give_bit_identical_parameters(results: list[dict[str, Any
 
 
 def test_bad_arguments_are_refused_naming_the_field(results: list[dict[str, Any]]) -> None:
-    fields = ["optimizer", "optimizer", "mode", "partition", "fusion_bytes", "autotune", "timeout_s"]
+    fields = ["optimizer", "optimizer", "mode", "partition", "fusion_bytes", "autotune", "timeout_s", "max_grad_norm"]
     for r in results:
         assert r["refused"] == [*fields, "transport", "group"]
 
@@ -77,6 +77,17 @@ def test_a_model_with_lazy_parameters_is_refused_until_a_forward_pass(results: l
 def test_learning_rate_schedule_is_followed(results: list[dict[str, Any]]) -> None:
     for r in results:
         assert r["priority+StepLR/sgd"]["diff"][0] <= 1
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_max_grad_norm_clips_as_torchs_clip_grad_norm(results: list[dict[str, Any]], optimizer: str) -> None:
+    import _runtime_jobs as jobs
+
+    for r in results:
+        got = r[f"clip/{optimizer}"]
+        assert all(n > jobs.CLIP for n in got["ref_norms"]), "the bound clips every step (else this tests nothing)"
+        assert got["diff"][0] <= 1, f"parameters differ by up to {got['diff'][1]:.2e} from clip_grad_norm_'s"
+        assert got["norm"] == pytest.approx(got["ref_norms"][-1], rel=1e-5), "last_grad_norm is the last norm"
 
 
 def test_parameters_in_a_container_never_called_are_waited_for(results: list[dict[str, Any]]) -> None:

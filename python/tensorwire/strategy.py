@@ -241,19 +241,15 @@ def split_specs(text: str, field: str = "strategies") -> list[str]:
     return specs
 
 
-#: The fabrics of GPU nodes (``rail``, ``nodes`` machines): NCCL runs the collectives there,
-#: and calibration fits NCCL's model of them.
-GPU_FABRICS = ("rail", "nodes")
-
-
 def gpu_fabric(topology: str) -> bool:
     """Whether ``topology`` is a GPU fabric (``rail`` or ``nodes`` machines), where NCCL runs
-    the collectives and ``nccl``/``ddp`` are the defaults.
+    the collectives and ``nccl``/``ddp`` are the defaults: the core's rule
+    (``TopologySpec::gpu_machines``), which also picks NCCL's compute slowdown.
 
     >>> gpu_fabric("rail:node=dgx-h100"), gpu_fabric("nodes"), gpu_fabric("leaf-spine")
     (True, True, False)
     """
-    return topology.split(":", 1)[0].strip() in GPU_FABRICS
+    return _core.Topology(topology).gpu_machines
 
 
 def baseline_spec(specs: Sequence[str], *, llms: bool, topology: str) -> str:

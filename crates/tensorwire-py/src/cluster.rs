@@ -40,6 +40,13 @@ impl PyTopology {
         self.inner.node_preset().map(|n| n.name)
     }
 
+    /// Whether the fabric's hosts are GPU machines (`rail` nodes, `nodes` machines), where
+    /// NCCL runs the collectives (`TopologySpec::gpu_machines`).
+    #[getter]
+    fn gpu_machines(&self) -> bool {
+        self.inner.gpu_machines()
+    }
+
     /// Under NCCL's model, the rate of a GPU's PCIe path to its NIC, bytes/s, where a NIC of
     /// `nic_bytes_per_s` would carry more than it (a faster NIC then changes nothing); else
     /// None (`NcclFabric::nic_past_its_path`).

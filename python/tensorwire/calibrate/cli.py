@@ -31,7 +31,7 @@ from tensorwire.calibrate.fit import (
 from tensorwire.calibrate.logs import COLLECTIVES, Run, check_distinct, parse_log
 from tensorwire.cli import options, render
 from tensorwire.io import check_output, clip
-from tensorwire.strategy import GPU_FABRICS
+from tensorwire.strategy import gpu_fabric
 from tensorwire.units import format_bytes, format_seconds
 from tensorwire.workloads import hardware
 
@@ -44,7 +44,7 @@ def calibrate() -> None:
 def _base_topology(given: Optional[str], runs: list[Run]) -> str:
     if given is not None:
         kind = _core.check_topology(given)
-        if kind not in GPU_FABRICS:
+        if not gpu_fabric(given):
             raise _core.InputError(
                 "topology",
                 f"{clip(given)!r} is a {kind} fabric; calibration fits NCCL's model of GPU nodes: give "

@@ -18,10 +18,12 @@ from tensorwire.cli import options, render
 from tensorwire.cli.terminal import note
 from tensorwire.cluster import Cluster
 from tensorwire.failures import Failure
+from tensorwire.io import clip
 from tensorwire.result import Result
 from tensorwire.strategy import Strategy, latency_seen
 from tensorwire.units import counted, format_count, format_seconds
-from tensorwire.workloads import device_on, load_model
+from tensorwire.workload import Workload
+from tensorwire.workloads import device_on, load_model, model_names
 from tensorwire.workloads.formats import load_workload
 
 #: What a job's name may contain (it is shown in tables and named in --place).
@@ -46,8 +48,20 @@ def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None) -> 
         raise InputError("job", f"{text!r}: the name {name!r} may use only letters, digits, '_', '-' and '.'")
     if not workers.isdigit() or not 1 <= int(workers) <= _core.MAX_WORKERS:
         raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {_core.MAX_WORKERS:,}")
-    workload = load_workload(model) if Path(model).is_file() else load_model(model, device_on(model, gpu, topology))
-    return Job(name, workload, int(workers), strategy)
+    return Job(name, _workload(model, gpu, topology), int(workers), strategy)
+
+
+def _workload(model: str, gpu: Optional[str], topology: Optional[str]) -> Workload:
+    """A job's MODEL: a built-in model's name first (a file ``resnet50`` in the current
+    directory silently replaced the built-in model), else an existing workload file."""
+    if model in model_names():
+        return load_model(model, device_on(model, gpu, topology))
+    if Path(model).is_file():
+        return load_workload(model)
+    raise InputError(
+        "job",
+        f"MODEL {clip(model)!r} is neither a built-in model ({', '.join(model_names())}) nor an existing workload file",
+    )
 
 
 def parse_place(text: str) -> tuple[str, list[int]]:

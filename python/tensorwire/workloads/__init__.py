@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tensorwire._core import InputError
-from tensorwire.io import InputWarning
+from tensorwire.io import InputWarning, clip
 from tensorwire.limits import is_int
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware, llm
@@ -69,9 +69,11 @@ class ModelInfo:
 
 @lru_cache(maxsize=None)
 def _raw(name: str) -> dict[str, Any]:
+    # Only the zoo's own names: "/tmp/x" or "../x" named a file outside it, which was then
+    # read as a zoo file without checks (a KeyError traceback from a workload file).
+    if name not in names():
+        raise InputError("model", f"unknown model {clip(name)!r}; choose one of {', '.join(model_names())}")
     path = ZOO / f"{name}.json"
-    if not path.is_file():
-        raise InputError("model", f"unknown model {name!r}; choose one of {', '.join(model_names())}")
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 

@@ -322,3 +322,29 @@ def test_a_job_past_the_background_bound_says_its_slowdown_is_a_lower_bound(tmp_
     beside = run("jobs", "--job", "vgg:vgg16:8:ring", "--job", f"fast:{slower}:8:ring", *args, "--json")
     assert [j["background_stopped_s"] for j in json.loads(beside.stdout)] == [None, None]
     assert "≥" not in run("jobs", "--job", "vgg:vgg16:8:ring", "--job", f"fast:{slower}:8:ring", *args).stdout
+
+
+def test_a_jobs_model_is_a_built_in_name_first_then_an_existing_file(tmp_path: Any, monkeypatch: Any) -> None:
+    # A file named like a built-in model in the current directory does not replace it; a
+    # file runs as itself; a name that is neither says so, also for a path that is missing.
+    _tiny(str(tmp_path / "resnet50"), 1_000)
+    _tiny(str(tmp_path / "fast.json"), 1_000)
+    monkeypatch.chdir(tmp_path)
+    done = run("jobs", "--job", "a:resnet50:4:ring", "--job", "b:fast.json:4:ring", "-b", "25Gbps", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [j["model"] for j in json.loads(done.stdout)] == ["resnet50", "tiny"]
+    for model in ("nosuch.json", str(tmp_path / "fast"), "zzz"):
+        refused = run("jobs", "--job", f"a:{model}:4:ring", "-b", "25Gbps")
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert (
+            "is neither a built-in model (alexnet," in refused.stderr
+            and "nor an existing workload file" in refused.stderr
+        )
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../resnet50", "zoo/resnet50", "resnet50.json"])
+def test_a_model_name_outside_the_zoo_is_unknown_not_a_file_read(name: str) -> None:
+    # "/tmp/x" read /tmp/x.json as a zoo file without checks: a KeyError traceback.
+    with pytest.raises(tw.InputError) as e:
+        tw.load_model(name)
+    assert e.value.field == "model" and "unknown model" in e.value.message

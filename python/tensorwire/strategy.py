@@ -29,10 +29,12 @@ collective is in flight. What a fabric cannot run is refused, naming the option:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from tensorwire import _core
+from tensorwire.io import InputWarning
 from tensorwire.limits import wrong_type
 
 
@@ -112,6 +114,10 @@ class Strategy:
         core = _core.Strategy(self.spec)
         object.__setattr__(self, "core", core)
         object.__setattr__(self, "spec", core.spec)
+        unused = core.option_without_effect
+        if unused is not None:
+            # Valid (the runtime runs it), but the simulator's answer is the spec without it.
+            warnings.warn(f"{unused[0]}: {core.spec}: {unused[1]}", InputWarning, stacklevel=2)
 
     def __getstate__(self) -> dict[str, Any]:
         """The spec alone: the core's parsed object does not pickle (``pickle`` and

@@ -69,6 +69,13 @@ impl PyStrategy {
         guarded(|| Ok(self.inner.timed_by_nccl(&tensorwire_core::topology::TopologySpec::parse(topology)?)))
     }
 
+    /// An option given that changes nothing here, `(field, why)`, for a warning
+    /// (`Strategy::option_without_effect`); None where every option given has an effect.
+    #[getter]
+    fn option_without_effect(&self) -> Option<(&'static str, &'static str)> {
+        self.inner.option_without_effect()
+    }
+
     /// Parameter servers it runs on hosts of their own (0 for the other families).
     #[getter]
     fn servers(&self) -> usize {

@@ -227,7 +227,7 @@ def simulate_cmd(
     extra = (
         collective_metrics(workload, result)
         if collective is not None
-        else _llm_metrics(workload, seq_len, compute_speedup, topology, gpu, result)
+        else _llm_metrics(workload, seq_len, recompute, compute_speedup, topology, gpu, result)
     )
     if as_json:
         out = result.to_dict()
@@ -476,24 +476,31 @@ def collective_metrics(workload: Workload, r: Result) -> dict[str, Any]:
 def _llm_metrics(
     workload: Workload,
     seq_len: Optional[int],
+    recompute: bool,
     compute_speedup: Optional[float],
     topology: str,
     gpu: Optional[str],
     r: Result,
 ) -> dict[str, float]:
-    """tokens/s of the whole job, achieved model TFLOP/s per GPU and model-state memory per
-    GPU, for a built-in LLM (else empty). Model FLOPs per iteration and worker = 3 x forward
-    FLOPs (forward plus a backward of twice the forward, without recomputation, as MFU counts
-    them) x micro-batch. Model states: ZeRO's count under the strategy
+    """tokens/s of the whole job, achieved model TFLOP/s per GPU and memory per GPU (model
+    states and activations), for a built-in LLM (else empty). Model FLOPs per iteration and
+    worker = 3 x forward FLOPs (forward plus a backward of twice the forward, without
+    recomputation, as MFU counts them) x micro-batch. Model states: ZeRO's count under the strategy
     (``_core.Strategy.model_state_bytes``: weights, gradients and mixed-precision Adam's 12
     bytes per parameter, sharded as the strategy shards them) plus the parameters it holds
     gathered whole at its peak (``_core.Strategy.gathered_parameter_bytes``: the units or
     modules FSDP, HSDP and ZeRO-3 all-gather to compute, all of them with
     ``reshard_after_forward=false``), beside the GPU's memory (``gpu``: the device the
-    workload computes on). With ``--compute-speedup k`` a worker
-    computes as k GPUs (docs/llm.md: one replica per node, compute divided among its GPUs),
-    so a GPU's share of both is a k-th of the worker's: it reported 2,791.9 TFLOP/s per H100
-    (peak 989.4) at k = 8."""
+    workload computes on). Activations: what one micro-batch (``--batch`` sequences of
+    ``--seq-len`` tokens) saves for backward at the end of its forward
+    (:func:`tensorwire.workloads.llm.activation_bytes`; ``--recompute``: each block's input
+    and one block recomputed), the same under every data-parallel strategy: none shards
+    them. ``memory_bytes_per_gpu`` is states plus activations, what is judged against the
+    GPU's memory. With ``--compute-speedup k`` a worker computes as k GPUs (docs/llm.md: one
+    replica per node, compute divided among its GPUs), so a GPU's share of the FLOP/s, the
+    states and the activations is a k-th of the worker's, as tensor parallelism with
+    sequence parallelism divides both (Korthikanti et al. 2022: 34 s b h / t per block): it
+    reported 2,791.9 TFLOP/s per H100 (peak 989.4) at k = 8."""
     if workload.name not in llm.names() or r.iteration_time_s <= 0:
         return {}
     per_gpu = 1.0 / (compute_speedup or 1.0)
@@ -503,12 +510,15 @@ def _llm_metrics(
     strategy, fabric = Strategy(r.strategy).core, _core.Topology(topology)
     gathered = strategy.gathered_parameter_bytes(workload.core, fabric, r.workers)
     states = strategy.model_state_bytes(params, workload.dtype_bytes, fabric, r.workers) + gathered
+    activations = llm.activation_bytes(workload.name, tokens, workload.batch_size, recompute)
     device = hardware.gpu(device_on(workload.name, gpu, topology) or llm.DEFAULT_GPU)
     return {
         "tokens_per_s": r.throughput_samples_per_s * tokens,
         "model_tflops_per_gpu": flops / r.iteration_time_s / 1e12 * per_gpu,
         "model_state_bytes_per_gpu": states * per_gpu,
         "gathered_parameter_bytes_per_gpu": gathered * per_gpu,
+        "activation_bytes_per_gpu": activations * per_gpu,
+        "memory_bytes_per_gpu": (states + activations) * per_gpu,
         "gpu_memory_bytes": float(device.memory_bytes),
     }
 
@@ -652,7 +662,7 @@ def compare_cmd(
                 d.pop("link_utilization")
                 d.pop("timeline")
                 d["bandwidth_bytes_per_s"] = r.bandwidth
-                d.update(_llm_metrics(by_name[name], seq_len, compute_speedup, topology, gpu, r))
+                d.update(_llm_metrics(by_name[name], seq_len, recompute, compute_speedup, topology, gpu, r))
                 d["baseline"] = base.strategy if base is not None else None
                 if note:
                     d["baseline_note"] = note
@@ -667,7 +677,7 @@ def compare_cmd(
     else:
         for name, rows in results.items():
             base, note = _baseline(rows, preferred)
-            metrics = functools.partial(_llm_metrics, by_name[name], seq_len, compute_speedup, topology, gpu)
+            metrics = functools.partial(_llm_metrics, by_name[name], seq_len, recompute, compute_speedup, topology, gpu)
             both = "; ".join(n for n in (note, stragglers_note(stragglers)) if n)
             render.comparison(name, rows, base, both, cluster, aliases, metrics)
     if not any(isinstance(r, Result) for rows in results.values() for r in rows):

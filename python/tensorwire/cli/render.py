@@ -158,7 +158,7 @@ def result(
     """Metrics of one simulation and its busiest links (``healthy``: the same run without
     its failures, shown beside it). ``extra``: a collective microbenchmark's time per
     collective and bandwidths (key ``busbw_bytes_per_s``), shown instead of the training
-    metrics, or an LLM's tokens/s and model TFLOP/s per GPU. ``conditions``: what else the
+    metrics, or an LLM's tokens/s, model TFLOP/s and memory per GPU. ``conditions``: what else the
     title says of the run (its stragglers)."""
     extra = extra or {}
     bench = "busbw_bytes_per_s" in extra
@@ -188,7 +188,13 @@ def result(
         if "tokens_per_s" in extra:
             t.add_row("tokens/s (whole job)", format_count(extra["tokens_per_s"]))
             t.add_row("model TFLOP/s per GPU (achieved)", format_count(extra["model_tflops_per_gpu"]))
-            t.add_row("model states per GPU (ZeRO's count + gathered parameters; no activations)", model_states(extra))
+            t.add_row(
+                "model states per GPU (ZeRO's count + gathered parameters)", gib(extra["model_state_bytes_per_gpu"])
+            )
+            t.add_row(
+                "activations per GPU (saved for backward, one micro-batch)", gib(extra["activation_bytes_per_gpu"])
+            )
+            t.add_row("memory per GPU (states + activations)", memory_per_gpu(extra))
         t.add_row("scaling factor", scaling_text(r.scaling_factor))
         t.add_row("compute per iteration", format_seconds(r.compute_time_s))
         if r.compute_interference_s > 0:
@@ -240,10 +246,11 @@ SLOWED_NOTE = (
 
 #: What the link section says when no link utilisation was measured.
 NO_LINKS = "- (NCCL's collectives are timed in closed form and put no flows on links)"
-STATES_NOTE = (
-    "states/GPU: weights, gradients and Adam's 12 bytes per parameter as each strategy shards them "
-    "(ZeRO's count), plus the parameters it gathers whole at once (activations come on top); "
-    "> GPU memory: does not fit, time shown regardless"
+MEMORY_NOTE = (
+    "memory/GPU: model states (weights, gradients and Adam's 12 bytes per parameter as each strategy shards them, "
+    "ZeRO's count, plus the parameters it gathers whole at once) + the activations one micro-batch saves for "
+    "backward (16-bit, FlashAttention; the same under every strategy); not counted: allocator fragmentation, "
+    "NCCL buffers, workspaces; > GPU memory: does not fit, time shown regardless"
 )
 
 #: Most NCCL choices listed in ``simulate``'s table (the most used; the rest counted).
@@ -327,12 +334,21 @@ def forced_spec(strategy: str, algo: str, proto: str) -> Optional[str]:
     return with_options(parsed.name, *kept, f"algo={algo}", f"proto={proto}")
 
 
-def model_states(extra: dict[str, float], short: bool = False) -> str:
-    """Model-state memory per GPU beside the GPU's memory, in GiB as GPUs are sold (an H100
-    "80GB" has 80 GiB): ``1,043 GiB > 80`` where it does not fit (activations come on top of
-    either), ``16.3 GiB`` (``of 80 GiB`` in full)."""
-    need, have = extra["model_state_bytes_per_gpu"] / 2**30, extra["gpu_memory_bytes"] / 2**30
-    shown = f"{format_count(need)} GiB"
+def gib(size: float) -> str:
+    """Bytes in GiB, as GPUs are sold (an H100 "80GB" has 80 GiB).
+
+    >>> gib(5.05 * 2**30), gib(1043.4 * 2**30)
+    ('5.05 GiB', '1,043 GiB')
+    """
+    return f"{format_count(size / 2**30)} GiB"
+
+
+def memory_per_gpu(extra: dict[str, float], short: bool = False) -> str:
+    """Memory per GPU, model states plus activations (``memory_bytes_per_gpu``), beside the
+    GPU's memory, in GiB: ``1,043 GiB > 80`` where it does not fit (``: does not fit`` in
+    full), ``54 GiB`` (``of 80 GiB`` in full)."""
+    need, have = extra["memory_bytes_per_gpu"] / 2**30, extra["gpu_memory_bytes"] / 2**30
+    shown = gib(extra["memory_bytes_per_gpu"])
     if need > have:
         return f"{shown} > {format_count(have)}" + (" GiB: does not fit" if not short else "")
     return shown if short else f"{shown} of {format_count(have)} GiB"
@@ -351,7 +367,8 @@ def comparison(
     up front (objects with ``strategy`` and ``reason``), each on a row that says why.
     ``base`` is the baseline of the speedup column (``note`` says why it is not the usual
     one), ``aliases`` maps another name to its strategy (shown on the target's row), and
-    ``extra`` gives LLM columns (tokens/s, model TFLOP/s per GPU) for a result."""
+    ``extra`` gives LLM columns (tokens/s, model TFLOP/s per GPU, memory per GPU) for a
+    result."""
     ran = ranked(r for r in rows if isinstance(r, Result))
     refused = [r for r in rows if not isinstance(r, Result)]
     llm = bool(ran) and extra is not None and bool(extra(ran[0]))
@@ -360,7 +377,7 @@ def comparison(
     t = Table(title=title)
     columns = [("#", "right"), ("strategy", "left"), ("iteration", "right"), ("samples/s", "right")]
     if llm:
-        columns += [("tokens/s", "right"), ("TFLOP/s per GPU", "right"), ("states/GPU", "right")]
+        columns += [("tokens/s", "right"), ("TFLOP/s per GPU", "right"), ("memory/GPU", "right")]
     slowed = any(r.compute_interference_s > 0 for r in ran)
     columns += [("scaling", "right"), ("exposed", "right")]
     if slowed:
@@ -382,7 +399,7 @@ def comparison(
             cells += [
                 format_count(m["tokens_per_s"]),
                 format_count(m["model_tflops_per_gpu"]),
-                model_states(m, short=True),
+                memory_per_gpu(m, short=True),
             ]
         cells += [
             scaling_text(r.scaling_factor),
@@ -403,7 +420,7 @@ def comparison(
     if any(not r.link_utilization for r in ran):
         console.print(Text(f"max link {NO_LINKS}"))
     if llm and extra is not None:
-        console.print(Text(STATES_NOTE))
+        console.print(Text(MEMORY_NOTE))
     over = [r.strategy for r in ran if over_capacity(r.max_link_utilization)]
     if over:
         console.print(Text(OVERLOAD.format(strategies=", ".join(over))))

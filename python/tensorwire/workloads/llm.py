@@ -21,7 +21,9 @@ Layers and tensors (docs/llm.md has the full rules and the sources of every figu
   S x S product, also for causal attention, as in PaLM's MFU definition), plus 2 FLOPs per
   element for each norm and the embedding lookup (the zoo's convention);
 - backward = 2 x forward; with ``recompute=True`` (full activation recomputation) each block's
-  backward is 3 x its forward.
+  backward is 3 x its forward;
+- activation memory (:func:`activation_bytes`, bytes per GPU): the tensors autograd saves
+  for backward, 16-bit, with FlashAttention (Korthikanti et al. 2022, section 4).
 """
 
 from __future__ import annotations
@@ -295,6 +297,108 @@ def forward_flops(name: str, seq_len: int) -> int:
     True
     """
     return sum(spec.forward_flops for spec in layers(architecture(name), seq_len))
+
+
+# -- activation memory ---------------------------------------------------------------------
+
+#: Bytes of one 16-bit activation element (bf16, or fp16 on V100): Korthikanti et al.'s unit.
+ACTIVATION_ELEMENT_BYTES = 2
+#: Bytes of one fp32 element: FlashAttention's logsumexp, the fp32 logits and log-softmax.
+FP32_BYTES = 4
+
+
+def block_activation_bytes(a: Architecture, seq_len: int, micro_batch: int = 1) -> int:
+    """Bytes one transformer block of ``a`` saves for its backward for ``micro_batch``
+    sequences of ``seq_len`` tokens (1 to the context length, else :class:`InputError`
+    naming ``seq_len``), counted as Korthikanti et al. 2022 (section 4) count them: each
+    tensor autograd keeps from the block's forward to its backward, 2 bytes per 16-bit
+    element, 4 per fp32 one, with FlashAttention (no S x S scores: its output O and the
+    fp32 logsumexp, 4 bytes per head and token). Per token:
+
+    - ``llama``: attention-norm input ``d`` (the block's input, the residual) and output
+      ``d`` (the q/k/v projections' shared input), Q ``heads x head_dim``, K and V
+      ``kv_heads x head_dim`` each (grouped-query attention, FlashAttention takes them
+      unrepeated), O ``heads x head_dim`` (also the o-projection's input), logsumexp; the
+      MLP-norm input ``d`` and output ``d``, SwiGLU's gate, up, silu(gate) and their product
+      (the down projection's input), ``ffn`` each: 2 x (4 d + 2 q + 2 kv + 4 ffn) + 4 heads;
+    - ``mixtral``: the same attention and MLP norms, the router's bf16 logits and the fp32
+      probabilities its softmax saves (2 + 4 bytes per expert), and per selected expert
+      (``top_k`` copies) the token's gathered input ``d``, gate, up, silu(gate), product
+      (``ffn`` each) and the expert's output ``d`` (kept by the multiply with its routing
+      weight);
+    - ``gpt``: Korthikanti's 34 x d bytes (their equation 1 without the 5 a s / h bytes of
+      S x S tensors FlashAttention does not store, the softmax's output, its dropout mask
+      and the dropout's output: their selective-recomputation figure; it counts GPT-3's
+      two 1-byte dropout masks) plus the logsumexp.
+
+    Left out (a few bytes per token or shared by every token): the norms' fp32 statistics,
+    FlashAttention's RNG state, RoPE's tables, the router's top-k indices and weights."""
+    s, b = check_seq_len(a, seq_len), _int_at_least_1("micro_batch", micro_batch)
+    d, q, kv, f, e = a.d_model, a.heads * a.head_dim, a.kv_heads * a.head_dim, a.ffn, ACTIVATION_ELEMENT_BYTES
+    lse = FP32_BYTES * a.heads
+    if a.style == "gpt":
+        per_token = 34 * d + lse
+    else:
+        attention = e * (2 * d + q + 2 * kv + q) + lse
+        if a.style == "mixtral":
+            router = (e + FP32_BYTES) * a.experts
+            mlp = e * 2 * d + router + a.top_k * e * (2 * d + 4 * f)
+        else:
+            mlp = e * (2 * d + 4 * f)
+        per_token = attention + mlp
+    return per_token * s * b
+
+
+def head_activation_bytes(a: Architecture, seq_len: int, micro_batch: int = 1) -> int:
+    """Bytes the layers after the blocks hold at the end of the forward for ``micro_batch``
+    sequences of ``seq_len`` tokens: the final norm's input and output (2 bytes x ``d``
+    each per token; the output is the head's input) and the loss's logits in fp32, 4 bytes
+    x ``vocab`` for the logits cast to fp32 (torchtitan and HuggingFace cast them before the
+    loss; the bf16 logits are freed by the cast, which saves nothing) and 4 x ``vocab`` for
+    the log-softmax cross-entropy saves: 8 bytes x ``vocab`` per token, both live when the
+    loss is computed. GPT style adds the embedding's 1-byte dropout mask per element
+    (Korthikanti et al.). Left out: the token ids and labels (8 bytes each per token)."""
+    s, b = check_seq_len(a, seq_len), _int_at_least_1("micro_batch", micro_batch)
+    per_token = ACTIVATION_ELEMENT_BYTES * 2 * a.d_model + 2 * FP32_BYTES * a.vocab
+    if a.style == "gpt":
+        per_token += a.d_model
+    return per_token * s * b
+
+
+def activation_bytes(name: str, seq_len: Optional[int] = None, micro_batch: int = 1, recompute: bool = False) -> int:
+    """Bytes of activations one GPU holds at its peak, the end of the forward (before the
+    backward frees them), training LLM ``name`` on ``micro_batch`` sequences of ``seq_len``
+    tokens (default the context length) in data parallelism: every data-parallel strategy
+    (DDP, ZeRO, FSDP, HSDP) holds its own micro-batch's activations whole; none shards them.
+
+    The sum of :func:`block_activation_bytes` over the blocks and
+    :func:`head_activation_bytes` (Korthikanti et al. 2022, section 4, adapted to each
+    style, with FlashAttention). With ``recompute=True`` (full activation checkpointing of
+    every block) each block keeps only its input, 2 bytes x ``d`` per token, and one
+    block's activations are live again while it is recomputed in the backward; the head's
+    are counted as well, which makes it an upper bound by the smaller of the two (the head's
+    are freed before the last block is recomputed). Everything is linear in
+    ``seq_len x micro_batch`` (FlashAttention stores nothing of size S x S).
+
+    Not counted: the caching allocator's fragmentation and reserve, NCCL's buffers, cuBLAS
+    workspace, a kernel's temporary buffers, the backward's transient gradients (for the
+    loss, fp32 gradients of the logits as large as the logits), the optimizer step's
+    transient. docs/llm.md, "Activation memory", has the derivation and a comparison with a
+    measured peak.
+
+    >>> activation_bytes("llama3_8b", 8192) / 2**30  # doctest: +ELLIPSIS
+    48.98...
+    """
+    a = architecture(name)
+    s = a.context if seq_len is None else check_seq_len(a, seq_len)
+    b = _int_at_least_1("micro_batch", micro_batch)
+    if not isinstance(recompute, bool):
+        raise InputError("recompute", f"{recompute!r} must be true or false")
+    block = block_activation_bytes(a, s, b)
+    head = head_activation_bytes(a, s, b)
+    if recompute:
+        return a.layers * ACTIVATION_ELEMENT_BYTES * a.d_model * s * b + block + head
+    return a.layers * block + head
 
 
 # -- validation ----------------------------------------------------------------------------

@@ -266,6 +266,11 @@ def test_a_worker_of_k_gpus_reports_tflops_per_gpu() -> None:
     assert out["model_tflops_per_gpu"] == pytest.approx(flops / out["iteration_time_s"] / 1e12 / 8)
     assert out["model_tflops_per_gpu"] <= 0.40 * 989.4 * 1.001
     assert out["tokens_per_s"] == pytest.approx(out["throughput_samples_per_s"] * 8192)
+    # the replica's states and activations are shared by its 8 GPUs alike
+    assert out["activation_bytes_per_gpu"] == pytest.approx(llm.activation_bytes("llama3_70b") / 8)
+    assert out["memory_bytes_per_gpu"] == pytest.approx(
+        out["model_state_bytes_per_gpu"] + out["activation_bytes_per_gpu"]
+    )
 
 
 def test_compare_shows_model_states_per_gpu_by_zeros_count_and_the_gathered_parameters() -> None:
@@ -273,7 +278,7 @@ def test_compare_shows_model_states_per_gpu_by_zeros_count_and_the_gathered_para
     # 16 bytes per parameter (1.1 TB) cannot fit in an 80 GiB GPU.
     p = run("compare", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100", "--json")
     rows = {r["strategy"]: r for r in json.loads(p.stdout) if "iteration_time_s" in r}
-    from tensorwire.workloads import load_model
+    from tensorwire.workloads import llm, load_model
 
     w = load_model("llama3_70b")
     psi, n = w.total_bytes / w.dtype_bytes, 1024
@@ -298,15 +303,38 @@ def test_compare_shows_model_states_per_gpu_by_zeros_count_and_the_gathered_para
         assert gathered == 0 if spec in ("ddp", "zero1", "zero2") else gathered > 0, spec
         assert rows[spec]["model_state_bytes_per_gpu"] == pytest.approx(need + gathered, rel=1e-12), spec
         assert rows[spec]["gpu_memory_bytes"] == 80 * 2**30
+        # every data-parallel strategy holds its own micro-batch's activations whole
+        assert rows[spec]["activation_bytes_per_gpu"] == llm.activation_bytes("llama3_70b", 8192, 1), spec
+        memory = rows[spec]["model_state_bytes_per_gpu"] + rows[spec]["activation_bytes_per_gpu"]
+        assert rows[spec]["memory_bytes_per_gpu"] == pytest.approx(memory, rel=1e-12), spec
     table = run("compare", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100").stdout
-    assert "> 80" in table and "states/GPU" in table and "ZeRO's count" in table
+    assert "> 80" in table and "memory/GPU" in table and "ZeRO's count" in table and "activations" in table
+
+
+def test_states_that_fit_with_activations_that_do_not_say_does_not_fit() -> None:
+    # FSDP Llama 3 8B on 8 H100, 2 sequences of 8,192 tokens (torchtitan's benchmark): 17.7
+    # GiB of states was all it showed, "of 80 GiB"; its activations are 98 GiB more.
+    args = ("simulate", "-m", "llama3_8b", "-n", "8", "--topology", "rail:node=dgx-h100", "-s", "fsdp", "--batch", "2")
+    out = json.loads(run(*args, "--json").stdout)
+    from tensorwire.workloads import llm
+
+    assert out["model_state_bytes_per_gpu"] < out["gpu_memory_bytes"] < out["memory_bytes_per_gpu"]
+    assert out["activation_bytes_per_gpu"] == llm.activation_bytes("llama3_8b", 8192, micro_batch=2)
+    table = run(*args).stdout
+    assert "activations per GPU" in table and "98 GiB" in table and "does not fit" in table, table
+    # --recompute (and --seq-len) reach the estimate: each block keeps its input only
+    recomputed = json.loads(run(*args, "--recompute", "--seq-len", "4096", "--json").stdout)
+    expected = llm.activation_bytes("llama3_8b", 4096, micro_batch=2, recompute=True)
+    assert recomputed["activation_bytes_per_gpu"] == expected
+    assert "of 80 GiB" in run(*args, "--recompute").stdout
 
 
 def test_parameters_kept_gathered_through_the_step_do_not_fit() -> None:
     # fsdp:reshard_after_forward=false (SHARD_GRAD_OP) holds every unit's bf16 weights from
     # its forward to its backward, 2 Psi = 131 GiB for Llama 3 70B; ZeRO's count alone,
     # 1.03 GiB on 1,024 GPUs, printed "of 80 GiB".
-    args = ("simulate", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100", "-s")
+    # With full recomputation (20.6 GiB of activations; 211 GiB without) plain fsdp fits.
+    args = ("simulate", "-m", "llama3_70b", "-n", "1024", "--topology", "rail:node=dgx-h100", "--recompute", "-s")
     out = run(*args, "fsdp:reshard_after_forward=false").stdout
     assert "does not fit" in out, out
     assert "of 80 GiB" in run(*args, "fsdp").stdout

@@ -130,6 +130,18 @@ network_options = _stack(
         "--placement is its old name.",
     ),
 )
+#: What ``--seq-len`` and ``--mfu`` set (``simulate`` and ``compare`` take one value, ``sweep``
+#: and ``report`` a list); the values are checked where the LLM is built
+#: (:func:`tensorwire.workloads.load_model`), in one wording for every command.
+seq_len_help = "LLMs only: tokens per sequence (default: the context length)"
+mfu_help = "LLMs only: model-FLOP utilisation in (0, 1] (default 0.40)"
+#: ``--recompute``, one flag for ``simulate``, ``compare``, ``sweep`` and ``report``.
+recompute = click.option(
+    "--recompute",
+    is_flag=True,
+    default=False,
+    help="LLMs only: full activation recomputation (+1 forward per block).",
+)
 compute_options = _stack(
     click.option(
         "--gpu",
@@ -143,16 +155,9 @@ compute_options = _stack(
         default=None,
         help="Per-worker batch size (default: the measured one); for an LLM the micro-batch in sequences (default 1).",
     ),
-    click.option(
-        "--seq-len", type=int, default=None, help="LLMs only: tokens per sequence (default: the context length)."
-    ),
-    click.option("--mfu", type=float, default=None, help="LLMs only: model-FLOP utilisation in (0, 1] (default 0.40)."),
-    click.option(
-        "--recompute",
-        is_flag=True,
-        default=False,
-        help="LLMs only: full activation recomputation (+1 forward per block).",
-    ),
+    click.option("--seq-len", type=int, default=None, help=f"{seq_len_help}."),
+    click.option("--mfu", type=float, default=None, help=f"{mfu_help}."),
+    recompute,
 )
 
 

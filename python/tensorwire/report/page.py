@@ -118,7 +118,8 @@ def _plot(fig: Any, div_id: str) -> str:
 
 
 def _grid_summary(rows: list[Row]) -> str:
-    """``workers 4, 8, 16; bandwidth 1, 10 Gbps; ...``: the columns that vary and the ones that do not."""
+    """``workers 4, 8, 16; bandwidth 1, 10 Gbps; ...``: the columns that vary and the ones that do not
+    (an LLM's columns where the rows have LLMs)."""
     parts = []
     for col, fmt in (
         ("model", str),
@@ -128,11 +129,22 @@ def _grid_summary(rows: list[Row]) -> str:
         ("latency_s", lambda v: format_seconds(float(v))),
         ("topology", str),
         ("network", str),
+        ("seq_len", str),
+        ("mfu", lambda v: f"{v:g}"),
+        ("recompute", lambda v: "yes" if v else "no"),
         ("compute_speedup", lambda v: f"{v:g}x"),
         ("seed", str),
     ):
-        values = list(dict.fromkeys(r.get(col) for r in rows))
-        label = {"bandwidth_gbps": "Gbps", "latency_s": "latency", "compute_speedup": "compute speedup"}.get(col, col)
+        values = [v for v in dict.fromkeys(r.get(col) for r in rows) if v is not None]
+        if not values:  # the LLM columns of a sweep without LLMs
+            continue
+        label = {
+            "bandwidth_gbps": "Gbps",
+            "latency_s": "latency",
+            "compute_speedup": "compute speedup",
+            "seq_len": "tokens per sequence",
+            "mfu": "MFU",
+        }.get(col, col)
         shown = ", ".join(fmt(v) for v in values[:12]) + (f", … ({len(values)} in all)" if len(values) > 12 else "")
         parts.append(f"{label}: {shown}")
     return "; ".join(parts)
@@ -143,9 +155,13 @@ def _scenario_text(s: Scenario, specs: list[str]) -> str:
     strategies on the card) sees it."""
     v = s.values
     hop = per_hop(float(v["latency_s"]), latency_seen(specs, str(v["topology"])))
+    tokens = "" if v.get("seq_len") is None else f" x {v['seq_len']} tokens"
+    tokens += "" if v.get("mfu") is None else f", MFU {float(v['mfu']):g}"
+    tokens += ", recompute" if v.get("recompute") else ""
     return (
         f"Reference scenario: {counted(s.workers, 'worker')}, {format_rate(s.bandwidth)}{hop}, "
-        f"{v['topology']} topology, {v['network']} network model, {v['gpu']} batch {v['batch']}, compute x{float(v['compute_speedup']):g}, "
+        f"{v['topology']} topology, {v['network']} network model, {v['gpu']} batch {v['batch']}{tokens}, "
+        f"compute x{float(v['compute_speedup']):g}, "
         f"{v['iterations']} iterations, seed {v['seed']}. The bandwidth plot varies the rate, the workers plot the "
         "worker count; everything else on this card is at this scenario."
     )

@@ -12,14 +12,16 @@ What is checked, for every column of :data:`tensorwire.sweep.table.COLUMNS`:
 
 - a CSV row has as many cells as the header (a cut-off last row has fewer);
 - text columns hold non-empty, valid Unicode text;
-- integer columns hold integers (not ``true``): workers, batch and iterations from 1 to
-  the core's 32-bit bound, the seed from 0 to its 64-bit bound;
-- number columns hold finite numbers, greater than 0 for rates, iteration times,
+- integer columns hold integers (not ``true``): workers, batch, seq_len and iterations
+  from 1 to the core's 32-bit bound, the seed from 0 to its 64-bit bound;
+- number columns hold finite numbers, greater than 0 for rates, MFU, iteration times,
   throughput and speedups, at least 0 for the rest (latency, the parts of an iteration,
   scaling factor, link utilisation);
+- ``recompute`` holds true or false;
 - only the nullable columns may be empty: ``speedup_over_ps`` (the baseline is not plain
-  ``ps``), ``max_link_utilization`` (no link simulated), and ``throughput_samples_per_s``
-  and ``scaling_factor`` where ``compute_time_s`` is 0 (a workload without compute).
+  ``ps``), ``max_link_utilization`` (no link simulated), an LLM's ``seq_len``, ``mfu`` and
+  ``recompute`` (a zoo model or a workload file), and ``throughput_samples_per_s`` and
+  ``scaling_factor`` where ``compute_time_s`` is 0 (a workload without compute).
 
 A file of an earlier version, without ``baseline`` and ``speedup_over_baseline``, gets them
 as it is read (:func:`tensorwire.sweep.table.with_derived`).
@@ -43,6 +45,7 @@ from tensorwire.sweep.table import COLUMNS, Column, Row, read_rows
 _POSITIVE = frozenset(
     {
         "compute_speedup",
+        "mfu",
         "bandwidth",
         "bandwidth_gbps",
         "iteration_time_s",
@@ -52,7 +55,13 @@ _POSITIVE = frozenset(
     }
 )
 #: The range of each integer column.
-_INT_RANGE = {"batch": (1, U32_MAX), "workers": (1, U32_MAX), "iterations": (1, U32_MAX), "seed": (0, U64_MAX)}
+_INT_RANGE = {
+    "batch": (1, U32_MAX),
+    "seq_len": (1, U32_MAX),
+    "workers": (1, U32_MAX),
+    "iterations": (1, U32_MAX),
+    "seed": (0, U64_MAX),
+}
 
 
 def read_sweep(path: str | Path, field: str = "sweep") -> list[Row]:
@@ -118,6 +127,8 @@ def _allowed(column: Column, value: Any) -> Optional[str]:
         if number and (value > 0 if positive else value >= 0):
             return None
         return f"a finite number {'> 0' if positive else '>= 0'}" + (" or an empty cell" if column.nullable else "")
+    if column.kind == "bool":
+        return None if isinstance(value, bool) else "true or false" + (" or an empty cell" if column.nullable else "")
     if column.kind == "str":
         return None if isinstance(value, str) and value and _unicode(value) else "text (not empty, valid Unicode)"
     return None

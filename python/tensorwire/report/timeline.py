@@ -51,7 +51,14 @@ def record(row: Row, workload_file: Optional[str] = None, workload_format: str =
             )
         workload = load_workload(workload_file, workload_format)
     else:
-        workload = load_model(str(row["model"]), row.get("gpu"), row.get("batch"))
+        workload = load_model(
+            str(row["model"]),
+            row.get("gpu"),
+            row.get("batch"),
+            seq_len=row.get("seq_len"),
+            mfu=row.get("mfu"),
+            recompute=bool(row.get("recompute")),
+        )
     speedup = float(row.get("compute_speedup") or 1.0)
     if speedup != 1.0:
         workload = workload.with_compute_speedup(speedup)

@@ -32,7 +32,9 @@ from tensorwire.sweep.table import check_path, overloaded, write_rows
 def sweep(ctx: click.Context, /, out: str, jobs: Optional[int], ray_address: Optional[str], **grid: Any) -> None:
     """Simulate every configuration of a grid; write one row per configuration.
 
-    Every grid option takes a comma-separated list and the grid is their cross product:
+    Every grid option (but --iterations and the --recompute flag) takes a comma-separated
+    list and the grid is their cross product; --seq-len, --mfu and --recompute apply to the
+    LLMs (a zoo model refuses them, as in `simulate`):
 
     \b
       tensorwire sweep -m resnet50,vgg16 -n 4,8,16,32 -b 1Gbps,10Gbps,25Gbps,100Gbps \\

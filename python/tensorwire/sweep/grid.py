@@ -24,7 +24,7 @@ from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, is_int, i
 from tensorwire.strategy import Strategy, latency_seen, probe, runs_on, split_specs
 from tensorwire.strategy import strategies as builtin_strategies
 from tensorwire.units import format_rate, to_rate, to_seconds
-from tensorwire.workloads import device_on, load_model
+from tensorwire.workloads import device_on, llm, load_model
 from tensorwire.workloads import models as zoo_models
 from tensorwire.workloads.formats import load_workload, name_apart
 
@@ -40,6 +40,8 @@ FILE_GIVES_ITERATION = "the file gives the iteration"
 #: at a few milliseconds each, hours of simulation and a results file of ~30 MB.
 MAX_POINTS = 100_000
 Scalar = Union[str, int, float]
+#: A built-in model or workload file as a row records it: name, gpu, batch, seq_len, mfu, recompute.
+_Point = tuple[str, str, int, Optional[int], Optional[float], Optional[bool]]
 Axis = Union[None, str, int, float, Iterable[Optional[Scalar]]]
 
 #: Defaults of each axis when it is not given (a 32-worker, 25 Gbps star, as ``compare``);
@@ -53,6 +55,8 @@ DEFAULTS: dict[str, tuple[Optional[Scalar], ...]] = {
     "network": ("flow",),
     "gpu": (None,),
     "batch": (None,),
+    "seq_len": (None,),
+    "mfu": (None,),
     "compute_speedup": (1.0,),
     "seed": (0,),
 }
@@ -63,8 +67,10 @@ class Config:
     """One point of a grid: everything one :func:`tensorwire.simulate` call needs.
 
     ``gpu`` and ``batch`` are resolved (the model's default device and its measured batch
-    size when not given), so that a row says exactly what was simulated. ``bandwidth`` is
-    bytes/s per direction of each host link, ``latency`` seconds per hop.
+    size when not given), so that a row says exactly what was simulated; so are an LLM's
+    ``seq_len``, ``mfu`` and ``recompute`` (:func:`llm_options`: its context length, 0.40,
+    False), which are None for a zoo model or a workload file. ``bandwidth`` is bytes/s per
+    direction of each host link, ``latency`` seconds per hop.
     """
 
     model: str
@@ -85,15 +91,39 @@ class Config:
     #: Flow budget of each simulation (:func:`tensorwire.simulate`'s ``max_flows``, and its
     #: default, :data:`tensorwire.api.DEFAULT_MAX_FLOWS`); None: no limit.
     max_flows: Optional[int] = DEFAULT_MAX_FLOWS
+    #: An LLM's tokens per sequence, model-FLOP utilisation and full recomputation; None for
+    #: a zoo model or a workload file.
+    seq_len: Optional[int] = None
+    mfu: Optional[float] = None
+    recompute: Optional[bool] = None
 
     def describe(self) -> str:
         """One line naming the configuration, for error messages (without the latency where
         the strategy is timed by NCCL's model, which does not see it)."""
         hop = per_hop(self.latency, latency_seen([self.strategy], self.topology))
+        tokens = "" if self.seq_len is None else f" x {self.seq_len} tokens"
+        tokens += "" if self.mfu is None else f", MFU {self.mfu:g}"
+        tokens += ", recompute" if self.recompute else ""
         return (
-            f"{self.model} ({self.gpu}, batch {self.batch}, compute x{self.compute_speedup:g}) on {self.workers} "
-            f"workers, {format_rate(self.bandwidth)}{hop}, {self.topology}, {self.strategy}"
+            f"{self.model} ({self.gpu}, batch {self.batch}{tokens}, compute x{self.compute_speedup:g}) on "
+            f"{self.workers} workers, {format_rate(self.bandwidth)}{hop}, {self.topology}, {self.strategy}"
         )
+
+
+def llm_options(
+    model: str, seq_len: Optional[int], mfu: Optional[float], recompute: bool
+) -> tuple[Optional[int], Optional[float], Optional[bool]]:
+    """The ``seq_len``, ``mfu`` and ``recompute`` a row of built-in ``model`` records, as its
+    workload was built (:func:`tensorwire.workloads.load_model`, which has checked them): an
+    LLM's given values or its defaults (the context length, :data:`llm.DEFAULT_MFU`); None
+    for each where ``model`` is not an LLM.
+
+    >>> llm_options("llama3_8b", None, None, False), llm_options("resnet50", None, None, False)
+    ((8192, 0.4, False), (None, None, None))
+    """
+    if model not in llm.names():
+        return None, None, None
+    return llm.tokens_per_sample(model, seq_len), llm.check_mfu(llm.DEFAULT_MFU if mfu is None else mfu), recompute
 
 
 def _items(value: Axis, field: str, specs: bool = False) -> list[Optional[Scalar]]:
@@ -178,6 +208,18 @@ def _int(value: Any, field: str, minimum: int, maximum: int = U64_MAX) -> int:
     return check_int(field, value, minimum, maximum)
 
 
+def _parsed(value: Optional[Scalar], field: str, kind: Union[type[int], type[float]]) -> Any:
+    """``value`` with text parsed as ``kind``, where a value's checks are the workload's own
+    (an LLM's ``seq_len`` and ``mfu``: :func:`tensorwire.workloads.load_model` words them as
+    for ``simulate``); text that is not a number is refused here, naming ``field``."""
+    if not isinstance(value, str):
+        return _plain(value)
+    try:
+        return kind(value.strip())
+    except ValueError:
+        raise InputError(field, f"{value!r} is not {'an integer' if kind is int else 'a number'}") from None
+
+
 def _positive_float(value: Optional[Scalar], field: str) -> float:
     """A finite number > 0 (numpy's too), or text of one, as a plain ``float``."""
     if isinstance(value, str):
@@ -204,6 +246,9 @@ def expand(
     networks: Axis = None,
     gpus: Axis = None,
     batches: Axis = None,
+    seq_lens: Axis = None,
+    mfus: Axis = None,
+    recompute: bool = False,
     compute_speedups: Axis = None,
     seeds: Axis = None,
     iterations: int = _core.DEFAULT_ITERATIONS,
@@ -227,11 +272,17 @@ def expand(
     ``--bandwidth`` do, so that a default rate does not replace a preset's NICs (``run_grid``
     on ``rail:node=dgx-h100`` ran 25 Gbps NICs).
 
+    ``seq_lens`` and ``mfus`` (axes) and ``recompute`` (one value for every point) build the
+    LLMs as :func:`tensorwire.workloads.load_model` does, which checks them and refuses them
+    for a zoo model, as ``simulate`` does; each LLM row records the values it ran with
+    (:func:`llm_options`).
+
     Raises :class:`tensorwire.InputError` naming the field (``model``, ``gpu``, ``batch``,
-    ``workers``, ``bandwidth``, ``latency``, ``topology``, ``network``, ``strategy``,
-    ``compute_speedup``, ``seed``, ``iterations``) for the first bad value; ``gpu`` and
-    ``batch`` too where ``workload_file`` is given without ``models``, since a file gives
-    its own iteration (:func:`refuse_model_options`).
+    ``seq_len``, ``mfu``, ``recompute``, ``workers``, ``bandwidth``, ``latency``,
+    ``topology``, ``network``, ``strategy``, ``compute_speedup``, ``seed``, ``iterations``)
+    for the first bad value; ``gpu``, ``batch`` and the LLM options too where
+    ``workload_file`` is given without ``models``, since a file gives its own iteration
+    (:func:`refuse_model_options`).
 
     >>> [(c.workers, c.strategy) for c in expand("vgg16", "4,8", "10Gbps", "ps,ring")]
     [(4, 'ps'), (4, 'ring'), (8, 'ps'), (8, 'ring')]
@@ -241,12 +292,17 @@ def expand(
         max_flows = _int(max_flows, "max_flows", 1)
     model_names = [] if models is None and workload_file else _unique(str(m).strip() for m in _items(models, "model"))
     gpu_items, batch_items = _items(gpus, "gpu"), _items(batches, "batch")
+    seq_items, mfu_items = _items(seq_lens, "seq_len"), _items(mfus, "mfu")
     if workload_file and not model_names:
-        # The file alone: only models' rows take a device and a batch; whatever the values
-        # (a device that does not exist too), they would change nothing.
-        refuse_model_options(flag for flag, items in (("--gpu", gpu_items), ("--batch", batch_items)) if _given(items))
+        # The file alone: only models' rows take a device, a batch and an LLM's options;
+        # whatever the values (a device that does not exist too), they would change nothing.
+        given = [("--gpu", _given(gpu_items)), ("--batch", _given(batch_items)), ("--seq-len", _given(seq_items))]
+        given += [("--mfu", _given(mfu_items)), ("--recompute", bool(recompute))]
+        refuse_model_options(flag for flag, yes in given if yes)
     gpu_names = _unique(None if g in (None, "") else str(g).strip() for g in gpu_items)
     batch_sizes = _unique(None if b in (None, "") else _int(b, "batch", 1, U32_MAX) for b in batch_items)
+    seq_values = _unique(None if s in (None, "") else _parsed(s, "seq_len", int) for s in seq_items)
+    mfu_values = _unique(None if u in (None, "") else _parsed(u, "mfu", float) for u in mfu_items)
     speedups = _unique(_positive_float(x, "compute_speedup") for x in _items(compute_speedups, "compute_speedup"))
     topos = _unique(str(t).strip() for t in _items(topologies, "topology", specs=True))
     for t in topos:
@@ -271,21 +327,26 @@ def expand(
         specs = _unique(Strategy(str(s)).spec for s in _items(strategies, "strategy", specs=True))
     seed_values = _unique(_int(s, "seed", 0) for s in _items(seeds, "seed"))
 
-    # Every (model, gpu, batch) must load; resolve the defaults so rows say what ran (an
-    # LLM without a GPU computes on its rail's node GPU: `device_on`).
+    # Every (model, gpu, batch, seq_len, mfu) must load; resolve the defaults so rows say
+    # what ran (an LLM without a GPU computes on its rail's node GPU: `device_on`). A zoo
+    # model refuses the LLM options as `simulate` refuses them (load_model).
     default_device = {m.name: m.default_device for m in zoo_models()}
-    resolved: list[tuple[str, str, int, str]] = []
-    sizes: dict[tuple[str, Optional[str], Optional[int]], int] = {}  # each model loaded once per device
-    for name, gpu, batch, topo in itertools.product(model_names, gpu_names, batch_sizes, topos):
+    resolved: list[tuple[str, str, int, Optional[int], Optional[float], Optional[bool], str]] = []
+    sizes: dict[tuple[str, Optional[str], Optional[int], Any, Any], int] = {}  # each model loaded once per device
+    for name, gpu, batch, seq, mfu, topo in itertools.product(
+        model_names, gpu_names, batch_sizes, seq_values, mfu_values, topos
+    ):
         device = device_on(name, gpu, topo)
-        if (name, device, batch) not in sizes:  # raises InputError (model, gpu, batch)
-            sizes[name, device, batch] = load_model(name, device, batch).batch_size
-        resolved.append((name, device or default_device[name], sizes[name, device, batch], topo))
+        key = (name, device, batch, seq, mfu)
+        if key not in sizes:  # raises InputError (model, gpu, batch, seq_len, mfu, recompute)
+            sizes[key] = load_model(name, device, batch, seq_len=seq, mfu=mfu, recompute=recompute).batch_size
+        options = llm_options(name, seq, mfu, recompute)
+        resolved.append((name, device or default_device[name], sizes[key], *options, topo))
     resolved = _unique(resolved)
-    files: list[tuple[str, str, int]] = []
+    files: list[_Point] = []
     if workload_file:
         w = load_workload(workload_file, workload_format)  # raises InputError (workload...)
-        files.append((name_apart(w.name, model_names, workload_file), FILE_GPU, w.batch_size))
+        files.append((name_apart(w.name, model_names, workload_file), FILE_GPU, w.batch_size, None, None, None))
 
     # Refused before anything runs: a grid past this is hours of simulation and a results
     # file of hundreds of megabytes (1,000 worker counts x 1,000 rates ran a minute without
@@ -322,11 +383,14 @@ def expand(
             strategy=spec,
             iterations=iters,
             seed=seed,
-            workload_file=str(workload_file) if device == FILE_GPU and (name, device, batch) in files else "",
+            workload_file=str(workload_file) if (name, device, batch, seq, mfu, rec) in files else "",
             workload_format=workload_format,
             max_flows=max_flows,
+            seq_len=seq,
+            mfu=mfu,
+            recompute=rec,
         )
-        for (name, device, batch, topo), speedup, net, lat, n in itertools.product(
+        for (name, device, batch, seq, mfu, rec, topo), speedup, net, lat, n in itertools.product(
             resolved + [(*f, topo) for topo in topos for f in files], speedups, nets, lats, ns
         )
         for rate, spec, seed in itertools.product(rates_of[topo], specs, seed_values)

@@ -72,6 +72,9 @@ GRID_PARAMS = (
     "networks",
     "gpus",
     "batches",
+    "seq_lens",
+    "mfus",
+    "recompute",
     "compute_speedups",
     "seeds",
     "iterations",
@@ -171,6 +174,23 @@ def grid_options(*, models: str, workers: str, bandwidths: str, strategies: Opti
             help="Per-worker batch sizes: for a zoo model samples, for an LLM the micro-batch in sequences. "
             "[default: the measured one; 1 for an LLM]",
         ),
+        click.option(
+            "--seq-len",
+            "seq_lens",
+            default=None,
+            metavar="LIST",
+            cls=ListOption,
+            help=f"{shared.seq_len_help}; comma-separated, e.g. 2048,8192.",
+        ),
+        click.option(
+            "--mfu",
+            "mfus",
+            default=None,
+            metavar="LIST",
+            cls=ListOption,
+            help=f"{shared.mfu_help}; comma-separated, e.g. 0.3,0.5.",
+        ),
+        shared.recompute,
         click.option(
             "--compute-speedup",
             "compute_speedups",

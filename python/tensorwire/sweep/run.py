@@ -60,6 +60,9 @@ def run_grid(
     networks: Axis = None,
     gpus: Axis = None,
     batches: Axis = None,
+    seq_lens: Axis = None,
+    mfus: Axis = None,
+    recompute: bool = False,
     compute_speedups: Axis = None,
     seeds: Axis = None,
     iterations: int = _core.DEFAULT_ITERATIONS,
@@ -76,7 +79,8 @@ def run_grid(
     Each axis is a list of values or comma-separated text, as on the command line:
     ``models="resnet50,vgg16"``, ``workers=[4, 8]``, ``bandwidths="1Gbps,25Gbps"``,
     ``strategies="ps,ring:partition=4MiB"``, ``latencies`` (seconds or text), ``topologies``,
-    ``networks`` (flow, analytical), ``gpus``, ``batches``, ``compute_speedups``, ``seeds``.
+    ``networks`` (flow, analytical), ``gpus``, ``batches``, an LLM's ``seq_lens`` and ``mfus``,
+    ``compute_speedups``, ``seeds``; ``recompute`` (one value) recomputes every LLM's blocks.
     ``workload_file`` adds a workload file to the models, ``max_flows`` bounds every simulation
     (default :data:`tensorwire.api.DEFAULT_MAX_FLOWS`, as :func:`tensorwire.simulate` and
     ``tensorwire sweep``; ``None``: no budget): where no strategies are named, the points of
@@ -102,6 +106,9 @@ def run_grid(
         networks=networks,
         gpus=gpus,
         batches=batches,
+        seq_lens=seq_lens,
+        mfus=mfus,
+        recompute=recompute,
         compute_speedups=compute_speedups,
         seeds=seeds,
         iterations=iterations,
@@ -226,7 +233,7 @@ def _run(c: Config, call: Callable[..., T]) -> T:
         w = (
             _file_workload(c.workload_file, c.workload_format, c.compute_speedup)
             if c.workload_file
-            else _workload(c.model, c.gpu, c.batch, c.compute_speedup)
+            else _workload(c.model, c.gpu, c.batch, c.compute_speedup, c.seq_len, c.mfu, bool(c.recompute))
         )
         with warnings.catch_warnings():
             # Said once per grid by run_grid (and by the CLI's own check), not once per point.
@@ -245,6 +252,9 @@ def run_one(config: Config) -> Row:
         "model": c.model,
         "gpu": c.gpu,
         "batch": c.batch,
+        "seq_len": c.seq_len,
+        "mfu": c.mfu,
+        "recompute": c.recompute,
         "compute_speedup": c.compute_speedup,
         "topology": c.topology,
         "network": c.network,
@@ -272,9 +282,11 @@ def run_one(config: Config) -> Row:
 
 
 @lru_cache(maxsize=64)
-def _workload(model: str, gpu: str, batch: int, speedup: float) -> Workload:
-    """Workloads are immutable; each (model, device, batch, speedup) is built once per process."""
-    w = load_model(model, gpu, batch)
+def _workload(
+    model: str, gpu: str, batch: int, speedup: float, seq_len: Optional[int], mfu: Optional[float], recompute: bool
+) -> Workload:
+    """Workloads are immutable; each (model, device, batch, speedup, LLM options) is built once per process."""
+    w = load_model(model, gpu, batch, seq_len=seq_len, mfu=mfu, recompute=recompute)
     return w if speedup == 1.0 else w.with_compute_speedup(speedup)
 
 

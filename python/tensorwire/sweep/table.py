@@ -21,7 +21,7 @@ from tensorwire.io import decode_text, loads_json, read_input, write_atomic
 from tensorwire.result import over_capacity
 from tensorwire.result import speedup as result_speedup
 from tensorwire.strategy import baseline_spec
-from tensorwire.sweep.grid import FILE_GPU
+from tensorwire.sweep.grid import FILE_GPU, llm_options
 from tensorwire.workloads.llm import names as llm_names
 
 Row = dict[str, Any]
@@ -45,6 +45,27 @@ CONFIG_COLUMNS: tuple[Column, ...] = (
     ),
     Column("gpu", "str", "device whose compute times were used (an LLM's GPU profile); `file` for a workload file"),
     Column("batch", "int", "per-worker batch size: samples (an LLM's micro-batch: sequences)"),
+    Column(
+        "seq_len",
+        "int",
+        "an LLM's tokens per sequence (--seq-len; default its context length); empty for a zoo model or a "
+        "workload file",
+        nullable=True,
+    ),
+    Column(
+        "mfu",
+        "float",
+        "an LLM's model-FLOP utilisation, the fraction of the GPU's peak its compute runs at (--mfu; default "
+        "0.40); empty for a zoo model or a workload file",
+        nullable=True,
+    ),
+    Column(
+        "recompute",
+        "bool",
+        "whether an LLM recomputes each block's forward in its backward (--recompute); empty for a zoo model or "
+        "a workload file",
+        nullable=True,
+    ),
     Column("compute_speedup", "float", "compute times divided by this (1 = as measured)"),
     Column("topology", "str", "topology spec (star, ring, leaf-spine[:...], nodes[:...], rail[:...])"),
     Column("network", "str", "network model: flow (max-min fair sharing) or analytical"),
@@ -138,9 +159,17 @@ def overloaded(rows: list[Row]) -> list[str]:
     return list(dict.fromkeys(str(r["strategy"]) for r in rows if over_capacity(r["max_link_utilization"])))
 
 
-#: Columns that files of an earlier version lack, read as these values (they had no
-#: compute interference apart: it was in ``exposed_comm_s``).
-DEFAULTED: dict[str, Any] = {"compute_interference_s": 0.0}
+#: Columns that files of an earlier version lack, read as they ran (:func:`_as_it_ran`).
+DEFAULTED = ("compute_interference_s", "seq_len", "mfu", "recompute")
+
+
+def _as_it_ran(row: Row) -> Row:
+    """The :data:`DEFAULTED` columns of a row of an earlier version's file: no compute
+    interference apart (it was in ``exposed_comm_s``), and an LLM's defaults (its context
+    length, MFU 0.40, no recomputation: the LLM options could not be swept)."""
+    model = str(row.get("model")) if row.get("gpu") != FILE_GPU else ""
+    return {"compute_interference_s": 0.0, **dict(zip(DEFAULTED[1:], llm_options(model, None, None, False)))}
+
 
 #: The columns :func:`add_speedup` derives from the others: a file of an earlier version,
 #: which lacks them, gets them when it is read.
@@ -259,8 +288,8 @@ def read_rows(path: str | Path, field: str = "sweep") -> list[Row]:
     missing = [c.name for c in COLUMNS if rows and c.name not in rows[0] and c.name not in (*DERIVED, *DEFAULTED)]
     if missing:
         raise InputError(field, f"{p.name}: missing columns {', '.join(missing)}; write it with `tensorwire sweep`")
-    if rows and not DEFAULTED.keys() <= rows[0].keys():
-        rows = [{**DEFAULTED, **r} for r in rows]
+    if rows and not set(DEFAULTED) <= rows[0].keys():
+        rows = [{**_as_it_ran(r), **r} for r in rows]
     return with_derived(rows)
 
 
@@ -307,12 +336,16 @@ def _parquet(rows: list[Row]) -> bytes:
     return sink.getvalue()
 
 
-_PARSE: dict[str, Callable[[str], Any]] = {
-    "str": str,
-    "int": int,
-    "float": float,
-    "bool": lambda s: s.strip().lower() in ("true", "1"),
-}
+def _bool(text: str) -> bool:
+    """A CSV cell of a ``bool`` column (the writer's ``True``/``False``, or ``true``, ``1``, ...)."""
+    cell = text.strip().lower()
+    if cell not in ("true", "1", "false", "0"):
+        raise ValueError(cell)
+    return cell in ("true", "1")
+
+
+_PARSE: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": float, "bool": _bool}
+_NOT = {"int": "an integer", "float": "a number", "bool": "true or false"}
 
 
 class _CellError(Exception):
@@ -332,5 +365,5 @@ def _typed(raw: dict[str, Optional[str]]) -> Row:
         try:
             row[k] = _PARSE[kind](v)
         except ValueError:
-            raise ValueError(f"{k} {v[:40]!r} is not {'an integer' if kind == 'int' else 'a number'}") from None
+            raise ValueError(f"{k} {v[:40]!r} is not {_NOT[kind]}") from None
     return row

@@ -141,6 +141,7 @@ def test_a_row_with_missing_cells_names_its_line_counting_empty_lines(
         ("iteration_time_s", "-1", "iteration_time_s -1.0 is not allowed; need a finite number > 0"),
         ("speedup_over_ps", "0", "speedup_over_ps 0.0 is not allowed; need a finite number > 0 or an empty cell"),
         ("strategy", "", "strategy '' is not allowed; need text (not empty, valid Unicode)"),
+        ("mfu", "0", "mfu 0.0 is not allowed; need a finite number > 0 or an empty cell"),
     ],
 )
 def test_a_bad_csv_cell_names_its_line_and_column(
@@ -160,6 +161,8 @@ def test_a_bad_csv_cell_names_its_line_and_column(
         ("iteration_time_s", math.nan, "iteration_time_s nan is not allowed; need a finite number > 0"),
         ("iteration_time_s", -1, "iteration_time_s -1 is not allowed; need a finite number > 0"),
         ("model", "\ud800", "model '\\ud800' is not allowed; need text (not empty, valid Unicode)"),
+        ("seq_len", 0, "seq_len 0 is not allowed; need an integer from 1 to 4294967295"),
+        ("recompute", "yes", "recompute 'yes' is not allowed; need true or false or an empty cell"),
     ],
 )
 def test_a_bad_json_value_names_its_record_and_column(

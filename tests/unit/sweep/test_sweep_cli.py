@@ -162,8 +162,14 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message
 #: (the model with the strategy), not on any one axis: alexnet runs, gpt3_175b needs more
 #: flows than the budget, or more pieces than a run can hold.
 LATER_POINT_FAILS = [
-    (["-s", "ring:partition=1MiB"], "tensorwire: error: max_flows: gpt3_175b (h100, batch 1, compute x1) on 4 workers"),
-    (["-s", "ring:partition=64KiB"], "tensorwire: error: strategy.partition: gpt3_175b (h100, batch 1, compute x1)"),
+    (
+        ["-s", "ring:partition=1MiB"],
+        "tensorwire: error: max_flows: gpt3_175b (h100, batch 1 x 2048 tokens, MFU 0.4, compute x1) on 4 workers",
+    ),
+    (
+        ["-s", "ring:partition=64KiB"],
+        "tensorwire: error: strategy.partition: gpt3_175b (h100, batch 1 x 2048 tokens, MFU 0.4, compute x1)",
+    ),
 ]
 
 

@@ -111,6 +111,19 @@ def test_a_csv_cell_of_the_wrong_type_names_its_line_and_column(tmp_path: Path, 
     assert e.value.args == ("sweep", "r.csv:3: workers 'x' is not an integer")
 
 
+def test_a_csv_recompute_cell_is_true_false_or_empty(tmp_path: Path) -> None:
+    rows = run_grid("llama3_8b", 4, "100Gbps", "ddp", recompute=True, jobs=1)
+    path = tmp_path / "r.csv"
+    write_rows(path, rows)
+    assert [r["recompute"] for r in read_rows(path)] == [True]
+    table = list(csv.reader(path.read_text().splitlines()))
+    table[1][table[0].index("recompute")] = "yes"  # was read as False
+    path.write_text("\n".join(",".join(r) for r in table) + "\n")
+    with pytest.raises(tw.InputError) as e:
+        read_rows(path)
+    assert e.value.args == ("sweep", "r.csv:2: recompute 'yes' is not true or false")
+
+
 def test_every_column_is_documented() -> None:
     text = DOCS.read_text()
     for c in COLUMNS:

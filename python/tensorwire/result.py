@@ -7,10 +7,10 @@ import math
 import re
 from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from tensorwire._core import InputError
-from tensorwire.limits import is_int
+from tensorwire.limits import is_int, wrong_type
 from tensorwire.units import counted, short_repr
 
 
@@ -202,14 +202,15 @@ def without_sample_metrics(row: dict[str, Any], blank: Optional[float] = None) -
     return row
 
 
-def speedup(base: Mapping[str, Any], run: Mapping[str, Any]) -> float:
-    """How many times faster ``run`` is than ``base`` (each a sweep row or a result's
-    fields: ``iteration_time_s``, ``throughput_samples_per_s``): the ratio of their samples
-    per second where both have samples, else of their iteration times (a microbenchmark).
-    Samples first: under a partial collective a job's rate is the sum of its workers' own
-    rates, not n x batch over the mean pace, and it is the rate a speedup promises
-    (ResNet-50 on 4 workers, one 3x slow, `ring:partial=solo` over `ps`: 3.49x, where the
-    iteration times said 3.31x).
+def speedup(base: Union[Result, Mapping[str, Any]], run: Union[Result, Mapping[str, Any]]) -> float:
+    """How many times faster ``run`` is than ``base`` (each a :class:`Result`, or a sweep row
+    or a result's JSON with ``iteration_time_s`` and ``throughput_samples_per_s``): the ratio
+    of their samples per second where both have samples, else of their iteration times (a
+    microbenchmark). Samples first: under a partial collective a job's rate is the sum of its
+    workers' own rates, not n x batch over the mean pace, and it is the rate a speedup
+    promises (ResNet-50 on 4 workers, one 3x slow, `ring:partial=solo` over `ps`: 3.49x,
+    where the iteration times said 3.31x). A training run against a microbenchmark has no
+    common measure: :class:`InputError`.
 
     >>> speedup({"iteration_time_s": 2.0, "throughput_samples_per_s": 100.0},
     ...         {"iteration_time_s": 1.0, "throughput_samples_per_s": 250.0})
@@ -217,21 +218,43 @@ def speedup(base: Mapping[str, Any], run: Mapping[str, Any]) -> float:
     >>> speedup({"iteration_time_s": 2.0, "throughput_samples_per_s": None}, {"iteration_time_s": 0.5, "throughput_samples_per_s": None})
     4.0
     """
-    rates = (base.get("throughput_samples_per_s"), run.get("throughput_samples_per_s"))
-    if all(_has_samples(r) for r in rates):
-        return float(rates[1]) / float(rates[0])  # type: ignore[arg-type]
-    return float(base["iteration_time_s"]) / float(run["iteration_time_s"])
+    (base_time, base_rate), (run_time, run_rate) = _measure(base, "base"), _measure(run, "run")
+    if base_rate is not None and run_rate is not None:
+        return run_rate / base_rate
+    if (base_rate is None) != (run_rate is None):
+        raise InputError("run", "a training run and a microbenchmark (no samples) have no common measure of speed")
+    return base_time / run_time
 
 
-def ranked(results: Iterable[Result]) -> list[Result]:
-    """``results`` fastest first, by :func:`speedup`'s measure: samples per second where
-    they have samples (highest first), else iteration time (shortest first)."""
+def ranked(results: Iterable[Union[Result, Mapping[str, Any]]]) -> list[Any]:
+    """``results`` (:class:`Result` objects, or rows as :func:`speedup` takes them) fastest
+    first, by :func:`speedup`'s measure: samples per second where they have samples (highest
+    first), else iteration time (shortest first); training runs and microbenchmarks together
+    have no common measure (:class:`InputError`)."""
+    listed = list(results)
+    measured = [_measure(r, f"results[{i}]") for i, r in enumerate(listed)]
+    if len({rate is None for _, rate in measured}) > 1:
+        raise InputError("results", "training runs and microbenchmarks (no samples) have no common measure of speed")
+    order = sorted(range(len(listed)), key=lambda i: -measured[i][1] if measured[i][1] is not None else measured[i][0])  # type: ignore[operator]
+    return [listed[i] for i in order]
 
-    def key(r: Result) -> float:
-        rate = r.throughput_samples_per_s
-        return -rate if _has_samples(rate) else r.iteration_time_s
 
-    return sorted(results, key=key)
+def _measure(x: Union[Result, Mapping[str, Any]], field: str) -> tuple[float, Optional[float]]:
+    """``(iteration time s, samples/s or None)`` of a :class:`Result` or a row, checked: a
+    positive finite time (a zero time had divided by zero), samples/s where it has samples."""
+    time: Any
+    rate: Any
+    if isinstance(x, Result):
+        time, rate = x.iteration_time_s, x.throughput_samples_per_s
+    elif isinstance(x, Mapping):
+        if "iteration_time_s" not in x:
+            raise InputError(field, "has no iteration_time_s; give a Result, a sweep row or a result's JSON")
+        time, rate = x["iteration_time_s"], x.get("throughput_samples_per_s")
+    else:
+        raise wrong_type(field, "a Result, a sweep row or a result's JSON", x)
+    if not (isinstance(time, (int, float)) and not isinstance(time, bool) and math.isfinite(time) and time > 0):
+        raise InputError(field, f"iteration_time_s {time!r:.40} is not a positive number of seconds")
+    return float(time), (float(rate) if _has_samples(rate) else None)
 
 
 def _has_samples(rate: Any) -> bool:

@@ -192,9 +192,11 @@ def jobs(
     """Simulate several jobs sharing one fabric; each job's iteration time beside the same job
     alone on the same hosts.
 
+    \b
         tensorwire jobs --job a:resnet50:16:ring --job b:vgg16:16:ring -b 25Gbps \\
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --rank-placement spread
 
+    \b
         tensorwire jobs --job a:resnet50:8:ring --job b:vgg16:8:ring -b 25Gbps \\
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
     """

@@ -409,7 +409,7 @@ def comparison(
             cells.append(format_seconds(r.compute_interference_s))
         cells += [
             "-" if r.max_link_utilization is None else f"{r.max_link_utilization:.0%}",
-            f"{speedup(vars(base), vars(r)):.2f}x" if base is not None else "-",
+            f"{speedup(base, r):.2f}x" if base is not None else "-",
         ]
         t.add_row(*cells)
     for i, x in enumerate(refused, 1):
@@ -421,11 +421,28 @@ def comparison(
         console.print(Text(f"max link {NO_LINKS}"))
     if llm and extra is not None:
         console.print(Text(MEMORY_NOTE))
+    if base is not None and any(_rate_is_not_pace(base, r) for r in ran):
+        console.print(Text(SPEEDUP_NOTE.format(base=_label(base.strategy))))
     over = [r.strategy for r in ran if over_capacity(r.max_link_utilization)]
     if over:
         console.print(Text(OVERLOAD.format(strategies=", ".join(over))))
     for i, x in enumerate(refused, 1):  # the reasons below the table, so its columns stay narrow
         console.print(Text(f"[{i}] {x.strategy}: {x.reason}"))
+
+
+#: Under the compare table where a speedup is not the ratio of the iteration times shown.
+SPEEDUP_NOTE = (
+    "vs {base}: samples/s over {base}'s, not the ratio of the iteration times shown: under a partial "
+    "collective a job's rate is the sum of its workers' own rates (a straggler left out of a round "
+    "contributes fewer samples)"
+)
+
+
+def _rate_is_not_pace(base: Result, r: Result) -> bool:
+    """Whether ``r``'s speedup over ``base`` (samples/s) differs from the ratio of their
+    iteration times by more than the table's rounding (0.5%)."""
+    pace = base.iteration_time_s / r.iteration_time_s if r.iteration_time_s > 0 else math.inf
+    return abs(speedup(base, r) / pace - 1) > 0.005
 
 
 def _label(spec: str) -> str:

@@ -16,6 +16,7 @@ from tensorwire.io import check_output
 from tensorwire.report.sweep_file import read_sweep
 from tensorwire.sweep import options
 from tensorwire.sweep.run import run_configs
+from tensorwire.units import counted
 
 #: What to do when plotly is missing: tensorwire is not on PyPI, so the extra works only from
 #: a checkout; plain plotly works everywhere.
@@ -120,4 +121,4 @@ def report(
     file, fmt = (None, "auto") if sweep_file is not None else (grid.get("workload_file"), grid["workload_format"])
     record = functools.partial(timeline.record, workload_file=file, workload_format=fmt)
     write_report(path, build_report(rows, title=title, record=record, with_timeline=not no_timeline))
-    click.echo(f"{path}: report on {len(rows)} configurations")
+    click.echo(f"{path}: report on {counted(len(rows), 'configuration')}")

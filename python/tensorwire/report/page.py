@@ -80,7 +80,7 @@ def build_report(
         f'<script type="text/javascript">{get_plotlyjs()}</script>',
         "</head><body>",
         f"<header><h1>{html.escape(title)}</h1>",
-        f"<p>{len(rows)} simulated configurations &middot; tensorwire {html.escape(__version__)}</p>",
+        f"<p>{counted(len(rows), 'simulated configuration')} &middot; tensorwire {html.escape(__version__)}</p>",
         f"<p>{html.escape(_grid_summary(rows))}</p></header>",
         "<nav>" + "".join(f'<a href="#{_id(m)}">{html.escape(display.get(m, m))}</a>' for m in names) + "</nav>",
         "<main>",

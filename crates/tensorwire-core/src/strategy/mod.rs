@@ -507,7 +507,14 @@ fn check_options(spec: &Spec) -> Result<()> {
     for name in ["partition", "pipeline", "credit", "fusion", "chunk", "min_unit", "bucket", "first_bucket"] {
         if let Some(b) = spec.bytes(name) {
             if b < 1.0 {
-                let default = if name == "first_bucket" { "DDP's 1 MiB" } else { "none" };
+                // What leaving it out gives (`ddp:bucket=0B` said "none", where DDP's 25 MiB
+                // buckets run).
+                let default = match name {
+                    "first_bucket" => "DDP's 1 MiB",
+                    "bucket" => "DDP's 25 MiB",
+                    "chunk" => "1 MiB",
+                    _ => "none",
+                };
                 return Err(Error::invalid(
                     format!("strategy.{name}"),
                     format!(
@@ -616,6 +623,16 @@ mod tests {
             // (`distribution=block` is refused under multicast, which every ps takes.)
             OptionKind::Choice(_) if o.name == "distribution" => "concurrent".into(),
             OptionKind::Choice(words) => words.iter().find(|w| **w != o.default).unwrap_or(&words[0]).to_string(),
+        }
+    }
+
+    #[test]
+    fn a_size_below_one_byte_says_what_leaving_it_out_gives() {
+        for (spec, gives) in
+            [("ddp:bucket=0B", "DDP's 25 MiB"), ("ddp:first_bucket=0B", "DDP's 1 MiB"), ("ring:partition=0B", "none")]
+        {
+            let e = Strategy::parse(spec).unwrap_err();
+            assert!(e.to_string().ends_with(&format!("out for {gives})")), "{spec}: {e}");
         }
     }
 

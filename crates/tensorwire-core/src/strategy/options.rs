@@ -43,7 +43,7 @@ pub(super) const ALL_REDUCE_COMPUTE_SLOWDOWN: OptionInfo = OptionInfo {
     name: "compute_slowdown",
     kind: OptionKind::NonNegativeRealAtMost(super::nccl::MAX_COMPUTE_SLOWDOWN),
     default: "",
-    help: "compute runs this much slower while a collective is in flight (a fraction in [0, 10]); default 0.189 (arXiv 2507.03114) on GPU fabrics (rail, nodes), where collectives are kernels on the GPUs that compute, as for nccl and ddp; 0 on the seeds' fabrics (star, leaf-spine, fat-tree)",
+    help: "compute runs this much slower while a collective is in flight (a fraction in [0, 10]); default 0.189 (arXiv 2507.03114) on GPU fabrics (rail, nodes), where collectives are kernels on the GPUs that compute, as for nccl and ddp; 0 on the seeds' fabrics (star, ring, leaf-spine)",
     aliases: &[],
 };
 

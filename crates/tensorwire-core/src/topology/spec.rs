@@ -319,7 +319,7 @@ impl TopologySpec {
 
     /// Whether the fabric's hosts are GPUs of machines the spec names (`rail` nodes,
     /// `nodes` machines): NCCL's world, where collectives run as kernels on the GPUs that
-    /// compute, unlike the seeds' hosts (star, leaf-spine, fat-tree), whose workers the
+    /// compute, unlike the seeds' hosts (star, ring, leaf-spine), whose workers the
     /// seeds model as hosts with a network interface.
     pub fn gpu_machines(&self) -> bool {
         self.rail_params(1.0).is_some() || self.machine_name().is_some()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +19,6 @@ from tensorwire.limits import (
     as_items,
     check_int,
     check_real,
-    check_text,
     is_int,
     is_real,
     items_of,
@@ -395,13 +395,39 @@ def _spans(
     return out
 
 
+#: What a job's name may be: ASCII letters, digits, ``_``, ``-`` and ``.`` (it is shown in
+#: tables and named by the CLI's ``--job NAME:...`` and ``--place NAME=HOSTS``). One rule for
+#: :class:`Job` and the CLI (:func:`job_name_problem`).
+JOB_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def job_name_problem(name: str) -> Optional[str]:
+    """What is wrong with ``name`` as a job's name (:data:`JOB_NAME`), or None; the words
+    :class:`Job` and the CLI's ``--job`` both refuse it in.
+
+    >>> job_name_problem("a-1.b"), job_name_problem("é")
+    (None, "the name 'é' may use only ASCII letters, digits, '_', '-' and '.'")
+    """
+    if JOB_NAME.fullmatch(name):
+        return None
+    return f"the name {name!r:.80} may use only ASCII letters, digits, '_', '-' and '.'"
+
+
 @dataclass(frozen=True)
 class Job:
     """One job of :func:`simulate_jobs`: a workload on ``workers`` ranks under ``strategy``;
     ``hosts`` pins its ranks to fabric hosts, one per rank, then one per parameter server
     (default: the run's placement decides); any sequence of integers (a generator, numpy's
     array), kept as a tuple of plain ints, so that a job is hashable and compares equal
-    whichever sequence gave its hosts. ``name`` is unique in a run."""
+    whichever sequence gave its hosts. ``name`` is unique in a run, and made of ASCII letters,
+    digits, ``_``, ``-`` and ``.`` (:data:`JOB_NAME`, as the CLI's ``--job`` takes it).
+
+    Every field is checked when the job is made, as :func:`simulate` checks its arguments
+    (the strategy spec parsed, its options included), and refused naming ``jobs.<field>``
+    (``jobs.strategy``, ``jobs.strategy.credit``; a wrong kind is an
+    :class:`~tensorwire.limits.InputTypeError`); :func:`simulate_jobs` names the job,
+    ``jobs[i].<field>``.
+    """
 
     name: str
     workload: Workload
@@ -410,12 +436,18 @@ class Job:
     hosts: Optional[Sequence[int]] = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise InputError("jobs.name", f"{self.name!r} is not a job name; give a non-empty string")
-        check_text("jobs.name", self.name, allow="")
+        if not isinstance(self.name, str):
+            raise wrong_type("jobs.name", "a job name (text such as 'a')", self.name)
+        problem = job_name_problem(self.name)
+        if problem is not None:
+            raise InputError("jobs.name", problem)
         _check_types("jobs.", workload=self.workload)
         # Kept as a plain int (numpy's reached the results' to_dict(), which json refused).
         object.__setattr__(self, "workers", check_int("jobs.workers", self.workers, 1, U32_MAX))
+        # Parsed here, as simulate parses its own: a bad spec was taken and refused only by
+        # simulate_jobs, naming "strategy" and not the job.
+        with _job_fields():
+            _as_strategy(self.strategy)
         _check_exchange("jobs.workers", self.workers, self.workload, self.strategy)
         if self.hosts is not None:
             object.__setattr__(self, "hosts", _job_hosts(self.hosts))
@@ -429,6 +461,35 @@ class Job:
         20
         """
         return self.workers + _as_strategy(self.strategy).servers
+
+
+def _renamed(e: InputError, field: str) -> InputError:
+    """``e`` naming ``field`` instead, of the same class (an
+    :class:`~tensorwire.limits.InputTypeError` stays one); ``e`` itself where it names no
+    field (``InputError(message)``)."""
+    return e if e.message is None else type(e)(field, e.message)
+
+
+@contextmanager
+def _job_fields() -> Iterator[None]:
+    """Re-raises a refusal of a job's strategy (``strategy``, ``strategy.credit``) naming it
+    as a field of the job (``jobs.strategy``, ``jobs.strategy.credit``)."""
+    try:
+        yield
+    except InputError as e:
+        raise _renamed(e, f"jobs.{e.field}") from None
+
+
+@contextmanager
+def _job_named(i: int) -> Iterator[None]:
+    """Re-raises a refusal of job ``i``'s fields (``jobs.workers``, ``workload.layers[0].backward_s``)
+    naming the job: ``jobs[i].workers``, ``jobs[i].workload.layers[0].backward_s``, as the
+    core names its refusals of a job and the CLI its ``--job`` options."""
+    try:
+        yield
+    except InputError as e:
+        field = e.field or ""
+        raise _renamed(e, f"jobs[{i}].{field.removeprefix('jobs.')}") from None
 
 
 def _job_hosts(hosts: Any) -> tuple[int, ...]:
@@ -545,13 +606,14 @@ def _check_run(
     return iterations, seed, None if max_flows is None else int(max_flows), given
 
 
-def _job_workload(i: int, job: Job) -> _core.Workload:
-    """Job ``i``'s workload as the core runs it; a refusal names the job
-    (``jobs[i].workload.layers[0].backward_s``), as the core's ``simulate_jobs`` did."""
-    try:
-        return job.workload.core
-    except InputError as e:
-        raise InputError(f"jobs[{i}].{e.field}", e.message) from None
+def _job_core(i: int, job: Job) -> tuple[Strategy, _core.Workload]:
+    """Job ``i``'s strategy and its workload as the core runs it; a refusal names the job
+    (``jobs[i].strategy``, ``jobs[i].workload.layers[0].backward_s``), as the core's
+    ``simulate_jobs`` does."""
+    with _job_named(i):
+        with _job_fields():
+            strategy = _as_strategy(job.strategy)
+        return strategy, job.workload.core
 
 
 def _run_jobs(
@@ -570,13 +632,11 @@ def _run_jobs(
     # Taken once: a generator was used up by the check ("give at least one job").
     jobs = items_of("jobs", jobs, Job)
     _check_types(cluster=cluster)
-    parsed = [_as_strategy(j.strategy) for j in jobs]
+    cores = [_job_core(i, j) for i, j in enumerate(jobs)]
+    parsed = [s for s, _ in cores]
     iterations, seed, max_flows, failures = _check_run(iterations, seed, max_flows, failures)
     raws = _core.simulate_jobs(
-        [
-            (j.name, _job_workload(i, j), j.workers, s.core, None if j.hosts is None else list(j.hosts))
-            for i, (j, s) in enumerate(zip(jobs, parsed))
-        ],
+        [(j.name, w, j.workers, s.core, None if j.hosts is None else list(j.hosts)) for j, (s, w) in zip(jobs, cores)],
         cluster.workers,
         cluster.bandwidth,
         cluster.latency,

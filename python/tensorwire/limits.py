@@ -7,7 +7,9 @@ of range is refused here as an :class:`InputError` naming the field (never wrapp
 ``OverflowError``). A ``bool`` is not a number here (``True`` is not one worker). An
 argument of the wrong kind (``None`` for a workload, text for a number) is an
 :class:`InputTypeError` (:func:`wrong_type`): an :class:`InputError` that is also a
-``TypeError``.
+``TypeError``. The checks below say which: what is no real number at all (``"4"``,
+``None``, ``True``) is of the wrong kind; a number out of range (``-1``, ``nan``) or not
+whole where an integer is needed (``1.5`` workers) is a plain :class:`InputError`.
 """
 
 from __future__ import annotations
@@ -93,12 +95,31 @@ def is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def require_real(field: str, value: Any, expected: str) -> None:
+    """:func:`wrong_type` (``field`` must be ``expected``) where ``value`` is no real number
+    (:func:`is_real`): for checks of their own ranges, which refuse a number out of them as a
+    plain :class:`InputError`.
+
+    >>> require_real("mfu", "0.3", "a number in (0, 1]")
+    Traceback (most recent call last):
+    tensorwire.limits.InputTypeError: mfu: must be a number in (0, 1], not '0.3'
+    """
+    if not is_real(value):
+        raise wrong_type(field, expected, value)
+
+
 def check_int(field: str, value: Any, minimum: int = 0, maximum: int = U64_MAX) -> int:
-    """``value`` if it is an integer in ``[minimum, maximum]``, else :class:`InputError`.
+    """``value`` if it is an integer in ``[minimum, maximum]``, else :class:`InputError`: an
+    :class:`InputTypeError` where it is no number at all (text, ``None``, a list, a ``bool``:
+    :func:`wrong_type`), a plain one where it is a number out of range or not whole.
 
     >>> check_int("workers", 8, 1, U32_MAX)
     8
+    >>> check_int("workers", "8", 1, 16)
+    Traceback (most recent call last):
+    tensorwire.limits.InputTypeError: workers: must be an integer from 1 to 16, not '8'
     """
+    require_real(field, value, f"an integer from {minimum} to {maximum}")
     if not is_int(value) or not minimum <= value <= maximum:
         shown = (
             repr(value)
@@ -112,13 +133,16 @@ def check_int(field: str, value: Any, minimum: int = 0, maximum: int = U64_MAX) 
 def check_real(field: str, value: Any) -> float:
     """``value`` as a float if it is a real number (``int``, ``float``, numpy's; not a
     ``bool``) that a float holds, else :class:`InputError`: ``10**400`` raised Python's
-    ``OverflowError`` wherever it met a float.
+    ``OverflowError`` wherever it met a float; what is no number at all is an
+    :class:`InputTypeError` (:func:`wrong_type`).
 
     >>> check_real("spread", 1)
     1.0
+    >>> check_real("spread", "0.2")
+    Traceback (most recent call last):
+    tensorwire.limits.InputTypeError: spread: must be a number, not '0.2'
     """
-    if not is_real(value):
-        raise InputError(field, f"{value!r:.80} is not a number")
+    require_real(field, value, "a number")
     try:
         return float(value)
     except OverflowError:
@@ -133,7 +157,8 @@ MAX_TIMEOUT_S = 365 * 86400.0
 
 def check_positive(field: str, value: Any, what: str, maximum: float = float("inf")) -> float:
     """``value`` as a float if it is a real number in ``(0, maximum]`` (finite), else
-    :class:`InputError` naming ``field`` and ``what`` it is (``"a number of seconds"``): the runtime's
+    :class:`InputError` (:class:`InputTypeError` where it is no number) naming ``field`` and
+    ``what`` it is (``"a number of seconds"``): the runtime's
     timeouts and scales took text, ``-1`` and ``inf`` and failed later, deep in torch or in
     ``datetime``.
 
@@ -144,8 +169,9 @@ def check_positive(field: str, value: Any, what: str, maximum: float = float("in
     ...
     tensorwire.InputError: timeout_s: -1 is not allowed; need a number of seconds > 0 and at most 3,600
     """
-    if not is_real(value) or not 0 < value <= maximum or value != value:
-        bound = f" and at most {maximum:,.0f}" if maximum != float("inf") else ""
+    bound = f" and at most {maximum:,.0f}" if maximum != float("inf") else ""
+    require_real(field, value, f"{what} > 0{bound}")
+    if not 0 < value <= maximum or value != value:
         raise InputError(field, f"{value!r:.80} is not allowed; need {what} > 0{bound}")
     return check_real(field, value)
 
@@ -159,9 +185,9 @@ def check_text(field: str, value: Any, allow: str = "\t\n") -> str:
     """``value`` if it is text the core can take and a terminal can print (a ``str`` that is
     valid Unicode: no lone surrogates such as JSON's ``"\\ud800"``; no control characters but
     those in ``allow``: an ESC from a file would drive the terminal the tables are printed
-    to), else :class:`InputError`."""
+    to), else :class:`InputError` (:class:`InputTypeError` where it is not a ``str``)."""
     if not isinstance(value, str):
-        raise InputError(field, f"{value!r:.80} is not text")
+        raise wrong_type(field, "text", value)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as e:

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from typing import Any, Mapping
 
 from tensorwire import _core
+from tensorwire.limits import require_real
 
 
 def _number(value: object, field: str) -> None:
-    """Refuses what is not a number: ``True`` is not 1 B/s, and ``None`` not 0 s."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _core.InputError(field, f"{value!r:.80} is not a number; give a number or text such as 25Gbps or 5us")
+    """Refuses what is not a number (:func:`~tensorwire.limits.wrong_type`, an
+    :class:`~tensorwire.limits.InputTypeError`): ``True`` is not 1 B/s, and ``None`` not 0 s."""
+    require_real(field, value, "a number or text such as 25Gbps or 5us")
     if isinstance(value, int) and abs(value).bit_length() > 1023:
         raise _core.InputError(field, f"an integer of {value.bit_length()} bits is too large")
 

@@ -30,12 +30,13 @@ from tensorwire._core import InputError
 from tensorwire.limits import (
     U32_MAX,
     U64_MAX,
+    as_items,
     check_int,
     check_real,
     check_text,
     is_int,
-    is_real,
     items_of,
+    require_real,
     wrong_type,
 )
 from tensorwire.units import short_repr
@@ -98,7 +99,8 @@ class Layer:
         check_text("layer.name", self.name, allow="")
         for key in ("forward_s", "backward_s"):
             value = getattr(self, key)
-            seconds = check_real(f"layer.{key}", value) if is_real(value) else math.nan
+            require_real(f"layer.{key}", value, f"a finite number of seconds >= 0 (layer {self.name!r})")
+            seconds = check_real(f"layer.{key}", value)
             if not (math.isfinite(seconds) and seconds >= 0):
                 raise InputError(
                     f"layer.{key}", f"{value!r} (layer {self.name!r}) must be a finite number of seconds >= 0"
@@ -134,12 +136,15 @@ class Workload:
     collective_kind: str = "allreduce"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.collective_kind, str):
+            raise wrong_type("workload.collective", f"text: one of {', '.join(COLLECTIVES)}", self.collective_kind)
         if self.collective_kind not in COLLECTIVES:
             raise InputError(
                 "workload.collective",
                 f"{self.collective_kind!r} is not a collective; choose one of {', '.join(COLLECTIVES)}",
             )
         # An integer only: 2.0 passed `in (1, 2, 4, 8)` and failed in the core as a bare TypeError.
+        require_real("workload.dtype_bytes", self.dtype_bytes, "an element size: 1, 2, 4 or 8")
         if not is_int(self.dtype_bytes) or self.dtype_bytes not in (1, 2, 4, 8):
             raise InputError(
                 "workload.dtype_bytes", f"{self.dtype_bytes!r} is not an element size; choose 1, 2, 4 or 8"
@@ -153,20 +158,27 @@ class Workload:
         check_text("workload.description", self.description)
         # One text is not a list of them: "abc" became the sources 'a', 'b', 'c'.
         if isinstance(self.sources, (str, bytes)):
-            raise InputError(
-                "workload.sources",
-                f"{self.sources!r:.80} is one text; give a list of sources, e.g. [{self.sources!r:.60}]",
-            )
-        object.__setattr__(self, "sources", tuple(self.sources))
+            raise wrong_type("workload.sources", f"a list of sources, e.g. [{self.sources!r:.60}]", self.sources)
+        object.__setattr__(self, "sources", as_items("workload.sources", self.sources, "a list of sources (texts)"))
         for source in self.sources:
             check_text("workload.sources", source)
+        lost = _compute_below_resolution(self.layers)
+        if lost is not None:
+            # Computed as 0 ns, it ran as a collective microbenchmark: no samples/s, no
+            # scaling factor, and no word of why.
+            i, key, seconds = lost
+            raise InputError(
+                f"workload.layers[{i}].{key}",
+                f"{seconds!r} s: the compute is {COMPUTE_BELOW_RESOLUTION}; give compute times of at least 1 ns (or 0 for a "
+                "collective microbenchmark, which has no compute)",
+            )
         total = self.total_bytes  # one pass over every tensor serves both checks below
         if total == 0 and not self.has_compute:
             # An iteration of no time: the results' throughput was infinite and the
             # comparisons divided by zero after the run.
             raise InputError(
                 "workload.layers",
-                "no compute (every forward_s and backward_s below 1 ns) and no gradient bytes: nothing to "
+                "no compute (every forward_s and backward_s 0) and no gradient bytes: nothing to "
                 "simulate; give a layer a compute time or a tensor of at least one byte",
             )
         if total > U64_MAX:
@@ -195,23 +207,34 @@ class Workload:
 
     @property
     def has_compute(self) -> bool:
-        """Whether an iteration computes: some layer's forward plus backward time reaches
-        half a nanosecond (the engine counts whole nanoseconds). A collective microbenchmark
-        does not; its result has no samples (:class:`~tensorwire.Result`).
+        """Whether an iteration computes: some layer's forward or backward time is 1 ns or
+        more as the engine counts it (whole nanoseconds, rounded to the nearest; forward and
+        backward each). A collective microbenchmark does not; its result has no samples
+        (:class:`~tensorwire.Result`). A workload whose times are all above 0 but below that
+        is refused (:data:`COMPUTE_BELOW_RESOLUTION`).
 
         >>> Workload.collective("allreduce:1MiB").has_compute
         False
         """
-        return any(layer.forward_s + layer.backward_s >= 0.5e-9 for layer in self.layers)
+        return any(_whole_ns(layer.forward_s) or _whole_ns(layer.backward_s) for layer in self.layers)
 
     def with_compute_speedup(self, speedup: float) -> Workload:
-        """The same model on a device ``speedup`` times faster (Chang et al. 2020, seed 000 section 8.6)."""
+        """The same model on a device ``speedup`` times faster (Chang et al. 2020, seed 000 section 8.6).
+        A speedup that leaves a workload with compute below 1 ns in every layer is refused
+        (:data:`COMPUTE_BELOW_RESOLUTION`), as one past the simulation horizon is."""
         if not check_real("compute_speedup", speedup) > 0 or speedup == float("inf"):
             raise InputError("compute_speedup", f"{speedup!r} must be a number > 0")
         layers = tuple(
             Layer(layer.name, layer.forward_s / speedup, layer.backward_s / speedup, layer.tensors)
             for layer in self.layers
         )
+        if _compute_below_resolution(layers) is not None:
+            longest = max(max(layer.forward_s, layer.backward_s) for layer in self.layers)
+            raise InputError(
+                "compute_speedup",
+                f"{speedup!r} makes the compute {COMPUTE_BELOW_RESOLUTION}; use a speedup below "
+                f"{longest / 0.5e-9:.3g} (the longest layer's time over half a nanosecond)",
+            )
         w = dataclasses.replace(self, layers=layers)
         w.refuse_compute_past_horizon("compute_speedup", speedup, "use a speedup that keeps it far below")
         return w
@@ -395,6 +418,35 @@ class Workload:
             dtype_bytes=dtype_bytes,
             collective_kind=collective_kind,
         )
+
+
+#: Why a workload whose compute is above 0 s but rounds to 0 ns is refused (naming the layer
+#: time, or ``compute_speedup``): it ran as a collective microbenchmark, without a word.
+COMPUTE_BELOW_RESOLUTION = (
+    "below 1 ns per layer (forward and backward each; the simulation counts whole nanoseconds): it would compute "
+    "nothing and run as a collective microbenchmark, without samples/s or scaling factor"
+)
+
+
+def _whole_ns(seconds: float) -> bool:
+    """Whether ``seconds`` is 1 ns or more as the core counts it: to the nearest nanosecond,
+    half away from zero (``units::seconds_to_nanos``), from the same product."""
+    return seconds * 1e9 >= 0.5
+
+
+def _compute_below_resolution(layers: tuple[Layer, ...]) -> tuple[int, str, float] | None:
+    """Where ``layers`` compute (some time above 0 s) but none a nanosecond as the core counts
+    it (:func:`_whole_ns`): the first layer time above 0, as (layer index, ``forward_s`` or
+    ``backward_s``, seconds); else None (a workload that computes, or a microbenchmark, all 0)."""
+    first = None
+    for i, layer in enumerate(layers):
+        for key in ("forward_s", "backward_s"):
+            seconds: float = getattr(layer, key)
+            if _whole_ns(seconds):
+                return None
+            if seconds > 0 and first is None:
+                first = (i, key, seconds)
+    return first
 
 
 def _unchecked(cls: type[_T], **fields: Any) -> _T:

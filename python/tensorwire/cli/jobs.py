@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +11,7 @@ from rich.table import Table
 
 from tensorwire import _core
 from tensorwire._core import BACKGROUND_FACTOR, InputError
-from tensorwire.api import Job, _run_jobs, simulate_jobs
+from tensorwire.api import Job, _job_named, _run_jobs, job_name_problem, simulate_jobs
 from tensorwire.calibrate.cluster_file import cluster_option
 from tensorwire.cli import options, render
 from tensorwire.cli.terminal import note
@@ -26,29 +25,32 @@ from tensorwire.workload import Workload
 from tensorwire.workloads import device_on, load_model, model_names
 from tensorwire.workloads.formats import load_workload
 
-#: What a job's name may contain (it is shown in tables and named in --place).
-_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 #: The most hosts one --place may give a job (the core's placement is checked for budget
 #: by the core; this only keeps a range such as 0-1000000000 from filling memory here).
 MAX_PLACED = 10_000_000
 
 
-def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None) -> Job:
+def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None, index: int = 0) -> Job:
     """``NAME:MODEL:WORKERS:STRATEGY`` (the strategy may carry its own options); MODEL is a
     built-in model or an existing workload file (:func:`tensorwire.workloads.formats.load_workload`,
     its format detected); an LLM without ``gpu`` computes on the rail's node GPU
-    (:func:`tensorwire.workloads.device_on`)."""
+    (:func:`tensorwire.workloads.device_on`). NAME follows :class:`~tensorwire.api.Job`'s rule
+    (:func:`~tensorwire.api.job_name_problem`); a refusal of the job's fields names it as
+    ``simulate_jobs`` does, by its place among the ``--job`` options (``index``):
+    ``jobs[1].strategy``."""
     parts = text.split(":", 3)
     if len(parts) != 4 or not all(parts):
         raise InputError(
             "job", f"{text!r} is not NAME:MODEL:WORKERS:STRATEGY, e.g. a:resnet50:16:ring or b:llama3_8b:64:fsdp"
         )
     name, model, workers, strategy = parts
-    if not _NAME.fullmatch(name):
-        raise InputError("job", f"{text!r}: the name {name!r} may use only letters, digits, '_', '-' and '.'")
+    problem = job_name_problem(name)
+    if problem is not None:
+        raise InputError("job", f"{text!r}: {problem}")
     if not workers.isdigit() or not 1 <= int(workers) <= _core.MAX_WORKERS:
         raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {_core.MAX_WORKERS:,}")
-    return Job(name, _workload(model, gpu, topology), int(workers), strategy)
+    with _job_named(index):
+        return Job(name, _workload(model, gpu, topology), int(workers), strategy)
 
 
 def _workload(model: str, gpu: Optional[str], topology: Optional[str]) -> Workload:
@@ -59,8 +61,8 @@ def _workload(model: str, gpu: Optional[str], topology: Optional[str]) -> Worklo
     if Path(model).is_file():
         return load_workload(model)
     raise InputError(
-        "job",
-        f"MODEL {clip(model)!r} is neither a built-in model ({', '.join(model_names())}) nor an existing workload file",
+        "model",
+        f"{clip(model)!r} is neither a built-in model ({', '.join(model_names())}) nor an existing workload file",
     )
 
 
@@ -200,7 +202,7 @@ def jobs(
         tensorwire jobs --job a:resnet50:8:ring --job b:vgg16:8:ring -b 25Gbps \\
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
     """
-    listed = [parse_job(s, gpu, topology) for s in job_specs]
+    listed = [parse_job(s, gpu, topology, i) for i, s in enumerate(job_specs)]
     strategies = [Strategy(str(j.strategy)) for j in listed]
     # In a multi-job run sharded jobs default to comm=flows, as they do on a star: NCCL's
     # model times `nccl`, `ddp` and `comm=nccl` only, whatever the fabric.

@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 from tensorwire._core import InputError
 from tensorwire.io import InputWarning, clip
-from tensorwire.limits import is_int
+from tensorwire.limits import is_int, require_real, wrong_type
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware, llm
 
@@ -210,7 +210,23 @@ def load_model(
     length) on ``gpu`` (a :mod:`tensorwire.workloads.hardware` profile, default ``h100``) at ``mfu``
     of its peak (default 0.40); ``recompute`` adds one forward per block to the backward.
     ``seq_len``, ``micro_batch``, ``mfu`` and ``recompute`` are refused for zoo models.
+    An argument of the wrong kind (``mfu="0.3"``, ``seq_len="8192"``, ``gpu=1``) is an
+    :class:`~tensorwire.limits.InputTypeError` naming it.
     """
+    if not isinstance(name, str):
+        raise wrong_type("model", "a model name such as 'resnet50' (tensorwire models)", name)
+    if gpu is not None and not isinstance(gpu, str):
+        raise wrong_type("gpu", "a device name such as 'v100' or 'h100' (or None)", gpu)
+    if not isinstance(recompute, bool):
+        raise wrong_type("recompute", "True or False", recompute)
+    for field, value, expected in (
+        ("batch_size", batch_size, "an integer >= 1"),
+        ("micro_batch", micro_batch, "an integer >= 1"),
+        ("seq_len", seq_len, "an integer >= 1"),
+        ("mfu", mfu, "a number in (0, 1] (fraction of the GPU's peak)"),
+    ):
+        if value is not None:
+            require_real(field, value, expected)
     if name in llm.names():
         if batch_size is not None and micro_batch is not None and batch_size != micro_batch:
             raise InputError("micro_batch", f"{micro_batch!r} differs from batch_size {batch_size!r}; give one of them")

@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from tensorwire._core import InputError
-from tensorwire.limits import check_real, is_int, is_real
+from tensorwire.limits import check_real, is_int, require_real, wrong_type
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware
 
@@ -408,6 +408,7 @@ def _int_at_least_1(field: str, value: Any) -> int:
     """``value`` as a plain ``int`` if it is an integer >= 1 (numpy's too; not a ``bool``),
     else :class:`InputError` naming ``field``. An upper bound is the caller's (the context
     length) or the workload's (its 32-bit ``batch_size``)."""
+    require_real(field, value, "an integer >= 1")
     if not is_int(value) or value < 1:
         raise InputError(field, f"{value!r} must be an integer >= 1")
     return int(value)
@@ -424,6 +425,7 @@ def check_seq_len(a: Architecture, value: Any) -> int:
 def check_block(a: Architecture, value: Any) -> int:
     """``value`` as the index of one of ``a``'s transformer blocks: an integer from 0 to
     ``a.layers - 1`` (numpy's too), else :class:`InputError` naming ``block``."""
+    require_real("block", value, f"an integer from 0 to {a.layers - 1} (a block of {a.display_name})")
     if not is_int(value) or not 0 <= value < a.layers:
         raise InputError(
             "block", f"{value!r} is not a block of {a.display_name}; give an integer from 0 to {a.layers - 1}"
@@ -434,7 +436,8 @@ def check_block(a: Architecture, value: Any) -> int:
 def check_mfu(value: Any) -> float:
     """``value`` as a model-FLOP utilisation: a real number in (0, 1] (numpy's too), as a
     plain ``float``."""
-    if not is_real(value) or not (0 < value <= 1):
+    require_real("mfu", value, "a number in (0, 1] (fraction of the GPU's peak)")
+    if not (0 < value <= 1):
         raise InputError("mfu", f"{value!r} must be a number in (0, 1] (fraction of the GPU's peak)")
     return check_real("mfu", value)
 
@@ -463,7 +466,8 @@ def workload(
     b = _int_at_least_1("micro_batch", micro_batch)
     u = DEFAULT_MFU if mfu is None else check_mfu(mfu)
     if not isinstance(recompute, bool):
-        raise InputError("recompute", f"{recompute!r} must be true or false")
+        raise wrong_type("recompute", "True or False", recompute)
+    require_real("dtype_bytes", dtype_bytes, "2 (bf16) or 4 (fp32)")
     if not is_int(dtype_bytes) or dtype_bytes not in (2, 4):  # 2.0 was taken, then refused by the core
         raise InputError("dtype_bytes", f"{dtype_bytes!r} is not allowed; choose 2 (bf16) or 4 (fp32)")
     dtype_bytes = int(dtype_bytes)

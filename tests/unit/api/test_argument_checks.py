@@ -105,8 +105,9 @@ def test_empty_and_malformed_lists_are_refused() -> None:
 
 
 def test_a_strategy_that_is_not_a_spec_is_a_type_error_naming_strategy() -> None:
-    for call in (lambda: tw.simulate(W, C, None), lambda: Job("a", W, 4, 3).hosts_needed):  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match=r"^strategy: must be a spec such as 'ring'.*or a Strategy, not (None|3)$"):
+    # A Job refuses it when made, naming its own field (it was refused by hosts_needed, as "strategy").
+    for call, field in ((lambda: tw.simulate(W, C, None), "strategy"), (lambda: Job("a", W, 4, 3), "jobs.strategy")):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=rf"^{field}: must be a spec such as 'ring'.*or a Strategy, not (None|3)$"):
             call()
 
 

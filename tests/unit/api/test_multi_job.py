@@ -337,7 +337,8 @@ def test_a_jobs_model_is_a_built_in_name_first_then_an_existing_file(tmp_path: A
         refused = run("jobs", "--job", f"a:{model}:4:ring", "-b", "25Gbps")
         assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
         assert (
-            "is neither a built-in model (alexnet," in refused.stderr
+            "jobs[0].model: " in refused.stderr
+            and "is neither a built-in model (alexnet," in refused.stderr
             and "nor an existing workload file" in refused.stderr
         )
 

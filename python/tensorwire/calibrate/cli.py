@@ -12,7 +12,6 @@ from rich.table import Table
 from tensorwire import _core
 from tensorwire.calibrate import cluster_file
 from tensorwire.calibrate.fit import (
-    GPU_NODES,
     OWN_FAMILY_ALGO,
     Fit,
     RowFit,
@@ -21,9 +20,9 @@ from tensorwire.calibrate.fit import (
     default_topology,
     family_of,
     fit,
-    gpu_family,
     nccl_list,
     node_gpus,
+    node_of_another_gpu,
     rail_node,
     topology_options,
     with_options,
@@ -33,7 +32,6 @@ from tensorwire.cli import options, render
 from tensorwire.io import check_output, clip
 from tensorwire.strategy import gpu_fabric
 from tensorwire.units import format_bytes, format_seconds
-from tensorwire.workloads import hardware
 
 
 @click.group("calibrate")
@@ -75,32 +73,17 @@ def _transport(given: Optional[str], topology: str) -> tuple[str, str]:
     return chosen, topology
 
 
-def _node_family(preset: str) -> Optional[str]:
-    """The GPU family of a node preset's GPUs (the hardware catalogue's), or None."""
-    try:
-        return gpu_family(hardware.node(preset).gpu)
-    except _core.InputError:
-        return None
-
-
 def check_node_gpu(runs: list[Run], topology: str) -> None:
     """Refuses a ``rail`` topology whose node preset has GPUs of another family (A100, H100,
     H200) than the logs ran on: the fit would fold the difference between the two GPUs into
     the efficiencies. Nodes of the families of the presets ``GPU_NODES`` lists for the log's
     GPU are accepted (an H200 log on an H100 node such as ``dgx-h100``, not the other way);
-    an unrecognised GPU or preset, and other fabrics, are not checked."""
-    node = rail_node(topology)
-    family = gpu_family(runs[0].gpu)
-    node_family = None if node is None else _node_family(node)
-    if node is None or family is None or node_family is None:
+    an unrecognised GPU or preset, and other fabrics, are not checked
+    (:func:`~tensorwire.calibrate.fit.node_of_another_gpu`)."""
+    conflict = node_of_another_gpu(runs[0].gpu, topology)
+    if conflict is None:
         return
-    listed = dict(GPU_NODES)[family]
-    allowed = {family} | {_node_family(n) for n in listed}
-    if node_family in allowed:
-        return
-    names = [p["name"] for p in _core.NODE_PRESETS]
-    matching = [n for n in listed if n in names]
-    matching += [n for n in names if n not in matching and _node_family(n) in allowed]
+    node_family, node, family, matching = conflict
     raise _core.InputError(
         "topology",
         f"{clip(topology)!r} has {node_family} nodes ({node}), but {runs[0].path} ran on {clip(runs[0].gpu)!r} "
@@ -285,8 +268,7 @@ def _restricted_strategy(result: Fit) -> str:
     """The ``nccl`` strategy as the logs were measured: with their NCCL_ALGO / NCCL_PROTO
     restriction (``--cluster`` carries the fabric, its transport included, not the strategy's
     options)."""
-    options = [f"{k}={v}" for k, v in (("algo", result.model.algo), ("proto", result.model.proto)) if v]
-    return "nccl" + (":" + ",".join(options) if options else "")
+    return cluster_file.measured_strategy(result.model.algo, result.model.proto)
 
 
 def _skipped(result: Fit) -> list[tuple[str, int]]:
@@ -294,9 +276,17 @@ def _skipped(result: Fit) -> list[tuple[str, int]]:
     return [(run.path, line) for run, _ in _logs(result) for line in run.skipped]
 
 
-def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.ClusterFile:
+def _cluster(result: Fit, runs: list[Run], latency: float) -> dict[str, Any]:
+    """The keys of the cluster file of ``result`` (:class:`~tensorwire.calibrate.cluster_file.ClusterFile`,
+    which :func:`~tensorwire.calibrate.cluster_file.write` validates them against)."""
     versions = sorted({r.nccl_version for r in runs if r.nccl_version})
-    extra: dict[str, Any] = {
+    return {
+        "tensorwire_cluster": cluster_file.FORMAT,
+        "topology": result.topology,
+        "bandwidth_bytes_per_s": result.model.bandwidth,
+        "latency_s": latency,
+        "transport": result.model.transport,
+        "gpus_per_node": cluster_file.logs_gpus_per_node([(r.nodes, r.gpus_per_node) for r in runs]),
         "calibration": result.calibration.as_dict(),
         "nccl_version_modelled": _core.NCCL_VERSION,
         "nccl_version_measured": versions[0] if len(versions) == 1 else (versions or None),
@@ -318,16 +308,8 @@ def _cluster(result: Fit, runs: list[Run], latency: float) -> cluster_file.Clust
             "proto": result.model.proto,
             "strategy": _restricted_strategy(result),
         },
-        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": datetime.datetime.now(datetime.timezone.utc).strftime(cluster_file.CREATED_FORMAT),
     }
-    return cluster_file.ClusterFile(
-        topology=result.topology,
-        bandwidth=result.model.bandwidth,
-        latency=latency,
-        transport=result.model.transport,
-        gpus_per_node=runs[0].gpus_per_node if runs[0].nodes > 1 else max(r.gpus_per_node for r in runs),
-        extra=extra,
-    )
 
 
 def _latency(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[float]:

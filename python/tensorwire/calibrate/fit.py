@@ -367,6 +367,39 @@ def rail_node(topology: str) -> Optional[str]:
     return topology_options(topology).get("node", "dgx-h100")
 
 
+def _node_family(preset: str) -> Optional[str]:
+    """The GPU family of a node preset's GPUs (the hardware catalogue's), or None."""
+    from tensorwire.workloads import hardware
+
+    try:
+        return gpu_family(hardware.node(preset).gpu)
+    except InputError:
+        return None
+
+
+def node_of_another_gpu(gpu: str, topology: str) -> Optional[tuple[str, str, str, list[str]]]:
+    """Where ``topology``'s ``rail`` node preset has GPUs of another family (A100, H100, H200)
+    than ``gpu`` (the logs'), one the presets :data:`GPU_NODES` lists for ``gpu`` do not have
+    either: the node's family, the node, ``gpu``'s family and the presets that fit it (those
+    ``GPU_NODES`` lists first). None where they agree, and for a GPU or preset of no known
+    family and other fabrics (not checked). ``calibrate`` refuses such a topology (the fit
+    would fold the difference between the GPUs into the efficiencies), and ``--cluster`` a
+    file that has one."""
+    node = rail_node(topology)
+    family = gpu_family(gpu)
+    node_family = None if node is None else _node_family(node)
+    if node is None or family is None or node_family is None:
+        return None
+    listed = dict(GPU_NODES)[family]
+    allowed = {family} | {_node_family(n) for n in listed}
+    if node_family in allowed:
+        return None
+    names = [p["name"] for p in _core.NODE_PRESETS]
+    matching = [n for n in listed if n in names]
+    matching += [n for n in names if n not in matching and _node_family(n) in allowed]
+    return node_family, node, family, matching
+
+
 def node_gpus(topology: str) -> Optional[int]:
     """GPUs per node of a ``rail`` topology's node preset or a ``nodes`` topology's machine
     (None for other fabrics)."""
@@ -675,14 +708,23 @@ def _one_family(model: Model, runs: Sequence[Run], regime: str) -> bool:
 def _runs_algo(model: Model, run: Run, algo: str) -> bool:
     """Whether NCCL's model can run ``run``'s collective (at its largest size) with ``algo``
     on the model's fabric, within the logs' restriction (``model.algo``, ``model.proto``)."""
+    return runs_algo(model, run.ranks, run.collective, max((r.size for r in run.rows), default=1 << 30), algo)
+
+
+def runs_algo(model: Model, ranks: int, collective: str, size: int, algo: str) -> bool:
+    """Whether NCCL's model can run ``collective`` on ``ranks`` GPUs (``size`` bytes) with
+    ``algo`` on the model's fabric, within the logs' restriction (``model.algo``,
+    ``model.proto``). Whether it can does not depend on the size (the fabric, the collective,
+    the ranks and the restriction decide), so a cluster file, which records no sizes, asks
+    it at any (:mod:`~tensorwire.calibrate.cluster_file`)."""
     if model.algo is not None and (algo in model.algo.lstrip("^").split("+")) == model.algo.startswith("^"):
         return False  # NCCL_ALGO leaves it out
     try:
         p = nccl_predict(
             model.topology,
-            run.ranks,
-            run.collective,
-            max((r.size for r in run.rows), default=1 << 30),
+            ranks,
+            collective,
+            size,
             bandwidth=model.bandwidth,
             transport=model.transport,
             algo=algo,

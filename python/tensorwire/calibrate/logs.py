@@ -21,7 +21,10 @@ Rows of size 0 (nccl-tests prints them for ``-b 0``) time nothing: they are skip
 counted (:attr:`Run.skipped`), and a log of nothing else is refused. A row whose columns
 contradict each other is refused naming the file, the line and the columns (see
 :func:`disagreements`): ``algbw`` must be ``size / time`` and ``busbw`` ``algbw x`` the
-collective's bus factor for the run's ranks, each to the digits nccl-tests printed. A row
+collective's bus factor for the run's ranks, each to the digits nccl-tests printed; so is a
+row whose size is not its count x its type's element size (x the ranks where nccl-tests
+prints the count per rank: :func:`_check_count`), and a size the table printed before in the
+same type and reduction (it would count twice in the fit: :func:`_check_printed_once`). A row
 whose ``#wrong`` (out of place or in place) is not 0 is refused naming the file, the line
 and the count: nccl-tests found wrong results, the run is corrupt and its times are no
 measurement; ``N/A`` (a run with ``-c 0``, unchecked) reads. A ``cputime`` column (``-C 1``)
@@ -443,6 +446,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     columns: Optional[list[str]] = None
     rows: list[Row] = []
     zero: list[int] = []  # lines of the rows of size 0
+    printed: dict[tuple[int, str, str, Optional[str]], int] = {}  # (size, type, redop, root) -> its line
     avg: Optional[float] = None
     failure: Optional[tuple[int, str]] = None  # nccl-tests' report of a failed run: its line and text
     for i, raw in enumerate(lines, start=1):
@@ -498,6 +502,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         if row is None:
             zero.append(i)
         else:
+            _check_printed_once(path, row, printed)
             rows.append(row)
     if threads is None:
         raise _error(path, None, "no '# nThread N nGpus N ...' header: not nccl-tests' standard output")
@@ -509,6 +514,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     if binary is None and collective is None:
         _check_not_sendrecv(path, rows[-1], lines[rows[-1].line - 1], columns or [], chosen, n)
     for row in rows:
+        _check_count(path, row, chosen, n)
         _check_columns(path, row.line, lines[row.line - 1], columns or [], row.size, factor, f"{chosen} on {n} ranks")
     return Run(
         path=path,
@@ -525,6 +531,48 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         skipped=tuple(zero),
         sha256=digest,
     )
+
+
+def _check_printed_once(path: str, row: Row, printed: dict[tuple[int, str, str, Optional[str]], int]) -> None:
+    """Refuses a row of a size the table printed before, of the same type, reduction and root
+    (``printed``: each such row's line so far; the row's is added): one run prints each size
+    once a type and reduction (``-d all`` and ``-o all`` print a table for each), so a second
+    is a table pasted twice or edited, and its rows would count twice in the fit, as a log
+    given twice would (:func:`check_distinct`)."""
+    key = (row.size, row.dtype, row.redop, row.root)
+    first = printed.setdefault(key, row.line)
+    if first != row.line:
+        of = ", ".join(clip(x, 20) for x in (row.dtype, row.redop) if x)
+        raise _error(
+            path,
+            row.line,
+            f"size {row.size} ({of}) again, as on line {first}: a run prints each size once a type and reduction, "
+            "so its rows would count twice in the fit; give each row once",
+        )
+
+
+def _check_count(path: str, row: Row, collective: str, ranks: int) -> None:
+    """Refuses a row whose size is not its count x the element size of its type (x the ranks,
+    for a collective whose count nccl-tests prints per rank: all-gather, reduce-scatter,
+    all-to-all), as nccl-tests prints them (``setupArgs``, src/common.cu: both from one count).
+    A row of a type nccl-tests does not name (:data:`TYPE_BYTES`) is not checked."""
+    element = TYPE_BYTES.get(row.dtype)
+    if element is None:
+        return
+    per_rank = collective != "allreduce"
+    expected = row.count * element * (ranks if per_rank else 1)
+    if row.size != expected:
+        how = (
+            f"count {row.count} x {ranks} ranks x {element} bytes"
+            if per_rank
+            else f"count {row.count} x {element} bytes"
+        )
+        raise _error(
+            path,
+            row.line,
+            f"size and count disagree: size {row.size} is not {how} ({clip(row.dtype)}) = {expected}, as "
+            f"{collective} prints them{' (the count per rank)' * per_rank}; an edited row",
+        )
 
 
 def _check_some_rows(path: str, rows: list[Row], zero: list[int], failure: Optional[tuple[int, str]]) -> None:

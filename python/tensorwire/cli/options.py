@@ -13,6 +13,7 @@ from tensorwire.api import LATENCY_UNSEEN
 from tensorwire.cli.terminal import note
 from tensorwire.io import InputWarning
 from tensorwire.strategy import Strategy
+from tensorwire.units import format_rate
 from tensorwire.workloads import model_names
 from tensorwire.workloads.formats import FORMATS
 
@@ -81,7 +82,7 @@ def warn_nic_past_its_path(runs: Sequence[tuple[Strategy, str]], bandwidth: Opti
         path = _core.Topology(topology).nic_past_its_path(bandwidth) if s.core.timed_by_nccl(topology) else None
         if path is not None:
             warnings.warn(
-                f"--bandwidth {bandwidth * 8 / 1e9:,.0f} Gbps: under NCCL's model ({s.spec}) each GPU's NIC runs "
+                f"--bandwidth {format_rate(bandwidth)}: under NCCL's model ({s.spec}) each GPU's NIC runs "
                 f"behind its PCIe path to the NIC, {path / 1e9:,.0f} GB/s as NCCL's search counts it, which a "
                 f"slower NIC already fills: the rate given past it changes nothing there",
                 InputWarning,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +14,69 @@ from tensorwire.cli import main
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"
 TOPOLOGY = "leaf-spine:hosts_per_leaf=4,spines=2"
+#: The twelve fitted numbers, as NCCL's figures (a topology without calibration options).
+DEFAULTS: dict[str, float] = {
+    k: 0.0 if k.endswith("_s") else 1.0
+    for k in (
+        "intra_efficiency",
+        "inter_efficiency",
+        "intra_latency_s",
+        "inter_latency_s",
+        "intra_fill",
+        "inter_fill",
+        "intra_step_s",
+        "inter_step_s",
+        "nvls_efficiency",
+        "nvls_fill",
+        "nvlstree_efficiency",
+        "nvlstree_fill",
+    )
+}
+#: An override that removes the key.
+DROP = object()
 
 
-def _file(tmp_path: Path, **over: Any) -> Path:
-    data = {
+def _data(**over: Any) -> dict[str, Any]:
+    """A complete cluster file (every key, as calibrate writes them) with ``over`` put in (a
+    key given ``DROP`` removed): the topology's GPUs per node by default (8 on ``rail``, else
+    1), which its one source ran on."""
+    from tensorwire import _core
+
+    topology = over.get("topology", TOPOLOGY)
+    gpus = over.get("gpus_per_node", DROP)
+    gpus = (8 if topology.startswith("rail") else 1) if gpus is DROP else gpus
+    data: dict[str, Any] = {
         "tensorwire_cluster": 1,
         "topology": TOPOLOGY,
         "bandwidth_bytes_per_s": 1.25e9,
         "latency_s": 2e-6,
         "transport": "rdma",
-        "gpus_per_node": 1,
+        "gpus_per_node": gpus,
+        "calibration": dict(DEFAULTS),
+        "nccl_version_modelled": _core.NCCL_VERSION,
+        "nccl_version_measured": None,
+        "sources": [
+            {
+                "path": "ar.log",
+                "sha256": "0" * 64,
+                "collective": "allreduce",
+                "nodes": 1,
+                "gpus_per_node": gpus,
+                "gpu": "NVIDIA H100 80GB HBM3",
+                "rows": 14,
+            }
+        ],
+        "max_abs_error": 0.01,
+        "measured_with": {"algo": None, "proto": None, "strategy": "nccl"},
+        "created": "2026-01-01T00:00:00Z",
     }
     data.update(over)
+    return {k: v for k, v in data.items() if v is not DROP}
+
+
+def _file(tmp_path: Path, **over: Any) -> Path:
     path = tmp_path / "cluster.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(_data(**over)))
     return path
 
 
@@ -109,72 +159,125 @@ def test_conflicting_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     assert rc == 2 and "which gives none (the fabric's own NIC rate)" in err, err
 
 
+def _raw(**over: Any) -> str:
+    """:func:`_data` as JSON text, for a case that needs text (a key twice)."""
+    return json.dumps(_data(**over))
+
+
 @pytest.mark.parametrize(
     "content, what",
     [
         (None, "cannot read"),
         ("{not json", "not valid JSON"),
         ("[]", "not a tensorwire cluster file"),
-        ('{"tensorwire_cluster": 1, "topology": "moon", "latency_s": 0}', "topology 'moon'"),
-        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": -1}', "latency_s"),
+        ({"topology": "moon"}, "cluster.topology: 'moon'"),
+        ({"latency_s": -1}, "cluster.latency_s: must be a number >= 0 and below"),
         # An integer past a float's range: was an OverflowError traceback.
-        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 1' + "0" * 400 + "}", "latency_s"),
-        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": "fast"}', "bandwidth"),
+        ({"latency_s": 10**400}, "cluster.latency_s: must be a number >= 0"),
+        ({"bandwidth_bytes_per_s": "fast"}, "cluster.bandwidth_bytes_per_s: must be a number > 0"),
         # A lone surrogate (JSON's escape) in the topology: was a UnicodeEncodeError traceback.
-        ('{"tensorwire_cluster": 1, "topology": "rail:node=\\ud800", "latency_s": 0}', "lone surrogate"),
+        (_raw(topology="rail:node=@").replace("@", "\\ud800"), "lone surrogate"),
         # A huge topology is quoted cut short (the message was the whole 300 KB spec).
-        ('{"tensorwire_cluster": 1, "topology": "moon' + "x" * 300_000 + '", "latency_s": 0}', "topology 'moonxx"),
+        ({"topology": "moon" + "x" * 300_000}, "cluster.topology: 'moonxx"),
         # JSON true equals 1 in Python: it was read as version 1. Another version is named.
-        (
-            '{"tensorwire_cluster": true, "topology": "star", "latency_s": 0}',
-            '"tensorwire_cluster" true is not a format',
-        ),
-        ('{"tensorwire_cluster": 2, "topology": "star", "latency_s": 0}', "it reads version 1"),
+        ({"tensorwire_cluster": True}, "cluster.tensorwire_cluster: true is not a format"),
+        ({"tensorwire_cluster": 2}, "it reads version 1"),
         # Past the simulation horizon: every consumer refused it later, in other words.
-        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 1e9}', "the simulation horizon"),
+        ({"latency_s": 1e9}, "the simulation horizon"),
         # In bits/s past a float: "inf Tbps" in simulate, "infbps is not a rate" in sweep.
-        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": 1e308}', "2.2e307"),
+        ({"bandwidth_bytes_per_s": 1e308}, "2.2e307"),
         # No rate on a fabric without its own: simulate refused it, sweep ran it at 25 Gbit/s.
-        ('{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0}', "'star' has none of its own"),
+        ({"topology": "star", "bandwidth_bytes_per_s": None}, "'star' has none of its own"),
         # Hand edits that were read without a word: a key twice (the last won), at the top or in
         # the calibration block; a key the format does not have (a misspelt latency_s was
         # dropped, the default applied); more GPUs per node than the topology's node has.
+        (_raw()[:-1] + ', "latency_s": 1e-3}', 'the key "latency_s" is given twice in one object; give it once'),
         (
-            '{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "latency_s": 1e-3}',
-            'the key "latency_s" is given twice in one object; give it once',
-        ),
-        (
-            '{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": 1e9, '
-            '"calibration": {"intra_efficiency": 1, "intra_efficiency": 0.5}}',
+            _raw().replace('"intra_efficiency": 1.0', '"intra_efficiency": 1.0, "intra_efficiency": 0.5'),
             'the key "intra_efficiency" is given twice',
         ),
         (
-            '{"tensorwire_cluster": 1, "topology": "star", "latency": 1e-3, "bandwidth_bytes_per_s": 1e9}',
-            '"latency" is not a key of a cluster file; its keys are tensorwire_cluster, topology, '
+            {"latency": 1e-3},
+            "cluster.latency: not a key of a cluster file; its keys are tensorwire_cluster, topology, "
             "bandwidth_bytes_per_s, latency_s, transport, gpus_per_node, calibration, nccl_version_modelled, "
             "nccl_version_measured, sources, max_abs_error, measured_with, created",
         ),
         (
-            '{"tensorwire_cluster": 1, "topology": "star", "latency_s": 0, "bandwidth_bytes_per_s": 1e9, '
-            '"calibration": {"intra_eficiency": 0.5}}',
-            '"calibration" has "intra_eficiency", which is none of its keys: intra_efficiency, inter_efficiency, '
-            "intra_latency_s,",
+            {"calibration": {**DEFAULTS, "intra_eficiency": 0.5}},
+            'cluster.calibration.intra_eficiency: not a key of "calibration"; its keys are intra_efficiency, '
+            "inter_efficiency, intra_latency_s,",
         ),
         (
-            '{"tensorwire_cluster": 1, "topology": "rail:node=dgx-h100", "latency_s": 0, "gpus_per_node": 16}',
-            "\"gpus_per_node\" 16 is more than the 8 GPUs of the node of 'rail:node=dgx-h100'",
+            {"topology": "rail:node=dgx-h100", "bandwidth_bytes_per_s": None, "gpus_per_node": 16},
+            "cluster.gpus_per_node: 16 is more than the 8 GPUs of the node of 'rail:node=dgx-h100'",
+        ),
+        # Every key is required, of its type: each was read without a word when absent or wrong.
+        ({"calibration": DROP}, "cluster.calibration: missing; calibrate writes every key of the format"),
+        (
+            {"calibration": {k: v for k, v in DEFAULTS.items() if k != "nvls_fill"}},
+            "cluster.calibration.nvls_fill: missing",
+        ),
+        ({"transport": DROP}, "cluster.transport: missing"),
+        ({"gpus_per_node": DROP}, "cluster.gpus_per_node: missing"),
+        ({"sources": "x"}, 'cluster.sources: must be a list of the logs calibrate read, 1 to 10,000 objects, not "x"'),
+        ({"sources": []}, "cluster.sources: must be a list"),
+        ({"measured_with": 5}, "cluster.measured_with: must be an object with algo, proto and strategy, not 5"),
+        ({"max_abs_error": "x"}, 'cluster.max_abs_error: must be a number >= 0, not "x"'),
+        (
+            {"created": 5},
+            "cluster.created: must be a UTC time as calibrate writes it, e.g. 2026-01-01T00:00:00Z, not 5",
+        ),
+        ({"created": "yesterday"}, "cluster.created: must be a UTC time"),
+        ({"nccl_version_measured": ["2.18.5"]}, "cluster.nccl_version_measured: must be a NCCL version"),
+        # A file fitted to another model of NCCL, named with this one's.
+        (
+            {"nccl_version_modelled": "2.18.0"},
+            'cluster.nccl_version_modelled: "2.18.0": the file was fitted to NCCL 2.18.0\'s model, and this '
+            "tensorwire models NCCL 2.30.7's; calibrate the logs again with this tensorwire",
+        ),
+        # A number of 400 digits is quoted cut short (it was echoed in full).
+        ({"gpus_per_node": 10**400}, "cluster.gpus_per_node: must be a whole number from 1 to 2147483647, not 1000"),
+        (
+            {"gpus_per_node": 2, "sources": _data()["sources"]},
+            "cluster.gpus_per_node: 2 is not the GPUs per node of its",
+        ),
+        (
+            {"sources": [{**_data()["sources"][0], "sha256": "x"}]},
+            'cluster.sources.0.sha256: must be the log\'s SHA-256 in 64 hex digits (0-9, a-f), not "x"',
+        ),
+        (
+            {"sources": [{**_data()["sources"][0], "collective": "broadcast"}]},
+            "cluster.sources.0.collective: must be one of allreduce, allgather, reducescatter, alltoall",
+        ),
+        ({"sources": ["x"]}, "cluster.sources.0: must be an object with the keys path, sha256, collective, nodes"),
+        (
+            {"measured_with": {"algo": "ring", "proto": None, "strategy": "nccl"}},
+            'cluster.measured_with.strategy: "nccl" is not the nccl strategy of its algo and proto, "nccl:algo=ring"',
+        ),
+        (
+            {"measured_with": {"algo": "fast", "proto": None, "strategy": "nccl:algo=fast"}},
+            'cluster.measured_with: "nccl:algo=fast": unknown "fast"',
         ),
     ],
 )
 def test_bad_cluster_file_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, what: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | dict[str, Any] | None, what: str
 ) -> None:
     path = tmp_path / "c.json"
-    if content is not None:
+    if isinstance(content, dict):
+        path.write_text(json.dumps(_data(**content)))
+    elif content is not None:
         path.write_text(content)
-    rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
-    assert rc == 2 and err.count("\n") == 1 and err.startswith("tensorwire: error: cluster: "), err
-    assert what in err and len(err) < 1000, err[:1000]
+    rc, out, err = _run(capsys, *SIM, "--cluster", str(path))
+    assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("tensorwire: error: cluster: "), err
+    assert what in err and len(err) < 1000 and "Traceback" not in err, err[:1000]
+
+
+def test_a_complete_hand_written_file_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The files the cases above edit read as they are, and JSON integers are numbers."""
+    for over in ({}, {"latency_s": 0, "max_abs_error": 0, "nccl_version_measured": ["2.18.5", "2.21.5"]}):
+        rc, _, err = _run(capsys, *SIM, "--cluster", str(_file(tmp_path, **over)))
+        assert rc == 0, err
 
 
 def test_calibrate_writes_a_cluster_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -329,20 +432,12 @@ def test_a_node_of_the_logs_gpu_is_accepted(tmp_path: Path, gpu: str, topology: 
 
 CALIBRATED = "rail:node=dgx-h100,intra_efficiency=0.9,intra_latency=1500ns,intra_step=425.5ns,nvls_efficiency=1.05"
 CALIBRATION = {
+    **DEFAULTS,
     "intra_efficiency": 0.9,
-    "inter_efficiency": 1.0,
     "intra_latency_s": 1.5e-6,
-    "inter_latency_s": 0.0,
-    "intra_fill": 1.0,
-    "inter_fill": 1.0,
     "intra_step_s": 4.255e-7,
-    "inter_step_s": 0.0,
     "nvls_efficiency": 1.05,
-    "nvls_fill": 1.0,
 }
-
-#: What a topology without calibration options carries (NCCL's figures).
-DEFAULTS = {k: 0.0 if k.endswith("_s") else 1.0 for k in CALIBRATION}
 
 
 @pytest.mark.parametrize(
@@ -352,25 +447,25 @@ DEFAULTS = {k: 0.0 if k.endswith("_s") else 1.0 for k in CALIBRATION}
             TOPOLOGY,
             "intra_efficiency",
             -3,
-            '"calibration" intra_efficiency -3 differs from the topology\'s 1 '
+            "cluster.calibration.intra_efficiency: -3 differs from the topology's 1 "
             "(no intra_efficiency=: the default); the topology is what --cluster applies: make them agree",
         ),
-        (TOPOLOGY, "inter_latency_s", "fast", '"calibration" inter_latency_s must be a number, not "fast"'),
-        (TOPOLOGY, "nvls_fill", None, '"calibration" nvls_fill must be a number, not null'),
-        (TOPOLOGY, "intra_fill", 10**400, '"calibration" intra_fill must be a number, not 1000'),
+        (TOPOLOGY, "inter_latency_s", "fast", 'cluster.calibration.inter_latency_s: must be a number, not "fast"'),
+        (TOPOLOGY, "nvls_fill", None, "cluster.calibration.nvls_fill: must be a number, not null"),
+        (TOPOLOGY, "intra_fill", 10**400, "cluster.calibration.intra_fill: must be a number, not 1000"),
         (
             CALIBRATED,
             "intra_latency_s",
             2e-6,
-            "intra_latency_s 2e-06 differs from the topology's 1.5e-06 (intra_latency=1500ns)",
+            "calibration.intra_latency_s: 2e-06 differs from the topology's 1.5e-06 (intra_latency=1500ns)",
         ),
         (
             CALIBRATED,
             "nvls_efficiency",
             1.0,
-            "nvls_efficiency 1.0 differs from the topology's 1.05 (nvls_efficiency=1.05)",
+            "calibration.nvls_efficiency: 1 differs from the topology's 1.05 (nvls_efficiency=1.05)",
         ),
-        (CALIBRATED, "intra_step_s", 4.3e-7, "intra_step_s 4.3e-07 differs from the topology's 4.255e-07"),
+        (CALIBRATED, "intra_step_s", 4.3e-7, "calibration.intra_step_s: 4.3e-07 differs from the topology's 4.255e-07"),
     ],
 )
 def test_a_calibration_the_topology_does_not_carry_is_refused(
@@ -394,8 +489,8 @@ def test_a_calibration_the_topology_does_not_carry_is_refused(
 def test_a_calibration_block_must_be_an_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = _run(capsys, *SIM, "--cluster", str(_file(tmp_path, calibration=[0.9])))
     assert rc == 2 and err.strip() == (
-        f'tensorwire: error: cluster: {tmp_path / "cluster.json"}: "calibration" must be a JSON object of the '
-        "fitted numbers"
+        f"tensorwire: error: cluster: {tmp_path / 'cluster.json'}: cluster.calibration: must be an object of the "
+        "fitted numbers, not [0.9]"
     ), err
 
 
@@ -500,7 +595,9 @@ def test_a_cluster_file_s_transport_is_its_topology_s(tmp_path: Path, capsys: py
     for topology, transport in ((rail, "tcp"), (rail + ",transport=tcp", "rdma")):
         path = _file(tmp_path, topology=topology, transport=transport, bandwidth_bytes_per_s=None, gpus_per_node=8)
         rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
-        assert rc == 2 and err.count("\n") == 1 and f'"transport" {transport} differs from the topology' in err, err
+        assert (
+            rc == 2 and err.count("\n") == 1 and f"cluster.transport: {transport} differs from the topology" in err
+        ), err
     path = _file(tmp_path, topology=rail + ",transport=tcp", transport="tcp", bandwidth_bytes_per_s=None)
     rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
     assert rc == 0, err
@@ -625,32 +722,67 @@ def _four_gpu_log(tmp_path: Path) -> Path:
     return path
 
 
+#: The arguments each fixture log is calibrated with (the format fixtures name no binary and
+#: their tables cannot tell all-gather from all-to-all, or sendrecv from all-reduce on 2 ranks).
+FIXTURE_ARGS: dict[str, tuple[str, ...]] = {
+    "v2.11-all_gather.log": ("--collective", "allgather"),
+    "v2.11-alltoall.log": ("--collective", "alltoall"),
+    "v2.13.0-all_gather.log": ("--collective", "allgather"),
+    "v2.13.4-sendrecv-2gpus.log": ("--collective", "allreduce"),
+}
+#: reduce_perf's table (a root), which calibration does not read: refused, nothing written.
+NOT_CALIBRATED = {"v2.13.4-reduce.log"}
+
+
+def _with_version(tmp_path: Path, log: str, version: str) -> str:
+    """The fixture ``log`` as NCCL_DEBUG=VERSION prints its NCCL's version into it."""
+    path = tmp_path / f"{version}-{log}"
+    path.write_text(f"NCCL version {version}+cuda12.2\n" + (FIXTURES / log).read_text())
+    return str(path)
+
+
 @pytest.mark.parametrize(
     "logs, extra",
     [
+        *[
+            ([p.name], FIXTURE_ARGS.get(p.name, ()))
+            for p in sorted(FIXTURES.glob("*.log"))
+            if p.name not in NOT_CALIBRATED
+        ],
         (["azure-nd-h100-v5-allreduce.log", "gcp-a3-mega-2x8-allreduce.log"], ()),
         (
             ["coreweave-h100-12x8-sharp-allreduce.log"],
             ("--topology", "rail:node=dgx-h100,sharp=true", "--algo", "COLLNETCHAIN"),
         ),
         (["gcp-a3-mega-2x8-allreduce.log"], ("--topology", "rail:node=a3-mega", "--transport", "tcp", "-b", "200Gbps")),
+        (["nvidia-llmb-dgx-h100-allreduce-8B-16G.log"], ("--algo", "Ring,Tree", "--proto", "Simple")),
         (["4-of-8"], ()),  # one node, 4 of its 8 GPUs: gpus_per_node 4
+        (["2.18.5:azure-nd-h100-v5-allreduce.log"], ()),  # nccl_version_measured "2.18.5"
+        (["2.18.5:azure-nd-h100-v5-allreduce.log", "2.21.5:gcp-a3-mega-2x8-allreduce.log"], ()),  # two versions
     ],
 )
 def test_every_cluster_file_calibrate_writes_reads_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], logs: list[str], extra: tuple[str, ...]
 ) -> None:
-    """``read`` refuses keys the format does not have, keys twice and more GPUs per node than
-    the node's: what ``write`` writes must still pass, every key it writes is one the format
+    """``read`` refuses a missing key, a key the format does not have, a key twice, a value of
+    another type or range, and keys that contradict each other: what ``write`` writes must
+    still pass (for every fixture log calibrate reads), every key it writes is one the format
     has, and the file reads back as written."""
     from tensorwire.calibrate import cluster_file
 
-    paths = [str(_four_gpu_log(tmp_path) if log == "4-of-8" else FIXTURES / log) for log in logs]
+    paths = [
+        str(_four_gpu_log(tmp_path))
+        if log == "4-of-8"
+        else _with_version(tmp_path, *reversed(log.split(":")))
+        if ":" in log
+        else str(FIXTURES / log)
+        for log in logs
+    ]
     out = tmp_path / "c.json"
     rc, _, err = _run(capsys, "calibrate", "nccl-tests", *paths, *extra, "--out", str(out))
     assert rc == 0, err
     data = json.loads(out.read_text())
-    assert set(data) == set(cluster_file.OPTION_KEYS + cluster_file.RECORD_KEYS)
+    assert list(data) == list(cluster_file.OPTION_KEYS + cluster_file.RECORD_KEYS)
     c = cluster_file.read(str(out))
     assert (c.topology, c.bandwidth, c.latency, c.transport, c.gpus_per_node) == (
         data["topology"], data["bandwidth_bytes_per_s"], data["latency_s"], data["transport"], data["gpus_per_node"],
@@ -658,3 +790,111 @@ def test_every_cluster_file_calibrate_writes_reads_back(
     assert c.to_json() == out.read_text()
     if logs == ["4-of-8"]:
         assert data["gpus_per_node"] == 4 and data["topology"].startswith("rail:node=dgx-a100,")
+    versions = [log.split(":")[0] for log in logs if ":" in log]
+    assert data["nccl_version_measured"] == (versions[0] if len(versions) == 1 else versions or None)
+    rc, _, err = _run(capsys, *SIM, "--cluster", str(out))
+    assert rc == 0, err
+
+
+def test_a_log_calibrate_does_not_read_writes_no_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "c.json"
+    for log in sorted(NOT_CALIBRATED):
+        rc, _, err = _run(capsys, "calibrate", "nccl-tests", str(FIXTURES / log), "--out", str(out))
+        assert rc == 2 and not out.exists() and err.startswith("tensorwire: error: log: "), err
+
+
+# --- a file calibrate wrote, edited ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def azure_file(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The cluster file calibrate writes for the Azure H100 log (NVLS's own pair fitted)."""
+    from tensorwire.cli import main
+
+    out = tmp_path_factory.mktemp("azure") / "az.json"
+    assert main(["calibrate", "nccl-tests", str(AZURE), "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["calibration"]["nvls_efficiency"] != 1 and "nvls_efficiency=" in data["topology"]
+    return data
+
+
+def _edited(data: dict[str, Any], edit: str) -> dict[str, Any]:
+    data = json.loads(json.dumps(data))
+    if edit == "a100-node":
+        data["topology"] = data["topology"].replace("node=dgx-h100", "node=dgx-a100")
+    elif edit == "a100-node-and-gpu":
+        data["topology"] = data["topology"].replace("node=dgx-h100", "node=dgx-a100")
+        data["sources"][0]["gpu"] = "NVIDIA A100-SXM4-80GB"
+    elif edit == "nvls-off":
+        data["topology"] += ",nvls=false"
+    elif edit == "measured-without-nvls":
+        data["measured_with"] = {"algo": "ring+tree", "proto": None, "strategy": "nccl:algo=ring+tree"}
+    elif edit == "multi-node-only":
+        data["sources"][0]["nodes"] = 2
+    elif edit == "gpus-4":
+        data["gpus_per_node"] = 4
+    elif edit == "another-gpu":
+        data["sources"].append({**data["sources"][0], "path": "b.log", "gpu": "NVIDIA H200"})
+    return data
+
+
+@pytest.mark.parametrize(
+    "edit, what",
+    [
+        # The node switched under the fitted numbers: an A100 node for H100 logs, as calibrate
+        # refuses it (--topology); and the logs' GPU switched with it, where NVLS's pair (fitted
+        # on NVLS rows) is left on a node without NVLink SHARP.
+        (
+            "a100-node",
+            "cluster.topology: 'rail:node=dgx-a100,intra_efficiency=1,inter_efficiency=1,...' has A100 nodes "
+            "(dgx-a100), but its logs ran on 'NVIDIA H100 80GB HBM3' (H100; sources.0.gpu), and calibrate fits only "
+            "a node of the logs' GPU (rail:node=dgx-h100 or rail:node=a3-mega)",
+        ),
+        (
+            "a100-node-and-gpu",
+            "cluster.calibration.nvls_efficiency: 1.0441, but NCCL's model runs no NVLS on "
+            "'rail:node=dgx-a100,intra_efficiency=1,inter_efficiency=1,...' for the file's single-node logs: "
+            "calibrate fits nvls_efficiency and nvls_fill only on rows that ran NVLS",
+        ),
+        ("nvls-off", "cluster.calibration.nvls_efficiency: 1.0441, but NCCL's model runs no NVLS on"),
+        ("measured-without-nvls", "for the file's single-node logs within nccl:algo=ring+tree: calibrate fits"),
+        ("multi-node-only", "(the file has no single-node log): calibrate fits nvls_efficiency and nvls_fill"),
+        # The field applies to no run; it records the logs' GPUs per node, which say 8.
+        ("gpus-4", "cluster.gpus_per_node: 4 is not the GPUs per node of its sources, 8"),
+        ("another-gpu", "cluster.sources.1.gpu: 'NVIDIA H200' differs from sources.0.gpu 'NVIDIA H100 80GB HBM3'"),
+    ],
+)
+def test_a_file_edited_against_itself_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], azure_file: dict[str, Any], edit: str, what: str
+) -> None:
+    """Keys of a file calibrate wrote that contradict each other (each value of its type and
+    range) were read without a word: refused in one line naming the key, and nothing is run
+    or written."""
+    path, out = tmp_path / "edited.json", tmp_path / "s.json"
+    path.write_text(json.dumps(_edited(azure_file, edit)))
+    args = ("sweep", "-m", "resnet50", "-n", "8", "-s", "nccl", "--iterations", "2", "-j", "1", "--out", str(out))
+    rc, text, err = _run(capsys, *args, "--cluster", str(path))
+    assert rc == 2 and text == "" and not out.exists(), err
+    assert err.count("\n") == 1 and err.startswith(f"tensorwire: error: cluster: {path}: cluster.") and what in err, err
+    rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
+    assert rc == 2 and what in err, err
+    path.write_text(json.dumps(azure_file))
+    rc, _, err = _run(capsys, *SIM, "--cluster", str(path))
+    assert rc == 0, err
+
+
+def test_the_largest_rate_a_file_gives_is_the_command_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file's bandwidth is bounded as ``--bandwidth`` is (in bits/s a finite number): 1e300
+    bytes/s is ``-b 8e300bps``, which the command line takes too, and the two run alike; the
+    warning that the NIC runs behind its PCIe path names the rate in units (it printed 300
+    digits of Gbps)."""
+    sim = ("simulate", "--collective", "allreduce:8MiB", "-n", "8", "-s", "nccl", "--json")
+    path = _file(tmp_path, topology="rail:node=dgx-h100", bandwidth_bytes_per_s=1e300)
+    rc, by_file, err = _run(capsys, *sim, "--cluster", str(path))
+    assert rc == 0 and "--bandwidth 8e+288 Tbps: under NCCL's model" in err and len(err) < 400, err
+    rc, by_hand, err2 = _run(capsys, *sim, "--topology", "rail:node=dgx-h100", "-b", "8e300bps")
+    assert rc == 0 and json.loads(by_hand) == json.loads(by_file) and err2 == err, err2
+    rc, _, err = _run(capsys, *SIM, "--cluster", str(_file(tmp_path, bandwidth_bytes_per_s=sys.float_info.max / 4)))
+    assert rc == 2 and "at most 2.2e307" in err, err
+    rc, _, err = _run(capsys, *sim, "--topology", "rail:node=dgx-h100", "-b", "1e300Gbps")
+    assert rc == 2 and "past the largest rate a number holds" in err, err

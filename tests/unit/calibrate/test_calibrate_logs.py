@@ -133,6 +133,14 @@ MALFORMED = {
         "before the column header",
     ),
     "not-nccl-tests": (b"hello world\n", "no '# nThread"),
+    "size-not-count": (
+        GOOD.replace("     1048576        262144 ", "     1048577        262144 ").encode(),
+        "size and count disagree: size 1048577 is not count 262144 x 4 bytes (float) = 1048576",
+    ),
+    "every-size-twice": (
+        GOOD.replace("# Avg", "\n".join(t for t in GOOD.splitlines() if t.strip()[:1].isdigit()) + "\n# Avg").encode(),
+        "size 1048576 (float, sum) again, as on line",
+    ),
 }
 
 
@@ -451,7 +459,10 @@ def test_columns_printed_from_a_time_and_size_agree(
 
 @settings(max_examples=40, deadline=None)
 @given(
-    rows=st.lists(st.tuples(st.floats(1.0, 1e7), st.integers(0, 1 << 36)), min_size=1, max_size=8),
+    # Each size once (a run prints each size once; a size printed twice is refused).
+    rows=st.lists(
+        st.tuples(st.floats(1.0, 1e7), st.integers(0, 1 << 36)), min_size=1, max_size=8, unique_by=lambda r: r[1] // 4
+    ),
     ranks=st.sampled_from([2, 8, 16]),
 )
 def test_a_log_printed_from_times_and_sizes_reads(rows: list[tuple[float, int]], ranks: int) -> None:
@@ -500,6 +511,84 @@ def _with_fields(text: str, size: int, changes: dict[int, str]) -> tuple[str, in
         fields[column] = value
     lines[i] = "  ".join(fields)
     return "\n".join(lines) + "\n", i + 1
+
+
+def _twice(text: str) -> tuple[str, int, int]:
+    """``text`` with its table printed twice, every size again (as a table pasted in after
+    itself), and the lines of its first row and of that row again."""
+    lines = text.splitlines()
+    rows = [i for i, t in enumerate(lines) if t.strip()[:1].isdigit()]
+    again = lines[: rows[-1] + 1] + [lines[i] for i in rows] + lines[rows[-1] + 1 :]
+    return "\n".join(again) + "\n", rows[0] + 1, rows[-1] + 2
+
+
+#: Tables that contradict themselves (and the arguments they are read with), by the change,
+#: the line the refusal names and what it says. Each row's columns agree (algbw = size / time
+#: to the digits printed), so only the contradiction refuses them: they were fitted.
+_ALL_GATHER = _table(redop="none", count_div=32)
+_FIRST = _with_fields(GOOD, 1 << 20, {})[1]
+CONTRADICTIONS = {
+    # A size that is not count x the type's element size (float: 4 bytes), as all-reduce prints it.
+    "size-not-count": (
+        _with_fields(GOOD, 1 << 20, {0: "1048577"})[0],
+        (),
+        _FIRST,
+        "size and count disagree: size 1048577 is not count 262144 x 4 bytes (float) = 1048576, as allreduce "
+        "prints them; an edited row",
+    ),
+    # All-gather's count is per rank: size = count x ranks x element size.
+    "count-per-rank": (
+        _with_fields(_ALL_GATHER, 1 << 20, {1: "32769"})[0],
+        ("--collective", "allgather"),
+        _FIRST,
+        "size and count disagree: size 1048576 is not count 32769 x 8 ranks x 4 bytes (float) = 1048608, as "
+        "allgather prints them (the count per rank)",
+    ),
+    # Every size twice: each row would count twice, as a log given twice (which is refused).
+    "every-size-twice": (
+        _twice(GOOD)[0],
+        (),
+        _twice(GOOD)[2],
+        f"size 1048576 (float, sum) again, as on line {_twice(GOOD)[1]}: a run prints each size once a type and "
+        "reduction, so its rows would count twice in the fit; give each row once",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTRADICTIONS))
+def test_a_table_that_contradicts_itself_is_refused_naming_the_line(tmp_path: Path, name: str) -> None:
+    """A row whose size is not its count x the element size, and a table that prints its sizes
+    twice, were fitted without a word (the second with every row counted twice). Each is
+    refused in one line naming the log, the line and what is wrong; no cluster file is written."""
+    text, extra, line, what = CONTRADICTIONS[name]
+    path, out = tmp_path / f"{name}.log", tmp_path / "c.json"
+    path.write_text(text)
+    p = _cli(path, "--topology", "rail:node=dgx-a100", *extra, "--out", str(out))
+    assert p.returncode == 2 and p.stdout == "" and not out.exists(), p
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.startswith(f"tensorwire: error: log: {path}:{line}: {what}"), p.stderr
+
+
+def test_a_size_once_a_type_and_the_per_rank_counts_read(tmp_path: Path) -> None:
+    """What nccl-tests does print reads: a size again in another type (``-d all`` prints a table
+    a type), and the per-rank counts of all-gather and reduce-scatter."""
+    lines = GOOD.splitlines()
+    rows = [t for t in lines if t.strip()[:1].isdigit()]
+    halves = [
+        t.replace(" float ", " half ").replace(f"  {int(t.split()[1])}  ", f"  {2 * int(t.split()[1])}  ", 1)
+        for t in rows
+    ]
+    path = tmp_path / "types.log"
+    path.write_text("\n".join(lines + halves) + "\n")
+    run = parse_log(str(path))
+    assert [(r.size, r.dtype) for r in run.rows] == [
+        (1 << 20, "float"),
+        (1 << 21, "float"),
+        (1 << 20, "half"),
+        (1 << 21, "half"),
+    ]
+    assert _collective(_ALL_GATHER, "allgather") == "allgather"
+    assert _collective(_table(count_div=32)) == "reducescatter"
 
 
 @pytest.mark.parametrize("name", sorted(WRONG))
@@ -617,16 +706,16 @@ def test_a_size_in_other_digits_is_refused_not_skipped(tmp_path: Path, size: str
 
 def test_leading_zeros_are_the_number_they_pad(tmp_path: Path) -> None:
     """A size of 5,000 zeros then 1048576 raised ValueError (int() of 5,007 digits: the guard
-    counted the digits without the zeros); it is 1048576, and 5,000 zeros then 1 is size 1."""
+    counted the digits without the zeros); it is 1048576, and 5,000 zeros then 4 is size 4."""
     path = tmp_path / "zeros.log"
     text, _ = _with_fields(GOOD, 1 << 20, {0: "0" * 5000 + "1048576", 1: "0" * 5000 + "262144"})
     path.write_text(text)
     assert [(r.size, r.count) for r in parse_log(str(path)).rows] == [(1 << 20, 1 << 18), (1 << 21, 1 << 19)]
-    text, line = _with_fields(GOOD, 1 << 20, {0: "0" * 5000 + "1"})
+    text, line = _with_fields(GOOD, 1 << 20, {0: "0" * 5000 + "4", 1: "0" * 5000 + "1"})
     path.write_text(text)
     with pytest.raises(InputError) as e:
         parse_log(str(path))
-    assert e.value.args[1].startswith(f"{path}:{line}: columns disagree at size 1: ")
+    assert e.value.args[1].startswith(f"{path}:{line}: columns disagree at size 4: ")
 
 
 HUGE = "9" * 5000
@@ -706,11 +795,15 @@ def test_the_shortest_and_longest_times_the_engine_takes_are_fitted(tmp_path: Pa
 
 
 def _many_rows(n: int) -> str:
-    """:data:`GOOD` with its 1 MiB row ``n`` times (and no other)."""
-    lines = GOOD.splitlines()
-    row = next(t for t in lines if t.split()[:1] == [str(1 << 20)])
-    head = [t for t in lines if t.startswith("#") and "Avg" not in t]
-    return "\n".join(head + [row] * n) + "\n"
+    """:data:`GOOD`'s header and ``n`` rows of sizes from 1 MiB up by 4 bytes (each size once:
+    a size printed twice is refused), all at 100 us."""
+    head = [t for t in GOOD.splitlines() if t.startswith("#") and "Avg" not in t]
+    rows = []
+    for size in range(1 << 20, (1 << 20) + 4 * n, 4):
+        algbw = size / 1e5
+        cols = f"100.00  {algbw:.2f}  {algbw * 1.75:.2f}  0"
+        rows.append(f"{size:12d}  {size // 4:12d}  float  sum  -1  {cols}  {cols}")
+    return "\n".join(head + rows) + "\n"
 
 
 def test_a_log_may_hold_max_rows_rows(tmp_path: Path) -> None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.calibrate import cluster_file
+from tensorwire.calibrate.fit import Calibration
 from tensorwire.calibrate.predict import calibration_supported
 from tensorwire.cli import main
 
@@ -78,14 +81,42 @@ def test_multi_node_runs_of_four_gpus_per_node_are_refused_as_unsupported(
 
 def test_a_cluster_file_the_cluster_option_refuses_is_not_written(tmp_path: Path) -> None:
     """``write`` checks what it writes as ``--cluster`` reads it: more GPUs per node than the
-    node has is refused, and nothing is written."""
+    node has, or a key the format does not have, is refused, and nothing is written."""
     path = tmp_path / "c.json"
-    bad = cluster_file.ClusterFile("rail:node=dgx-h100", None, 5e-6, "rdma", 16, {})
+
+    def keys(gpus: int, **over: Any) -> dict[str, Any]:
+        source = {"path": "a.log", "sha256": "0" * 64, "collective": "allreduce", "nodes": 1}
+        return {
+            "tensorwire_cluster": cluster_file.FORMAT,
+            "topology": "rail:node=dgx-h100",
+            "bandwidth_bytes_per_s": None,
+            "latency_s": 5e-6,
+            "transport": "rdma",
+            "gpus_per_node": gpus,
+            "calibration": Calibration().as_dict(),
+            "nccl_version_modelled": _core.NCCL_VERSION,
+            "nccl_version_measured": None,
+            "sources": [{**source, "gpus_per_node": gpus, "gpu": "NVIDIA H100 80GB HBM3", "rows": 3}],
+            "max_abs_error": 0.0,
+            "measured_with": {"algo": None, "proto": None, "strategy": "nccl"},
+            "created": "2026-01-01T00:00:00Z",
+            **over,
+        }
+
     with pytest.raises(InputError) as e:
-        cluster_file.write(str(path), bad)
+        cluster_file.write(str(path), keys(16))
     assert e.value.args[0] == "out" and not path.exists()
-    assert e.value.args[1].startswith(f'{path} not written: --cluster would refuse it ("gpus_per_node" 16 is more')
-    cluster_file.write(str(path), cluster_file.ClusterFile("rail:node=dgx-h100", None, 5e-6, "rdma", 8, {}))
+    assert e.value.args[1].startswith(
+        f"{path} not written: --cluster would refuse it (cluster.gpus_per_node: 16 is more"
+    )
+    with pytest.raises(InputError) as e:
+        cluster_file.write(str(path), keys(8, latency=1e-6))
+    assert e.value.args[1] == (
+        f"{path} not written: --cluster would refuse it (cluster.latency: not a key of a cluster file; its keys are "
+        f"{', '.join(cluster_file.OPTION_KEYS + cluster_file.RECORD_KEYS)})"
+    )
+    assert not path.exists()
+    cluster_file.write(str(path), keys(8))
     assert cluster_file.read(str(path)).gpus_per_node == 8
 
 

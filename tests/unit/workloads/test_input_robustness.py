@@ -321,6 +321,29 @@ def test_with_owners_matches_the_quadratic_rule(seed: int) -> None:
     assert [c.layer for c in with_owners(layers, colls)] == _reference(layers, colls)
 
 
+def _cluster_file() -> dict[str, Any]:
+    """A complete cluster file (every key ``--cluster`` requires) for a ``star`` of 1 Gbit/s."""
+    from tensorwire import _core
+    from tensorwire.calibrate.fit import Calibration
+
+    source = {"path": "a.log", "sha256": "0" * 64, "collective": "allreduce", "nodes": 4, "gpus_per_node": 1}
+    return {
+        "tensorwire_cluster": 1,
+        "topology": "star",
+        "bandwidth_bytes_per_s": 1e9,
+        "latency_s": 5e-6,
+        "transport": "rdma",
+        "gpus_per_node": 1,
+        "calibration": Calibration().as_dict(),
+        "nccl_version_modelled": _core.NCCL_VERSION,
+        "nccl_version_measured": None,
+        "sources": [{**source, "gpu": "NVIDIA H100 80GB HBM3", "rows": 3}],
+        "max_abs_error": 0.0,
+        "measured_with": {"algo": None, "proto": None, "strategy": "nccl"},
+        "created": "2026-01-01T00:00:00Z",
+    }
+
+
 def test_an_output_over_an_input_is_refused_before_anything_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -331,8 +354,7 @@ def test_an_output_over_an_input_is_refused_before_anything_is_written(
     workload = tmp_path / "w.json"
     workload.write_text(json.dumps(_workload()))
     cluster = tmp_path / "c.json"
-    cluster.write_text(json.dumps({"tensorwire_cluster": 1, "topology": "star", "bandwidth_bytes_per_s": 1e9,
-                                   "latency_s": 5e-6}))  # fmt: skip
+    cluster.write_text(json.dumps(_cluster_file()))
     before = {p: p.read_bytes() for p in (trace, workload, cluster)}
     for argv, what in (
         (["import-trace", str(trace), "--out", str(trace)], "out: {} is one of the traces"),

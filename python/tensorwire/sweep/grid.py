@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence, TypeVar, Union
 
@@ -20,6 +21,7 @@ from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.api import DEFAULT_MAX_FLOWS
 from tensorwire.cluster import per_hop
+from tensorwire.io import InputWarning
 from tensorwire.limits import U32_MAX, U64_MAX, check_int, check_real, is_int, is_real
 from tensorwire.strategy import Strategy, latency_seen, probe, runs_on, split_specs
 from tensorwire.strategy import strategies as builtin_strategies
@@ -260,8 +262,9 @@ def expand(
     """Validates every axis and returns the cross product, strategies varying fastest.
 
     An axis left out takes its :data:`DEFAULTS` value; ``strategies`` left out is every
-    built-in strategy that runs on all the grid's topologies and worker counts (an alias
-    once, under its target's name). ``workload_file`` (any format
+    built-in strategy (an alias once, under its target's name) at each topology and worker
+    count where it runs, with an :class:`~tensorwire.io.InputWarning` naming where it does
+    not. ``workload_file`` (any format
     :func:`tensorwire.workloads.formats.load_workload` reads) is simulated too, as a model named after
     the workload; with it, ``models`` left out means the file alone. ``max_flows`` is
     passed to every simulation: by default :data:`tensorwire.api.DEFAULT_MAX_FLOWS`, the
@@ -321,8 +324,19 @@ def expand(
     if own_rates is None:
         own_rates = bandwidths is None
     rates_of = {t: [_core.host_rate(t)] if own_rates and _own_rate(t) else rates for t in topos}
-    if strategies is None:  # every built-in strategy that runs on every topology and size of the grid
-        specs = [s.name for s in builtin_strategies() if s.alias_of is None and _runs(s.name, topos, ns)]
+    # Which (strategy, topology, workers) run: every given strategy everywhere (a point it
+    # cannot run is refused below), a built-in default where it runs (left out elsewhere,
+    # with a warning naming where: it was dropped from every point silently).
+    runs: Optional[dict[tuple[str, str, int], bool]] = None
+    if strategies is None:
+        runs = {
+            (s.name, t, n): runs_on(s.name, n, t)
+            for s in builtin_strategies()
+            if s.alias_of is None
+            for t, n in itertools.product(topos, ns)
+        }
+        specs = _unique(spec for (spec, _, _), ok in runs.items() if ok)
+        _warn_left_out(runs, specs)
     else:
         specs = _unique(Strategy(str(s)).spec for s in _items(strategies, "strategy", specs=True))
     seed_values = _unique(_int(s, "seed", 0) for s in _items(seeds, "seed"))
@@ -367,7 +381,8 @@ def expand(
             "axes (models, workers, bandwidths, strategies, topologies, latencies, seeds), or run it in parts",
         )
 
-    _probe(specs, topos, ns)
+    if runs is None:
+        _probe(specs, topos, ns)
 
     return [
         Config(
@@ -394,6 +409,7 @@ def expand(
             resolved + [(*f, topo) for topo in topos for f in files], speedups, nets, lats, ns
         )
         for rate, spec, seed in itertools.product(rates_of[topo], specs, seed_values)
+        if runs is None or runs[(spec, topo, n)]
     ]
 
 
@@ -406,11 +422,30 @@ def _own_rate(topology: str) -> bool:
     return True
 
 
-def _runs(spec: str, topologies: Sequence[str], workers: Sequence[int]) -> bool:
-    """Whether a built-in strategy runs on every topology and size of the grid. Network
-    models are not asked: a strategy NCCL's model times runs under the flow model, and its
-    points under ``analytical`` are left out one by one (:func:`tensorwire.sweep.run.check_configs`)."""
-    return all(runs_on(spec, n, topo) for topo, n in itertools.product(topologies, workers))
+def _warn_left_out(runs: dict[tuple[str, str, int], bool], specs: Sequence[str]) -> None:
+    """One warning per default strategy (``specs``: those that run somewhere) that does not
+    run at some (topology, workers) of the grid, naming up to three of them: ``hsdp`` on 8
+    and 12 workers ran at 8 and was missing from both, without a word. Network models are
+    not asked: a strategy NCCL's model times runs under the flow model, and its points
+    under ``analytical`` are left out one by one (:func:`tensorwire.sweep.run.check_configs`)."""
+    nowhere = _unique(s for (s, _, _) in runs if s not in specs)
+    if nowhere:
+        warnings.warn(
+            f"strategies: the built-in {', '.join(nowhere)} {'runs' if len(nowhere) == 1 else 'run'} at no point "
+            "of the grid; left out",
+            InputWarning,
+            stacklevel=3,
+        )
+    for spec in specs:
+        where = [f"{n} workers on {t}" for (s, t, n), ok in runs.items() if s == spec and not ok]
+        if where:
+            shown = "; ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+            warnings.warn(
+                f"strategies: the built-in {spec} does not run at {shown}; left out there "
+                f"(`tensorwire simulate -s {spec}` there says why)",
+                InputWarning,
+                stacklevel=3,
+            )
 
 
 def _probe(specs: Sequence[str], topologies: Sequence[str], workers: Sequence[int]) -> None:

@@ -132,6 +132,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(argv: Optional[Sequence[str]]) -> int:
     from tensorwire.api import UnseenOptionWarning
     from tensorwire.cli.app import cli
+    from tensorwire.cli.repeats import check_repeats
 
     # The commands refuse or note a --latency that NCCL's timing does not see themselves
     # (options.check_latency_seen); a --cluster file's latency is for flow-level strategies.
@@ -147,6 +148,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except ValueError:  # not the main thread: leave signals alone
         previous = None
     try:
+        check_repeats(cli, args)
         cli.main(args=args, prog_name="tensorwire", standalone_mode=False)
         sys.stdout.flush()  # what is still buffered fails here, not at exit
     except InputError as e:

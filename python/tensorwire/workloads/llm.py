@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from tensorwire._core import InputError
-from tensorwire.limits import check_real, is_int, require_real, wrong_type
+from tensorwire.limits import U32_MAX, check_int, check_real, is_int, require_real, wrong_type
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware
 
@@ -333,7 +333,7 @@ def block_activation_bytes(a: Architecture, seq_len: int, micro_batch: int = 1) 
 
     Left out (a few bytes per token or shared by every token): the norms' fp32 statistics,
     FlashAttention's RNG state, RoPE's tables, the router's top-k indices and weights."""
-    s, b = check_seq_len(a, seq_len), _int_at_least_1("micro_batch", micro_batch)
+    s, b = check_seq_len(a, seq_len), _micro_batch(micro_batch)
     d, q, kv, f, e = a.d_model, a.heads * a.head_dim, a.kv_heads * a.head_dim, a.ffn, ACTIVATION_ELEMENT_BYTES
     lse = FP32_BYTES * a.heads
     if a.style == "gpt":
@@ -358,7 +358,7 @@ def head_activation_bytes(a: Architecture, seq_len: int, micro_batch: int = 1) -
     the log-softmax cross-entropy saves: 8 bytes x ``vocab`` per token, both live when the
     loss is computed. GPT style adds the embedding's 1-byte dropout mask per element
     (Korthikanti et al.). Left out: the token ids and labels (8 bytes each per token)."""
-    s, b = check_seq_len(a, seq_len), _int_at_least_1("micro_batch", micro_batch)
+    s, b = check_seq_len(a, seq_len), _micro_batch(micro_batch)
     per_token = ACTIVATION_ELEMENT_BYTES * 2 * a.d_model + 2 * FP32_BYTES * a.vocab
     if a.style == "gpt":
         per_token += a.d_model
@@ -391,7 +391,7 @@ def activation_bytes(name: str, seq_len: Optional[int] = None, micro_batch: int 
     """
     a = architecture(name)
     s = a.context if seq_len is None else check_seq_len(a, seq_len)
-    b = _int_at_least_1("micro_batch", micro_batch)
+    b = _micro_batch(micro_batch)
     if not isinstance(recompute, bool):
         raise InputError("recompute", f"{recompute!r} must be true or false")
     block = block_activation_bytes(a, s, b)
@@ -412,6 +412,12 @@ def _int_at_least_1(field: str, value: Any) -> int:
     if not is_int(value) or value < 1:
         raise InputError(field, f"{value!r} must be an integer >= 1")
     return int(value)
+
+
+def _micro_batch(value: Any) -> int:
+    """``value`` as a micro-batch: an integer from 1 to the core's 32-bit batch size (2**40
+    was refused as ``workload.batch_size``, a field the caller never gave)."""
+    return check_int("micro_batch", value, 1, U32_MAX)
 
 
 def check_seq_len(a: Architecture, value: Any) -> int:
@@ -463,7 +469,7 @@ def workload(
     a = architecture(name)
     g = hardware.gpu(DEFAULT_GPU if gpu is None else gpu)
     s = a.context if seq_len is None else check_seq_len(a, seq_len)
-    b = _int_at_least_1("micro_batch", micro_batch)
+    b = _micro_batch(micro_batch)
     u = DEFAULT_MFU if mfu is None else check_mfu(mfu)
     if not isinstance(recompute, bool):
         raise wrong_type("recompute", "True or False", recompute)

@@ -969,23 +969,33 @@ pub(crate) fn shard_group(cfg: &ShardedConfig, topo: &Topology, n: usize) -> Res
                 check_group(g, n)?;
                 Ok(g)
             }
-            None => default_group(topo.gpus_per_node().unwrap_or(8), n),
+            None => match topo.gpus_per_node() {
+                Some(machine) => default_group(machine, n, true),
+                None => default_group(8, n, false),
+            },
         },
         _ => Ok(n),
     }
 }
 
-/// HSDP's default shard group for `n` workers on machines of `machine` GPUs: a machine,
-/// or all `n` where fewer; refused, naming the shard groups one could give, where a
-/// machine does not divide `n`.
-fn default_group(machine: usize, n: usize) -> Result<usize> {
+/// HSDP's default shard group for `n` workers on machines of `machine` GPUs (`machines`:
+/// the fabric has machines; else 8 ranks stand for one): a machine, or all `n` where
+/// fewer; refused, naming the shard groups one could give, where a machine does not divide
+/// `n`.
+fn default_group(machine: usize, n: usize, machines: bool) -> Result<usize> {
     let g = machine.min(n);
     if g == 0 || !n.is_multiple_of(g) {
+        // A star or leaf-spine has no machines: 8 ranks stand for one (HSDP's usual node).
+        let group = if machines {
+            format!("a machine's {g} GPUs")
+        } else {
+            format!("{g} ranks (a machine's GPUs, where a fabric without machines counts 8)")
+        };
         let shown = crate::spec::divisors_shown(n);
         return Err(Error::invalid(
             "strategy.shard_group",
             format!(
-                "hsdp shards within a machine by default, and a machine's {g} GPUs do not divide {n} workers; \
+                "hsdp shards within a machine by default, and {group} do not divide {n} workers; \
                  give a shard group that does, hsdp:shard_group=G with G one of {shown}"
             ),
         ));

@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 from tensorwire._core import InputError
 from tensorwire.io import InputWarning, clip
-from tensorwire.limits import is_int, require_real, wrong_type
+from tensorwire.limits import U32_MAX, check_int, is_int, require_real, wrong_type
 from tensorwire.workload import Layer, Tensor, Workload
 from tensorwire.workloads import hardware, llm
 
@@ -230,6 +230,8 @@ def load_model(
     if name in llm.names():
         if batch_size is not None and micro_batch is not None and batch_size != micro_batch:
             raise InputError("micro_batch", f"{micro_batch!r} differs from batch_size {batch_size!r}; give one of them")
+        if micro_batch is None and batch_size is not None:
+            check_int("batch_size", batch_size, 1, U32_MAX)  # named as given, not as micro_batch
         return llm.workload(
             name,
             gpu=gpu,

@@ -27,6 +27,7 @@ import pydantic
 
 from tensorwire import _core
 from tensorwire._core import InputError
+from tensorwire.io import clip
 from tensorwire.limits import (
     U32_MAX,
     U64_MAX,
@@ -155,6 +156,9 @@ class Workload:
         if not self.layers:
             raise InputError("workload.layers", "a workload needs at least one layer")
         check_text("workload.name", self.name, allow="")
+        if not self.name.strip():
+            # An empty name titled tables ": ring, 4 workers" and named sweep rows "".
+            raise InputError("workload.name", f"{self.name!r} is empty; give the workload a name")
         check_text("workload.description", self.description)
         # One text is not a list of them: "abc" became the sources 'a', 'b', 'c'.
         if isinstance(self.sources, (str, bytes)):
@@ -310,6 +314,11 @@ class Workload:
             message = err["msg"]
             if err["type"] == "extra_forbidden":
                 message = _not_a_field(file_model, err["loc"])
+            elif err["type"] in ("less_than_equal", "greater_than_equal") and err.get("ctx"):
+                # pydantic prints its bound as a float (U64_MAX read 18446744073709552000).
+                bound = next(iter(err["ctx"].values()))
+                side = "at most" if err["type"] == "less_than_equal" else "at least"
+                message = f"{clip(str(err['input']), 40)} is not allowed; need {side} {bound}"
             elif where == "format" and err["type"] == "missing":
                 # No "format" at all: likely not a workload file; say what the readers expect.
                 message = (

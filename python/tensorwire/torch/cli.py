@@ -15,7 +15,7 @@ from tensorwire._core import InputError
 from tensorwire.cli import options
 from tensorwire.io import check_workload_output
 from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
-from tensorwire.torch.measuring import MAX_ZOO_SCALE
+from tensorwire.torch.measuring import MAX_ZOO_SCALE, check_input_shape
 from tensorwire.units import format_bytes, format_rate, format_seconds
 
 
@@ -30,9 +30,6 @@ def _threads(ctx: click.Context, param: click.Parameter, value: Optional[int]) -
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Most elements of one sample (``--input-shape``): 2^28, 1 GiB of float32.
-MAX_SAMPLE_ELEMENTS = 1 << 28
-
 
 def _shape(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[tuple[int, ...]]:
     if value is None:
@@ -41,16 +38,7 @@ def _shape(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> 
         dims = tuple(int(x) for x in value.lower().split("x"))
     except ValueError:
         raise InputError("input_shape", f"{value!r} must look like 3x224x224") from None
-    if not dims or any(d < 1 for d in dims):
-        raise InputError("input_shape", f"{value!r} must be positive sizes such as 3x224x224")
-    elements = 1
-    for d in dims:
-        elements *= d
-    if elements > MAX_SAMPLE_ELEMENTS:
-        raise InputError(
-            "input_shape", f"{value!r} is {elements:.3g} elements a sample; at most {MAX_SAMPLE_ELEMENTS:,} (2^28)"
-        )
-    return dims
+    return check_input_shape(dims, repr(value))
 
 
 def _zoo_scale(flag: str, what: str) -> Callable[[F], F]:

@@ -43,6 +43,34 @@ JOB_MODES = (*MODES, "ddp")
 MAX_ZOO_SCALE = 1e3
 #: Largest DDP bucket, MB: torch takes any, but one above the largest model here is one bucket.
 MAX_BUCKET_CAP_MB = 1e6
+#: Most elements one sample may have (2^28, 1 GiB of fp32): refused before a tensor is made.
+MAX_SAMPLE_ELEMENTS = 1 << 28
+
+
+def check_input_shape(dims: Any, shown: Optional[str] = None) -> tuple[int, ...]:
+    """One sample's shape, as ``measure``, ``profile`` and a :class:`Job` take it: a non-empty
+    sequence of integers >= 1 of at most :data:`MAX_SAMPLE_ELEMENTS` elements, as a tuple of
+    plain ints; else :class:`InputError` naming ``input_shape`` (``shown``: how the user
+    wrote it, e.g. ``'3x0'``).
+
+    >>> check_input_shape([3, 224, 224])
+    (3, 224, 224)
+    """
+    said = shown if shown is not None else f"{dims!r:.80}"
+    if (
+        not isinstance(dims, (tuple, list))
+        or not dims
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)
+    ):
+        raise InputError(
+            "input_shape", f"{said} must be a non-empty list of integers >= 1 (one sample's shape, e.g. 3x224x224)"
+        )
+    elements = math.prod(dims)
+    if elements > MAX_SAMPLE_ELEMENTS:
+        raise InputError(
+            "input_shape", f"{said} is {elements:.3g} elements a sample; at most {MAX_SAMPLE_ELEMENTS:,} (2^28)"
+        )
+    return tuple(int(d) for d in dims)
 
 
 @dataclass(frozen=True)
@@ -139,15 +167,8 @@ class Job:
             check_timeout(self.timeout_s)
         for field in ("size_scale", "time_scale"):
             check_positive(field, getattr(self, field), "a factor", MAX_ZOO_SCALE)
-        if self.input_shape is not None and (
-            not isinstance(self.input_shape, tuple)
-            or not self.input_shape
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in self.input_shape)
-        ):
-            raise InputError(
-                "input_shape",
-                f"{self.input_shape!r:.80} must be a non-empty list of integers >= 1 (one sample's shape)",
-            )
+        if self.input_shape is not None:
+            object.__setattr__(self, "input_shape", check_input_shape(self.input_shape))
         if self.interface is not None and not Path(f"/sys/class/net/{self.interface}").exists():
             raise InputError("interface", f"{self.interface!r} is not a network interface here")
 

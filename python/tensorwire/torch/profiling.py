@@ -34,6 +34,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import torch
 
 from tensorwire._core import InputError
+from tensorwire.torch.measuring import check_input_shape
 from tensorwire.workload import Layer, Tensor, Workload
 
 #: Input (channels, height, width) of torchvision models that need another than 3x224x224.
@@ -234,9 +235,7 @@ def profile(
         raise InputError("device", f"{device!r} cannot be used here: {str(e).splitlines()[0]}") from None
     if input_shape is None:
         input_shape = INPUT_SHAPES.get(default_name, (3, 224, 224))
-    shape = tuple(int(s) for s in input_shape)
-    if not shape or any(s < 1 for s in shape):
-        raise InputError("input_shape", f"{tuple(input_shape)!r} must be positive sizes")
+    shape = check_input_shape(tuple(int(s) for s in input_shape), repr(tuple(input_shape)))
     module = module.to(dev).train()
     make_inputs = inputs or (lambda b: torch.randn((b, *shape), device=dev))
     if has_lazy_parameters(module):  # shaped by a first forward pass, before the hooks below

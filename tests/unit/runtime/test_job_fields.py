@@ -60,3 +60,12 @@ def test_a_timeout_is_taken_exactly_when_it_is_a_finite_number_of_seconds_in_ran
     else:
         with pytest.raises(InputError, match="timeout_s"):
             check_timeout(value)
+
+
+def test_a_jobs_sample_shape_is_bounded_as_measures_is() -> None:
+    # One rule (check_input_shape) for --input-shape, profile() and a Job from JSON: a Job of
+    # 3e10 elements a sample was taken and tried to allocate it in every worker.
+    with pytest.raises(InputError) as e:
+        Job(input_shape=(3, 100_000, 100_000))
+    assert e.value.args[0] == "input_shape" and "elements a sample; at most 268,435,456" in e.value.args[1]
+    assert Job(input_shape=(3, 8, 8)).input_shape == (3, 8, 8)

@@ -232,6 +232,8 @@ class ScheduledDataParallel(torch.nn.Module):
         #: Per iteration in flight: parameters not updated yet (only with on_synchronized).
         self._left: dict[int, int] = {}
         self._max_grad_norm = max_grad_norm
+        #: Every parameter's index: what a forward pass waits for where clipping steps them together.
+        self._every_param = list(range(len(self._params)))
         #: With max_grad_norm: per iteration, the averaged gradients held until the last.
         self._held: dict[int, dict[int, torch.Tensor]] = {}
         #: The global 2-norm of the averaged gradients of the last iteration stepped, before
@@ -477,13 +479,9 @@ class ScheduledDataParallel(torch.nn.Module):
             if self._iteration == 0:
                 return
         # Clipped steps happen together, after the last gradient: wait for all of them.
-        wait = self._everything if self._max_grad_norm is not None else self._assign().get(module)
+        wait = self._every_param if self._max_grad_norm is not None else self._assign().get(module)
         if wait and self._iteration > 0:
             self._engine.wait_for(wait, self._iteration - 1, f"the forward pass of {type(module).__name__}")
-
-    @property
-    def _everything(self) -> list[int]:
-        return list(range(len(self._params)))
 
     def _apply_update(self, it: int, i: int, grad: torch.Tensor) -> None:
         """Steps parameter ``i`` with its averaged gradient of iteration ``it`` (on the
@@ -491,22 +489,28 @@ class ScheduledDataParallel(torch.nn.Module):
         and steps them all, clipped. The engine marks ``i`` updated when this returns."""
         if self._max_grad_norm is None:
             self._step(it, i, grad)
-            left = self._left.get(it, len(self._params)) - 1
-            if left:
-                self._left[it] = left
-                return
-            self._left.pop(it, None)
-        else:
-            held = self._held.setdefault(it, {})
-            held[i] = grad
-            if len(held) < len(self._params):
-                return
-            del self._held[it]
-            self.last_grad_norm = clip_by_global_norm(list(held.values()), self._max_grad_norm)
-            for j, g in held.items():
-                self._step(it, j, g)
+            if self._on_synchronized is not None and self._was_last(it):
+                self._on_synchronized(it)
+            return
+        held = self._held.setdefault(it, {})
+        held[i] = grad
+        if len(held) < len(self._params):
+            return
+        del self._held[it]
+        self.last_grad_norm = clip_by_global_norm(list(held.values()), self._max_grad_norm)
+        for j, g in held.items():
+            self._step(it, j, g)
         if self._on_synchronized is not None:
             self._on_synchronized(it)
+
+    def _was_last(self, it: int) -> bool:
+        """Counts one more parameter of iteration ``it`` updated; whether it was the last."""
+        left = self._left.get(it, len(self._params)) - 1
+        if left:
+            self._left[it] = left
+            return False
+        self._left.pop(it, None)
+        return True
 
     def _step(self, it: int, i: int, grad: torch.Tensor) -> None:
         s = self._steps[i]

@@ -345,7 +345,7 @@ impl Strategy {
         let given =
             spec::parse_options("strategy", &name, &pairs, &[info.options, HOST_OPTIONS], &|o| applies(&name, o))?;
         let spec = Spec { name, given };
-        check_options(&spec)?;
+        check_options(&spec, &[info.options, HOST_OPTIONS])?;
         let family = match (info.kind, raw) {
             (Kind::Nccl { ddp }, Some(options)) => {
                 refuse_for_nccl(&spec, ddp)?;
@@ -493,7 +493,7 @@ impl Strategy {
 /// Refuses counts past the memory limits (`limits.rs`) and sizes below one byte: a size
 /// of 0 would mean no credit, no fusion, one-byte chunks or units of one layer, silently;
 /// leaving the option out says that.
-fn check_options(spec: &Spec) -> Result<()> {
+fn check_options(spec: &Spec, tables: &[&[OptionInfo]]) -> Result<()> {
     use crate::limits::{at_most, MAX_SERVERS, MAX_TREES, MAX_WORKERS};
     for (name, max, what) in [
         ("num_ps", MAX_SERVERS, "parameter servers"),
@@ -507,12 +507,13 @@ fn check_options(spec: &Spec) -> Result<()> {
     for name in ["partition", "pipeline", "credit", "fusion", "chunk", "min_unit", "bucket", "first_bucket"] {
         if let Some(b) = spec.bytes(name) {
             if b < 1.0 {
-                // What leaving it out gives (`ddp:bucket=0B` said "none", where DDP's 25 MiB
-                // buckets run).
-                let default = match name {
-                    "first_bucket" => "DDP's 1 MiB",
-                    "bucket" => "DDP's 25 MiB",
-                    "chunk" => "1 MiB",
+                // What leaving it out gives, from the strategy's own option table
+                // (`ddp:bucket=0B` said "none", where DDP's 25 MiB buckets run); ZeRO's
+                // `bucket` overrides its element counts.
+                let listed = tables.iter().flat_map(|t| t.iter()).find(|o| o.name == name).map(|o| o.default);
+                let default = match listed {
+                    Some(d) if !d.is_empty() => d,
+                    _ if name == "bucket" => "reduce_bucket's and allgather_bucket's element counts",
                     _ => "none",
                 };
                 return Err(Error::invalid(
@@ -628,9 +629,13 @@ mod tests {
 
     #[test]
     fn a_size_below_one_byte_says_what_leaving_it_out_gives() {
-        for (spec, gives) in
-            [("ddp:bucket=0B", "DDP's 25 MiB"), ("ddp:first_bucket=0B", "DDP's 1 MiB"), ("ring:partition=0B", "none")]
-        {
+        for (spec, gives) in [
+            ("ddp:bucket=0B", "25MiB"),
+            ("ddp:first_bucket=0B", "1MiB"),
+            ("double-tree:chunk=0B", "1MiB"),
+            ("zero2:bucket=0B", "reduce_bucket's and allgather_bucket's element counts"),
+            ("ring:partition=0B", "none"),
+        ] {
             let e = Strategy::parse(spec).unwrap_err();
             assert!(e.to_string().ends_with(&format!("out for {gives})")), "{spec}: {e}");
         }

@@ -15,7 +15,8 @@ from tensorwire._core import InputError
 from tensorwire.cli import options
 from tensorwire.io import check_workload_output
 from tensorwire.torch.launch import MAX_LOCAL_PROCESSES
-from tensorwire.torch.measuring import MAX_ZOO_SCALE, check_input_shape
+from tensorwire.torch.measuring import MAX_ZOO_SCALE
+from tensorwire.torch.shapes import check_input_shape
 from tensorwire.units import format_bytes, format_rate, format_seconds
 
 

@@ -35,6 +35,7 @@ from typing import Any, Optional, Sequence, Union
 
 from tensorwire._core import InputError
 from tensorwire.limits import check_positive, check_timeout
+from tensorwire.torch.shapes import check_input_shape
 from tensorwire.torch.tasks import MODES, SchedulerConfig, Size
 from tensorwire.units import format_bytes, to_rate
 
@@ -43,34 +44,6 @@ JOB_MODES = (*MODES, "ddp")
 MAX_ZOO_SCALE = 1e3
 #: Largest DDP bucket, MB: torch takes any, but one above the largest model here is one bucket.
 MAX_BUCKET_CAP_MB = 1e6
-#: Most elements one sample may have (2^28, 1 GiB of fp32): refused before a tensor is made.
-MAX_SAMPLE_ELEMENTS = 1 << 28
-
-
-def check_input_shape(dims: Any, shown: Optional[str] = None) -> tuple[int, ...]:
-    """One sample's shape, as ``measure``, ``profile`` and a :class:`Job` take it: a non-empty
-    sequence of integers >= 1 of at most :data:`MAX_SAMPLE_ELEMENTS` elements, as a tuple of
-    plain ints; else :class:`InputError` naming ``input_shape`` (``shown``: how the user
-    wrote it, e.g. ``'3x0'``).
-
-    >>> check_input_shape([3, 224, 224])
-    (3, 224, 224)
-    """
-    said = shown if shown is not None else f"{dims!r:.80}"
-    if (
-        not isinstance(dims, (tuple, list))
-        or not dims
-        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)
-    ):
-        raise InputError(
-            "input_shape", f"{said} must be a non-empty list of integers >= 1 (one sample's shape, e.g. 3x224x224)"
-        )
-    elements = math.prod(dims)
-    if elements > MAX_SAMPLE_ELEMENTS:
-        raise InputError(
-            "input_shape", f"{said} is {elements:.3g} elements a sample; at most {MAX_SAMPLE_ELEMENTS:,} (2^28)"
-        )
-    return tuple(int(d) for d in dims)
 
 
 @dataclass(frozen=True)

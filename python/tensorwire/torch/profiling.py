@@ -34,7 +34,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import torch
 
 from tensorwire._core import InputError
-from tensorwire.torch.measuring import check_input_shape
+from tensorwire.torch.shapes import check_input_shape
 from tensorwire.workload import Layer, Tensor, Workload
 
 #: Input (channels, height, width) of torchvision models that need another than 3x224x224.

@@ -512,9 +512,14 @@ fn check_options(spec: &Spec, tables: &[&[OptionInfo]]) -> Result<()> {
                 // `bucket` overrides its element counts.
                 let listed = tables.iter().flat_map(|t| t.iter()).find(|o| o.name == name).map(|o| o.default);
                 let default = match listed {
-                    Some(d) if !d.is_empty() => d,
-                    _ if name == "bucket" => "reduce_bucket's and allgather_bucket's element counts",
-                    _ => "none",
+                    Some(d) if !d.is_empty() => {
+                        // "25MiB" as "25 MiB", and DDP's own sizes named as DDP's.
+                        let at = d.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(d.len());
+                        let whose = if spec.name == "ddp" { "DDP's " } else { "" };
+                        format!("{whose}{} {}", &d[..at], &d[at..])
+                    }
+                    _ if name == "bucket" => "reduce_bucket's and allgather_bucket's element counts".to_string(),
+                    _ => "none".to_string(),
                 };
                 return Err(Error::invalid(
                     format!("strategy.{name}"),
@@ -630,9 +635,9 @@ mod tests {
     #[test]
     fn a_size_below_one_byte_says_what_leaving_it_out_gives() {
         for (spec, gives) in [
-            ("ddp:bucket=0B", "25MiB"),
-            ("ddp:first_bucket=0B", "1MiB"),
-            ("double-tree:chunk=0B", "1MiB"),
+            ("ddp:bucket=0B", "DDP's 25 MiB"),
+            ("ddp:first_bucket=0B", "DDP's 1 MiB"),
+            ("double-tree:chunk=0B", "1 MiB"),
             ("zero2:bucket=0B", "reduce_bucket's and allgather_bucket's element counts"),
             ("ring:partition=0B", "none"),
         ] {

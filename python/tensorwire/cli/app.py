@@ -492,10 +492,10 @@ def _llm_metrics(
     modules FSDP, HSDP and ZeRO-3 all-gather to compute, all of them with
     ``reshard_after_forward=false``), beside the GPU's memory (``gpu``: the device the
     workload computes on). Activations: what one micro-batch (``--batch`` sequences of
-    ``--seq-len`` tokens) saves for backward at the end of its forward
-    (:func:`tensorwire.workloads.llm.activation_bytes`; ``--recompute``: each block's input
-    and one block recomputed), the same under every data-parallel strategy: none shards
-    them. ``memory_bytes_per_gpu`` is states plus activations, what is judged against the
+    ``--seq-len`` tokens) holds at its peak, in the loss's backward: what the forward saved
+    and the logits' fp32 gradient (:func:`tensorwire.workloads.llm.activation_bytes`;
+    ``--recompute``: each block's input, then the larger of the loss's backward and one
+    block recomputed), the same under every data-parallel strategy: none shards them. ``memory_bytes_per_gpu`` is states plus activations, what is judged against the
     GPU's memory. With ``--compute-speedup k`` a worker computes as k GPUs (docs/llm.md: one
     replica per node, compute divided among its GPUs), so a GPU's share of the FLOP/s, the
     states and the activations is a k-th of the worker's, as tensor parallelism with

@@ -192,7 +192,7 @@ def result(
                 "model states per GPU (ZeRO's count + gathered parameters)", gib(extra["model_state_bytes_per_gpu"])
             )
             t.add_row(
-                "activations per GPU (saved for backward, one micro-batch)", gib(extra["activation_bytes_per_gpu"])
+                "activations per GPU (peak in the backward, one micro-batch)", gib(extra["activation_bytes_per_gpu"])
             )
             t.add_row("memory per GPU (states + activations)", memory_per_gpu(extra))
         t.add_row("scaling factor", scaling_text(r.scaling_factor))
@@ -248,8 +248,8 @@ SLOWED_NOTE = (
 NO_LINKS = "- (NCCL's collectives are timed in closed form and put no flows on links)"
 MEMORY_NOTE = (
     "memory/GPU: model states (weights, gradients and Adam's 12 bytes per parameter as each strategy shards them, "
-    "ZeRO's count, plus the parameters it gathers whole at once) + the activations one micro-batch saves for "
-    "backward (16-bit, FlashAttention; the same under every strategy); not counted: allocator fragmentation, "
+    "ZeRO's count, plus the parameters it gathers whole at once) + one micro-batch's activations at their peak "
+    "in the backward (16-bit, FlashAttention, the logits' fp32 gradient; the same under every strategy); not counted: allocator fragmentation, "
     "NCCL buffers, workspaces; > GPU memory: does not fit, time shown regardless"
 )
 

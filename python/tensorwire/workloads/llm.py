@@ -365,40 +365,61 @@ def head_activation_bytes(a: Architecture, seq_len: int, micro_batch: int = 1) -
     return per_token * s * b
 
 
-def activation_bytes(name: str, seq_len: Optional[int] = None, micro_batch: int = 1, recompute: bool = False) -> int:
-    """Bytes of activations one GPU holds at its peak, the end of the forward (before the
-    backward frees them), training LLM ``name`` on ``micro_batch`` sequences of ``seq_len``
-    tokens (default the context length) in data parallelism: every data-parallel strategy
-    (DDP, ZeRO, FSDP, HSDP) holds its own micro-batch's activations whole; none shards them.
+def loss_backward_bytes(a: Architecture, seq_len: int, micro_batch: int = 1) -> int:
+    """Bytes the loss's backward holds beyond the end of the forward, for ``micro_batch``
+    sequences of ``seq_len`` tokens: 4 bytes x ``vocab`` per token. In the log-softmax's
+    backward three fp32 tensors of the logits' size are live, the saved log-softmax, the
+    gradient with respect to it and the gradient with respect to the logits, where the end
+    of the forward held two (the fp32 logits and the log-softmax; a training step drops its
+    reference to the logits before the backward, as torchtitan's does). This is the peak of
+    a step when the head's tensors outweigh a block's, as they do for every model here;
+    measured on an H200 (``benchmarks/llm_gpu_check.py``) as 3.914 GiB over the end of the
+    forward for Llama 3 8B at 8,192 tokens, exactly this count."""
+    s, b = check_seq_len(a, seq_len), _micro_batch(micro_batch)
+    return FP32_BYTES * a.vocab * s * b
 
-    The sum of :func:`block_activation_bytes` over the blocks and
-    :func:`head_activation_bytes` (Korthikanti et al. 2022, section 4, adapted to each
-    style, with FlashAttention). With ``recompute=True`` (full activation checkpointing of
-    every block) each block keeps only its input, 2 bytes x ``d`` per token, and one
-    block's activations are live again while it is recomputed in the backward; the head's
-    are counted as well, which makes it an upper bound by the smaller of the two (the head's
-    are freed before the last block is recomputed). Everything is linear in
-    ``seq_len x micro_batch`` (FlashAttention stores nothing of size S x S).
+
+def activation_bytes(name: str, seq_len: Optional[int] = None, micro_batch: int = 1, recompute: bool = False) -> int:
+    """Bytes of activations one GPU holds at its peak, training LLM ``name`` on
+    ``micro_batch`` sequences of ``seq_len`` tokens (default the context length) in data
+    parallelism: every data-parallel strategy (DDP, ZeRO, FSDP, HSDP) holds its own
+    micro-batch's activations whole; none shards them.
+
+    The peak is in the loss's backward: what the forward saved, :func:`block_activation_bytes`
+    for every block and :func:`head_activation_bytes` (Korthikanti et al. 2022, section 4,
+    adapted to each style, with FlashAttention), plus :func:`loss_backward_bytes`. With
+    ``recompute=True`` (full activation checkpointing of every block) each block keeps only
+    its input, 2 bytes x ``d`` per token, and the peak is the larger of the loss's backward
+    (head and loss as above) and a block recomputed in the backward (its activations and the
+    incoming gradient, 2 bytes x ``d`` per token; the head's are freed by then). Everything
+    is linear in ``seq_len x micro_batch`` (FlashAttention stores nothing of size S x S).
+    On an H200, Llama 3 8B and 70B blocks built from these records (``torch.nn`` layers,
+    PyTorch's FlashAttention, torchtitan's step) peaked within 0.1% of this count, with and
+    without recomputation (``benchmarks/llm_gpu_check.py``, docs/benchmarks.md).
 
     Not counted: the caching allocator's fragmentation and reserve, NCCL's buffers, cuBLAS
-    workspace, a kernel's temporary buffers, the backward's transient gradients (for the
-    loss, fp32 gradients of the logits as large as the logits), the optimizer step's
-    transient. docs/llm.md, "Activation memory", has the derivation and a comparison with a
-    measured peak.
+    workspace, a kernel's temporary buffers, the optimizer step's transient. docs/llm.md,
+    "Activation memory", has the derivation and the comparisons with measured peaks.
 
     >>> activation_bytes("llama3_8b", 8192) / 2**30  # doctest: +ELLIPSIS
-    48.98...
+    52.89...
     """
     a = architecture(name)
-    s = a.context if seq_len is None else check_seq_len(a, seq_len)
-    b = _micro_batch(micro_batch)
+    return peak_activation_bytes(a, a.context if seq_len is None else seq_len, micro_batch, recompute)
+
+
+def peak_activation_bytes(a: Architecture, seq_len: int, micro_batch: int = 1, recompute: bool = False) -> int:
+    """:func:`activation_bytes` of an architecture record rather than a name (a record with
+    fewer layers gives a stack of its blocks, as ``benchmarks/llm_gpu_check.py`` builds)."""
+    s, b = check_seq_len(a, seq_len), _micro_batch(micro_batch)
     if not isinstance(recompute, bool):
         raise InputError("recompute", f"{recompute!r} must be true or false")
     block = block_activation_bytes(a, s, b)
-    head = head_activation_bytes(a, s, b)
+    loss = head_activation_bytes(a, s, b) + loss_backward_bytes(a, s, b)
     if recompute:
-        return a.layers * ACTIVATION_ELEMENT_BYTES * a.d_model * s * b + block + head
-    return a.layers * block + head
+        block_input = ACTIVATION_ELEMENT_BYTES * a.d_model * s * b
+        return a.layers * block_input + max(loss, block + block_input)
+    return a.layers * block + loss
 
 
 # -- validation ----------------------------------------------------------------------------

@@ -36,6 +36,9 @@ except ImportError:  # a GPU image with torch but without pydantic: enough of a 
     stub.model_validator = lambda *a, **k: lambda f: f
     sys.modules["pydantic"] = stub
 
+#: Seconds a rank may take before it prints its threads' stacks and exits.
+STALL_S = 60
+
 MODES = [
     ("fifo", {}),
     ("priority", dict(partition=4096, credit=16384)),
@@ -56,7 +59,11 @@ def job(rank: int, world: int, port: int, q: Any) -> None:
     os.environ.update(
         RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo"
     )
+    import faulthandler
+
+    faulthandler.dump_traceback_later(STALL_S, exit=True)  # a stall prints every thread's stack
     dist.init_process_group("gloo")
+    print(f"rank {rank}: process group up", flush=True)
     from tensorwire.torch import ScheduledDataParallel
 
     dev = torch.device("cuda")
@@ -83,6 +90,7 @@ def job(rank: int, world: int, port: int, q: Any) -> None:
         torch.cuda.synchronize()
         diff = max(float((a.detach() - b.detach()).abs().max()) for a, b in zip(ref.parameters(), net.parameters()))
         res[mode] = {"max_abs_diff": diff, "groups": model.groups_started}
+        print(f"rank {rank}: {mode} done, max |diff| {diff}", flush=True)
         model.close()
     q.put((rank, res))
     dist.destroy_process_group()
@@ -101,7 +109,7 @@ def main() -> None:
     procs = [ctx.Process(target=job, args=(r, 2, port, q)) for r in range(2)]
     for p in procs:
         p.start()
-    out = sorted(q.get(timeout=150) for _ in procs)
+    out = sorted(q.get(timeout=STALL_S + 10) for _ in procs)
     for p in procs:
         p.join(60)
     print("ScheduledDataParallel with CUDA gradients (2 Gloo ranks, one GPU):", out)

@@ -30,14 +30,21 @@ from tensorwire.workloads.formats import load_workload
 MAX_PLACED = 10_000_000
 
 
-def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None, index: int = 0) -> Job:
+def parse_job(
+    text: str,
+    gpu: Optional[str],
+    topology: Optional[str] = None,
+    index: int = 0,
+    loaded: Optional[dict[str, Workload]] = None,
+) -> Job:
     """``NAME:MODEL:WORKERS:STRATEGY`` (the strategy may carry its own options); MODEL is a
     built-in model or an existing workload file (:func:`tensorwire.workloads.formats.load_workload`,
     its format detected); an LLM without ``gpu`` computes on the rail's node GPU
     (:func:`tensorwire.workloads.device_on`). NAME follows :class:`~tensorwire.api.Job`'s rule
     (:func:`~tensorwire.api.job_name_problem`); a refusal of the job's fields names it as
     ``simulate_jobs`` does, by its place among the ``--job`` options (``index``):
-    ``jobs[1].strategy``."""
+    ``jobs[1].strategy``. ``loaded``: workloads already loaded by MODEL, shared by the jobs of
+    one command (a workload is immutable; 1,024 jobs of one model loaded it 1,024 times)."""
     parts = text.split(":", 3)
     if len(parts) != 4 or not all(parts):
         raise InputError(
@@ -50,7 +57,11 @@ def parse_job(text: str, gpu: Optional[str], topology: Optional[str] = None, ind
     if not workers.isdigit() or not 1 <= int(workers) <= _core.MAX_WORKERS:
         raise InputError("job", f"{text!r}: WORKERS {workers!r} must be an integer from 1 to {_core.MAX_WORKERS:,}")
     with _job_named(index):
-        return Job(name, _workload(model, gpu, topology), int(workers), strategy)
+        if loaded is None:
+            return Job(name, _workload(model, gpu, topology), int(workers), strategy)
+        if model not in loaded:
+            loaded[model] = _workload(model, gpu, topology)
+        return Job(name, loaded[model], int(workers), strategy)
 
 
 def _workload(model: str, gpu: Optional[str], topology: Optional[str]) -> Workload:
@@ -202,7 +213,8 @@ def jobs(
         tensorwire jobs --job a:resnet50:8:ring --job b:vgg16:8:ring -b 25Gbps \\
             --topology leaf-spine:hosts_per_leaf=8,spines=2,uplink=25Gbps --place a=0-3,8-11
     """
-    listed = [parse_job(s, gpu, topology, i) for i, s in enumerate(job_specs)]
+    loaded: dict[str, Workload] = {}
+    listed = [parse_job(s, gpu, topology, i, loaded) for i, s in enumerate(job_specs)]
     strategies = [Strategy(str(j.strategy)) for j in listed]
     # In a multi-job run sharded jobs default to comm=flows, as they do on a star: NCCL's
     # model times `nccl`, `ddp` and `comm=nccl` only, whatever the fabric.
@@ -227,12 +239,13 @@ def jobs(
         )
         if failures:
             advance()
-        alone = []
+        # Each job alone: its iteration time only (a Result holds every link of the fabric,
+        # and jobs x links filled memory: 1,024 two-worker jobs took 1.3 GB).
+        alone: list[float] = []
         for j in pinned:
             # Alone, a job ends sooner: failures after its end are allowed (they change nothing).
-            alone.append(
-                _run_jobs([j], cluster, iterations, seed, failures, max_flows, allow_failures_after_end=True)[0]
-            )
+            ran = _run_jobs([j], cluster, iterations, seed, failures, max_flows, allow_failures_after_end=True)
+            alone.append(ran[0].iteration_time_s)
             advance()
     # A sharded job without comm= runs on flows in a multi-job run (above), where `simulate`
     # of it alone on a GPU fabric times it with NCCL (a difference of 1-2% for fsdp on 8 H100).
@@ -251,8 +264,8 @@ def jobs(
                         "collectives": "nccl" if t else "flows",
                         "hosts": list(j.hosts or ()),
                         "iteration_time_s": r.iteration_time_s,
-                        "alone_iteration_time_s": a.iteration_time_s,
-                        "slowdown": r.iteration_time_s / a.iteration_time_s,
+                        "alone_iteration_time_s": a,
+                        "slowdown": r.iteration_time_s / a,
                         "throughput_samples_per_s": r.throughput_samples_per_s,
                         "sent_bytes_per_worker": r.sent_bytes_per_worker,
                         "background_stopped_s": r.background_stopped_s,
@@ -294,8 +307,8 @@ def jobs(
             str(j.workers),
             r.strategy,
             format_seconds(r.iteration_time_s),
-            format_seconds(a.iteration_time_s),
-            ("≥ " if r.background_stopped_s is not None else "") + f"{r.iteration_time_s / a.iteration_time_s:.2f}x",
+            format_seconds(a),
+            ("≥ " if r.background_stopped_s is not None else "") + f"{r.iteration_time_s / a:.2f}x",
             format_count(r.throughput_samples_per_s),
             *((format_seconds(healthy[i].iteration_time_s),) if healthy is not None else ()),
         )

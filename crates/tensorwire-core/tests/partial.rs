@@ -119,3 +119,103 @@ fn a_fixed_straggler_is_never_active_in_rounds_the_fast_ranks_start() {
         assert_eq!(layered(strategy, slowdowns.clone(), 150_000).nap, Some(fast), "{strategy}");
     }
 }
+
+// -- max_lag: bounded staleness (docs/partial-collectives.md) --------------------------------
+
+/// Ranks 1, 1, 1, 3 times slow (`a_fixed_straggler_...` above), `strategy` on 4 layers.
+fn straggling(strategy: &str) -> Report {
+    layered(strategy, vec![1.0, 1.0, 1.0, 3.0], 150_000)
+}
+
+#[test]
+fn max_lag_0_is_a_synchronous_all_reduce_every_rank_active() {
+    // Every rank joins round k with its own gradient of round k: all 4 are active in every
+    // round, and the job goes at the straggler's pace. Solo rounds are released in the
+    // first ready rank's order, the layers' order on every rank, so the job runs as a
+    // blocking all-reduce does, plus at most the activation's hops (1 us each, 2 on 4
+    // ranks) per collective. Majority rounds are released when a drawn rank is ready: a
+    // round drawn to a fast rank takes the one collective in flight and holds it until the
+    // straggler joins, while an earlier layer's round, drawn to the straggler, queues
+    // behind it; never faster than blocking.
+    let blocking = straggling("ring").iteration_time_s;
+    for kind in ["solo", "majority"] {
+        let bounded = straggling(&format!("ring:partial={kind},max_lag=0"));
+        assert_eq!(bounded.nap, Some(4.0), "{kind}");
+        let gap = bounded.iteration_time_s - blocking;
+        assert!(gap >= -1e-9, "{kind}: {gap} s");
+        if kind == "solo" {
+            assert!(gap <= 4.0 * 2.0 * 1e-6 + 1e-9, "{kind}: {gap} s");
+        }
+    }
+}
+
+#[test]
+fn a_bound_beyond_the_run_changes_nothing() {
+    // Rounds k >= S wait for round k - S's call: with S past the last iteration none waits.
+    for kind in ["solo", "majority"] {
+        let free = straggling(&format!("ring:partial={kind}"));
+        let bounded = straggling(&format!("ring:partial={kind},max_lag=10"));
+        assert_eq!(bounded.iteration_time_s, free.iteration_time_s, "{kind}");
+        assert_eq!(bounded.nap, free.nap, "{kind}");
+        assert_eq!(bounded.completions_s, free.completions_s, "{kind}");
+    }
+}
+
+#[test]
+fn a_tighter_bound_never_runs_faster_and_holds_the_fast_ranks_to_the_straggler() {
+    // The straggler computes 36 c per iteration where a fast rank needs about 22 c: unbounded,
+    // the fast ranks run ahead at their own pace. With max_lag = S a fast rank's round k
+    // waits for the straggler's call k - S, so over 10 iterations the fast ranks can lead by
+    // S rounds at most and the job slows toward the straggler's pace as S shrinks.
+    let time = |s: Option<u32>| {
+        let spec = s.map_or("ring:partial=solo".to_string(), |s| format!("ring:partial=solo,max_lag={s}"));
+        straggling(&spec).iteration_time_s
+    };
+    let times: Vec<f64> = [Some(0), Some(1), Some(2), Some(4), None].into_iter().map(time).collect();
+    for pair in times.windows(2) {
+        assert!(pair[0] >= pair[1] - 1e-12, "{times:?}");
+    }
+    assert!(times[0] > 1.3 * times[4], "{times:?}");
+    let blocking = straggling("ring").iteration_time_s;
+    assert!((times[0] - blocking).abs() < 1e-4 * blocking, "{} vs {blocking}", times[0]);
+}
+
+#[test]
+fn max_lag_needs_a_partial_collective_of_an_all_reduce() {
+    for (spec, field) in [
+        ("ring:max_lag=1", "strategy.max_lag"),
+        ("ps:partial=solo,max_lag=1", "strategy.partial"),
+        ("fsdp:max_lag=1", "strategy.max_lag"),
+        ("nccl:max_lag=1", "strategy.max_lag"),
+        ("ring:partial=solo,max_lag=-1", "strategy.max_lag"),
+        ("ring:partial=solo,max_lag=1.5", "strategy.max_lag"),
+    ] {
+        assert_eq!(Strategy::parse(spec).unwrap_err().field(), field, "{spec}");
+    }
+    assert_eq!(Strategy::parse("ring:partial=majority,max_lag=3").unwrap().max_lag, Some(3));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, .. proptest::prelude::ProptestConfig::default() })]
+
+    /// For any ranks' slowdowns: with `max_lag=0` every rank is active in every round (the
+    /// bound makes each join with its own gradient), and a solo job is never faster with a
+    /// tighter bound (`S` = 0, 1, 3, unbounded).
+    #[test]
+    fn a_tighter_bound_is_never_faster_and_0_keeps_every_rank(
+        slowdowns in proptest::collection::vec(1.0f64..4.0, 2..6),
+        c in 20_000u64..200_000,
+    ) {
+        let n = slowdowns.len() as f64;
+        let run_with = |spec: &str| layered(spec, slowdowns.clone(), c);
+        proptest::prop_assert_eq!(run_with("ring:partial=solo,max_lag=0").nap, Some(n));
+        proptest::prop_assert_eq!(run_with("ring:partial=majority,max_lag=0").nap, Some(n));
+        let times: Vec<f64> = ["max_lag=0", "max_lag=1", "max_lag=3", ""]
+            .iter()
+            .map(|lag| run_with(&format!("ring:partial=solo{}{lag}", if lag.is_empty() { "" } else { "," })).iteration_time_s)
+            .collect();
+        for pair in times.windows(2) {
+            proptest::prop_assert!(pair[0] >= pair[1] * (1.0 - 1e-9), "{:?}", times);
+        }
+    }
+}

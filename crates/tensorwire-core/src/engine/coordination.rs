@@ -57,12 +57,34 @@ impl Engine<'_> {
                     self.active[round].1 += 1;
                 }
             }
+            self.join_rounds_held_by_lag(core, w, r);
             if self.coordinated && !self.ready_everywhere(w, r) {
                 continue;
             }
             self.scheds[scope].sched.notify_ready(now, r, layer, bytes);
         }
         self.release(core, scope);
+    }
+
+    /// `max_lag`: rank `w` has `r` ready; the rounds whose activation waited for it start on
+    /// `w` now. With `max_lag=0` the rank joins with this very gradient, so it is active in
+    /// that round (it was not ready when the activation reached it, and was not counted).
+    fn join_rounds_held_by_lag(&mut self, core: &SimState, w: usize, r: TaskRef) {
+        let Some(lag) = self.lag.as_mut() else { return };
+        lag.note_ready(w, r);
+        let ops = &self.ops;
+        let go = lag.released(w, |op| ops.get(op as usize).tasks.as_slice());
+        let synchronous = lag.synchronous();
+        for op in go {
+            let first = self.ops.get(op as usize).tasks[0];
+            if let Some(&(round, released_at, initiator)) = self.open_rounds.get(&first).filter(|_| synchronous) {
+                if core.now > released_at + self.activation_delay(core, initiator, w) {
+                    self.active[round].1 += 1;
+                }
+            }
+            self.seq += 1;
+            self.queue.push(Reverse((core.now, self.seq, Event::Activate { rank: w, op })));
+        }
     }
 
     /// Coordinated scheduling: counts rank `w` as ready for `r` and says whether the

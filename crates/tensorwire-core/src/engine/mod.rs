@@ -31,6 +31,7 @@ mod failures;
 mod fold;
 mod interference;
 mod jobs;
+mod lag;
 mod lanes;
 mod nccl_times;
 mod program;
@@ -203,6 +204,9 @@ struct Engine<'a> {
     /// (index in `active`, release time, initiator). A rank ready by the time the activation
     /// reaches it contributes too.
     open_rounds: HashMap<TaskRef, (usize, Nanos, usize)>,
+    /// Partial collectives with `max_lag`: what each rank has ready, and the activations
+    /// waiting for it.
+    lag: Option<lag::Lag>,
     /// Coordinator's dispatch cost per collective, ns, and when it may start the next one.
     dispatch: Nanos,
     dispatch_free: Nanos,
@@ -622,6 +626,7 @@ impl<'a> Engine<'a> {
                 timer_at: None,
             })
             .collect();
+        let lag = sc.strategy.max_lag.map(|bound| lag::Lag::new(bound, simulated, tasks.len()));
         Ok(Engine {
             sc,
             work,
@@ -659,6 +664,7 @@ impl<'a> Engine<'a> {
             designated: HashMap::new(),
             round_of: HashMap::new(),
             open_rounds: HashMap::new(),
+            lag,
             active: Vec::new(),
             interference: Interference::of(sc),
             comm_active: InFlight::default(),
@@ -956,6 +962,12 @@ impl SimulatedJob for Engine<'_> {
             }
             Event::Timer(scope) => self.fusion_timer(core, scope, t),
             Event::Activate { rank, op } => {
+                if let Some(lag) = self.lag.as_mut().filter(|l| l.holds_back(rank, &self.ops.get(op as usize).tasks)) {
+                    // Behind by more than max_lag: joins once its call for round k - S arrives.
+                    lag.park(rank, op);
+                    self.drain_notes(core);
+                    return;
+                }
                 if self.interference.is_on() {
                     // The last simulated rank to start it starts the collective.
                     // (A partial round started with its initiator: its activations count no more.)

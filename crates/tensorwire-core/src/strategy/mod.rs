@@ -74,7 +74,7 @@ pub static ALIASES: &[(&str, &str)] = &[];
 
 /// Host options that only all-reduce strategies take (a parameter server refuses fusion,
 /// stream execution, a dispatch cost and partial collectives).
-const ALL_REDUCE_ONLY: [&str; 5] = ["fusion", "cycle", "execution", "dispatch", "partial"];
+const ALL_REDUCE_ONLY: [&str; 6] = ["fusion", "cycle", "execution", "dispatch", "partial", "max_lag"];
 
 /// Host options only the sharded strategies read, and why the others have no use for them.
 const SHARDED_ONLY: [(&str, &str); 1] = [(
@@ -83,7 +83,7 @@ const SHARDED_ONLY: [(&str, &str); 1] = [(
 )];
 
 /// Host options that sharded strategies refuse, and why.
-const NOT_FOR_SHARDED: [(&str, &str); 9] = [
+const NOT_FOR_SHARDED: [(&str, &str); 10] = [
     ("partition", "sharded strategies move whole units or buckets; use unit/min_unit (fsdp) or bucket (zero)"),
     ("schedule", "sharded strategies run their collectives in program order on one all-gather and one reduce-scatter stream, as FSDP and DeepSpeed do"),
     ("credit", "the all-gather and reduce-scatter streams run one collective at a time each"),
@@ -93,6 +93,7 @@ const NOT_FOR_SHARDED: [(&str, &str); 9] = [
     ("execution", "sharded strategies always run on streams"),
     ("dispatch", "a coordinator's dispatch cost applies to all-reduce strategies"),
     ("partial", "partial collectives apply to all-reduce strategies"),
+    ("max_lag", "partial collectives apply to all-reduce strategies"),
 ];
 
 /// Whether strategy `name` takes `option` (one of its own options or a host option): the
@@ -227,6 +228,11 @@ pub struct Strategy {
     pub penalty: Option<f64>,
     /// Partial collective, if any.
     pub partial: Option<Partial>,
+    /// Partial collectives' staleness bound (`max_lag=S`, the runtime's
+    /// `PartialAllreduce(max_lag=S)` and `EagerSGD(staleness=S)`): a rank joins round `k`
+    /// only once its own call for round `k - S` has arrived. `None`: unbounded (Li et al.
+    /// 2019); `Some(0)`: every rank joins with its own gradient, a synchronous all-reduce.
+    pub max_lag: Option<u32>,
     /// Coordinator's dispatch cost per collective, s (all-reduce; 0: none). Released
     /// collectives start one after another, each this long after the previous start or its
     /// release, whichever is later.
@@ -442,6 +448,13 @@ impl Strategy {
             Some(_) => Some(Partial::Majority),
             None => None,
         };
+        let max_lag = spec.count("max_lag").map(|s| u32::try_from(s).unwrap_or(u32::MAX));
+        if max_lag.is_some() && partial.is_none() {
+            return Err(Error::invalid(
+                "strategy.max_lag",
+                "max_lag bounds a partial collective's staleness; give it with partial=solo or partial=majority",
+            ));
+        }
         let pipelined_segments = spec.choice("segments") == Some("pipelined");
         if pipelined_segments && matches!(family, Family::ParameterServer(_)) {
             return Err(Error::invalid("strategy.segments", "pipelined segments apply to all-reduce strategies"));
@@ -478,6 +491,7 @@ impl Strategy {
                 p => p,
             },
             partial,
+            max_lag,
             dispatch_s,
             ordered_streams: spec.choice("connections") == Some("ordered-pairs"),
             stream,

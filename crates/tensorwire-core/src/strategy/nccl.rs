@@ -49,7 +49,7 @@ pub(super) const RAW: [&str; 2] = ["algo", "proto"];
 
 /// Host options `nccl`/`ddp` refuse, and why (the others apply: compression, reduce_dtype,
 /// transport for NCCL's sockets or verbs, fusion and cycle for `nccl` as Horovod over NCCL).
-pub(super) const NOT_FOR_NCCL: [(&str, &str); 12] = [
+pub(super) const NOT_FOR_NCCL: [(&str, &str); 13] = [
     ("partition", "NCCL runs each tensor or bucket as one call and splits it into channels and chunks itself"),
     ("schedule", "NCCL runs its calls in issue order on one communicator"),
     ("credit", "one communicator runs one collective at a time"),
@@ -57,6 +57,7 @@ pub(super) const NOT_FOR_NCCL: [(&str, &str); 12] = [
     ("execution", "one communicator is one stream"),
     ("dispatch", "use launch=DURATION, the host cost of each NCCL call"),
     ("partial", "partial collectives apply to the flow-level all-reduce strategies"),
+    ("max_lag", "partial collectives apply to the flow-level all-reduce strategies"),
     ("segments", "NCCL's protocols are in its timing"),
     ("connections", "NCCL's timing needs no connections"),
     ("overhead", "NCCL's latencies are in its timing; calibrate them on the topology (inter_latency=)"),

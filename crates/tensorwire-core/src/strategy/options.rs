@@ -167,6 +167,13 @@ pub static HOST_OPTIONS: &[OptionInfo] = &[
         help: "partial collective (Li et al. 2019, seed 002): a round starts when its initiator is ready (solo: the first rank; majority: a seeded random rank); all-reduce only",
         aliases: &[],
     },
+    OptionInfo {
+        name: "max_lag",
+        kind: OptionKind::Natural,
+        default: "",
+        help: "with partial: a rank joins round k only once it has called for round k - max_lag (the runtime's max_lag, EagerSGD's staleness); 0 is a synchronous all-reduce; default unbounded, as Li et al. 2019",
+        aliases: &[],
+    },
     OptionInfo { name: "copy", kind: OptionKind::Rate, default: "", help: "host copy bandwidth per message, overriding the transport's", aliases: &[] },
     OptionInfo {
         name: "param_dtype",

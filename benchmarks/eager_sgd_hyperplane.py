@@ -13,6 +13,11 @@ target (5% above the loss synchronous SGD settles at: the mean of its last 5 eva
 the final validation loss, and the fraction of steps whose gradients missed their round.
 
 Run: `.venv/bin/python benchmarks/eager_sgd_hyperplane.py` (about 3 minutes).
+`--predict` prints instead what the simulator predicts for the same five runs (a second;
+no torch): each step's compute (the sleep plus the millisecond of real compute), one
+random rank per step `1 + delay / compute` times slower (`--stragglers one:M`), the
+gradient (dim + 1 float32) on 4 hosts at 10 Gbit/s and 50 us (loopback's rate and latency
+barely matter for 4 KB); nothing fitted to the measured table.
 """
 
 from __future__ import annotations
@@ -25,6 +30,27 @@ from tensorwire.torch.partial.bench import HyperplaneConfig, hyperplane
 
 RUNS = [("sync", None), ("solo", None), ("solo", 4), ("majority", None), ("majority", 4)]
 
+#: Seconds of real compute per step besides the sleep (docs/partial-collectives.md: the
+#: 1024-dimensional linear model's step takes about a millisecond on this machine's CPU).
+REAL_COMPUTE_S = 0.001
+
+
+def predict(processes: int, compute_s: float, delay_s: float, dim: int, steps: int) -> list[tuple[str, float, float]]:
+    """(run, steps/s, fraction of late steps) the simulator predicts for each of :data:`RUNS`."""
+    import tensorwire as tw
+
+    step = compute_s + REAL_COMPUTE_S
+    layer = tw.Layer("linear", 0.0, step, (tw.Tensor("weight", 4 * dim), tw.Tensor("bias", 4)))
+    workload = tw.Workload("hyperplane", 64, (layer,))
+    cluster = tw.Cluster(processes, "10Gbps", latency="50us")
+    out = []
+    for mode, staleness in RUNS:
+        spec = "ring" if mode == "sync" else f"ring:partial={mode}" + (f",max_lag={staleness}" if staleness else "")
+        r = tw.simulate(workload, cluster, spec, iterations=steps, stragglers="one", slowdowns=[1 + delay_s / step])
+        late = 0.0 if r.active_processes is None else 1 - r.active_processes / processes
+        out.append((spec, 1 / r.iteration_time_s, late))
+    return out
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,7 +60,16 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--predict", action="store_true", help="the simulator's prediction of the same runs (no torch)")
     args = ap.parse_args()
+    if args.predict:
+        cfg = HyperplaneConfig()
+        steps = cfg.epochs * cfg.samples // (cfg.batch * args.processes)
+        print(f"| run | predicted steps/s | predicted late steps |  ({steps} steps, tensorwire simulate)")
+        print("|---|---|---|")
+        for spec, rate, late in predict(args.processes, args.compute, args.delay, cfg.dim, steps):
+            print(f"| `{spec}` | {rate:.1f} | {100 * late:.0f}% |")
+        return
     results = []
     for mode, staleness in RUNS:
         cfg = HyperplaneConfig(

@@ -99,11 +99,14 @@ def simulate(
     other flow-level strategies anywhere.
     The first iteration is warm-up when there are several. ``stragglers`` is ``none``,
     ``normal`` (``spread`` = coefficient of variation), ``lognormal`` (``spread`` = sigma)
-    or ``fixed`` (``slowdowns`` = one compute multiplier per worker); draws are seeded.
+    ``fixed`` (``slowdowns`` = one compute multiplier per worker), ``empirical``
+    (``slowdowns`` = measured multipliers, one drawn per worker and iteration) or ``one``
+    (``slowdowns=[M]``: in every iteration one worker drawn at random computes M times as
+    long, Li et al. 2019's injected imbalance); draws are seeded.
     A spread or slowdowns the core refuses (out of range, NaN, too few) are named as given
     (``spread``, ``slowdowns``). A ``spread`` other than 0 with another mode (``none``,
-    ``fixed``, ``empirical``) is refused (``InputError``, field ``spread``), as ``slowdowns``
-    are without ``fixed``: it would change nothing. Numbers may be numpy's (``np.int64(8)``, ``np.float32(0.2)``);
+    ``fixed``, ``empirical``, ``one``) is refused (``InputError``, field ``spread``), as
+    ``slowdowns`` are without ``fixed``, ``empirical`` or ``one``: it would change nothing. Numbers may be numpy's (``np.int64(8)``, ``np.float32(0.2)``);
     ``True`` and ``False`` are not numbers (a slowdown of ``True`` is refused, naming
     ``slowdowns[i]``).
     ``fold=False`` disables the shortcuts (folding ranks that behave alike; timing a
@@ -208,9 +211,11 @@ def _run_args(
     iterations, seed, max_flows, failures = _check_run(iterations, seed, max_flows, failures)
     spread = check_real("spread", spread)
     slowdowns = _slowdowns(slowdowns)
-    if slowdowns is not None and stragglers not in ("fixed", "empirical"):
-        raise InputError("slowdowns", f"apply only with stragglers='fixed'; stragglers is {stragglers!r}")
-    if spread != 0 and stragglers in ("none", "fixed", "empirical"):
+    if slowdowns is not None and stragglers not in ("fixed", "empirical", "one"):
+        raise InputError(
+            "slowdowns", f"apply only with stragglers='fixed', 'empirical' or 'one'; stragglers is {stragglers!r}"
+        )
+    if spread != 0 and stragglers in ("none", "fixed", "empirical", "one"):
         # Was ignored without a word, where slowdowns without 'fixed' are refused.
         raise InputError(
             "spread", f"{spread!r} applies only with stragglers='normal' or 'lognormal'; stragglers is {stragglers!r}"
@@ -249,7 +254,13 @@ def _slowdowns(slowdowns: Any) -> Optional[list[float]]:
 
 #: The argument that gives the numbers of each kind of stragglers: the core checks them and
 #: names its own field, ``stragglers`` (the CLI's ``--stragglers``, which holds them).
-_STRAGGLER_NUMBERS = {"normal": "spread", "lognormal": "spread", "fixed": "slowdowns", "empirical": "slowdowns"}
+_STRAGGLER_NUMBERS = {
+    "normal": "spread",
+    "lognormal": "spread",
+    "fixed": "slowdowns",
+    "empirical": "slowdowns",
+    "one": "slowdowns",
+}
 
 
 @contextmanager
@@ -556,7 +567,7 @@ def _check_max_flows(max_flows: Optional[int]) -> None:
 ARGUMENT_KINDS: Mapping[str, tuple[Callable[[Any], bool], str]] = {
     "workload": (lambda v: isinstance(v, Workload), "a Workload (tensorwire.load_model, Workload.from_file, ...)"),
     "cluster": (lambda v: isinstance(v, Cluster), "a Cluster"),
-    "stragglers": (lambda v: isinstance(v, str), "text: none, normal, lognormal, fixed or empirical"),
+    "stragglers": (lambda v: isinstance(v, str), "text: none, normal, lognormal, fixed, empirical or one"),
     # Any real number, numpy's included (np.float32(0.2) was "must be a number"); not a bool.
     "spread": (is_real, "a number"),
     "fold": (lambda v: isinstance(v, bool), "True or False"),

@@ -8,6 +8,9 @@
 - ``empirical:FILE``: multipliers drawn from measured values (e.g. per-iteration compute
   times), positive numbers separated by whitespace, commas or newlines (``#`` starts a
   comment; the decimal mark is a point); normalised to mean 1.
+- ``one:M``: in every iteration one worker, drawn at random (the same draw for all),
+  computes ``M`` times as long; the others take the workload's time (Li et al. 2019,
+  seed 002, section 6.2: one random process delayed per step).
 
 Draws are seeded by ``--seed``, one stream per worker.
 """
@@ -60,8 +63,19 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
         # (Each over the count first: the sum of two 1e308 is past a float.)
         mean = math.fsum(v / len(values) for v in values)
         return {"stragglers": "empirical", "slowdowns": [v / mean for v in values]}
+    if kind == "one":
+        try:
+            factor = float(arg)
+        except ValueError:
+            factor = math.nan
+        if not (math.isfinite(factor) and factor > 0):
+            raise InputError(
+                "stragglers", f"{clip(spec)!r}: one needs the slow worker's multiplier, a number > 0, e.g. one:2"
+            )
+        return {"stragglers": "one", "slowdowns": [factor]}
     raise InputError(
-        "stragglers", f"{spec!r} is not none, normal:CV, lognormal:SIGMA, fixed:M0,M1,... or empirical:FILE"
+        "stragglers",
+        f"{spec!r} is not none, normal:CV, lognormal:SIGMA, fixed:M0,M1,..., empirical:FILE or one:M",
     )
 
 

@@ -219,3 +219,19 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn one_random_straggler_per_iteration_holds_up_blocking_every_time_and_solo_by_its_share() {
+    // Li et al. 2019's injection (seed 002, section 6.2): in every iteration one rank drawn
+    // at random computes 3x. A blocking all-reduce waits for it every time, as for one
+    // fixed 3x rank; solo rounds go at each rank's own pace, 1 + 2/8 of the compute on
+    // average, so well under half the blocking iteration.
+    let one = Variability::OneAtRandom { factor: 3.0 };
+    let mut fixed = vec![1.0; 8];
+    fixed[0] = 3.0;
+    let blocking = skewed("ring", one.clone(), 5).iteration_time_s;
+    let one_fixed = skewed("ring", Variability::Slowdowns(fixed), 5).iteration_time_s;
+    assert!((blocking - one_fixed).abs() < 0.01 * one_fixed, "{blocking} vs {one_fixed}");
+    let solo = skewed("ring:partial=solo", one, 5).iteration_time_s;
+    assert!(solo < 0.5 * blocking, "{solo} vs {blocking}");
+}

@@ -37,8 +37,9 @@ pub fn collective(field: &str, text: &str) -> Result<Collective, Error> {
     Collective::parse(field, text)
 }
 
-/// Stragglers of kind `kind` (`none`, `normal`, `lognormal`, `fixed`) with their spread
-/// (coefficient of variation or sigma) or per-worker slowdowns.
+/// Stragglers of kind `kind` (`none`, `normal`, `lognormal`, `fixed`, `empirical`, `one`)
+/// with their spread (coefficient of variation or sigma), per-worker slowdowns, measured
+/// multipliers or (`one`) the one slow worker's multiplier.
 pub fn variability(kind: &str, spread: f64, slowdowns: Option<Vec<f64>>) -> Result<Variability, Error> {
     Ok(match kind {
         "none" => Variability::None,
@@ -46,10 +47,19 @@ pub fn variability(kind: &str, spread: f64, slowdowns: Option<Vec<f64>>) -> Resu
         "lognormal" => Variability::LogNormal { sigma: spread },
         "fixed" => Variability::Slowdowns(slowdowns.unwrap_or_default()),
         "empirical" => Variability::Empirical(slowdowns.unwrap_or_default()),
+        "one" => match slowdowns.as_deref() {
+            Some(&[factor]) => Variability::OneAtRandom { factor },
+            _ => {
+                return Err(Error::invalid(
+                    "stragglers",
+                    "one needs one multiplier, the slow worker's (e.g. slowdowns=[2.0])",
+                ))
+            }
+        },
         _ => {
             return Err(Error::invalid(
                 "stragglers",
-                format!("{kind:?} is not one of none, normal, lognormal, fixed, empirical"),
+                format!("{kind:?} is not one of none, normal, lognormal, fixed, empirical, one"),
             ))
         }
     })

@@ -253,6 +253,10 @@ def test_generators_are_taken_once() -> None:
         (dict(stragglers="fixed", slowdowns=[-1.0] * 8), "slowdowns"),
         (dict(stragglers="fixed"), "slowdowns"),
         (dict(stragglers="empirical", slowdowns=[]), "slowdowns"),
+        (dict(stragglers="one"), "slowdowns"),
+        (dict(stragglers="one", slowdowns=[2.0, 2.0]), "slowdowns"),
+        (dict(stragglers="one", slowdowns=[0.0]), "slowdowns"),
+        (dict(stragglers="one", slowdowns=[float("inf")]), "slowdowns"),
         # The kind itself is the stragglers argument.
         (dict(stragglers="bogus"), "stragglers"),
     ],

@@ -241,7 +241,9 @@ def test_bool_slowdowns_are_refused_naming_the_item() -> None:
     assert numpy == simulate(SMALL, c, "ring", stragglers="fixed", slowdowns=[1.0, 2.0, 1.0, 1.5])
 
 
-@pytest.mark.parametrize("stragglers, slowdowns", [("none", None), ("fixed", [1.0] * 4), ("empirical", [1.0] * 4)])
+@pytest.mark.parametrize(
+    "stragglers, slowdowns", [("none", None), ("fixed", [1.0] * 4), ("empirical", [1.0] * 4), ("one", [2.0])]
+)
 def test_a_spread_that_would_change_nothing_is_refused(stragglers: str, slowdowns: Any) -> None:
     c = Cluster(4, "25Gbps")
     for call in (simulate, check_simulate):

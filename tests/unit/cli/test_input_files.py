@@ -279,3 +279,21 @@ def test_a_bad_empirical_file_names_the_line_and_what_is_expected(tmp_path: Path
     (tmp_path / "times.txt").write_text(text)
     line = one_line(run(*RUN, "--stragglers", "empirical:times.txt", cwd=tmp_path))
     assert line.startswith("tensorwire: error: stragglers: 'empirical:times.txt': ") and message in line, line
+
+
+def test_one_random_straggler_per_iteration_is_seed_002s_injection(tmp_path: Path) -> None:
+    """``--stragglers one:M``: a blocking all-reduce waits for the slow worker every
+    iteration, whichever it is, so its iteration is that of one fixed M-times-slower worker;
+    ``one:1`` is no straggler; a bad M is one line naming ``stragglers``."""
+    base = ("simulate", "-m", "resnet50", "-n", "4", "-b", "10Gbps", "-s", "ring", "--iterations", "20", "--json")
+
+    def time_with(stragglers: str) -> float:
+        p = run(*base, "--stragglers", stragglers, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        return float(json.loads(p.stdout)["iteration_time_s"])
+
+    assert time_with("one:2") == pytest.approx(time_with("fixed:2,1,1,1"), rel=1e-6)
+    assert time_with("one:1") == time_with("none")
+    for bad in ("one", "one:0", "one:x", "one:-2", "one:inf"):
+        line = one_line(run(*base, "--stragglers", bad, cwd=tmp_path))
+        assert "stragglers" in line and "one:2" in line, line

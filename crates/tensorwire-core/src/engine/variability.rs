@@ -33,6 +33,13 @@ pub enum Variability {
     Slowdowns(Vec<f64>),
     /// Multiplier drawn uniformly from measured values (e.g. iteration times / their mean).
     Empirical(Vec<f64>),
+    /// In every iteration one worker, drawn uniformly (the same draw whoever asks, seeded),
+    /// computes `factor` times as long; the others take the workload's time. The load
+    /// imbalance Li et al. 2019 (seed 002, section 6.2) inject: one random process per step.
+    OneAtRandom {
+        /// The drawn worker's multiplier (2.0: twice as slow).
+        factor: f64,
+    },
 }
 
 impl Variability {
@@ -44,6 +51,11 @@ impl Variability {
             Variability::LogNormal { sigma } if (0.0..=MAX_SPREAD).contains(sigma) => Ok(()),
             Variability::Slowdowns(s) if s.len() == workers && s.iter().all(|x| x.is_finite() && *x > 0.0) => Ok(()),
             Variability::Empirical(v) if !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0) => Ok(()),
+            Variability::OneAtRandom { factor } if factor.is_finite() && *factor > 0.0 => Ok(()),
+            Variability::OneAtRandom { factor } => Err(Error::invalid(
+                "stragglers",
+                format!("one worker's multiplier is {factor}; it must be a finite number > 0 (2 = twice as slow)"),
+            )),
             Variability::Empirical(_) => {
                 Err(Error::invalid("stragglers", "an empirical distribution needs at least one multiplier, all > 0"))
             }
@@ -76,6 +88,7 @@ impl Variability {
             Variability::LogNormal { sigma } => *sigma == 0.0,
             Variability::Slowdowns(s) => s.iter().all(|&x| x == s[0]),
             Variability::Empirical(v) => v.iter().all(|&x| x == v[0]),
+            Variability::OneAtRandom { factor } => *factor == 1.0,
         }
     }
 }
@@ -85,6 +98,8 @@ impl Variability {
 pub(crate) struct Sampler {
     kind: Variability,
     streams: Vec<Pcg64>,
+    /// `OneAtRandom`: the seed of each iteration's draw of the slow worker.
+    seed: u64,
     /// Per worker, the multipliers drawn so far in iteration order (empty without variability).
     drawn: Vec<Vec<f64>>,
 }
@@ -94,7 +109,7 @@ impl Sampler {
         let streams =
             (0..workers as u64).map(|w| Pcg64::seed_from_u64(seed ^ w.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect();
         let drawn = if kind == Variability::None { Vec::new() } else { vec![Vec::new(); workers] };
-        Sampler { kind, streams, drawn }
+        Sampler { kind, streams, seed, drawn }
     }
 
     /// Multiplier for worker `rank`'s next iteration.
@@ -144,6 +159,72 @@ impl Sampler {
             }
             Variability::Slowdowns(s) => s[rank],
             Variability::Empirical(v) => v[rand::Rng::gen_range(&mut self.streams[rank], 0..v.len())],
+            Variability::OneAtRandom { factor } => {
+                // Iteration i (this rank's draws so far) slows the worker drawn for i, a draw
+                // of its own so that every rank agrees whenever it asks.
+                let i = self.drawn[rank].len() as u64;
+                let mut draw =
+                    Pcg64::seed_from_u64(self.seed ^ 0x0AE5_7A11_0000_0002 ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                if rand::Rng::gen_range(&mut draw, 0..self.streams.len()) == rank {
+                    *factor
+                } else {
+                    1.0
+                }
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_at_random_slows_exactly_one_worker_each_iteration_evenly_and_reproducibly() {
+        let (workers, iterations, factor) = (4, 4000, 3.0);
+        let draws = |seed| {
+            let mut s = Sampler::new(Variability::OneAtRandom { factor }, workers, seed);
+            // Ranks ask in any order (here last to first, then interleaved): the same draws.
+            let mut out = vec![vec![0.0; workers]; iterations];
+            for (i, row) in out.iter_mut().enumerate() {
+                let order: Vec<usize> = if i % 2 == 0 { (0..workers).rev().collect() } else { (0..workers).collect() };
+                for r in order {
+                    row[r] = s.draw(r);
+                }
+            }
+            out
+        };
+        let a = draws(7);
+        assert_eq!(a, draws(7));
+        assert_ne!(a, draws(8));
+        let mut slowed = vec![0usize; workers];
+        for row in &a {
+            assert_eq!(row.iter().filter(|&&m| m == factor).count(), 1, "{row:?}");
+            assert_eq!(row.iter().filter(|&&m| m == 1.0).count(), workers - 1);
+            slowed[row.iter().position(|&m| m == factor).unwrap()] += 1;
+        }
+        // Each worker about a quarter of the iterations (binomial, sd 27 of 1000).
+        assert!(slowed.iter().all(|&n| (850..1150).contains(&n)), "{slowed:?}");
+        // Blocking waits for the slow one every iteration; each worker's own pace averages
+        // 1 + (factor - 1) / workers.
+        let mut s = Sampler::new(Variability::OneAtRandom { factor }, workers, 7);
+        for _ in 0..iterations {
+            for r in 0..workers {
+                s.draw(r);
+            }
+        }
+        assert_eq!(s.compute_factor(true, iterations), factor);
+        let own = s.compute_factor(false, iterations);
+        assert!((own - (1.0 + (factor - 1.0) / workers as f64)).abs() < 0.02, "{own}");
+    }
+
+    #[test]
+    fn one_at_random_needs_a_finite_multiplier_above_0() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = Variability::OneAtRandom { factor: bad }.validate(4).unwrap_err();
+            assert_eq!(e.field(), "stragglers");
+        }
+        assert!(Variability::OneAtRandom { factor: 1.0 }.is_uniform());
+        assert!(!Variability::OneAtRandom { factor: 1.5 }.is_uniform());
     }
 }

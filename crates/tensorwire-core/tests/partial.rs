@@ -210,6 +210,9 @@ proptest::proptest! {
         let run_with = |spec: &str| layered(spec, slowdowns.clone(), c);
         proptest::prop_assert_eq!(run_with("ring:partial=solo,max_lag=0").nap, Some(n));
         proptest::prop_assert_eq!(run_with("ring:partial=majority,max_lag=0").nap, Some(n));
+        // Fused rounds too (a rank ready for one of a round's tensors but not another when
+        // the activation came had been counted 0 or twice).
+        proptest::prop_assert_eq!(run_with("ring:partial=solo,max_lag=0,fusion=1MB,cycle=1ms").nap, Some(n));
         let times: Vec<f64> = ["max_lag=0", "max_lag=1", "max_lag=3", ""]
             .iter()
             .map(|lag| run_with(&format!("ring:partial=solo{}{lag}", if lag.is_empty() { "" } else { "," })).iteration_time_s)

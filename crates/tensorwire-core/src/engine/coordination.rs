@@ -67,21 +67,13 @@ impl Engine<'_> {
     }
 
     /// `max_lag`: rank `w` has `r` ready; the rounds whose activation waited for it start on
-    /// `w` now. With `max_lag=0` the rank joins with this very gradient, so it is active in
-    /// that round (it was not ready when the activation reached it, and was not counted).
+    /// `w` now (with `max_lag=0` the rank joins with this very gradient: every rank is
+    /// counted active when the round is released).
     fn join_rounds_held_by_lag(&mut self, core: &SimState, w: usize, r: TaskRef) {
         let Some(lag) = self.lag.as_mut() else { return };
         lag.note_ready(w, r);
         let ops = &self.ops;
-        let go = lag.released(w, |op| ops.get(op as usize).tasks.as_slice());
-        let synchronous = lag.synchronous();
-        for op in go {
-            let first = self.ops.get(op as usize).tasks[0];
-            if let Some(&(round, released_at, initiator)) = self.open_rounds.get(&first).filter(|_| synchronous) {
-                if core.now > released_at + self.activation_delay(core, initiator, w) {
-                    self.active[round].1 += 1;
-                }
-            }
+        for op in lag.released(w, |op| ops.get(op as usize).tasks.as_slice()) {
             self.seq += 1;
             self.queue.push(Reverse((core.now, self.seq, Event::Activate { rank: w, op })));
         }
@@ -159,7 +151,9 @@ impl Engine<'_> {
             if let Some(initiator) = self.round_of.remove(&tasks[0]) {
                 // A partial round: the initiator starts now, the others when activated;
                 // every rank ready by now is active.
-                let ready = self.ready_now(tasks[0]);
+                // With max_lag=0 every rank joins with its own gradient of the round: all active.
+                let synchronous = self.lag.as_ref().is_some_and(|l| l.synchronous());
+                let ready = if synchronous { self.workers.len() } else { self.ready_now(tasks[0]) };
                 self.active.push((tasks[0].iteration, ready));
                 if ready < self.workers.len() {
                     self.open_rounds.insert(tasks[0], (self.active.len() - 1, now, initiator));

@@ -226,7 +226,11 @@ def main() -> None:
             per_block = (getattr(hi, reading) - getattr(lo, reading)) / (hi.blocks - lo.blocks)
             head = getattr(lo, reading) - lo.blocks * per_block
             saved_per_block = (hi.saved - lo.saved) / (hi.blocks - lo.blocks)
-            est_block = 2 * shapes.d_model * s if recompute else llm.block_activation_bytes(shapes, s)
+            est_block = (
+                llm.ACTIVATION_ELEMENT_BYTES * shapes.d_model * s
+                if recompute
+                else llm.block_activation_bytes(shapes, s)
+            )
             est_head = llm.head_activation_bytes(shapes, s)
             est_peak = llm.peak_activation_bytes(dataclasses.replace(shapes, layers=hi.blocks), s, 1, recompute)
             row = dict(

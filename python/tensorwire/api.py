@@ -211,11 +211,13 @@ def _run_args(
     iterations, seed, max_flows, failures = _check_run(iterations, seed, max_flows, failures)
     spread = check_real("spread", spread)
     slowdowns = _slowdowns(slowdowns)
-    if slowdowns is not None and stragglers not in ("fixed", "empirical", "one"):
+    # Which argument gives each kind's numbers (_STRAGGLER_NUMBERS): the other would change nothing.
+    takes = _STRAGGLER_NUMBERS.get(stragglers)
+    if slowdowns is not None and takes != "slowdowns":
         raise InputError(
             "slowdowns", f"apply only with stragglers='fixed', 'empirical' or 'one'; stragglers is {stragglers!r}"
         )
-    if spread != 0 and stragglers in ("none", "fixed", "empirical", "one"):
+    if spread != 0 and (stragglers == "none" or takes == "slowdowns"):
         # Was ignored without a word, where slowdowns without 'fixed' are refused.
         raise InputError(
             "spread", f"{spread!r} applies only with stragglers='normal' or 'lognormal'; stragglers is {stragglers!r}"

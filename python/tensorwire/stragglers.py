@@ -49,7 +49,7 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
             raise InputError("stragglers", f"{spec!r}: the spread must be a number from 0 to {_core.MAX_SPREAD:g}")
         return {"stragglers": kind, "spread": spread}
     if kind == "fixed":
-        values = [_positive(t, spec, "") for t in arg.split(",")]
+        values = [_positive(t, spec, "", "expected positive numbers separated by commas") for t in arg.split(",")]
         if len(values) != workers:
             raise InputError(
                 "stragglers", f"{spec!r}: fixed needs one multiplier per worker ({workers}), got {len(values)}"
@@ -64,14 +64,7 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
         mean = math.fsum(v / len(values) for v in values)
         return {"stragglers": "empirical", "slowdowns": [v / mean for v in values]}
     if kind == "one":
-        try:
-            factor = float(arg)
-        except ValueError:
-            factor = math.nan
-        if not (math.isfinite(factor) and factor > 0):
-            raise InputError(
-                "stragglers", f"{clip(spec)!r}: one needs the slow worker's multiplier, a number > 0, e.g. one:2"
-            )
+        factor = _positive(arg, spec, "", "one needs the slow worker's multiplier, a number > 0, e.g. one:2")
         return {"stragglers": "one", "slowdowns": [factor]}
     raise InputError(
         "stragglers",
@@ -112,21 +105,25 @@ def _measured(text: str, spec: str) -> list[float]:
                 f"{spec!r}: line {number}: {clip(content.strip())!r} reads as one number with a decimal comma or as "
                 "two numbers; write a decimal point (1.5), or separate numbers with spaces",
             )
-        values.extend(_positive(t, spec, f"line {number}: ") for t in content.replace(",", " ").split())
+        values.extend(
+            _positive(t, spec, f"line {number}: ", _EMPIRICAL_FORMAT) for t in content.replace(",", " ").split()
+        )
     if not values:
         raise InputError("stragglers", f"{spec!r}: no numbers in the file; {_EMPIRICAL_FORMAT}")
     return values
 
 
-def _positive(token: str, spec: str, where: str) -> float:
-    """``token`` as a finite number > 0; :class:`InputError` naming it (after ``where``)."""
+def _positive(token: str, spec: str, where: str, expected: str) -> float:
+    """``token`` as a finite number > 0; :class:`InputError` naming it (after ``where``) and
+    saying what was ``expected``."""
     try:
         value = float(token)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        expected = _EMPIRICAL_FORMAT if where else "expected positive numbers separated by commas"
-        raise InputError("stragglers", f"{spec!r}: {where}{clip(token.strip())!r} is not a positive number; {expected}")
+        raise InputError(
+            "stragglers", f"{clip(spec)!r}: {where}{clip(token.strip())!r} is not a positive number; {expected}"
+        )
     return value
 
 

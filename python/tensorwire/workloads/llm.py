@@ -394,8 +394,9 @@ def activation_bytes(name: str, seq_len: Optional[int] = None, micro_batch: int 
     incoming gradient, 2 bytes x ``d`` per token; the head's are freed by then). Everything
     is linear in ``seq_len x micro_batch`` (FlashAttention stores nothing of size S x S).
     On an H200, Llama 3 8B and 70B blocks built from these records (``torch.nn`` layers,
-    PyTorch's FlashAttention, torchtitan's step) peaked within 0.1% of this count, with and
-    without recomputation (``benchmarks/llm_gpu_check.py``, docs/benchmarks.md).
+    PyTorch's FlashAttention, torchtitan's step) peaked within 0.002% of this count, with and
+    without recomputation, but for a process's first stack, which also held cuBLAS's 32 MiB
+    workspace (``benchmarks/llm_gpu_check.py``, docs/llm.md).
 
     Not counted: the caching allocator's fragmentation and reserve, NCCL's buffers, cuBLAS
     workspace, a kernel's temporary buffers, the optimizer step's transient. docs/llm.md,

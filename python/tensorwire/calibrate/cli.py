@@ -20,6 +20,7 @@ from tensorwire.calibrate.fit import (
     default_topology,
     family_of,
     fit,
+    logged_restriction,
     nccl_list,
     node_gpus,
     node_of_another_gpu,
@@ -129,7 +130,7 @@ def _show(result: Fit) -> None:
                 _gbs(r.before.busbw),
                 _gbs(r.after.busbw),
                 f"[red]{r.error:+.1%}[/red]" if miss else f"{r.error:+.1%}",
-                f"{r.after.algo}/{r.after.proto}",
+                f"{r.after.algo}/{r.after.proto}" + (" (logged)" if r.logged else ""),
             )
         render.console.print(t)
     render.console.print(_parameters(result))
@@ -218,6 +219,7 @@ def _summary(result: Fit) -> list[str]:
             f"{len(skipped)} row{'s' * (len(skipped) > 1)} of size 0 skipped ({logs}): they time nothing "
             "(nccl-tests' -b 0)"
         )
+    lines += _logged(result)
     strategy = _restricted_strategy(result)
     if strategy != "nccl":
         lines.append(f"Measured with NCCL's choice restricted: simulate with -s {strategy}")
@@ -232,6 +234,48 @@ def _summary(result: Fit) -> list[str]:
             "reproduced them better than NCCL's own figures (by the sum of squared relative errors), so its "
             "parameters are NCCL's figures, here and in a cluster file (docs/calibration.md)"
         )
+    return lines
+
+
+#: The sizes a summary line names at most, and the notes on NCCL's logging it prints at most.
+MAX_NAMED = 4
+
+
+def _logged(result: Fit) -> list[str]:
+    """What the logs' NCCL lines said and what the fit made of it: the NCCL_ALGO / NCCL_PROTO
+    they logged, the rows run with NCCL's logged choice and where NCCL's model (the release
+    tensorwire follows) would have chosen otherwise, and the logged launches not taken."""
+    lines: list[str] = []
+    runs = [run for run, _ in _logs(result)]
+    for variable, setting in (("NCCL_ALGO", "nccl_algo"), ("NCCL_PROTO", "nccl_proto")):
+        logged = next(((run, s) for run in runs if (s := getattr(run, setting)) is not None), None)
+        if logged is not None:
+            run, s = logged
+            lines.append(f"{run.path}:{s.line} logged {variable} ({s.value}): NCCL's choice is restricted to it")
+    ran = [(r, own) for r in result.rows if r.logged is not None and (own := r.model_choice) is not None]
+    if ran:
+        other = [(r, own) for r, own in ran if (own.algo, own.proto) != (r.after.algo, r.after.proto)]
+        named = ", ".join(
+            f"{format_bytes(r.size)} ran {r.after.algo}/{r.after.proto}, model {own.algo}/{own.proto}"
+            for r, own in other[:MAX_NAMED]
+        )
+        lines.append(
+            f"NCCL logged what it ran for {len(ran)} of {len(result.rows)} rows, and the fit runs that (logged); "
+            f"NCCL {_core.NCCL_VERSION}'s model chooses the same for {len(ran) - len(other)} of them"
+            + (f" (not: {named}{', ...' * (len(other) > MAX_NAMED)})" if other else "")
+        )
+    modelled = _core.NCCL_VERSION.split(".")[:2]
+    older = sorted({v for run in runs if (v := run.nccl_version) and v.split(".")[:2] != modelled})
+    if older and not ran:
+        lines.append(
+            f"These logs ran NCCL {', '.join(older)}; tensorwire follows NCCL {_core.NCCL_VERSION}'s choices, which "
+            "can differ by release: with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING in the log, calibrate fits "
+            "what NCCL ran at each size"
+        )
+    notes = [note for run in runs for note in run.choice_notes]
+    lines += notes[:MAX_NAMED]
+    if len(notes) > MAX_NAMED:
+        lines.append(f"... and {len(notes) - MAX_NAMED} more such launches")
     return lines
 
 
@@ -397,7 +441,7 @@ def nccl_tests(
     fit_transport, base = _transport(transport, _base_topology(topology, runs))
     check_runs(runs, base, node_gpus(base))
     check_node_gpu(runs, base)
-    algo, proto = nccl_list(algo), nccl_list(proto)
+    algo, proto = logged_restriction(runs, nccl_list(algo), nccl_list(proto))
     check_restriction(runs, base, bandwidth, fit_transport, algo, proto)
     result = fit(runs, base, bandwidth, fit_transport, algo, proto)
     if as_json:
@@ -424,6 +468,16 @@ def nccl_tests(
                             "algo": r.after.algo,
                             "proto": r.after.proto,
                             "channels": r.after.channels,
+                            "logged": None
+                            if r.logged is None
+                            else {
+                                "algo": r.logged.algo,
+                                "proto": r.logged.proto,
+                                "channels": r.logged.channels,
+                                "line": r.logged.line,
+                            },
+                            "model_algo": None if r.model_choice is None else r.model_choice.algo,
+                            "model_proto": None if r.model_choice is None else r.model_choice.proto,
                         }
                         for r in result.rows
                     ],

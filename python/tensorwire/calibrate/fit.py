@@ -53,11 +53,12 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.calibrate.logs import MAX_ROWS, Run
+from tensorwire.calibrate.nccl_log import Choice, Setting, allows
 from tensorwire.calibrate.predict import (
     CALIBRATION_OPTIONS,
     POINT_TO_POINT,
@@ -253,12 +254,25 @@ class Model:
     def topology_with(self, cal: Calibration) -> str:
         return with_options(self.topology, cal.options()) if self.native else self.topology
 
-    def predict(self, run: Run, size: float, cal: Calibration, fixed: Optional[Prediction] = None) -> Prediction:
+    def predict(
+        self, run: Run, size: float, cal: Calibration, fixed: Optional[Prediction] = None, logged: bool = True
+    ) -> Prediction:
+        """``run``'s collective of ``size`` bytes at ``cal``: with the algorithm, protocol and
+        channels of ``fixed`` where given, else with the algorithm and protocol NCCL logged it
+        ran at that size (``logged``, :attr:`Run.choices`), else with NCCL's model's choice."""
         cal = cal.rounded()
+        ran = run.choices.get(int(size)) if logged and fixed is None and float(size).is_integer() else None
 
         def core(topology: str, s: float, pin: Optional[Prediction]) -> Prediction:
             if pin is not None and pin.algo == POINT_TO_POINT:
                 pin = None  # all-to-all: nothing to pin, NCCL_ALGO does not apply
+            algo, proto, channels = (
+                (pin.algo, pin.proto, pin.channels)
+                if pin is not None
+                else (ran.algo, ran.proto, None)
+                if ran is not None
+                else (self.algo, self.proto, None)
+            )
             return nccl_predict(
                 topology,
                 run.ranks,
@@ -266,9 +280,9 @@ class Model:
                 s,
                 bandwidth=self.bandwidth,
                 transport=self.transport,
-                algo=self.algo if pin is None else pin.algo,
-                proto=self.proto if pin is None else pin.proto,
-                channels=None if pin is None else pin.channels,
+                algo=algo,
+                proto=proto,
+                channels=channels,
             )
 
         if self.native:
@@ -296,6 +310,15 @@ class RowFit:
     measured_seconds: float
     before: Prediction
     after: Prediction
+    #: Where NCCL logged what it ran at this size (:attr:`Run.choices`): NCCL's model's own
+    #: choice after the fit, which ``after`` does not run (None where nothing was logged).
+    model_choice: Optional[Prediction] = None
+
+    @property
+    def logged(self) -> Optional[Choice]:
+        """NCCL's logged choice at this size, which ``before`` and ``after`` run; None where the
+        log says none."""
+        return self.run.choices.get(self.size)
 
     @property
     def error(self) -> float:
@@ -498,6 +521,72 @@ def nccl_list(value: Optional[str]) -> Optional[str]:
     if value is None:
         return None
     return "+".join(dict.fromkeys(item.strip() for item in value.strip().lower().split(",")))
+
+
+def logged_restriction(
+    runs: Sequence[Run], algo: Optional[str], proto: Optional[str]
+) -> tuple[Optional[str], Optional[str]]:
+    """The NCCL_ALGO / NCCL_PROTO restriction of a calibration (the ``nccl`` strategy's syntax):
+    ``algo`` / ``proto`` as given (``--algo``, ``--proto``), else what the logs' NCCL logged
+    (:attr:`Run.nccl_algo`, :attr:`Run.nccl_proto`). Logs that log none are taken as measured
+    with the others' setting (NCCL prints it only at NCCL_DEBUG=INFO with the ENV subsystem).
+    Refused, naming the lines: logs that logged different values, and an option that differs
+    from what a log logged (as sets of names: ``Tree,Ring`` is ``ring+tree``)."""
+    return (
+        _one_setting(runs, "NCCL_ALGO", "algo", algo, lambda r: r.nccl_algo),
+        _one_setting(runs, "NCCL_PROTO", "proto", proto, lambda r: r.nccl_proto),
+    )
+
+
+def _one_setting(
+    runs: Sequence[Run], variable: str, option: str, given: Optional[str], of: Callable[[Run], Optional[Setting]]
+) -> Optional[str]:
+    logged = [(run, s) for run in runs if (s := of(run)) is not None]
+    for (run, s), (other, t) in itertools.pairwise(logged):
+        if _names(s.value) != _names(t.value):
+            raise InputError(
+                "log",
+                f"{run.path}:{s.line} logged {variable}={s.value} for {run.collective}, {other.path}:{t.line} "
+                f"{t.value}: one calibration fits runs of one setting; calibrate them apart",
+            )
+    if not logged:
+        return given
+    run, s = logged[0]
+    if given is not None and _names(given) != _names(s.value):
+        raise InputError(
+            option,
+            f"--{option} {given} differs from {variable}={s.value} that {run.path}:{s.line} logged for "
+            f"{run.collective}; drop --{option} (the log's setting is taken)",
+        )
+    return s.value
+
+
+def _names(restriction: str) -> tuple[bool, frozenset[str]]:
+    """A restriction as (excluding, names), so that ``tree+ring`` is ``ring+tree``."""
+    return restriction.startswith("^"), frozenset(restriction.lstrip("^").split("+"))
+
+
+def check_logged(model: Model, runs: Sequence[Run]) -> None:
+    """Refuses a log whose NCCL ran, at some size, an algorithm and protocol that the
+    restriction leaves out (``--algo``/``--proto`` against the log) or that NCCL's model
+    cannot run on the calibration's fabric (CollNet without ``sharp=true``, NVLS where the
+    node has none): ``InputError("log", ...)`` naming the line and the reason."""
+    for run in runs:
+        seen: set[tuple[str, str]] = set()
+        for size, c in sorted(run.choices.items()):
+            if (c.algo, c.proto) in seen:
+                continue
+            seen.add((c.algo, c.proto))
+            where = f"{run.path}:{c.line}: NCCL ran {c.label()} for {run.collective} of {size:,} bytes"
+            for option, name, restriction in (("algo", c.algo, model.algo), ("proto", c.proto, model.proto)):
+                if not allows(restriction, name):
+                    raise InputError("log", f"{where}, which {option}={restriction} leaves out; drop --{option}")
+            try:
+                model.predict(run, size, Calibration())
+            except InputError as e:
+                raise InputError(
+                    "log", f"{where}, which NCCL's model of {clip(model.topology)} cannot run: {e.args[-1]}"
+                ) from None
 
 
 def check_restriction(
@@ -717,7 +806,7 @@ def runs_algo(model: Model, ranks: int, collective: str, size: int, algo: str) -
     ``model.proto``). Whether it can does not depend on the size (the fabric, the collective,
     the ranks and the restriction decide), so a cluster file, which records no sizes, asks
     it at any (:mod:`~tensorwire.calibrate.cluster_file`)."""
-    if model.algo is not None and (algo in model.algo.lstrip("^").split("+")) == model.algo.startswith("^"):
+    if not allows(model.algo, algo):
         return False  # NCCL_ALGO leaves it out
     try:
         p = nccl_predict(
@@ -845,8 +934,11 @@ def fit(
 ) -> Fit:
     """Fits the calibration of ``topology`` to ``runs`` (see the module's description), with
     NCCL's choice restricted to ``algo`` / ``proto`` where the runs were (NCCL_ALGO /
-    NCCL_PROTO, in the ``nccl`` strategy's syntax)."""
+    NCCL_PROTO, in the ``nccl`` strategy's syntax; :func:`logged_restriction` reads them from
+    the logs), and each row run with the algorithm and protocol NCCL logged for its size where
+    it did (:attr:`Run.choices`; refused where the model cannot run it, :func:`check_logged`)."""
     model = Model(topology, bandwidth, transport, calibration_supported(topology), algo, proto)
+    check_logged(model, runs)
     start = Calibration()
     cal = start
     fitted: list[str] = []
@@ -868,6 +960,7 @@ def fit(
             measured_seconds=row.seconds,
             before=model.predict(run, row.size, start),
             after=model.predict(run, row.size, cal),
+            model_choice=model.predict(run, row.size, cal, logged=False) if row.size in run.choices else None,
         )
         for run in runs
         for row in run.rows

@@ -11,8 +11,10 @@ size and ``# Avg bus bandwidth``. A row's fields are read by the column header
 (:func:`_row_fields`): before v2.13, all_gather_perf and sendrecv_perf print no ``redop``
 column, and up to v2.13.3 all-gather and all-to-all leave it blank.
 Bandwidths are nccl-tests' (doc/PERFORMANCE.md): ``algbw = size / time`` in GB/s (1e9
-bytes/s) and ``busbw = algbw x`` the collective's bus factor. Lines that are neither (NCCL's
-``HOST:PID:TID [DEV] NCCL INFO`` logging, mpirun's warnings) are skipped; a line that starts
+bytes/s) and ``busbw = algbw x`` the collective's bus factor. NCCL's own logging
+(``HOST:PID:TID [DEV] NCCL INFO ...``) is read for the NCCL_ALGO / NCCL_PROTO the run was
+measured with and the algorithm NCCL ran for each size (:mod:`~tensorwire.calibrate.nccl_log`);
+other lines that are neither (mpirun's warnings) are skipped; a line that starts
 like a row and is not one is refused, naming the file and the line. The text may be UTF-8
 (a byte-order mark dropped) or UTF-16 with its byte-order mark (Windows PowerShell 5.1's
 ``>``).
@@ -43,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from tensorwire._core import HORIZON_S, InputError
+from tensorwire.calibrate.nccl_log import Choice, NcclLog, Setting
 from tensorwire.io import clip, read_input
 from tensorwire.workload import bus_factor
 
@@ -197,6 +200,14 @@ class Run:
     skipped: tuple[int, ...] = ()
     #: SHA-256 (hex) of the bytes read: the log as parsed, also when it came from a pipe.
     sha256: str = ""
+    #: NCCL_ALGO / NCCL_PROTO as NCCL logged them (``NCCL_DEBUG=INFO``), the part for the run's
+    #: collective in the ``nccl`` strategy's syntax; None where the log shows none.
+    nccl_algo: Optional[Setting] = None
+    nccl_proto: Optional[Setting] = None
+    #: The algorithm and protocol NCCL logged it ran, by table size (``NCCL_DEBUG_SUBSYS=TUNING``;
+    #: :mod:`~tensorwire.calibrate.nccl_log`); and what of that logging was not taken, and why.
+    choices: dict[int, Choice] = field(default_factory=dict, hash=False)
+    choice_notes: tuple[str, ...] = ()
 
 
 def _error(path: str, line: Optional[int], message: str) -> InputError:
@@ -449,6 +460,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     printed: dict[tuple[int, str, str, Optional[str]], int] = {}  # (size, type, redop, root) -> its line
     avg: Optional[float] = None
     failure: Optional[tuple[int, str]] = None  # nccl-tests' report of a failed run: its line and text
+    nccl = NcclLog(path)
     for i, raw in enumerate(lines, start=1):
         text = raw.rstrip()
         m = _NCCL_VERSION.search(text)
@@ -474,7 +486,8 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
                 nccl_version = _nccl_version(_header_number(path, i, "nccl-library", m.group(1)))
             continue
         if _NCCL_LOG.match(text):
-            continue  # NCCL's logging, whatever its host name looks like
+            nccl.see(i, text)  # NCCL's logging, whatever its host name looks like
+            continue
         if failure is None and _FAILURE.search(text):
             failure = (i, text.strip())
             continue
@@ -516,6 +529,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     for row in rows:
         _check_count(path, row, chosen, n)
         _check_columns(path, row.line, lines[row.line - 1], columns or [], row.size, factor, f"{chosen} on {n} ranks")
+    choices, notes = nccl.choices(chosen, n, {row.size for row in rows})
     return Run(
         path=path,
         collective=chosen,
@@ -530,6 +544,10 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         avg_busbw=avg,
         skipped=tuple(zero),
         sha256=digest,
+        nccl_algo=nccl.setting("NCCL_ALGO", chosen),
+        nccl_proto=nccl.setting("NCCL_PROTO", chosen),
+        choices=choices,
+        choice_notes=notes,
     )
 
 

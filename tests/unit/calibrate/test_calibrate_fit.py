@@ -358,7 +358,7 @@ def test_an_nvls_sweep_fits_nvls_and_keeps_the_rings_at_nccls_figures() -> None:
 
 @pytest.mark.skipif(not NATIVE, reason=WHY)
 @pytest.mark.parametrize(
-    "log, bound",
+    "log, bound, algo, proto",
     [
         # Issue 21 asks for 5%: every row is within 4.6% (NVLS efficiency 1.044, NVLS fill 0.74,
         # +0 us, 501 ns a step; rings keep NCCL's figures). Before NVLS's fill counted its stages below two loops (pipeline.rs)
@@ -366,22 +366,27 @@ def test_an_nvls_sweep_fits_nvls_and_keeps_the_rings_at_nccls_figures() -> None:
         # 2-4 MiB, so 2 MiB is one loop through 3 stages (3 loop times) and 4 MiB two (4), a
         # shape the fill capped at the transfer could not give. Without the step cost the
         # fit left 32 MiB at +9.2%.
-        ("azure-nd-h100-v5-allreduce.log", 0.05),
+        ("azure-nd-h100-v5-allreduce.log", 0.05, None, None),
         pytest.param(
             "gcp-a3-mega-2x8-allreduce.log",
             0.05,
-            # Passed before the pipeline fill. Now 9 of 14 rows are within 5%, every one from
-            # 64 MiB up within 2%, but 2-32 MiB miss by -17% to +40%, at the specs' bounds
-            # (NVLS tree efficiency 2, +127 us, NVLS tree fill 7.0, 7.3 us a step): NVLS tree
-            # across two nodes over GPUDirect-TCPXO has another shape than NCCL's pipeline
-            # gives. Marked, not loosened.
-            marks=pytest.mark.xfail(strict=True, reason="pipeline fill vs the 2-node fixture; open"),
+            "ring+tree",
+            "simple",
+            # Fitted under Google's NCCL profile for A3 Mega (NCCL_ALGO=Ring,Tree,
+            # NCCL_PROTO=Simple, the recipe docs/reproductions.md names; the log prints no
+            # environment): 12 of 14 rows within 5%, 8 MiB +10.2% and 16 MiB -5.2% (ring/tree
+            # efficiency 1.2, +26 us, fill 6.4, 10.9 us a step), where Google's tuner plugin
+            # puts a knee NCCL's model does not have. Under NCCL's defaults (NVLS tree) 9 of 14,
+            # 2-32 MiB -17% to +40% at the specs' bounds. Marked, not loosened.
+            marks=pytest.mark.xfail(strict=True, reason="Google's tuner plugin's knee at 8-16 MiB; open"),
         ),
     ],
 )
-def test_fit_reproduces_the_fixture_within_5_percent(log: str, bound: float) -> None:
+def test_fit_reproduces_the_fixture_within_5_percent(
+    log: str, bound: float, algo: Optional[str], proto: Optional[str]
+) -> None:
     runs = [parse_log(str(FIXTURES / log))]
-    result = fit(runs, "rail:node=dgx-h100", None, "rdma")
+    result = fit(runs, "rail:node=dgx-h100", None, "rdma", algo, proto)
     misses = [(r.size, f"{r.error:+.1%}") for r in result.rows if abs(r.error) > bound]
     assert not misses, misses
 

@@ -47,19 +47,15 @@ impl Lag {
     }
 
     /// The ops whose activation on `rank` no longer waits (`tasks_of` gives an op's tasks),
-    /// removed from the parked ones, in the order they were parked.
+    /// removed from the parked ones, in the order they were parked: one pass over them
+    /// (removing each in place shifted the rest, quadratic in the parked activations).
     pub(super) fn released<'a>(&mut self, rank: usize, tasks_of: impl Fn(u64) -> &'a [TaskRef]) -> Vec<u64> {
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < self.parked.len() {
-            let (r, op) = self.parked[i];
-            if r == rank && !self.holds_back(rank, tasks_of(op)) {
-                out.push(op);
-                self.parked.remove(i);
-            } else {
-                i += 1;
-            }
-        }
+        let mut parked = std::mem::take(&mut self.parked);
+        let out = parked
+            .extract_if(.., |&mut (r, op)| r == rank && !self.holds_back(rank, tasks_of(op)))
+            .map(|(_, op)| op)
+            .collect();
+        self.parked = parked;
         out
     }
 
@@ -101,6 +97,7 @@ mod tests {
         assert_eq!(lag.released(1, tasks), vec![0]);
         lag.note_ready(1, at(1, 0));
         assert_eq!(lag.released(1, tasks), vec![1]);
+        assert_eq!(lag.parked, vec![(0, 1)], "another rank's activation stays parked");
         assert!(lag.synchronous());
     }
 }

@@ -40,7 +40,11 @@
 //!   nodes, else 128 KiB; shrunk by `calcCollChunking`'s NVLS-tree rule).
 //! - **Tree, PAT, CollNet**: one chunk of `buffSize / NCCL_STEPS` per step (Simple 512 KiB
 //!   (CollNet chain 256 KiB, PAT halved while under 32/16 chunks per channel), LL 32 KiB,
-//!   LL128 as above), FIFO depth NCCL_STEPS.
+//!   LL128 as above), FIFO depth NCCL_STEPS; shrunk as `calcCollChunking` shrinks them for
+//!   operations of few chunks per channel: tree LL128 halved while under `nstepsLL128 x
+//!   64 / ppn` chunks (to 128 KiB) and `x 16 / ppn` (to 32 KiB), `nstepsLL128 = 1 +
+//!   log2i(nNodes) + 0.1 ppn`; CollNet chain while under `ppn x 64 / x 8 / x 1` (to 128 /
+//!   64 / 32 KiB). (CollNet direct's own shrink, by its heads and depth, is not modelled.)
 //! - **Tree inside one node, Simple**: the tree is a chain of the node's ranks
 //!   (`ncclTopoPreset`, `src/graph/connect.cc`), and all-reduce runs it with
 //!   `ProtoSimple<1, 1>` (a chunk is one slice of one step, `calcCollChunking` keeps 512 KiB)
@@ -229,6 +233,26 @@ pub fn shape(
             let mut chunk = step_data(proto);
             if algo == Algo::CollNetChain {
                 chunk = chunk.min(256.0 * 1024.0);
+                // Halved while a channel holds fewer than depth x 64 / x 8 / x 1 chunks (down
+                // to 128 / 64 / 32 KiB), depth being the chain's ranks per node.
+                let depth = fabric.gpus_per_node.max(1) as f64;
+                for (times, floor) in [(64.0, 131072.0), (8.0, 65536.0), (1.0, 32768.0)] {
+                    while (per_channel / chunk).floor() < depth * times && chunk > floor {
+                        chunk /= 2.0;
+                    }
+                }
+            }
+            if algo == Algo::Tree && proto == Proto::Ll128 {
+                // Halved while a channel holds fewer than nstepsLL128 x 64 / ppn chunks (down
+                // to 128 KiB), then x 16 / ppn (down to 32 KiB): NCCL's estimate of the
+                // tree's depth, nstepsLL128 = 1 + log2i(nNodes) + 0.1 ppn.
+                let ppn = ranks / fabric.nodes.max(1) as f64;
+                let nsteps = 1.0 + super::tuning::log2i(fabric.nodes) + 0.1 * ppn;
+                for (times, floor) in [(64.0, 131072.0), (16.0, 32768.0)] {
+                    while (per_channel / chunk).floor() < nsteps * times / ppn && chunk > floor {
+                        chunk /= 2.0;
+                    }
+                }
             }
             if algo == Algo::Pat {
                 let times = if collective == Collective::AllGather { 32.0 } else { 16.0 };
@@ -307,6 +331,39 @@ mod tests {
         let ll = fill(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 96.0 * 1024.0, 24, 1e-3);
         assert!((ll - 1e-3).abs() < 1e-15, "{ll}");
         assert!(fill_of(Proto::Ll128) > fill_of(Proto::Simple));
+    }
+
+    #[test]
+    fn tree_ll128_and_collnet_chain_chunks_shrink_as_calc_coll_chunking_shrinks_them() {
+        // Tree LL128 on 8 nodes of 8: nstepsLL128 = 1 + 3 + 0.8 = 4.8. 1 MiB on 2 channels
+        // (512 KiB each): halved while under 4.8 x 64 / 8 = 38.4 chunks down to 128 KiB
+        // (576,000 -> 72,000 B), then while under 4.8 x 16 / 8 = 9.6 (-> 36,000 B: 14
+        // chunks). 1 GiB keeps the full chunk (mid-way it stops early).
+        let f = rail("dgx-h100", 64);
+        let units = |bytes: f64| shape(&f, Collective::AllReduce, Algo::Tree, Proto::Ll128, bytes, 2).unwrap().units;
+        assert!((units(MIB) - 0.5 * MIB / 36_000.0).abs() < 1e-9, "{}", units(MIB));
+        assert!((units(1024.0 * MIB) - 512.0 * MIB / 576_000.0).abs() < 1e-9);
+        // 8 MiB: 4 MiB a channel holds 7, 14 and 29 chunks of 576,000, 288,000 and 144,000 B,
+        // all under 38.4, so 72,000 B (58 chunks, not under 9.6: kept).
+        assert!((units(8.0 * MIB) - 4.0 * MIB / 72_000.0).abs() < 1e-9, "{}", units(8.0 * MIB));
+        // Every shrink is a halving of NCCL's chunk, never below 32 KiB's floor pair.
+        for mib in [0.01, 0.5, 1.0, 3.0, 17.0, 300.0] {
+            let chunk = mib * MIB / 2.0 / units(mib * MIB);
+            assert!(
+                [576_000.0, 288_000.0, 144_000.0, 72_000.0, 36_000.0, 18_000.0].contains(&chunk.round()),
+                "{chunk}"
+            );
+        }
+        // CollNet chain, 8 ranks a node: 256 KiB chunk halved under 8 x 64 = 512 chunks a
+        // channel (to 128 KiB), under 64 (to 64 KiB), under 8 (to 32 KiB).
+        let chain = |bytes: f64, ch: usize| {
+            let s = shape(&f, Collective::AllReduce, Algo::CollNetChain, Proto::Simple, bytes, ch).unwrap();
+            bytes / ch as f64 / s.units
+        };
+        assert_eq!(chain(512.0 * MIB, 16), 131072.0); // 128 chunks of 256 KiB < 512
+        assert_eq!(chain(4096.0 * MIB, 16), 262144.0); // 1024 chunks: kept
+        assert_eq!(chain(32.0 * MIB, 16), 65536.0); // 16 of 128 KiB < 64
+        assert_eq!(chain(2.0 * MIB, 16), 32768.0); // 2 of 64 KiB < 8
     }
 
     #[test]

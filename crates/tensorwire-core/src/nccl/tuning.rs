@@ -17,7 +17,8 @@ pub fn amd_host(f: &NcclFabric) -> bool {
     f.arch == Arch::Sm80 && f.intra == IntraLink::NvSwitch
 }
 
-fn log2i(n: usize) -> f64 {
+/// `floor(log2(n))` as NCCL's `log2i` (0 for `n <= 1`).
+pub(super) fn log2i(n: usize) -> f64 {
     (usize::BITS - 1 - n.max(1).leading_zeros()) as f64
 }
 

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tensorwire._core import NCCL_VERSION as NCCL_MODELLED
 from tensorwire._core import InputError
 
 #: NCCL's algorithms in index order (``NCCL_ALGO_*``, ``src/include/device.h``), by tensorwire's
@@ -116,8 +117,9 @@ class NcclLog:
             return
         if (m := _NAMED.search(text)) is not None:
             lo, hi = int(m.group(5)), int(m.group(6))
+            channels = hi - lo + 1 if hi >= lo else None
             self.launches.append(
-                _Launch(line, m.group(1).lower(), int(m.group(2)), m.group(3), m.group(4), hi - lo + 1, True)
+                _Launch(line, m.group(1).lower(), int(m.group(2)), m.group(3), m.group(4), channels, True)
             )
         elif (m := _NUMBERED.search(text)) is not None:
             function = m.group(1).lower() if m.group(1) else None
@@ -126,10 +128,22 @@ class NcclLog:
     def setting(self, name: str, collective: str) -> Optional[Setting]:
         """``name``'s logged value (``NCCL_ALGO`` or ``NCCL_PROTO``) for ``collective``, in the
         ``nccl`` strategy's syntax (:func:`for_collective`), or None where none was logged or
-        none applies to ``collective`` (NCCL's default, everything enabled)."""
+        none applies to ``collective`` (NCCL's default, everything enabled). A name NCCL does
+        not have (a newer release's, or a typo NCCL itself would have refused) is refused,
+        naming the line."""
         s = self.settings.get(name)
         value = None if s is None else for_collective(s.value, collective)
-        return Setting(value, s.line) if s is not None and value else None
+        if s is None or not value:
+            return None
+        known = ALGOS if name == "NCCL_ALGO" else PROTOS
+        unknown = [n for n in value.lstrip("^").split("+") if n not in known]
+        if unknown:
+            raise InputError(
+                "log",
+                f"{self.path}:{s.line}: {name}={s.value}: {unknown[0]!r} is none of {', '.join(known)} (NCCL "
+                f"{NCCL_MODELLED}'s names, which tensorwire models)",
+            )
+        return Setting(value, s.line)
 
     def choices(self, collective: str, ranks: int, sizes: set[int]) -> tuple[dict[int, Choice], tuple[str, ...]]:
         """NCCL's logged choice for each of the table's ``sizes`` where it logged one, and notes

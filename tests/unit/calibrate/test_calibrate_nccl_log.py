@@ -256,3 +256,31 @@ def test_a_log_of_another_release_is_told_how_to_show_what_ran(
     )
     rc, stdout, _ = _run(capsys, "calibrate", "nccl-tests", str(tuned))
     assert rc == 0 and "These logs ran NCCL" not in stdout and "NCCL logged what it ran for 1 of 14" in stdout
+
+
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ("NCCL_ALGO set by environment to Ring,Bogus", "NCCL_ALGO=Ring,Bogus: 'bogus' is none of tree, ring"),
+        ("NCCL_PROTO set by environment to allgather:LL;allreduce:LL256", "'ll256' is none of ll, ll128, simple"),
+    ],
+)
+def test_a_logged_name_nccl_does_not_have_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, says: str
+) -> None:
+    rc, stdout, err = _run(capsys, "calibrate", "nccl-tests", _with_nccl_lines(tmp_path, H100, [line]))
+    assert rc == 2 and stdout == "" and err.count("\n") == 1
+    assert err.startswith("tensorwire: error: log: ") and "log.txt:" in err and says in err, err
+
+
+def test_a_launcher_prefix_and_numbered_choices_read_as_a_real_log_prints_them(tmp_path: Path) -> None:
+    """Intel MPI's ``mpirun -l`` puts ``[RANK] `` before every line, NCCL's lines included
+    (nccl#1453's log: ``[0] host:pid:tid [0] NCCL INFO 262144 Bytes -> Algo 0 proto 1 time
+    54.707825``, NCCL 2.20-2.22)."""
+    lines = H100.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip("# ").startswith("size") and "busbw" in line)
+    nccl = ["h100:497888:497888 [0] NCCL INFO 1048576 Bytes -> Algo 0 proto 1 time 54.707825"] * 3
+    path = tmp_path / "prefixed.log"
+    path.write_text("\n".join(f"[0] {line}" for line in lines[:at] + nccl + lines[at:]) + "\n")
+    run = parse_log(str(path))
+    assert (run.choices[1 << 20].algo, run.choices[1 << 20].proto) == ("tree", "ll128") and len(run.rows) == 14

@@ -29,6 +29,7 @@ from tensorwire.calibrate.fit import (
     with_options,
 )
 from tensorwire.calibrate.logs import COLLECTIVES, Run, check_distinct, parse_log
+from tensorwire.calibrate.nccl_log import TRANSPORTS
 from tensorwire.cli import options, render
 from tensorwire.io import check_output, clip
 from tensorwire.strategy import gpu_fabric
@@ -54,24 +55,53 @@ def _base_topology(given: Optional[str], runs: list[Run]) -> str:
     return default_topology(runs, names)
 
 
-def _transport(given: Optional[str], topology: str) -> tuple[str, str]:
+def _transport(given: Optional[str], topology: str, logged: Optional[tuple[str, str]] = None) -> tuple[str, str]:
     """The transport the fit assumes and the base topology that carries it: ``--transport``,
-    else the topology's ``transport=``, else ``rdma``. A ``tcp`` that only ``--transport``
-    gave is added to the topology (``transport=tcp``), so that the cluster file's topology
-    carries it to every strategy run with ``--cluster``. Both given, and different: refused.
+    else the topology's ``transport=``, else the one NCCL's network in the logs is (``logged``:
+    the transport and where the log said it, :func:`_logged_transport`), else ``rdma``. A
+    ``tcp`` that only ``--transport`` or the logs gave is added to the topology
+    (``transport=tcp``), so that the cluster file's topology carries it to every strategy run
+    with ``--cluster``. Two of them given, and different: refused.
 
     >>> _transport("tcp", "rail:node=a3-mega"), _transport(None, "rail:transport=tcp")
     (('tcp', 'rail:node=a3-mega,transport=tcp'), ('tcp', 'rail:transport=tcp'))
+    >>> _transport(None, "rail", ("tcp", "ar.log:12 logged NCCL's network Socket"))
+    ('tcp', 'rail:transport=tcp')
     """
     own = topology_options(topology).get("transport")
     if given is not None and own is not None and given != own:
         raise _core.InputError(
             "transport", f"--transport {given} differs from the topology's transport={clip(own)}; give one of them"
         )
-    chosen = given or own or "rdma"
+    stated = given or own
+    if logged is not None and stated is not None and stated != logged[0]:
+        option = f"--transport {given}" if given is not None else f"the topology's transport={clip(own or '')}"
+        raise _core.InputError(
+            "transport", f"{option} differs from what NCCL used: {logged[1]}, which is {logged[0]}; drop it"
+        )
+    chosen = stated or (logged[0] if logged is not None else "rdma")
     if chosen == "tcp" and own is None:
         topology = with_options(topology, "transport=tcp")
     return chosen, topology
+
+
+def _logged_transport(runs: list[Run]) -> Optional[tuple[str, str]]:
+    """The transport NCCL's network in the logs is (``Using network IB`` is ``rdma``,
+    ``Socket`` is ``tcp``: :data:`~tensorwire.calibrate.nccl_log.TRANSPORTS`) and where a log
+    said it; None where no log names one tensorwire knows (a plugin's, or no INFO lines).
+    Logs of both: refused (one calibration fits one network)."""
+    logged = [(run, s, t) for run in runs if (s := run.nccl_network) is not None and (t := TRANSPORTS.get(s.value))]
+    for (a, s, t), (b, u, v) in zip(logged, logged[1:]):
+        if t != v:
+            raise _core.InputError(
+                "log",
+                f"{a.path}:{s.line} logged NCCL's network {s.value}, {b.path}:{u.line} {u.value}: one calibration "
+                "fits one network; calibrate them apart",
+            )
+    if not logged:
+        return None
+    run, s, t = logged[0]
+    return t, f"{run.path}:{s.line} logged NCCL's network {s.value}"
 
 
 def check_node_gpu(runs: list[Run], topology: str) -> None:
@@ -252,6 +282,18 @@ def _logged(result: Fit) -> list[str]:
         if logged is not None:
             run, s = logged
             lines.append(f"{run.path}:{s.line} logged {variable} ({s.value}): NCCL's choice is restricted to it")
+    network = next(((run, s) for run in runs if (s := run.nccl_network) is not None), None)
+    if network is not None:
+        run, s = network
+        known = TRANSPORTS.get(s.value)
+        lines.append(
+            f"{run.path}:{s.line} logged NCCL's network {s.value}: "
+            + (
+                f"fitted as transport={known}"
+                if known is not None
+                else f"a plugin tensorwire does not tell apart: fitted as transport={result.model.transport}"
+            )
+        )
     ran = [(r, own) for r in result.rows if r.logged is not None and (own := r.model_choice) is not None]
     if ran:
         other = [(r, own) for r, own in ran if (own.algo, own.proto) != (r.after.algo, r.after.proto)]
@@ -438,7 +480,7 @@ def nccl_tests(
         check_output(out, "out", {"logs": logs})
     runs = [parse_log(path, collective) for path in logs]
     check_distinct(runs)
-    fit_transport, base = _transport(transport, _base_topology(topology, runs))
+    fit_transport, base = _transport(transport, _base_topology(topology, runs), _logged_transport(runs))
     check_runs(runs, base, node_gpus(base))
     check_node_gpu(runs, base)
     algo, proto = logged_restriction(runs, nccl_list(algo), nccl_list(proto))

@@ -208,6 +208,8 @@ class Run:
     #: :mod:`~tensorwire.calibrate.nccl_log`); and what of that logging was not taken, and why.
     choices: dict[int, Choice] = field(default_factory=dict, hash=False)
     choice_notes: tuple[str, ...] = ()
+    #: The network NCCL said it used (``Using network IB`` / ``Socket``, NCCL_DEBUG=INFO), or None.
+    nccl_network: Optional[Setting] = None
 
 
 def _error(path: str, line: Optional[int], message: str) -> InputError:
@@ -548,6 +550,7 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
         nccl_proto=nccl.setting("NCCL_PROTO", chosen),
         choices=choices,
         choice_notes=notes,
+        nccl_network=nccl.network,
     )
 
 

@@ -40,6 +40,10 @@ from tensorwire._core import InputError
 ALGOS: tuple[str, ...] = ("tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
 #: NCCL's protocols in index order (``NCCL_PROTO_*``), by tensorwire's names.
 PROTOS: tuple[str, ...] = ("ll", "ll128", "simple")
+#: tensorwire's transport of NCCL's network by the name NCCL logs (``Using network IB``,
+#: ``src/init.cc``; ``ncclNetIb.name``, ``ncclNetSocket.name``). A plugin's network (``AWS
+#: Libfabric``, Google's) tells nothing here: it is left to ``--transport``.
+TRANSPORTS: dict[str, str] = {"IB": "rdma", "Socket": "tcp"}
 #: The collective of NCCL's function name (``ncclFuncToString``, ``ncclFuncStr``), for those a
 #: log's table can be.
 FUNCTIONS: dict[str, str] = {
@@ -54,6 +58,7 @@ _NAMED = re.compile(
     r"NCCL INFO ([A-Za-z]+): ([0-9]+) Bytes -> Algo ([A-Za-z_0-9]+) proto ([A-Za-z_0-9]+) "
     r"channel\{Lo\.\.Hi\}=\{([0-9]+)\.\.([0-9]+)\}"
 )
+_NETWORK = re.compile(r"NCCL INFO Using network (.*\S)")
 _NUMBERED = re.compile(r"NCCL INFO (?:([A-Za-z]+): )?([0-9]+) Bytes -> Algo ([0-9]+) proto ([0-9]+) time\b")
 
 
@@ -99,6 +104,8 @@ class NcclLog:
 
     path: str
     settings: dict[str, Setting] = field(default_factory=dict)
+    #: The network NCCL said it uses (``Using network IB``), first line.
+    network: Optional[Setting] = None
     launches: list[_Launch] = field(default_factory=list)
 
     def see(self, line: int, text: str) -> None:
@@ -114,6 +121,10 @@ class NcclLog:
                     f"{self.path}:{line}: {name} set to {value!r} here and to {first.value!r} at line {first.line}: "
                     "the ranks ran with different settings; give one run's log",
                 )
+            return
+        if (m := _NETWORK.search(text)) is not None:
+            if self.network is None:
+                self.network = Setting(m.group(1), line)
             return
         if (m := _NAMED.search(text)) is not None:
             lo, hi = int(m.group(5)), int(m.group(6))

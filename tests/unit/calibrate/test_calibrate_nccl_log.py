@@ -284,3 +284,41 @@ def test_a_launcher_prefix_and_numbered_choices_read_as_a_real_log_prints_them(t
     path.write_text("\n".join(f"[0] {line}" for line in lines[:at] + nccl + lines[at:]) + "\n")
     run = parse_log(str(path))
     assert (run.choices[1 << 20].algo, run.choices[1 << 20].proto) == ("tree", "ll128") and len(run.rows) == 14
+
+
+@pytest.mark.skipif(not NATIVE, reason="the core has no calibration options")
+def test_a_logged_socket_network_fits_as_transport_tcp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`Using network Socket` (NCCL's INIT line) is NCCL's socket transport: the fit and the
+    cluster file are those of --transport tcp; `IB` is rdma; a plugin's name decides nothing."""
+    socket = _with_nccl_lines(tmp_path, A3_MEGA, ["Using network Socket"], "socket.log")
+    rc, logged, _ = _run(capsys, "calibrate", "nccl-tests", socket, "--json")
+    rc2, given, _ = _run(capsys, "calibrate", "nccl-tests", str(A3_MEGA), "--transport", "tcp", "--json")
+    assert rc == rc2 == 0
+    assert json.loads(logged)["topology"] == json.loads(given)["topology"]
+    assert "transport=tcp" in json.loads(logged)["topology"]
+    plugin = _with_nccl_lines(tmp_path, A3_MEGA, ["Using network AWS Libfabric"], "plugin.log")
+    rc, stdout, _ = _run(capsys, "calibrate", "nccl-tests", plugin)
+    assert rc == 0 and "logged NCCL's network AWS Libfabric: a plugin" in stdout and "transport=rdma" in stdout
+
+
+@pytest.mark.parametrize(
+    "lines, args, field",
+    [
+        (["Using network Socket"], ["--transport", "rdma"], "transport"),
+        (["Using network IB"], ["--transport", "tcp"], "transport"),
+        (["Using network Socket"], ["--topology", "rail:node=dgx-h100,transport=rdma"], "transport"),
+    ],
+)
+def test_a_transport_against_the_logged_network_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], args: list[str], field: str
+) -> None:
+    rc, stdout, err = _run(capsys, "calibrate", "nccl-tests", _with_nccl_lines(tmp_path, A3_MEGA, lines), *args)
+    assert rc == 2 and stdout == "" and err.count("\n") == 1
+    assert err.startswith(f"tensorwire: error: {field}: ") and "logged NCCL's network" in err, err
+
+
+def test_logs_of_two_networks_are_not_fitted_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ib = _with_nccl_lines(tmp_path, A3_MEGA, ["Using network IB"], "ib.log")
+    sock = _with_nccl_lines(tmp_path, H100, ["Using network Socket"], "sock.log")
+    rc, _, err = _run(capsys, "calibrate", "nccl-tests", ib, sock)
+    assert rc == 2 and err.count("\n") == 1 and "ib.log" in err and "sock.log" in err, err

@@ -431,7 +431,8 @@ def _latency(ctx: click.Context, param: click.Parameter, value: Optional[str]) -
     "--transport",
     type=click.Choice(("rdma", "tcp")),
     default=None,
-    help="NCCL's network transport the logs were measured over [default: the topology's transport=, else rdma]; "
+    help="NCCL's network transport the logs were measured over [default: the topology's transport=, else the "
+    "network NCCL logged (IB: rdma, Socket: tcp), else rdma]; "
     "tcp is written into the cluster file's topology (transport=tcp), which strategies then take.",
 )
 @click.option(
@@ -444,13 +445,15 @@ def _latency(ctx: click.Context, param: click.Parameter, value: Optional[str]) -
     "--algo",
     default=None,
     metavar="LIST",
-    help="NCCL_ALGO the logs were measured with (e.g. Ring,Tree or ^NVLS); NCCL's model then chooses only among these.",
+    help="NCCL_ALGO the logs were measured with (e.g. Ring,Tree or ^NVLS; default: what NCCL logged, if it did); "
+    "NCCL's model then chooses only among these.",
 )
 @click.option(
     "--proto",
     default=None,
     metavar="LIST",
-    help="NCCL_PROTO the logs were measured with (e.g. Simple); NCCL's model then chooses only among these.",
+    help="NCCL_PROTO the logs were measured with (e.g. Simple; default: what NCCL logged, if it did); NCCL's model "
+    "then chooses only among these.",
 )
 @click.option("--out", "-o", default=None, metavar="FILE", help="Write the cluster file (JSON) for --cluster FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
@@ -469,7 +472,10 @@ def nccl_tests(
     """Read nccl-tests' standard output (all_reduce_perf, all_gather_perf, reduce_scatter_perf,
     alltoall_perf; single- and multi-node), fit the fabric's efficiencies and latencies
     (single-node runs: inside a node; multi-node runs: across nodes), show how well the fit
-    reproduces every row, and with --out write a cluster file for --cluster FILE.
+    reproduces every row, and with --out write a cluster file for --cluster FILE. Run
+    nccl-tests with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING and NCCL's own lines
+    give the NCCL_ALGO / NCCL_PROTO it ran under, its network (IB or Socket) and what it ran
+    at each size, which the fit then runs.
 
     \b
       all_reduce_perf -b 1M -e 8G -f 2 -g 8 > ar.log

@@ -307,12 +307,12 @@ def _logged(result: Fit) -> list[str]:
             + (f" (not: {named}{', ...' * (len(other) > MAX_NAMED)})" if other else "")
         )
     modelled = _core.NCCL_VERSION.split(".")[:2]
-    older = sorted({v for run in runs if (v := run.nccl_version) and v.split(".")[:2] != modelled})
-    if older and not ran:
+    other_releases = sorted({v for run in runs if (v := run.nccl_version) and v.split(".")[:2] != modelled})
+    if other_releases and not ran:
         lines.append(
-            f"These logs ran NCCL {', '.join(older)}; tensorwire follows NCCL {_core.NCCL_VERSION}'s choices, which "
-            "can differ by release: with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING in the log, calibrate fits "
-            "what NCCL ran at each size"
+            f"These logs ran NCCL {', '.join(other_releases)}; tensorwire follows NCCL {_core.NCCL_VERSION}'s "
+            "choices, which can differ by release: with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING in "
+            "the log, calibrate fits what NCCL ran at each size"
         )
     notes = [note for run in runs for note in run.choice_notes]
     lines += notes[:MAX_NAMED]

@@ -542,7 +542,7 @@ def _one_setting(
     runs: Sequence[Run], variable: str, option: str, given: Optional[str], of: Callable[[Run], Optional[Setting]]
 ) -> Optional[str]:
     logged = [(run, s) for run in runs if (s := of(run)) is not None]
-    for (run, s), (other, t) in itertools.pairwise(logged):
+    for (run, s), (other, t) in zip(logged, logged[1:]):
         if _names(s.value) != _names(t.value):
             raise InputError(
                 "log",
@@ -580,7 +580,11 @@ def check_logged(model: Model, runs: Sequence[Run]) -> None:
             where = f"{run.path}:{c.line}: NCCL ran {c.label()} for {run.collective} of {size:,} bytes"
             for option, name, restriction in (("algo", c.algo, model.algo), ("proto", c.proto, model.proto)):
                 if not allows(restriction, name):
-                    raise InputError("log", f"{where}, which {option}={restriction} leaves out; drop --{option}")
+                    raise InputError(
+                        "log",
+                        f"{where}, outside the restriction {option}={restriction} (--{option}, or the "
+                        f"NCCL_{option.upper()} a log printed)",
+                    )
             try:
                 model.predict(run, size, Calibration())
             except InputError as e:

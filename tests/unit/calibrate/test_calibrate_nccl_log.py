@@ -199,7 +199,7 @@ def test_a_logged_choice_the_model_cannot_run_is_one_line(tmp_path: Path, capsys
             ["AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..7}"],
             ["--proto", "Simple"],
             "log",
-            "which proto=simple leaves out",
+            "outside the restriction proto=simple",
         ),
     ],
 )

@@ -163,6 +163,8 @@ class NcclLog:
         found: dict[int, Choice] = {}
         conflicting: dict[int, int] = {}
         notes: list[str] = []
+        if collective not in FUNCTIONS.values():
+            return found, ()  # all-to-all is point-to-point: no algorithm to pin (a line is another launch's)
         for launch in self.launches:
             if launch.function is not None and FUNCTIONS.get(launch.function) != collective:
                 continue  # another function's launch (nccl-tests runs one; a wrapper may run more)

@@ -322,3 +322,11 @@ def test_logs_of_two_networks_are_not_fitted_together(tmp_path: Path, capsys: py
     sock = _with_nccl_lines(tmp_path, H100, ["Using network Socket"], "sock.log")
     rc, _, err = _run(capsys, "calibrate", "nccl-tests", ib, sock)
     assert rc == 2 and err.count("\n") == 1 and "ib.log" in err and "sock.log" in err, err
+
+
+def test_an_all_to_all_log_pins_nothing(tmp_path: Path) -> None:
+    """All-to-all runs as point-to-point sends, which NCCL's TUNING lines never name; a
+    numbered line without a function (2.20-2.22) there is another launch's, not the table's."""
+    log = _with_nccl_lines(tmp_path, FIXTURES / "v2.11-alltoall.log", ["1048576 Bytes -> Algo 1 proto 2 time 9.0"])
+    run = parse_log(log, "alltoall")
+    assert run.collective == "alltoall" and run.choices == {} and run.choice_notes == ()

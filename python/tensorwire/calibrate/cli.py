@@ -29,7 +29,7 @@ from tensorwire.calibrate.fit import (
     with_options,
 )
 from tensorwire.calibrate.logs import COLLECTIVES, Run, check_distinct, parse_log
-from tensorwire.calibrate.nccl_log import TRANSPORTS
+from tensorwire.calibrate.nccl_log import TRANSPORTS, agreed
 from tensorwire.cli import options, render
 from tensorwire.io import check_output, clip
 from tensorwire.strategy import gpu_fabric
@@ -90,18 +90,11 @@ def _logged_transport(runs: list[Run]) -> Optional[tuple[str, str]]:
     ``Socket`` is ``tcp``: :data:`~tensorwire.calibrate.nccl_log.TRANSPORTS`) and where a log
     said it; None where no log names one tensorwire knows (a plugin's, or no INFO lines).
     Logs of both: refused (one calibration fits one network)."""
-    logged = [(run, s, t) for run in runs if (s := run.nccl_network) is not None and (t := TRANSPORTS.get(s.value))]
-    for (a, s, t), (b, u, v) in zip(logged, logged[1:]):
-        if t != v:
-            raise _core.InputError(
-                "log",
-                f"{a.path}:{s.line} logged NCCL's network {s.value}, {b.path}:{u.line} {u.value}: one calibration "
-                "fits one network; calibrate them apart",
-            )
-    if not logged:
+    logged = [(run, s) for run in runs if (s := run.nccl_network) is not None and s.value in TRANSPORTS]
+    s = agreed([(run.path, s) for run, s in logged], "NCCL's network", lambda a, b: TRANSPORTS[a] == TRANSPORTS[b])
+    if s is None:
         return None
-    run, s, t = logged[0]
-    return t, f"{run.path}:{s.line} logged NCCL's network {s.value}"
+    return TRANSPORTS[s.value], f"{logged[0][0].path}:{s.line} logged NCCL's network {s.value}"
 
 
 def check_node_gpu(runs: list[Run], topology: str) -> None:

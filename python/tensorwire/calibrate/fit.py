@@ -58,7 +58,7 @@ from typing import Callable, Optional, Sequence
 from tensorwire import _core
 from tensorwire._core import InputError
 from tensorwire.calibrate.logs import MAX_ROWS, Run
-from tensorwire.calibrate.nccl_log import Choice, Setting, allows
+from tensorwire.calibrate.nccl_log import Choice, Setting, agreed, allows
 from tensorwire.calibrate.predict import (
     CALIBRATION_OPTIONS,
     POINT_TO_POINT,
@@ -542,16 +542,10 @@ def _one_setting(
     runs: Sequence[Run], variable: str, option: str, given: Optional[str], of: Callable[[Run], Optional[Setting]]
 ) -> Optional[str]:
     logged = [(run, s) for run in runs if (s := of(run)) is not None]
-    for (run, s), (other, t) in zip(logged, logged[1:]):
-        if _names(s.value) != _names(t.value):
-            raise InputError(
-                "log",
-                f"{run.path}:{s.line} logged {variable}={s.value} for {run.collective}, {other.path}:{t.line} "
-                f"{t.value}: one calibration fits runs of one setting; calibrate them apart",
-            )
-    if not logged:
+    s = agreed([(run.path, s) for run, s in logged], variable, lambda a, b: _names(a) == _names(b))
+    if s is None:
         return given
-    run, s = logged[0]
+    run = logged[0][0]
     if given is not None and _names(given) != _names(s.value):
         raise InputError(
             option,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 from tensorwire._core import NCCL_VERSION as NCCL_MODELLED
 from tensorwire._core import InputError
@@ -161,7 +161,7 @@ class NcclLog:
         on the launches not taken: an algorithm or protocol tensorwire does not model, or two
         choices for one size (the model chooses there)."""
         found: dict[int, Choice] = {}
-        conflicting: dict[int, int] = {}
+        unpinned: set[int] = set()  # sizes with a launch not taken: the model chooses there
         notes: list[str] = []
         if collective not in FUNCTIONS.values():
             return found, ()  # all-to-all is point-to-point: no algorithm to pin (a line is another launch's)
@@ -169,26 +169,20 @@ class NcclLog:
             if launch.function is not None and FUNCTIONS.get(launch.function) != collective:
                 continue  # another function's launch (nccl-tests runs one; a wrapper may run more)
             size = launch.bytes * ranks if launch.per_rank and collective != "allreduce" else launch.bytes
-            if size not in sizes:
-                continue
+            if size not in sizes or size in unpinned:
+                continue  # not a row; or said once already (nccl-tests launches each size many times)
             algo, proto = _name(launch.algo, ALGOS), _name(launch.proto, PROTOS)
+            first = found.get(size)
             if algo is None or proto is None:
-                notes.append(
-                    f"{self.path}:{launch.line}: NCCL ran algorithm {launch.algo} / protocol {launch.proto}, which "
-                    "tensorwire does not model; the model chooses at that size"
-                )
-                conflicting[size] = launch.line
+                note = f"NCCL ran algorithm {launch.algo} / protocol {launch.proto}, which tensorwire does not model"
+            elif first is not None and (first.algo, first.proto) != (algo, proto):
+                note = f"NCCL ran {algo}/{proto} for a size it ran {first.label()} at line {first.line}"
+            else:
+                found.setdefault(size, Choice(algo, proto, launch.channels, launch.line))
                 continue
-            choice = Choice(algo, proto, launch.channels, launch.line)
-            first = found.setdefault(size, choice)
-            if (first.algo, first.proto) != (algo, proto) and size not in conflicting:
-                conflicting[size] = launch.line
-                notes.append(
-                    f"{self.path}:{launch.line}: NCCL ran {choice.label()} for a size it ran {first.label()} at "
-                    f"line {first.line}; the model chooses at that size"
-                )
-        for size in conflicting:
+            unpinned.add(size)
             found.pop(size, None)
+            notes.append(f"{self.path}:{launch.line}: {note}; the model chooses at that size")
         return found, tuple(notes)
 
 
@@ -234,6 +228,25 @@ def for_collective(value: str, collective: str) -> str:
     negate = chosen.strip().startswith("^")
     names = dict.fromkeys(n.strip().lower() for n in chosen.strip().lstrip("^").split(",") if n.strip())
     return ("^" if negate else "") + "+".join(names) if names else ""
+
+
+def agreed(logged: Sequence[tuple[str, Setting]], what: str, same: Callable[[str, str], bool]) -> Optional[Setting]:
+    """The value several logs logged (``logged``: each log's path and its setting of ``what``),
+    the first log's, where every two agree by ``same``; None where none logged one. Logs
+    that disagree are refused naming both lines: one calibration fits runs of one setting.
+
+    >>> same = lambda x, y: x.lower() == y.lower()
+    >>> agreed([("a.log", Setting("Ring", 9)), ("b.log", Setting("ring", 3))], "NCCL_ALGO", same)
+    Setting(value='Ring', line=9)
+    """
+    for (path, s), (other, t) in zip(logged, logged[1:]):
+        if not same(s.value, t.value):
+            raise InputError(
+                "log",
+                f"{path}:{s.line} logged {what} {s.value}, {other}:{t.line} {t.value}: one calibration fits runs of "
+                "one setting; calibrate them apart",
+            )
+    return logged[0][1] if logged else None
 
 
 def allows(restriction: Optional[str], name: str) -> bool:

@@ -141,6 +141,19 @@ fn nvls_tree_chunk(per_channel: f64, heads: f64, nodes: usize) -> f64 {
     c
 }
 
+/// `chunk` halved, rule by rule, while a channel's `per_channel` bytes hold fewer than
+/// `chunks` whole chunks and the chunk is above `floor`: `calcCollChunking`'s `while (nBytes /
+/// (nChannels * chunkSize) < chunks && chunkSize > floor) chunkSize /= 2` (for PAT, `chunkSize
+/// * nChannels * 32 > nBytes`, the same for a whole number of chunks).
+fn halved_below(mut chunk: f64, per_channel: f64, rules: &[(f64, f64)]) -> f64 {
+    for &(chunks, floor) in rules {
+        while (per_channel / chunk).floor() < chunks && chunk > floor {
+            chunk /= 2.0;
+        }
+    }
+    chunk
+}
+
 /// The fill, in steps, of a Simple tree all-reduce on a chain of `ranks` ranks (one node):
 /// a step crosses `ranks - 1` hops up and `ranks - 1` down, forwarded whole at each.
 fn tree_chain_depth(ranks: f64) -> f64 {
@@ -232,33 +245,28 @@ pub fn shape(
         Algo::Tree | Algo::Pat | Algo::CollNetDirect | Algo::CollNetChain => {
             let mut chunk = step_data(proto);
             if algo == Algo::CollNetChain {
-                chunk = chunk.min(256.0 * 1024.0);
-                // Halved while a channel holds fewer than depth x 64 / x 8 / x 1 chunks (down
-                // to 128 / 64 / 32 KiB), depth being the chain's ranks per node.
+                // Under depth x 64 / x 8 / x 1 chunks a channel, down to 128 / 64 / 32 KiB, depth
+                // being the chain's ranks per node.
                 let depth = fabric.gpus_per_node.max(1) as f64;
-                for (times, floor) in [(64.0, 131072.0), (8.0, 65536.0), (1.0, 32768.0)] {
-                    while (per_channel / chunk).floor() < depth * times && chunk > floor {
-                        chunk /= 2.0;
-                    }
-                }
+                let rules = [(depth * 64.0, 131072.0), (depth * 8.0, 65536.0), (depth, 32768.0)];
+                chunk = halved_below(chunk.min(256.0 * 1024.0), per_channel, &rules);
             }
             if algo == Algo::Tree && proto == Proto::Ll128 {
-                // Halved while a channel holds fewer than nstepsLL128 x 64 / ppn chunks (down
-                // to 128 KiB), then x 16 / ppn (down to 32 KiB): NCCL's estimate of the
-                // tree's depth, nstepsLL128 = 1 + log2i(nNodes) + 0.1 ppn.
+                // Under nstepsLL128 x 64 / ppn chunks a channel (down to 128 KiB), then x 16 /
+                // ppn (down to 32 KiB): NCCL's estimate of the tree's depth, nstepsLL128 = 1 +
+                // log2i(nNodes) + 0.1 ppn.
                 let ppn = ranks / fabric.nodes.max(1) as f64;
                 let nsteps = 1.0 + super::tuning::log2i(fabric.nodes) + 0.1 * ppn;
-                for (times, floor) in [(64.0, 131072.0), (16.0, 32768.0)] {
-                    while (per_channel / chunk).floor() < nsteps * times / ppn && chunk > floor {
-                        chunk /= 2.0;
-                    }
-                }
+                chunk = halved_below(
+                    chunk,
+                    per_channel,
+                    &[(nsteps * 64.0 / ppn, 131072.0), (nsteps * 16.0 / ppn, 32768.0)],
+                );
             }
             if algo == Algo::Pat {
+                // Under 32 (all-gather) or 16 (reduce-scatter) chunks a channel, down to 64 KiB.
                 let times = if collective == Collective::AllGather { 32.0 } else { 16.0 };
-                while chunk * times > per_channel && chunk > 65536.0 {
-                    chunk /= 2.0;
-                }
+                chunk = halved_below(chunk, per_channel, &[(times, 65536.0)]);
             }
             // A chain inside one node forwards whole steps up and down it (module doc).
             let chain = algo == Algo::Tree && fabric.nodes <= 1 && proto == Proto::Simple;

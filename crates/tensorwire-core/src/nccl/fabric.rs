@@ -147,9 +147,11 @@ pub(super) fn from_topology(
 /// - `ring` (hosts joined in a ring, two links each): half the hosts and the two links that
 ///   join the halves;
 /// - `rail`: a rail group's GPUs (`nodes_per_group` nodes) and its leaves' uplinks,
-///   `1 / oversubscription` of their downlinks.
+///   `1 / oversubscription` of their downlinks;
+/// - `nodes` with `nodes_per_leaf=`: a leaf's GPUs and its uplink trunk, `nodes_per_leaf`
+///   NICs over `oversubscription`.
 ///
-/// None on `star` and `nodes` (one switch), and where the cut is as wide as the hosts'
+/// None on `star` and `nodes` on one switch, and where the cut is as wide as the hosts'
 /// links or the ranks fit on its small side.
 fn host_cut(spec: &TopologySpec, ranks: usize, host_bytes_per_s: f64) -> Option<HostCut> {
     let (side, bytes_per_s, nics) = match spec.name() {
@@ -163,6 +165,11 @@ fn host_cut(spec: &TopologySpec, ranks: usize, host_bytes_per_s: f64) -> Option<
             let side = r.gpus_per_node * r.nodes_per_group;
             let down = side as f64 * r.nic_bytes_per_ns * 1e9;
             (side, down / r.oversubscription, down)
+        }
+        "nodes" => {
+            let (leaves, machine) = (spec.machine_leaves()?, spec.machine()?);
+            let down = leaves.nodes_per_leaf as f64 * host_bytes_per_s;
+            (leaves.nodes_per_leaf * machine.gpus(), down / leaves.oversubscription, down)
         }
         _ => return None,
     };

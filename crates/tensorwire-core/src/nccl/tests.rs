@@ -488,6 +488,16 @@ fn a_narrow_host_network_floors_every_collective_at_its_cut() {
     let rail2 = on("rail:node=dgx-h100,nodes_per_group=2,oversubscription=2", 32, 50e9);
     assert_eq!(rail2.cut, Some(HostCut { ranks: 16, bytes_per_s: 16.0 * 50e9 / 2.0 }));
     assert_eq!(on("rail:node=dgx-h100,nodes_per_group=2", 32, 50e9).cut, None);
+    // 16 p3.16xlarge machines at 25 Gbit/s, 4 to a leaf at 4:1: a leaf's 32 GPUs are joined to
+    // the other 96 by one NIC's rate. An all-to-all sends 32 x 96 / 128 of a rank's buffer
+    // through it; at 1:1, or on one switch, no cut.
+    let leaves = on("nodes:nodes_per_leaf=4,oversubscription=4", 128, host);
+    assert_eq!(leaves.cut, Some(HostCut { ranks: 32, bytes_per_s: host }));
+    let t = pick(&leaves, Collective::AllToAll, bytes).seconds;
+    assert!((t - 32.0 * 96.0 * bytes / 128.0 / host).abs() < 1e-12 * t, "{t}");
+    assert!(t > 3.0 * pick(&on("nodes", 128, host), Collective::AllToAll, bytes).seconds);
+    assert_eq!(on("nodes:nodes_per_leaf=4", 128, host).cut, None);
+    assert_eq!(on("nodes:nodes_per_leaf=16,oversubscription=4", 128, host).cut, None);
 }
 
 #[test]

@@ -51,7 +51,9 @@ pub enum Shape {
     Ring,
     /// Multi-GPU machines: inside each, GPUs wired pairwise as a GPU topology says
     /// (NVLink, PCIe; see `gputopo`), and each GPU on PCIe to its machine's NIC; the NICs
-    /// and any extra hosts (parameter servers) on one top switch.
+    /// on one top switch, or on leaf switches of `nodes_per_leaf` machines whose uplinks
+    /// to the top switch are one trunk each ([`MachineLeaves`]); any extra hosts
+    /// (parameter servers) on the top switch.
     Nodes {
         /// GPUs per machine.
         gpus_per_node: usize,
@@ -59,6 +61,9 @@ pub enum Shape {
         nodes: usize,
         /// GPU hosts (the first `gpus` hosts); the rest hang off the top switch.
         gpus: usize,
+        /// Machines per leaf switch; at least `nodes` when the NICs are on the top switch
+        /// itself (no leaf switches are built).
+        nodes_per_leaf: usize,
     },
     /// Two-tier Clos: hosts under leaf switches, every leaf wired to every spine.
     LeafSpine {
@@ -71,6 +76,19 @@ pub enum Shape {
     },
     /// Rail-optimised fat-tree of multi-GPU machines (see `rail`).
     Rail(Rail),
+}
+
+/// Leaf switches between the machines of a `nodes` fabric and its top switch: each leaf
+/// holds `nodes_per_leaf` machines' NICs, and its uplinks are modelled as one trunk of
+/// `nodes_per_leaf x NIC rate / oversubscription` per direction, i.e. spread perfectly over
+/// the spines (as adaptive routing or packet spraying would; deterministic ECMP's hash
+/// collisions, which `leaf-spine` models for single-GPU hosts, are not).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineLeaves {
+    /// Machines (NICs) per leaf switch, >= 1.
+    pub nodes_per_leaf: usize,
+    /// A leaf's NIC capacity over its uplink capacity, >= 1 in practice (1 = non-blocking).
+    pub oversubscription: f64,
 }
 
 /// A built network.
@@ -144,20 +162,27 @@ impl Topology {
 
     /// `gpus` GPU hosts in machines wired like `machine`, plus `extra` hosts on the top
     /// switch. GPU links run at the GPU topology's rates; each GPU reaches its NIC over
-    /// PCIe; NICs and extra hosts reach the top switch at `nic_bytes_per_ns`.
+    /// PCIe; NICs reach their switch (the top switch, or their leaf under `leaves`: see
+    /// [`MachineLeaves`]) and extra hosts the top switch at `nic_bytes_per_ns`. Switches are
+    /// numbered NICs (one per machine), then leaves (only where there are two or more),
+    /// then the top switch.
     pub fn machines(
         gpus: usize,
         extra: usize,
         machine: &crate::gputopo::GpuTopology,
         nic_bytes_per_ns: f64,
         latency: Nanos,
+        leaves: Option<MachineLeaves>,
     ) -> Self {
         use crate::gputopo::{link_bytes_per_s, PCIE};
         let g = machine.gpus();
         let nodes = gpus.div_ceil(g).max(1);
         let hosts = gpus + extra;
+        let nodes_per_leaf = leaves.map_or(nodes, |l| l.nodes_per_leaf.clamp(1, nodes));
+        let leaf_count = if nodes_per_leaf < nodes { nodes.div_ceil(nodes_per_leaf) } else { 0 };
         let nic = |n: usize| hosts + n;
-        let top = hosts + nodes;
+        let top = hosts + nodes + leaf_count;
+        let up = |n: usize| if leaf_count > 0 { hosts + nodes + n / nodes_per_leaf } else { top };
         let mut links = Vec::new();
         let mut by_ends = crate::fasthash::FastMap::default();
         let mut add = |links: &mut Vec<Link>, a: NodeId, b: NodeId, bw: f64| {
@@ -182,12 +207,37 @@ impl Topology {
             for gpu in first..(first + g).min(gpus) {
                 add(&mut links, gpu, nic(n), pcie);
             }
-            add(&mut links, nic(n), top, nic_bytes_per_ns);
+            add(&mut links, nic(n), up(n), nic_bytes_per_ns);
+        }
+        if let Some(l) = leaves.filter(|_| leaf_count > 0) {
+            // One trunk per leaf: its machines' NICs over the oversubscription (a partly
+            // filled last leaf has the same uplinks as the others, as its hardware would).
+            let trunk = nodes_per_leaf as f64 * nic_bytes_per_ns / l.oversubscription;
+            for leaf in 0..leaf_count {
+                add(&mut links, hosts + nodes + leaf, top, trunk);
+            }
         }
         for h in gpus..hosts {
             add(&mut links, h, top, nic_bytes_per_ns);
         }
-        Topology { shape: Shape::Nodes { gpus_per_node: g, nodes, gpus }, hosts, nodes: top + 1, links, by_ends }
+        let shape = Shape::Nodes { gpus_per_node: g, nodes, gpus, nodes_per_leaf };
+        Topology { shape, hosts, nodes: top + 1, links, by_ends }
+    }
+
+    /// On a `nodes` fabric, the switch a host's traffic leaves the machine for: its
+    /// machine's leaf (or the top switch where there are no leaves) for GPUs, the top
+    /// switch for extra hosts; with the machine's NIC for GPUs.
+    fn machine_uplink(&self, h: NodeId) -> (Option<NodeId>, NodeId) {
+        let Shape::Nodes { gpus_per_node, nodes, gpus, nodes_per_leaf } = self.shape else {
+            unreachable!("nodes fabrics only")
+        };
+        let top = self.nodes - 1;
+        if h >= gpus {
+            return (None, top);
+        }
+        let n = h / gpus_per_node;
+        let leaf = if nodes_per_leaf < nodes { self.hosts + nodes + n / nodes_per_leaf } else { top };
+        (Some(self.hosts + n), leaf)
     }
 
     /// The wiring.
@@ -222,6 +272,8 @@ impl Topology {
                 let i = n - self.hosts;
                 if i < *nodes {
                     format!("nic{i}")
+                } else if n + 1 < self.nodes {
+                    format!("leaf{}", i - nodes)
                 } else {
                     "top".to_string()
                 }
@@ -275,36 +327,35 @@ impl Topology {
                     }
                 }
             }
-            Shape::Nodes { gpus_per_node, nodes, gpus } => {
-                let (g, gpus, nodes) = (*gpus_per_node, *gpus, *nodes);
+            Shape::Nodes { .. } => {
                 let link = |a: NodeId, b: NodeId| self.by_ends[&(a, b)];
-                // The node switch (NIC) of a host: GPUs have their machine's; others the top.
-                let attach = |h: NodeId| if h < gpus { Some(self.hosts + h / g) } else { None };
                 if let Some(&l) = self.by_ends.get(&(src, dst)) {
                     path.push(l);
                     return;
                 }
-                let top = self.hosts + nodes;
-                match (attach(src), attach(dst)) {
-                    (Some(a), Some(b)) if a == b => {
-                        path.push(link(src, a));
-                        path.push(link(a, dst));
+                let ((nic_a, leaf_a), (nic_b, leaf_b)) = (self.machine_uplink(src), self.machine_uplink(dst));
+                if let Some(nic) = nic_a.filter(|_| nic_a == nic_b) {
+                    path.extend([link(src, nic), link(nic, dst)]);
+                    return;
+                }
+                // Up to the source's switch, across the top switch if the destination's
+                // is another, down from the destination's.
+                match nic_a {
+                    Some(nic) => path.extend([link(src, nic), link(nic, leaf_a)]),
+                    None => path.push(link(src, leaf_a)),
+                }
+                if leaf_a != leaf_b {
+                    let top = self.nodes - 1;
+                    if leaf_a != top {
+                        path.push(link(leaf_a, top));
                     }
-                    (a, b) => {
-                        let up = a.unwrap_or(top);
-                        if let Some(a) = a {
-                            path.push(link(src, a));
-                            path.push(link(a, top));
-                        } else {
-                            path.push(link(src, up));
-                        }
-                        if let Some(b) = b {
-                            path.push(link(top, b));
-                            path.push(link(b, dst));
-                        } else {
-                            path.push(link(top, dst));
-                        }
+                    if leaf_b != top {
+                        path.push(link(top, leaf_b));
                     }
+                }
+                match nic_b {
+                    Some(nic) => path.extend([link(leaf_b, nic), link(nic, dst)]),
+                    None => path.push(link(leaf_b, dst)),
                 }
             }
             Shape::LeafSpine { hosts_per_leaf, spines, .. } => {
@@ -417,7 +468,7 @@ mod tests {
     #[test]
     fn nodes_route_over_nvlink_inside_and_nics_outside() {
         let machine = crate::gputopo::GpuTopology::p3_16xlarge();
-        let t = Topology::machines(16, 1, &machine, 12.5, 1);
+        let t = Topology::machines(16, 1, &machine, 12.5, 1, None);
         for a in 0..17 {
             for b in 0..17 {
                 assert_connected(&t, a, b);
@@ -427,6 +478,35 @@ mod tests {
         assert_eq!(t.route(0, 9).len(), 4, "GPU -> NIC -> top -> NIC -> GPU");
         assert_eq!(t.route(3, 16).len(), 3, "GPU -> NIC -> top -> server");
         assert_eq!(t.link_name(t.route(0, 9)[1]), "nic0->top");
+    }
+
+    #[test]
+    fn machines_behind_leaves_cross_the_top_switch_only_between_leaves() {
+        let machine = crate::gputopo::GpuTopology::p3_16xlarge();
+        let leaves = MachineLeaves { nodes_per_leaf: 2, oversubscription: 4.0 };
+        // 5 machines (40 GPUs) on leaves of 2: leaf0 {0, 1}, leaf1 {2, 3}, leaf2 {4}; one server.
+        let t = Topology::machines(40, 1, &machine, 12.5, 1, Some(leaves));
+        for a in 0..41 {
+            for b in 0..41 {
+                assert_connected(&t, a, b);
+            }
+        }
+        let names = |a, b| t.route(a, b).iter().map(|&l| t.link_name(l)).collect::<Vec<_>>();
+        assert_eq!(names(0, 9), ["h0->nic0", "nic0->leaf0", "leaf0->nic1", "nic1->h9"]);
+        assert_eq!(names(0, 17), ["h0->nic0", "nic0->leaf0", "leaf0->top", "top->leaf1", "leaf1->nic2", "nic2->h17"]);
+        assert_eq!(names(33, 40), ["h33->nic4", "nic4->leaf2", "leaf2->top", "top->h40"]);
+        assert_eq!(names(40, 1), ["h40->top", "top->leaf0", "leaf0->nic0", "nic0->h1"]);
+        // Each leaf's trunk: 2 NICs of 12.5 B/ns over 4, the partial last leaf's too.
+        for leaf in 0..3 {
+            let trunk = t.route(8 * 2 * leaf, 40)[2];
+            assert_eq!((t.link_name(trunk), t.links()[trunk].bytes_per_ns), (format!("leaf{leaf}->top"), 6.25));
+        }
+        // Leaves at least as wide as the machines: the one-switch fabric, link for link.
+        let wide = MachineLeaves { nodes_per_leaf: 5, oversubscription: 4.0 };
+        assert_eq!(
+            Topology::machines(40, 1, &machine, 12.5, 1, Some(wide)).links(),
+            Topology::machines(40, 1, &machine, 12.5, 1, None).links()
+        );
     }
 
     #[test]

@@ -29,9 +29,12 @@
 //!   NCCL's hops between nodes go from NIC r to NIC r through rail leaf r, and cross-rail
 //!   data moves over NVLink first (PXN). Two such jobs in one group never meet, nor one
 //!   beside a flow-level job; a rail-aligned job spanning groups feeds the spines as any;
-//! - `nodes`: a machine's NIC link to the top switch, fed by its GPUs' PCIe links to the
+//! - `nodes`: a machine's NIC link to its switch, fed by its GPUs' PCIe links to the
 //!   NIC whose job has a host off the machine: two jobs with GPUs on one machine meet
-//!   there (a NIC runs at most at the machine's PCIe total, never more here).
+//!   there (a NIC runs at most at the machine's PCIe total, never more here); and with
+//!   `nodes_per_leaf=`, a leaf's uplink trunk, fed by its machines' GPUs whose job has a
+//!   host off the leaf, each machine's at most its NIC's rate, against `nodes_per_leaf x
+//!   NIC / oversubscription`.
 
 use super::{NodeId, Shape, Topology};
 
@@ -214,29 +217,59 @@ fn trunks(topo: &Topology, jobs: &[Vec<usize>], traffic: &[Traffic], owner: &[Op
             }
             out
         }
-        Shape::Nodes { gpus_per_node, nodes, gpus } => {
-            let (g, machines, gpus) = (*gpus_per_node, *nodes, *gpus);
+        Shape::Nodes { gpus_per_node, nodes, gpus, nodes_per_leaf } => {
+            let (g, machines, gpus, per_leaf) = (*gpus_per_node, *nodes, *gpus, *nodes_per_leaf);
+            let leaves = if per_leaf < machines { machines.div_ceil(per_leaf) } else { 0 };
             let on_machine = per_group(&|h| (h < gpus).then(|| h / g), machines);
+            let on_leaf = per_group(&|h| (h < gpus).then(|| h / g / per_leaf), leaves.max(1));
             let link = |a: NodeId, b: NodeId| topo.links().iter().position(|l| l.from == a && l.to == b);
-            let top = hosts + machines;
-            (0..machines)
+            let top = topo.nodes() - 1;
+            let up = |m: usize| if leaves > 0 { hosts + machines + m / per_leaf } else { top };
+            let pcie = |h: NodeId, nic: NodeId| {
+                [link(h, nic), link(nic, h)].into_iter().flatten().map(|l| links[l].bytes_per_ns).fold(0.0, f64::max)
+            };
+            // A machine's GPUs whose job has a host off the machine, at their PCIe rate.
+            let leaving = |m: usize| -> Vec<(NodeId, f64)> {
+                (m * g..((m + 1) * g).min(gpus))
+                    .filter_map(|h| {
+                        let j = owner[h]?;
+                        (jobs[j].len() > on_machine[j][m]).then(|| (h, pcie(h, hosts + m)))
+                    })
+                    .collect()
+            };
+            let mut out: Vec<Trunk> = (0..machines)
                 .map(|m| {
                     let nic = hosts + m;
-                    let trunk = [link(nic, top), link(top, nic)];
                     Trunk {
-                        name: format!("the top-switch link of {}", topo.node_name(nic)),
-                        capacity: min_capacity(&mut trunk.into_iter().flatten()),
-                        feeders: (m * g..((m + 1) * g).min(gpus))
-                            .filter_map(|h| {
-                                let j = owner[h]?;
-                                let pcie = [link(h, nic), link(nic, h)].into_iter().flatten();
-                                (jobs[j].len() > on_machine[j][m])
-                                    .then(|| (h, pcie.map(|l| links[l].bytes_per_ns).fold(0.0, f64::max)))
-                            })
-                            .collect(),
+                        name: format!("the uplink of {}", topo.node_name(nic)),
+                        capacity: min_capacity(&mut [link(nic, up(m)), link(up(m), nic)].into_iter().flatten()),
+                        feeders: leaving(m),
                     }
                 })
-                .collect()
+                .collect();
+            out.extend((0..leaves).map(|leaf| {
+                // Fed by its machines' GPUs whose job has a host off the leaf, each machine's
+                // share scaled to at most its NIC's rate (the NIC link bounds them together).
+                let mut feeders = Vec::new();
+                for m in (leaf * per_leaf..((leaf + 1) * per_leaf).min(machines)).filter(|&m| m * g < gpus) {
+                    let nic = hosts + m;
+                    let away: Vec<(NodeId, f64)> = leaving(m)
+                        .into_iter()
+                        .filter(|&(h, _)| owner[h].is_some_and(|j| jobs[j].len() > on_leaf[j][leaf]))
+                        .collect();
+                    let total: f64 = away.iter().map(|&(_, r)| r).sum();
+                    let nic_rate = link(nic, up(m)).map_or(0.0, |l| links[l].bytes_per_ns);
+                    let scale = if total > nic_rate { nic_rate / total } else { 1.0 };
+                    feeders.extend(away.into_iter().map(|(h, r)| (h, r * scale)));
+                }
+                let sw = hosts + machines + leaf;
+                Trunk {
+                    name: format!("the uplinks of {}", topo.node_name(sw)),
+                    capacity: min_capacity(&mut [link(sw, top), link(top, sw)].into_iter().flatten()),
+                    feeders,
+                }
+            }));
+            out
         }
     }
 }
@@ -381,9 +414,24 @@ mod tests {
         let t = fabric("nodes", 32);
         assert_eq!(contention(&t, &[range(0, 16), range(16, 32)], &any(2), 0), None);
         let c = contention(&t, &[range(0, 12), range(12, 32)], &any(2), 0).unwrap();
-        assert_eq!(c.links, "the top-switch link of nic1");
+        assert_eq!(c.links, "the uplink of nic1");
         assert_eq!(c.other, 1);
         // Two jobs within one machine each: their traffic stays inside.
         assert_eq!(contention(&t, &[range(0, 4), range(4, 8)], &any(2), 0), None);
+    }
+
+    #[test]
+    fn machines_behind_an_oversubscribed_leaf_contend_on_its_uplinks() {
+        // 8 p3.16xlarge machines (64 GPUs), 2 per leaf, NICs at 50 bytes/ns.
+        let t = |over: f64| fabric(&format!("nodes:nodes_per_leaf=2,oversubscription={over}"), 64);
+        // Two jobs of one leaf each never leave it.
+        assert_eq!(contention(&t(2.0), &[range(0, 16), range(16, 32)], &any(2), 0), None);
+        // Two jobs of two leaves each share leaf 1: its 2 NICs (100 bytes/ns) on 50 at 2:1.
+        let jobs = [range(0, 24), range(24, 64)];
+        let c = contention(&t(2.0), &jobs, &any(2), 0).unwrap();
+        assert_eq!((c.links.as_str(), c.other), ("the uplinks of leaf1", 1));
+        assert_eq!((c.capacity_bytes_per_s, c.feeders_bytes_per_s), (50e9, 100e9));
+        // Non-blocking, the trunk carries both NICs: no contention.
+        assert_eq!(contention(&t(1.0), &jobs, &any(2), 0), None);
     }
 }

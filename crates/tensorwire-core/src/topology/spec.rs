@@ -1,5 +1,5 @@
 //! `--topology` specs: `star`, `ring`, `leaf-spine[:hosts_per_leaf=N,spines=M,uplink=RATE]`,
-//! `nodes[:machine=NAME]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`;
+//! `nodes[:machine=NAME,nodes_per_leaf=N,oversubscription=X]`, `rail[:node=NAME,nodes_per_group=N,spines=M,oversubscription=X,nic=RATE,nvlink=RATE]`;
 //! `nodes` and `rail` also take the network's transport (`transport=`), NCCL's fabric options
 //! (`sharp=`, `nvls=`) and calibration
 //! (`intra_efficiency=`, `inter_efficiency=`, `intra_latency=`, `inter_latency=`,
@@ -64,13 +64,29 @@ static LEAF_SPINE: &[OptionInfo] = &[
     },
 ];
 
-static NODES: &[OptionInfo] = &[OptionInfo {
-    name: "machine",
-    kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
-    default: "p3.16xlarge",
-    help: "GPU wiring inside each machine (seed 003); NICs at --bandwidth to one switch",
-    aliases: &[],
-}];
+static NODES: &[OptionInfo] = &[
+    OptionInfo {
+        name: "machine",
+        kind: OptionKind::Choice(&["p3.16xlarge", "dgx-a100", "pcie-8"]),
+        default: "p3.16xlarge",
+        help: "GPU wiring inside each machine (seed 003); one NIC each at --bandwidth",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "nodes_per_leaf",
+        kind: OptionKind::Count,
+        default: "",
+        help: "machines per leaf switch, the leaves joined by a top (spine) layer; default all on one switch",
+        aliases: &[],
+    },
+    OptionInfo {
+        name: "oversubscription",
+        kind: OptionKind::RealAtMost(MAX_OVERSUBSCRIPTION),
+        default: "1",
+        help: "a leaf's NIC capacity / its uplink capacity, with nodes_per_leaf (1 = non-blocking; at most 1,024)",
+        aliases: &[],
+    },
+];
 
 /// Options of the GPU fabrics (`nodes`, `rail`) that NCCL's model reads: the network's
 /// transport, switch capabilities and the calibration `tensorwire calibrate` fits
@@ -236,7 +252,7 @@ pub static TOPOLOGIES: &[(&str, &str, &[&[OptionInfo]])] = &[
     ("leaf-spine", "two-tier Clos with deterministic ECMP over the spines", &[LEAF_SPINE]),
     (
         "nodes",
-        "multi-GPU machines (NVLink/PCIe inside), one NIC each to a switch; workers are GPUs",
+        "multi-GPU machines (NVLink/PCIe inside), one NIC each to a switch or to leaves under a spine layer; workers are GPUs",
         &[NODES, NCCL_FABRIC],
     ),
     (
@@ -267,10 +283,17 @@ impl TopologySpec {
             ("spines", MAX_SWITCHES, "spine switches"),
             ("hosts_per_leaf", MAX_WORKERS, "hosts"),
             ("nodes_per_group", MAX_WORKERS, "nodes"),
+            ("nodes_per_leaf", MAX_WORKERS, "nodes"),
         ] {
             if let Some(n) = spec.count(option) {
                 limits::at_most(&format!("topology.{option}"), n, max as u64, what)?;
             }
+        }
+        if spec.name == "nodes" && spec.real("oversubscription").is_some() && spec.count("nodes_per_leaf").is_none() {
+            return Err(Error::invalid(
+                "topology.oversubscription",
+                "needs nodes_per_leaf= (the machines under one leaf switch); without it every machine is on one switch",
+            ));
         }
         let spec = TopologySpec(spec);
         spec.check_nccl_options()?;
@@ -387,7 +410,8 @@ impl TopologySpec {
             "nodes" => {
                 let m = self.machine().expect("nodes");
                 let nodes = w.div_ceil(m.gpus() as u128).max(1);
-                nodes * (2 * m.links().len() as u128 + 2) + 2 * hosts
+                let leaves = self.machine_leaves().map_or(0, |l| nodes.div_ceil(l.nodes_per_leaf as u128));
+                nodes * (2 * m.links().len() as u128 + 2) + 2 * hosts + 2 * leaves
             }
             "rail" => {
                 let p = self.rail_params(0.0).expect("rail");
@@ -424,6 +448,16 @@ impl TopologySpec {
     /// The machine preset's name, for `nodes`.
     pub fn machine_name(&self) -> Option<&str> {
         (self.0.name == "nodes").then(|| self.0.choice("machine").unwrap_or("p3.16xlarge"))
+    }
+
+    /// The leaf switches of a `nodes` fabric (`nodes_per_leaf=`, `oversubscription=`), if
+    /// `nodes_per_leaf=` is given.
+    pub fn machine_leaves(&self) -> Option<super::MachineLeaves> {
+        (self.0.name == "nodes").then_some(())?;
+        Some(super::MachineLeaves {
+            nodes_per_leaf: self.0.count("nodes_per_leaf")? as usize,
+            oversubscription: self.0.real("oversubscription").unwrap_or(1.0),
+        })
     }
 
     /// The GPU wiring of each machine, for `nodes`.
@@ -519,7 +553,9 @@ impl TopologySpec {
         Ok(match self.0.name.as_str() {
             "star" => Topology::star(hosts, bw, latency),
             "ring" => Topology::ring(hosts, bw, latency),
-            "nodes" => Topology::machines(workers, extra, &self.machine().expect("nodes"), bw, latency),
+            "nodes" => {
+                Topology::machines(workers, extra, &self.machine().expect("nodes"), bw, latency, self.machine_leaves())
+            }
             "rail" => {
                 let mut p = self.rail_params(bytes_per_s).expect("rail");
                 if p.spines == 0 {

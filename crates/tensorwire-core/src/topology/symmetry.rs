@@ -65,7 +65,8 @@ pub fn digits(mut x: usize, layout: &[usize]) -> Vec<usize> {
 impl Topology {
     /// Radices of the mixed-radix layout of the first `ranks` hosts, innermost first;
     /// their product is `ranks`. `rail`: `[gpus_per_node, nodes_per_group, groups]`;
-    /// `leaf-spine`: `[hosts_per_leaf, leaves]`; `nodes`: `[gpus_per_node, nodes]`;
+    /// `leaf-spine`: `[hosts_per_leaf, leaves]`; `nodes`: `[gpus_per_node, nodes]`, behind
+    /// leaves `[gpus_per_node, nodes_per_leaf, leaves]`;
     /// `star` and `ring`: `[ranks]`. Radix-1 digits are kept (a 1-group rail has
     /// `[8, P, 1]`). When the ranks do not fill the shape exactly (a partial last leaf,
     /// node or group, or other hosts among them), `[ranks]`, with no invariant digit.
@@ -76,8 +77,16 @@ impl Topology {
             {
                 vec![*hosts_per_leaf, *leaves]
             }
-            Shape::Nodes { gpus_per_node, nodes, gpus } if *gpus == ranks && gpus_per_node * nodes == ranks => {
-                vec![*gpus_per_node, *nodes]
+            Shape::Nodes { gpus_per_node, nodes, gpus, nodes_per_leaf }
+                if *gpus == ranks && gpus_per_node * nodes == ranks =>
+            {
+                if nodes_per_leaf >= nodes {
+                    vec![*gpus_per_node, *nodes]
+                } else if nodes.is_multiple_of(*nodes_per_leaf) {
+                    vec![*gpus_per_node, *nodes_per_leaf, nodes / nodes_per_leaf]
+                } else {
+                    vec![ranks]
+                }
             }
             Shape::Rail(r) if r.gpus == ranks && r.gpus_per_node * r.nodes_per_group * r.groups == ranks => {
                 vec![r.gpus_per_node, r.nodes_per_group, r.groups]
@@ -91,7 +100,7 @@ impl Topology {
     /// `star`: yes; `ring`: yes when every host is a rank; `leaf-spine` (ECMP spine
     /// `(src + dst) mod spines`): the host-in-leaf digit when `spines` divides
     /// `hosts_per_leaf`, the leaf digit when `spines` divides the hosts; `nodes`: the node
-    /// digit, and the GPU digit when the machine's wiring is invariant under GPU `i ->
+    /// digit (behind leaves, the node-in-leaf and leaf digits), and the GPU digit when the machine's wiring is invariant under GPU `i ->
     /// i+1` (e.g. `dgx-a100`); `rail`: the node-in-group and group digits, never the GPU
     /// digit (cross-rail routes pick their spine by rail).
     pub fn invariant_digits(&self, ranks: usize) -> Vec<bool> {
@@ -107,7 +116,9 @@ impl Topology {
                 let g = *gpus_per_node;
                 let rate = |a: usize, b: usize| self.by_ends.get(&(a, b)).map(|&l| self.links[l].bytes_per_ns);
                 let cyclic = (0..g).all(|i| (0..g).all(|j| rate(i, j) == rate((i + 1) % g, (j + 1) % g)));
-                vec![cyclic, true]
+                let mut digits = vec![true; layout.len()];
+                digits[0] = cyclic;
+                digits
             }
             Shape::Rail(_) => vec![false, true, true],
         }
@@ -138,9 +149,27 @@ impl Topology {
                     self.hosts + leaves + shift(i - leaves, by, *spines)
                 }
             }
-            (Shape::Nodes { nodes, .. }, _) => {
+            (Shape::Nodes { nodes, .. }, 2) => {
+                // Machine `i` is machine `i mod nodes` of leaf `i / nodes` in the layout's
+                // terms (digit 1: node, no leaves).
                 if i < *nodes && digit == 1 {
                     self.hosts + shift(i, 1, *nodes)
+                } else {
+                    node
+                }
+            }
+            (Shape::Nodes { nodes, nodes_per_leaf, .. }, _) => {
+                let (per_leaf, leaves) = (*nodes_per_leaf, nodes / nodes_per_leaf);
+                if i < *nodes {
+                    let (m, leaf) = (i % per_leaf, i / per_leaf);
+                    let (m, leaf) = match digit {
+                        1 => (shift(m, 1, per_leaf), leaf),
+                        2 => (m, shift(leaf, 1, leaves)),
+                        _ => (m, leaf),
+                    };
+                    self.hosts + leaf * per_leaf + m
+                } else if i < nodes + leaves && digit == 2 {
+                    self.hosts + nodes + shift(i - nodes, 1, leaves)
                 } else {
                     node
                 }
@@ -313,10 +342,21 @@ mod tests {
         assert_eq!(Topology::leaf_spine(12, 4, 3, 1.0, 2.0, 1).invariant_digits(12), vec![false, true]);
         for (machine, extra) in [("p3.16xlarge", 1), ("dgx-a100", 0), ("pcie-8", 2)] {
             let m = crate::gputopo::GpuTopology::preset(machine).unwrap();
-            let t = Topology::machines(24, extra, &m, 12.5, 1);
+            let t = Topology::machines(24, extra, &m, 12.5, 1, None);
             assert_eq!(t.layout(24), vec![8, 3]);
             assert_eq!(t.invariant_digits(24), vec![machine != "p3.16xlarge", true], "{machine}");
             assert_claims_hold(&t, 24);
+            // Behind leaves of 2 and of 3 machines: machine-in-leaf and leaf digits hold too.
+            for per_leaf in [2, 3] {
+                let leaves = super::super::MachineLeaves { nodes_per_leaf: per_leaf, oversubscription: 3.0 };
+                let t = Topology::machines(48, extra, &m, 12.5, 1, Some(leaves));
+                assert_eq!(t.layout(48), vec![8, per_leaf, 6 / per_leaf]);
+                assert_eq!(t.invariant_digits(48), vec![machine != "p3.16xlarge", true, true], "{machine}");
+                assert_claims_hold(&t, 48);
+            }
+            // A partly filled last leaf: nothing claimed.
+            let leaves = super::super::MachineLeaves { nodes_per_leaf: 2, oversubscription: 3.0 };
+            assert_eq!(Topology::machines(24, extra, &m, 12.5, 1, Some(leaves)).layout(24), vec![24]);
         }
         assert_claims_hold(&Topology::star(7, 1.0, 1), 5);
         assert_claims_hold(&Topology::ring(6, 1.0, 1), 6);

@@ -4,7 +4,9 @@
 - ``normal:CV``: each worker's iteration compute is multiplied by a draw from
   Normal(1, CV) (clamped at 0.05).
 - ``lognormal:SIGMA``: multiplier from a log-normal with mean 1.
-- ``fixed:M0,M1,...``: one fixed multiplier per worker (``2`` = twice as slow).
+- ``fixed:M0,M1,...``: one fixed multiplier per worker (``2`` = twice as slow); ``MxN``
+  stands for ``N`` workers at ``M`` in a row, so one slow 8-GPU node of 256 workers is
+  ``fixed:1.5x8,1x248``.
 - ``empirical:FILE``: multipliers drawn from measured values (e.g. per-iteration compute
   times), positive numbers separated by whitespace, commas or newlines (``#`` starts a
   comment; the decimal mark is a point); normalised to mean 1.
@@ -36,6 +38,8 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
     {'stragglers': 'lognormal', 'spread': 0.2}
     >>> parse_stragglers("fixed:1,2", 2)["slowdowns"]
     [1.0, 2.0]
+    >>> parse_stragglers("fixed:1.5x2,1x3", 5)["slowdowns"]
+    [1.5, 1.5, 1.0, 1.0, 1.0]
     """
     kind, _, arg = spec.partition(":")
     if kind == "none" and not arg:
@@ -49,7 +53,7 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
             raise InputError("stragglers", f"{spec!r}: the spread must be a number from 0 to {_core.MAX_SPREAD:g}")
         return {"stragglers": kind, "spread": spread}
     if kind == "fixed":
-        values = [_positive(t, spec, "", "expected positive numbers separated by commas") for t in arg.split(",")]
+        values = _fixed(arg, spec, workers)
         if len(values) != workers:
             raise InputError(
                 "stragglers", f"{spec!r}: fixed needs one multiplier per worker ({workers}), got {len(values)}"
@@ -70,6 +74,32 @@ def parse_stragglers(spec: str, workers: int) -> dict[str, Any]:
         "stragglers",
         f"{spec!r} is not none, normal:CV, lognormal:SIGMA, fixed:M0,M1,..., empirical:FILE or one:M",
     )
+
+
+#: What ``fixed:`` takes, for messages.
+_FIXED_FORMAT = "expected positive numbers separated by commas, each alone or as MxN (N workers at M)"
+
+
+def _fixed(arg: str, spec: str, workers: int) -> list[float]:
+    """The multipliers of ``fixed:ARG``, ``MxN`` expanded to ``N`` copies of ``M``; refused
+    as soon as they pass ``workers`` (so ``1x10**12`` allocates nothing)."""
+    values: list[float] = []
+    for token in arg.split(","):
+        multiplier, times, count = token.partition("x")
+        value = _positive(multiplier, spec, "", _FIXED_FORMAT)
+        n = 1
+        if times:
+            if not (count.strip().isascii() and count.strip().isdigit()) or int(count) < 1:
+                raise InputError(
+                    "stragglers", f"{spec!r}: {clip(token.strip())!r} needs a count >= 1 after x; {_FIXED_FORMAT}"
+                )
+            n = int(count)
+        if len(values) + n > workers:
+            raise InputError(
+                "stragglers", f"{spec!r}: fixed gives more multipliers than workers ({workers}); give one per worker"
+            )
+        values.extend([value] * n)
+    return values
 
 
 def input_files(spec: str) -> list[str]:

@@ -224,7 +224,7 @@ whatif_options = _stack(
         "--stragglers",
         default="none",
         show_default=True,
-        help="none | normal:CV | lognormal:SIGMA | fixed:M0,M1,... | empirical:FILE | one:M (one random worker per iteration M times slower)",
+        help="none | normal:CV | lognormal:SIGMA | fixed:M0,M1,... (MxN: N workers at M, e.g. fixed:1.5x8,1x24) | empirical:FILE | one:M (one random worker per iteration M times slower)",
     ),
 )
 workload_format = click.option(

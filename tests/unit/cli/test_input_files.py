@@ -297,3 +297,29 @@ def test_one_random_straggler_per_iteration_is_seed_002s_injection(tmp_path: Pat
     for bad in ("one", "one:0", "one:x", "one:-2", "one:inf"):
         line = one_line(run(*base, "--stragglers", bad, cwd=tmp_path))
         assert "stragglers" in line and "one:2" in line, line
+
+
+def test_fixed_stragglers_take_runs_of_one_multiplier(tmp_path: Path) -> None:
+    """``fixed:MxN``: N workers at M in a row, so one slow node is said without a multiplier
+    per GPU; the same run as the multipliers written out; a bad count or more multipliers
+    than workers is one line naming ``stragglers`` (a huge count is refused before it is
+    expanded)."""
+    base = ("simulate", "-m", "resnet50", "-n", "8", "-b", "10Gbps", "-s", "ring", "--json")
+
+    def time_with(stragglers: str) -> float:
+        p = run(*base, "--stragglers", stragglers, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        return float(json.loads(p.stdout)["iteration_time_s"])
+
+    assert time_with("fixed:1.5x4,1x4") == time_with("fixed:1.5,1.5,1.5,1.5,1,1,1,1")
+    assert time_with("fixed:2,1x7") == time_with("fixed:2,1,1,1,1,1,1,1") > time_with("none")
+    for bad, message in [
+        ("fixed:1.5x4,1x5", "more multipliers than workers (8)"),
+        ("fixed:1x99999999999999999999", "more multipliers than workers (8)"),
+        ("fixed:1.5x4,1x3", "one multiplier per worker (8), got 7"),
+        ("fixed:1.5x0,1x8", "needs a count >= 1 after x"),
+        ("fixed:1.5x2.5,1x6", "needs a count >= 1 after x"),
+        ("fixed:0x8", "MxN"),
+    ]:
+        line = one_line(run(*base, "--stragglers", bad, cwd=tmp_path))
+        assert "stragglers" in line and message in line, (bad, line)

@@ -28,8 +28,9 @@ from tensorwire.calibrate.fit import (
     topology_options,
     with_options,
 )
-from tensorwire.calibrate.logs import COLLECTIVES, Run, check_distinct, parse_log
+from tensorwire.calibrate.logs import COLLECTIVES, Run, check_distinct
 from tensorwire.calibrate.nccl_log import TRANSPORTS, agreed
+from tensorwire.calibrate.reading import parse_log
 from tensorwire.cli import options, render
 from tensorwire.io import check_output, clip
 from tensorwire.strategy import gpu_fabric
@@ -463,7 +464,7 @@ def nccl_tests(
     as_json: bool,
 ) -> None:
     """Read nccl-tests' standard output (all_reduce_perf, all_gather_perf, reduce_scatter_perf,
-    alltoall_perf; single- and multi-node), fit the fabric's efficiencies and latencies
+    alltoall_perf; single- and multi-node), or the JSON its -J FILE.json writes, fit the fabric's efficiencies and latencies
     (single-node runs: inside a node; multi-node runs: across nodes), show how well the fit
     reproduces every row, and with --out write a cluster file for --cluster FILE. Run
     nccl-tests with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING and NCCL's own lines

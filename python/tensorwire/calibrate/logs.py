@@ -37,12 +37,11 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import json
 import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from tensorwire._core import HORIZON_S, InputError
 from tensorwire.calibrate.nccl_log import Choice, NcclLog, Setting
@@ -212,16 +211,22 @@ class Run:
     nccl_network: Optional[Setting] = None
 
 
-def _error(path: str, line: Optional[int], message: str) -> InputError:
-    where = f"{path}:{line}" if line is not None else path
+def _error(path: str, line: Union[int, str, None], message: str) -> InputError:
+    """``InputError("log", "FILE:LINE: message")``; ``line`` text (a JSON log's ``result 3``)
+    follows the file after a space, None names the file alone."""
+    where = path if line is None else f"{path}:{line}" if isinstance(line, int) else f"{path}: {line}"
     return InputError("log", f"{where}: {message}")
 
 
-def _read(path: str) -> tuple[list[str], str, bool]:
-    """The log's lines (without a launcher's prefix: :func:`_without_launcher_prefix`), the
-    SHA-256 of its bytes (read once: a pipe cannot be read twice) and whether it ends mid-line
-    (no newline after its last line: nccl-tests ends every line with one, so the output was
-    cut off)."""
+def _at(line: int, unit: str) -> Union[int, str]:
+    """Where a row is, for :func:`_error`: its line in a standard output (``unit`` ``line``),
+    else ``unit`` and its number (``result 3``: a JSON log's results, from 1)."""
+    return line if unit == "line" else f"{unit} {line}"
+
+
+def read_log(path: str) -> tuple[str, str]:
+    """The log's text (:func:`_text`) and the SHA-256 of its bytes (read once: a pipe cannot be
+    read twice); a directory, a missing file or an empty one refused."""
     if os.path.isdir(path):
         raise _error(path, None, "is a directory; give nccl-tests' standard output saved to a file")
     if not os.path.exists(path):
@@ -230,14 +235,7 @@ def _read(path: str) -> tuple[list[str], str, bool]:
     text = _text(path, data)
     if not text.strip():
         raise _error(path, None, "is empty; give nccl-tests' standard output (all_reduce_perf ... > FILE)")
-    if _is_json_object(text):
-        raise _error(
-            path,
-            None,
-            "is JSON (as nccl-tests -J writes its results), not the standard output calibration reads; give "
-            "nccl-tests' standard output (all_reduce_perf ... > FILE)",
-        )
-    return _without_launcher_prefix(text.splitlines()), hashlib.sha256(data).hexdigest(), not text.endswith("\n")
+    return text, hashlib.sha256(data).hexdigest()
 
 
 def _text(path: str, data: bytes) -> str:
@@ -256,16 +254,6 @@ def _text(path: str, data: bytes) -> str:
     if "\0" in text:
         raise _error(path, None, "is a binary file, not nccl-tests' standard output (text)")
     return text
-
-
-def _is_json_object(text: str) -> bool:
-    """Whether ``text`` is a JSON object: what nccl-tests writes with ``-J FILE`` (v2.17.3 on)."""
-    if not text.lstrip().startswith("{"):
-        return False
-    try:
-        return isinstance(json.loads(text), dict)
-    except (ValueError, RecursionError):
-        return False
 
 
 def _without_launcher_prefix(lines: list[str]) -> list[str]:
@@ -443,15 +431,24 @@ def _binary_of(program: str) -> str:
     return m.group(1) if m else name
 
 
-def parse_log(path: str, collective: Optional[str] = None) -> Run:
-    """Reads one nccl-tests log. ``collective`` (``allreduce``, ``allgather``,
-    ``reducescatter``, ``alltoall``) is used where nccl-tests' ``# Collective test starting:``
-    line does not name the binary (a log whose line names another is refused): it outweighs a
-    binary named in passing (the command line echoed), and the table must agree with it. Bad
-    input raises ``InputError("log", "FILE:LINE: what is wrong")``."""
+def check_collective(collective: Optional[str]) -> None:
+    """Refuses a ``--collective`` that is none of :data:`COLLECTIVES`."""
     if collective is not None and collective not in COLLECTIVES:
         raise InputError("collective", f"{clip(collective)!r} is not one of {', '.join(COLLECTIVES)}")
-    lines, digest, cut = _read(path)
+
+
+def parse_text(path: str, text: str, digest: str, collective: Optional[str] = None) -> Run:
+    """Reads one nccl-tests standard output, ``text`` (read from ``path``; ``digest``: its
+    bytes' SHA-256). ``collective`` (``allreduce``, ``allgather``, ``reducescatter``,
+    ``alltoall``) is used where nccl-tests' ``# Collective test starting:`` line does not name
+    the binary (a log whose line names another is refused): it outweighs a binary named in
+    passing (the command line echoed), and the table must agree with it. Bad input raises
+    ``InputError("log", "FILE:LINE: what is wrong")``. (:func:`tensorwire.calibrate.parse_log`
+    reads a file in either of nccl-tests' formats.)"""
+    check_collective(collective)
+    # Without a launcher's prefix; a last line without its newline was cut off (nccl-tests
+    # ends every line with one).
+    lines, cut = _without_launcher_prefix(text.splitlines()), not text.endswith("\n")
     threads: Optional[tuple[int, int]] = None
     named = _Named()
     nccl_version: Optional[str] = None
@@ -554,7 +551,19 @@ def parse_log(path: str, collective: Optional[str] = None) -> Run:
     )
 
 
-def _check_printed_once(path: str, row: Row, printed: dict[tuple[int, str, str, Optional[str]], int]) -> None:
+def check_row(
+    path: str, row: Row, collective: str, ranks: int, printed: dict[tuple[int, str, str, Optional[str]], int], unit: str
+) -> None:
+    """The checks of one row that do not read its printed text: its size is printed once
+    (:func:`_check_printed_once`) and is its count x its type's size (:func:`_check_count`);
+    ``unit`` names what ``row.line`` counts (``line``, or ``result`` in a JSON log)."""
+    _check_printed_once(path, row, printed, unit)
+    _check_count(path, row, collective, ranks, unit)
+
+
+def _check_printed_once(
+    path: str, row: Row, printed: dict[tuple[int, str, str, Optional[str]], int], unit: str = "line"
+) -> None:
     """Refuses a row of a size the table printed before, of the same type, reduction and root
     (``printed``: each such row's line so far; the row's is added): one run prints each size
     once a type and reduction (``-d all`` and ``-o all`` print a table for each), so a second
@@ -566,13 +575,13 @@ def _check_printed_once(path: str, row: Row, printed: dict[tuple[int, str, str, 
         of = ", ".join(clip(x, 20) for x in (row.dtype, row.redop) if x)
         raise _error(
             path,
-            row.line,
-            f"size {row.size} ({of}) again, as on line {first}: a run prints each size once a type and reduction, "
+            _at(row.line, unit),
+            f"size {row.size} ({of}) again, as on {unit} {first}: a run prints each size once a type and reduction, "
             "so its rows would count twice in the fit; give each row once",
         )
 
 
-def _check_count(path: str, row: Row, collective: str, ranks: int) -> None:
+def _check_count(path: str, row: Row, collective: str, ranks: int, unit: str = "line") -> None:
     """Refuses a row whose size is not its count x the element size of its type (x the ranks,
     for a collective whose count nccl-tests prints per rank: all-gather, reduce-scatter,
     all-to-all), as nccl-tests prints them (``setupArgs``, src/common.cu: both from one count).
@@ -590,7 +599,7 @@ def _check_count(path: str, row: Row, collective: str, ranks: int) -> None:
         )
         raise _error(
             path,
-            row.line,
+            _at(row.line, unit),
             f"size and count disagree: size {row.size} is not {how} ({clip(row.dtype)}) = {expected}, as "
             f"{collective} prints them{' (the count per rank)' * per_rank}; an edited row",
         )
@@ -716,7 +725,7 @@ def _check_given(path: str, given: str, from_table: Optional[str], first: Row) -
         raise InputError("collective", f"{path}: its table prints {says}, so it is not {given}")
 
 
-def _collective_of_binary(path: str, line: int, binary: str) -> str:
+def _collective_of_binary(path: str, line: Optional[int], binary: str) -> str:
     """The collective ``binary`` (named at ``line``) measures; one calibration does not read
     is refused."""
     if binary not in BINARIES:
@@ -837,7 +846,7 @@ def _time_from_algbw(path: str, line: int, column: str, text: str, size: int, al
     return size / (algbw * 1e3)
 
 
-def _check_time(path: str, line: int, column: str, text: str, seconds: float) -> None:
+def _check_time(path: str, line: Union[int, str, None], column: str, text: str, seconds: float) -> None:
     """Refuses a time (``text`` in us, ``seconds``) above 0 and below :data:`MIN_TIME_S`, or at
     or past the simulation horizon (``HORIZON_S``, 2^53 ns, 104 days): no collective takes
     either, the engine cannot represent them, and the fit (weights 1/t, squared) overflows on

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 from tensorwire._core import NCCL_VERSION as NCCL_MODELLED
 from tensorwire._core import InputError
@@ -64,10 +64,11 @@ _NUMBERED = re.compile(r"NCCL INFO (?:([A-Za-z]+): )?([0-9]+) Bytes -> Algo ([0-
 
 @dataclass(frozen=True)
 class Setting:
-    """An ``NCCL_ALGO`` / ``NCCL_PROTO`` value as NCCL logged it, and its line."""
+    """An ``NCCL_ALGO`` / ``NCCL_PROTO`` value as NCCL logged it, and its line (``env``: a JSON
+    log's environment, :mod:`~tensorwire.calibrate.json_results`)."""
 
     value: str
-    line: int
+    line: Union[int, str]
 
 
 @dataclass(frozen=True)

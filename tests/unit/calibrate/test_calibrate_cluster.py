@@ -423,7 +423,7 @@ def test_a_node_of_another_gpu_is_refused(
 )
 def test_a_node_of_the_logs_gpu_is_accepted(tmp_path: Path, gpu: str, topology: str) -> None:
     from tensorwire.calibrate.cli import check_node_gpu
-    from tensorwire.calibrate.logs import parse_log
+    from tensorwire.calibrate.reading import parse_log
 
     check_node_gpu([parse_log(str(_gpu_log(tmp_path, gpu)))], topology)
 
@@ -626,8 +626,9 @@ def test_the_rows_are_grouped_by_log_without_hashing_a_run(monkeypatch: pytest.M
 
     from tensorwire.calibrate import cli
     from tensorwire.calibrate.fit import Calibration, Fit, Model, RowFit
-    from tensorwire.calibrate.logs import Run, parse_log
+    from tensorwire.calibrate.logs import Run
     from tensorwire.calibrate.predict import nccl_predict
+    from tensorwire.calibrate.reading import parse_log
 
     run = parse_log(str(FIXTURES / "azure-nd-h100-v5-allreduce.log"))
     big = replace(run, rows=run.rows * 400, skipped=(3, 4))  # 5,600 rows
@@ -696,7 +697,7 @@ def test_the_sxm_parts_the_presets_hold_get_their_node(gpu: str, node: str) -> N
 
     from tensorwire import _core
     from tensorwire.calibrate.fit import default_topology
-    from tensorwire.calibrate.logs import parse_log
+    from tensorwire.calibrate.reading import parse_log
 
     run = replace(parse_log(str(AZURE)), gpu=gpu)
     assert default_topology([run], [p["name"] for p in _core.NODE_PRESETS]) == f"rail:node={node}"

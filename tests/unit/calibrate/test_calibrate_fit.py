@@ -26,8 +26,8 @@ from tensorwire.calibrate.fit import (
     fit,
     with_options,
 )
-from tensorwire.calibrate.logs import parse_log
 from tensorwire.calibrate.predict import calibration_supported, nccl_predict
+from tensorwire.calibrate.reading import parse_log
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"
 SIZES = [1 << k for k in range(20, 34, 2)]

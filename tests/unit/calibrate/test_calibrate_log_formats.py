@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from tensorwire.calibrate.logs import Run, parse_log
+from tensorwire.calibrate.logs import Run
+from tensorwire.calibrate.reading import parse_log
 from tensorwire.cli import main
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"
@@ -186,18 +187,19 @@ def test_utf16_and_a_byte_order_mark_read(tmp_path: Path, encode: Callable[[str]
 # --- what cannot be read, and why --------------------------------------------------------
 
 
-def test_nccl_tests_json_output_is_refused_asking_for_the_standard_output(
+def test_a_json_object_short_of_nccl_tests_json_output_names_what_is_missing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """nccl-tests -J FILE (v2.17.3 on) writes the results as JSON: it was refused as "not
-    nccl-tests' standard output" with no word of what to give instead."""
+    """nccl-tests -J FILE (v2.17.3 on) writes the results as JSON, which calibration reads
+    (tests/unit/calibrate/test_calibrate_json.py); it had been refused as "not nccl-tests'
+    standard output". A JSON object without its fields is refused naming the first missing."""
     path = tmp_path / "results.json"
     doc = {"version": 3, "args": ["./all_reduce_perf", "-J", "results.json"], "config": {"nthreads": 1}, "results": []}
     path.write_text(json.dumps(doc, indent=1))
     rc, _, err = _calibrate(capsys, tmp_path, str(path))
     assert rc == 2 and err == (
-        f"tensorwire: error: log: {path}: is JSON (as nccl-tests -J writes its results), not the standard output "
-        "calibration reads; give nccl-tests' standard output (all_reduce_perf ... > FILE)\n"
+        f"tensorwire: error: log: {path}: config.ngpus is missing or not a number or text: not nccl-tests' JSON "
+        "output (nccl-tests -J FILE.json)\n"
     )
 
 

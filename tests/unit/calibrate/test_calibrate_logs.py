@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorwire._core import InputError
-from tensorwire.calibrate.logs import disagreements, parse_log
+from tensorwire.calibrate.logs import disagreements
+from tensorwire.calibrate.reading import parse_log
 from tensorwire.workload import bus_factor
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorwire._core import InputError
 from tensorwire.calibrate.fit import fit
-from tensorwire.calibrate.logs import parse_log
 from tensorwire.calibrate.nccl_log import ALGOS, PROTOS, allows, for_collective
 from tensorwire.calibrate.predict import calibration_supported
+from tensorwire.calibrate.reading import parse_log
 from tensorwire.cli import main
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"

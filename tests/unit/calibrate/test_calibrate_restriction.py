@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from tensorwire.calibrate.fit import fit, nccl_list
-from tensorwire.calibrate.logs import parse_log
 from tensorwire.calibrate.predict import calibration_supported
+from tensorwire.calibrate.reading import parse_log
 from tensorwire.cli import main
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl-tests"

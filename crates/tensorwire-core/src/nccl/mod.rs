@@ -611,7 +611,8 @@ fn execute(
     }
     let channels = tuning::op_channels(fabric, graphs, algo, proto, bytes, runtime);
     // NCCL chose by its model; it runs at the speed of its pipeline (`pipeline.rs`).
-    let shape = pipeline::shape(fabric, collective, algo, proto, bytes, channels);
+    let heads = tuning::collnet_direct_heads(fabric, graphs);
+    let shape = pipeline::shape(fabric, collective, algo, proto, bytes, channels, heads);
     let fill = pipeline::fill_seconds(shape, bytes / (bw * 1e9));
     let steps = shape.map_or(0.0, |s| s.steps());
     NcclChoice {

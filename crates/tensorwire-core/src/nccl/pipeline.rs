@@ -44,7 +44,9 @@
 //!   operations of few chunks per channel: tree LL128 halved while under `nstepsLL128 x
 //!   64 / ppn` chunks (to 128 KiB) and `x 16 / ppn` (to 32 KiB), `nstepsLL128 = 1 +
 //!   log2i(nNodes) + 0.1 ppn`; CollNet chain while under `ppn x 64 / x 8 / x 1` (to 128 /
-//!   64 / 32 KiB). (CollNet direct's own shrink, by its heads and depth, is not modelled.)
+//!   64 / 32 KiB); CollNet direct, whose channel's bytes are split over its `nHeads` heads,
+//!   while a head holds under `depth x 64 / x 8 / x 8` chunks (to 128 / 64 / 32 KiB; depth 2
+//!   with peers in the node, else 1; NCCL repeats `x 8`).
 //! - **Tree inside one node, Simple**: the tree is a chain of the node's ranks
 //!   (`ncclTopoPreset`, `src/graph/connect.cc`), and all-reduce runs it with
 //!   `ProtoSimple<1, 1>` (a chunk is one slice of one step, `calcCollChunking` keeps 512 KiB)
@@ -193,9 +195,10 @@ impl Shape {
 }
 
 /// The pipeline [`Shape`] of `(algo, proto)` running `collective` over `bytes` on `channels`
-/// channels of `fabric`, from the chunk NCCL picks for the size (module doc). None where
-/// nothing runs through NCCL's collective pipeline: no bytes, all-to-all (point-to-point)
-/// and broadcast (not modelled).
+/// channels of `fabric`, from the chunk NCCL picks for the size (module doc); `collnet_heads`
+/// is CollNet direct's heads, over which each channel's bytes are split. None where nothing
+/// runs through NCCL's collective pipeline: no bytes, all-to-all (point-to-point) and
+/// broadcast (not modelled).
 pub fn shape(
     fabric: &NcclFabric,
     collective: Collective,
@@ -203,6 +206,7 @@ pub fn shape(
     proto: Proto,
     bytes: f64,
     channels: usize,
+    collnet_heads: usize,
 ) -> Option<Shape> {
     if bytes.is_nan() || bytes <= 0.0 || matches!(collective, Collective::AllToAll | Collective::Broadcast) {
         return None;
@@ -242,7 +246,17 @@ pub fn shape(
             let chunk = nvls_tree_chunk(per_channel, heads, fabric.nodes);
             (per_channel / (heads * chunk), NVLS_TREE_STAGES - 1.0, heads, true)
         }
-        Algo::Tree | Algo::Pat | Algo::CollNetDirect | Algo::CollNetChain => {
+        Algo::CollNetDirect => {
+            // Each channel's bytes are split over the heads; a head's chunk halves under
+            // depth x 64, x 8 and x 8 chunks (NCCL repeats x 8), down to 128 / 64 / 32 KiB,
+            // depth being 2 with peers in the node (leaves to and from the heads), else 1.
+            let per_head = per_channel / collnet_heads.max(1) as f64;
+            let depth = if fabric.gpus_per_node > 1 { 2.0 } else { 1.0 };
+            let rules = [(depth * 64.0, 131072.0), (depth * 8.0, 65536.0), (depth * 8.0, 32768.0)];
+            let chunk = halved_below(step_data(proto), per_head, &rules);
+            (per_head / chunk, NCCL_STEPS, 1.0, false)
+        }
+        Algo::Tree | Algo::Pat | Algo::CollNetChain => {
             let mut chunk = step_data(proto);
             if algo == Algo::CollNetChain {
                 // Under depth x 64 / x 8 / x 1 chunks a channel, down to 128 / 64 / 32 KiB, depth
@@ -304,7 +318,7 @@ mod tests {
 
     /// The fill of `(a, p)` over `bytes` on `ch` channels whose transfer takes `wire` s.
     fn fill(f: &NcclFabric, c: Collective, a: Algo, p: Proto, bytes: f64, ch: usize, wire: f64) -> f64 {
-        fill_seconds(shape(f, c, a, p, bytes, ch), wire)
+        fill_seconds(shape(f, c, a, p, bytes, ch, 8), wire)
     }
 
     fn rail(node: &str, ranks: usize) -> NcclFabric {
@@ -342,13 +356,13 @@ mod tests {
     }
 
     #[test]
-    fn tree_ll128_and_collnet_chain_chunks_shrink_as_calc_coll_chunking_shrinks_them() {
+    fn tree_ll128_and_collnet_chunks_shrink_as_calc_coll_chunking_shrinks_them() {
         // Tree LL128 on 8 nodes of 8: nstepsLL128 = 1 + 3 + 0.8 = 4.8. 1 MiB on 2 channels
         // (512 KiB each): halved while under 4.8 x 64 / 8 = 38.4 chunks down to 128 KiB
         // (576,000 -> 72,000 B), then while under 4.8 x 16 / 8 = 9.6 (-> 36,000 B: 14
         // chunks). 1 GiB keeps the full chunk (mid-way it stops early).
         let f = rail("dgx-h100", 64);
-        let units = |bytes: f64| shape(&f, Collective::AllReduce, Algo::Tree, Proto::Ll128, bytes, 2).unwrap().units;
+        let units = |bytes: f64| shape(&f, Collective::AllReduce, Algo::Tree, Proto::Ll128, bytes, 2, 8).unwrap().units;
         assert!((units(MIB) - 0.5 * MIB / 36_000.0).abs() < 1e-9, "{}", units(MIB));
         assert!((units(1024.0 * MIB) - 512.0 * MIB / 576_000.0).abs() < 1e-9);
         // 8 MiB: 4 MiB a channel holds 7, 14 and 29 chunks of 576,000, 288,000 and 144,000 B,
@@ -365,13 +379,26 @@ mod tests {
         // CollNet chain, 8 ranks a node: 256 KiB chunk halved under 8 x 64 = 512 chunks a
         // channel (to 128 KiB), under 64 (to 64 KiB), under 8 (to 32 KiB).
         let chain = |bytes: f64, ch: usize| {
-            let s = shape(&f, Collective::AllReduce, Algo::CollNetChain, Proto::Simple, bytes, ch).unwrap();
+            let s = shape(&f, Collective::AllReduce, Algo::CollNetChain, Proto::Simple, bytes, ch, 8).unwrap();
             bytes / ch as f64 / s.units
         };
         assert_eq!(chain(512.0 * MIB, 16), 131072.0); // 128 chunks of 256 KiB < 512
         assert_eq!(chain(4096.0 * MIB, 16), 262144.0); // 1024 chunks: kept
         assert_eq!(chain(32.0 * MIB, 16), 65536.0); // 16 of 128 KiB < 64
         assert_eq!(chain(2.0 * MIB, 16), 32768.0); // 2 of 64 KiB < 8
+                                                   // CollNet direct, 8 ranks a node (depth 2), 8 heads: a channel's bytes split over the
+                                                   // heads, each head's 512 KiB chunk halved under 128 chunks (to 128 KiB), under 16 (to
+                                                   // 64 KiB), under 16 again (to 32 KiB): NCCL repeats x 8 in its third rule.
+        let direct = |bytes: f64, ch: usize, heads: usize| {
+            let s = shape(&f, Collective::AllReduce, Algo::CollNetDirect, Proto::Simple, bytes, ch, heads).unwrap();
+            bytes / ch as f64 / heads as f64 / s.units
+        };
+        assert_eq!(direct(16384.0 * MIB, 16, 8), 524288.0); // 256 chunks of 512 KiB a head
+        assert_eq!(direct(4096.0 * MIB, 16, 8), 262144.0); // 64 of 512 KiB < 128
+        assert_eq!(direct(1024.0 * MIB, 16, 8), 131072.0); // 32 of 256 KiB < 128; 64 of 128 KiB >= 16
+        assert_eq!(direct(64.0 * MIB, 16, 8), 32768.0); // 4 of 128 KiB, 8 of 64 KiB < 16
+                                                        // One head: the whole channel is its share.
+        assert_eq!(direct(1024.0 * MIB, 16, 1), 524288.0); // 128 chunks: kept
     }
 
     #[test]
@@ -428,7 +455,7 @@ mod tests {
         let f = rail("dgx-h100", 8);
         let wire = 1e-5;
         for (mib, share) in [(1.0, 2.0), (2.0, 2.0), (4.0, 1.0)] {
-            let s = shape(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, mib * MIB, 16).unwrap();
+            let s = shape(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, mib * MIB, 16, 8).unwrap();
             assert!(s.staged && s.depth == 2.0, "{s:?}");
             let fill = fill(&f, Collective::AllReduce, Algo::Nvls, Proto::Simple, mib * MIB, 16, wire);
             assert!((fill - share * wire).abs() < 1e-18, "{mib} MiB: {fill}");
@@ -436,7 +463,7 @@ mod tests {
         // A ring's FIFO with fewer steps than its slots never fills: at most the transfer.
         // LL all-gather on 2 ranks (1 step a loop, 8 slots): the fill is the transfer.
         let f = rail("dgx-h100", 2);
-        let s = shape(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 64.0 * 1024.0, 1).unwrap();
+        let s = shape(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 64.0 * 1024.0, 1, 8).unwrap();
         assert!(!s.staged && s.units < s.depth, "{s:?}");
         assert_eq!(fill(&f, Collective::AllGather, Algo::Ring, Proto::Ll, 64.0 * 1024.0, 1, wire), wire);
     }
@@ -464,25 +491,25 @@ mod tests {
         // NVLS on 8 H100 at 8 GiB, 16 channels: a channel's 512 MiB is 512 loops of 8 heads x
         // 128 KiB, each loop a hand-off to and from every head: 4,096 steps.
         let h = rail("dgx-h100", 8);
-        let s = shape(&h, Collective::AllReduce, Algo::Nvls, Proto::Simple, 8.0 * 1024.0 * MIB, 16).unwrap();
+        let s = shape(&h, Collective::AllReduce, Algo::Nvls, Proto::Simple, 8.0 * 1024.0 * MIB, 16, 8).unwrap();
         assert_eq!((s.units, s.handoffs_per_unit, s.steps()), (512.0, 8.0, 4096.0));
         // A Simple ring below one loop on 8 ranks: 2(n-1) = 14 chunk steps of CHUNKSTEPS = 4
         // FIFO steps, handed off a slice (2 steps) at a time: 28. LL: 14, one per step.
         let a = rail("dgx-a100", 8);
-        let ring = |p, mib| shape(&a, Collective::AllReduce, Algo::Ring, p, mib * MIB, 24).unwrap().steps();
+        let ring = |p, mib| shape(&a, Collective::AllReduce, Algo::Ring, p, mib * MIB, 24, 8).unwrap().steps();
         assert_eq!((ring(Proto::Simple, 32.0), ring(Proto::Ll, 1.0)), (28.0, 14.0));
         // LL's chunk is 32 KiB: at 32 MiB a channel's 1.33 MiB is 16/3 loops of 8 chunks.
         assert!((ring(Proto::Ll, 32.0) - 14.0 * 16.0 / 3.0).abs() < 1e-9);
         // All-gather's loop is n-1 steps: half the all-reduce's hand-offs.
-        let ag = shape(&a, Collective::AllGather, Algo::Ring, Proto::Simple, 32.0 * MIB, 24).unwrap();
+        let ag = shape(&a, Collective::AllGather, Algo::Ring, Proto::Simple, 32.0 * MIB, 24, 8).unwrap();
         assert_eq!(ag.steps(), 14.0);
         // A tree moves one 512 KiB chunk per step: 256 MiB on 16 channels is 32 per channel;
         // a share below one chunk is still one step.
-        let t = |mib| shape(&a, Collective::AllReduce, Algo::Tree, Proto::Simple, mib * MIB, 16).unwrap().steps();
+        let t = |mib| shape(&a, Collective::AllReduce, Algo::Tree, Proto::Simple, mib * MIB, 16, 8).unwrap().steps();
         assert_eq!((t(256.0), t(1.0)), (32.0, 1.0));
         // No collective pipeline: all-to-all, broadcast, no bytes.
         for (c, b) in [(Collective::AllToAll, MIB), (Collective::Broadcast, MIB), (Collective::AllReduce, 0.0)] {
-            assert_eq!(shape(&a, c, Algo::Ring, Proto::Simple, b, 24), None, "{c:?} {b}");
+            assert_eq!(shape(&a, c, Algo::Ring, Proto::Simple, b, 24, 8), None, "{c:?} {b}");
         }
     }
 
@@ -535,15 +562,15 @@ mod tests {
             let fill = |b: f64| fill(&f, coll, a, p, b, ch, b / rate);
             let (small, large) = (fill(bytes), fill(bytes * k));
             // A FIFO's fill is at most the transfer; a stage pipeline's, depth transfers.
-            let most = match shape(&f, coll, a, p, bytes, ch) {
+            let most = match shape(&f, coll, a, p, bytes, ch, 8) {
                 Some(s) if s.staged => s.depth,
                 _ => 1.0,
             };
             prop_assert!(small >= 0.0 && small <= most * bytes / rate * (1.0 + 1e-12));
-            prop_assert!(large + 1e-18 >= small, "{small} {large}");
+            prop_assert!(large * (1.0 + 1e-12) + 1e-18 >= small, "{small} {large}");
             // Twice the bytes never take fewer steps: NCCL's chunk at most doubles with them
             // (a larger chunk between two sizes can take fewer, as NCCL's does), and at least one.
-            let steps = |b: f64| shape(&f, coll, a, p, b, ch).map_or(0.0, |s| s.steps());
+            let steps = |b: f64| shape(&f, coll, a, p, b, ch, 8).map_or(0.0, |s| s.steps());
             prop_assert!(steps(bytes * 2.0) + 1e-9 >= steps(bytes), "{} {}", steps(bytes), steps(bytes * 2.0));
             prop_assert!(steps(bytes) >= 1.0 / RING_SLICE_STEPS);
         }

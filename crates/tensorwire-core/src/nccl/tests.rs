@@ -350,10 +350,17 @@ fn the_step_cost_adds_step_times_the_steps_a_channel_runs_and_nothing_else() {
             let (base, f) = at("", ranks, Collective::AllReduce, bytes);
             let (stepped, _) = at(&format!(",{regime}_step=2us"), ranks, Collective::AllReduce, bytes);
             assert_eq!((stepped.algo, stepped.proto, stepped.channels), (base.algo, base.proto, base.channels));
-            let steps =
-                pipeline::shape(&f, Collective::AllReduce, base.algo.unwrap(), base.proto, bytes, base.channels)
-                    .unwrap()
-                    .steps();
+            let steps = pipeline::shape(
+                &f,
+                Collective::AllReduce,
+                base.algo.unwrap(),
+                base.proto,
+                bytes,
+                base.channels,
+                tuning::collnet_direct_heads(&f, &graph::search(&f)),
+            )
+            .unwrap()
+            .steps();
             let added = stepped.seconds - base.seconds;
             assert!((added - 2e-6 * steps).abs() < 1e-12 * base.seconds.max(1.0), "{regime} {bytes}: {added} {steps}");
             assert!(steps >= 1.0, "{regime} {bytes}: {steps}");
@@ -811,4 +818,29 @@ fn a_nic_past_the_gpus_pcie_path_is_named_with_the_paths_rate() {
     assert_eq!(past("rail:node=dgx-a100", 200.0), None);
     assert_eq!(past("rail:node=dgx-a100", 400.0), Some(24e9));
     assert_eq!(past("star", 3200.0), None, "one GPU per host: its link is its NIC");
+}
+
+#[test]
+fn collnet_direct_steps_its_channels_down_by_its_heads_threads_as_nccl_does() {
+    // 2 DGX H100 with SHARP: CollNet direct's heads are the GPUs that start its graph's
+    // channels (one per NIC, at most the node's 8). Per channel NCCL wants `640 threads x
+    // heads x 512` bytes (the threshold halved as the count passes 24, 12, 6, 3), stepping
+    // down to 16, 8, 4, 2, 1 channels (`topoGetAlgoInfo`, NCCL 2.30.7).
+    let sharp = TopologySpec::parse("rail:node=dgx-h100,sharp=true").unwrap();
+    let f = NcclFabric::from_topology(&sharp, 16, 50e9, Transport::Rdma).unwrap();
+    let g = search(&f);
+    let heads = tuning::collnet_direct_heads(&f, &g);
+    assert!((1..=8).contains(&heads), "{heads}");
+    let per = 640.0 * 512.0 * heads as f64;
+    let nc = |bytes: f64, runtime| tuning::op_channels(&f, &g, Algo::CollNetDirect, Proto::Simple, bytes, runtime);
+    assert_eq!(nc(64.0 * per, 32), 32, "enough bytes for every channel");
+    // 20 x per on 32: short of per a channel down to 24, where the threshold halves; 23
+    // channels of per / 2 are enough.
+    assert_eq!(nc(20.0 * per, 32), 23);
+    // 10 x per on 16: on past the switch at 16 towards 8, the threshold halved at 12; 11 of
+    // per / 2 are enough.
+    assert_eq!(nc(10.0 * per, 16), 11);
+    assert_eq!(nc(1024.0, 16), 1);
+    // On the CollNet chain and the others the old rule holds (channels = bytes / (threads x 512)).
+    assert_eq!(tuning::op_channels(&f, &g, Algo::CollNetChain, Proto::Simple, 10.0 * 640.0 * 512.0, 16), 10);
 }

@@ -366,13 +366,39 @@ pub fn parts(
     (lat, bw)
 }
 
+/// CollNet direct's heads (`collnetDirect.nHeads`, `src/graph/connect.cc`): the distinct
+/// GPUs that start a channel of its graph, one per NIC it uses, so at most the node's GPUs.
+pub fn collnet_direct_heads(f: &NcclFabric, g: &Graphs) -> usize {
+    graph_of(g, Algo::CollNetDirect).channels.min(f.gpus_per_node).max(1)
+}
+
 /// Channels NCCL runs `(a, p)` with on `bytes` (`topoGetAlgoInfo`): NVLS its own count
-/// (across nodes at most the communicator's); ring, tree, PAT and CollNet drop channels
-/// while each thread would get less than its threshold.
+/// (across nodes at most the communicator's); ring, tree, PAT and CollNet chain drop channels
+/// while each thread would get less than its threshold; CollNet direct counts its heads'
+/// threads too and steps down to 16, 8, 4, 2, 1 channels, halving the threshold as it passes
+/// 24, 12, 6, 3 (its "CollNet channel tuning").
 pub fn op_channels(f: &NcclFabric, g: &Graphs, a: Algo, p: Proto, bytes: f64, runtime: usize) -> usize {
     if matches!(a, Algo::Nvls | Algo::NvlsTree) {
         let nvls = g.nvls_channels.min(runtime.max(1));
         return if f.nodes > 1 && a == Algo::Nvls { nvls.min(runtime) } else { nvls }.max(1);
+    }
+    if a == Algo::CollNetDirect {
+        let (heads, threads) = (collnet_direct_heads(f, g) as f64, 640.0);
+        let (mut nc, mut threshold, mut switch, mut short) = (runtime.max(1), 512.0, 16usize, true);
+        while switch >= 1 && short {
+            loop {
+                short = bytes < nc as f64 * threads * heads * threshold;
+                if !(short && nc > switch) {
+                    break;
+                }
+                if nc == switch + switch / 2 {
+                    threshold /= 2.0;
+                }
+                nc -= 1;
+            }
+            switch /= 2;
+        }
+        return nc.max(1);
     }
     let n = f.nodes * f.gpus_per_node;
     let pi = p as usize;

@@ -236,7 +236,9 @@ def parse_json(path: str, text: str, digest: str, collective: Optional[str] = No
         if eq and name in ("NCCL_ALGO", "NCCL_PROTO") and value.strip():
             nccl.settings[name] = Setting(value.strip(), ENV)
     version = data.get("nccl_version")
-    code = logs._whole(version, logs.MAX_HEADER_NUMBER) if isinstance(version, str) and version.isdigit() else None
+    code = None
+    if isinstance(version, str) and version.isascii() and version.isdigit():
+        code = logs._whole(version, logs.MAX_HEADER_NUMBER)
     average = _average(data)
     return Run(
         path=path,

@@ -509,6 +509,42 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Behind leaves of any size, with or without servers: every route is a connected
+        /// path, crosses the top switch exactly when its ends are under different switches
+        /// (a server's is the top switch itself), and never repeats a link.
+        #[test]
+        fn routes_behind_leaves_cross_the_top_only_between_leaves(
+            machines in 1usize..7,
+            per_leaf in 1usize..8,
+            extra in 0usize..3,
+            over in 0.5f64..8.0,
+        ) {
+            let machine = crate::gputopo::GpuTopology::preset("pcie-8").unwrap();
+            let gpus = 8 * machines;
+            let leaves = MachineLeaves { nodes_per_leaf: per_leaf, oversubscription: over };
+            let t = Topology::machines(gpus, extra, &machine, 12.5, 1, Some(leaves));
+            let top = t.nodes() - 1;
+            // The switch a host's traffic leaves its machine for: its leaf (by index), or the
+            // top switch (one switch, or a server).
+            let switch = |h: usize| (h < gpus && per_leaf < machines).then(|| h / 8 / per_leaf);
+            for a in 0..gpus + extra {
+                for b in 0..gpus + extra {
+                    assert_connected(&t, a, b);
+                    let path = t.route(a, b);
+                    let mut seen = path.clone();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    proptest::prop_assert_eq!(seen.len(), path.len());
+                    let via_top = path.iter().any(|&l| t.links()[l].to == top);
+                    let same_machine = a == b || (a < gpus && b < gpus && a / 8 == b / 8);
+                    let apart = !same_machine && (switch(a) != switch(b) || switch(a).is_none());
+                    proptest::prop_assert_eq!(via_top, apart, "{} -> {}", a, b);
+                }
+            }
+        }
+    }
+
     #[test]
     fn leaf_spine_routes_are_connected_paths() {
         let t = Topology::leaf_spine(10, 4, 2, 1.0, 2.0, 1);

@@ -153,6 +153,8 @@ def _triple(
             f"{where}: nwrong {clip(str(wrong))}: nccl-tests found wrong results; the run is not a valid measurement",
         )
     time, algbw, busbw = texts
+    if not cpu and float(time) <= 0:
+        _refuse(path, f"{where}: time {clip(time)}: a row needs a positive time")
     problems = logs.disagreements(size, None if cpu else time, algbw, busbw, factor, what)
     if problems:
         _refuse(path, f"{where}: {'; '.join(problems)} (to the digits written)")
@@ -163,8 +165,6 @@ def _triple(
         seconds = size / (a * 1e9)
     else:
         seconds = float(time) * 1e-6
-        if seconds <= 0:
-            _refuse(path, f"{where}: time 0: a row needs a positive time")
     logs._check_time(path, where, "time", f"{seconds * 1e6:.4g}", seconds)
     return seconds, a * 1e9, float(busbw) * 1e9
 

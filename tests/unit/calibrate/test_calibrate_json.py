@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tensorwire._core import InputError
 from tensorwire.calibrate import parse_log
 from tensorwire.cli import main
@@ -211,3 +213,51 @@ def test_a_key_given_twice_is_an_edited_file(tmp_path: Path, capsys: pytest.Capt
     path = _write(tmp_path, text.replace('"version": 3', '"version": 3, "version": 3'), "twice.json")
     rc, _, err = _calibrate(capsys, path)
     assert rc == 2 and "key 'version' appears twice in one object" in err, err
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON document (keys and list indices from the root)."""
+    out = [prefix] if prefix else []
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for key, child in items:
+        out += _paths(child, (*prefix, key))
+    return out
+
+
+#: Values that sit on the readers' edges: zero (a time of 0 divided by zero), negatives, past
+#: a double, NaN as nccl-tests writes it, empty containers.
+_EDGES: list[Any] = [0, 0.0, "0", -1, 1e308, "1e400", "nan", None, [], {}, True, 2**70]
+_DOC = json.loads(as_json(AZURE))
+_PLACES = _paths(_DOC)
+
+
+@settings(max_examples=300, deadline=None)
+@given(place=st.sampled_from(_PLACES), value=st.sampled_from(_EDGES) | _JSON, drop=st.booleans())
+def test_any_edit_of_a_json_log_reads_or_is_refused_as_bad_input(
+    tmp_path_factory: Any, place: tuple[Any, ...], value: Any, drop: bool
+) -> None:
+    """Whatever one place of the Azure fixture's JSON holds instead (any JSON value), or with
+    it removed, the reader returns a run or raises InputError: no other exception reaches the
+    user."""
+    doc = json.loads(json.dumps(_DOC))
+    node = doc
+    for key in place[:-1]:
+        node = node[key]
+    if drop:
+        del node[place[-1]]
+    else:
+        node[place[-1]] = value
+    target = tmp_path_factory.mktemp("fuzz") / "edited.json"
+    target.write_text(json.dumps(doc))
+    try:
+        run = parse_log(str(target))
+    except InputError:
+        return
+    assert run.rows and run.ranks >= 1

@@ -152,6 +152,7 @@ def gpu_topology(draw: st.DrawFn) -> str:
     keys = dict(RAIL_KEYS)
     if kind == "nodes":
         keys["machine"] = keys.pop("node")
+        keys["nodes_per_leaf"] = INTS  # machines behind leaves (with oversubscription)
     pair = st.sampled_from(sorted(keys)).flatmap(lambda k: st.tuples(st.just(k), keys[k]))
     opts = draw(st.lists(pair, max_size=3))
     return kind + (":" + ",".join(f"{k}={v}" for k, v in opts) if opts else "")
@@ -213,6 +214,8 @@ def test_gpu_strategy_and_topology_options(workdir: Path) -> None:
         [("--topology", "rail:intra_efficiency=1e-300")],
         [("--topology", "rail:node=a3-mega,sharp=true"), ("--strategy", "nccl:algo=collnetdirect")],
         [("--topology", "star"), ("--strategy", "nccl:proto=ll")],
+        [("--topology", "nodes:nodes_per_leaf=1,oversubscription=1024"), ("--strategy", "nccl:algo=ring")],
+        [("--topology", "nodes:machine=dgx-a100,nodes_per_leaf=1,oversubscription=1e-300")],
     ]
     fuzz("gpu-options", gpu_options(), body, default=25, explicit=explicit)
 

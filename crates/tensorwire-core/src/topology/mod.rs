@@ -224,6 +224,12 @@ impl Topology {
         Topology { shape, hosts, nodes: top + 1, links, by_ends }
     }
 
+    /// The link from `a` to `b` on a `nodes` fabric (its links are indexed by their ends),
+    /// in O(1); None where there is none, and on the other fabrics.
+    pub(crate) fn machine_link(&self, a: NodeId, b: NodeId) -> Option<LinkId> {
+        self.by_ends.get(&(a, b)).copied()
+    }
+
     /// On a `nodes` fabric, the switch a host's traffic leaves the machine for: its
     /// machine's leaf (or the top switch where there are no leaves) for GPUs, the top
     /// switch for extra hosts; with the machine's NIC for GPUs.

@@ -222,7 +222,7 @@ fn trunks(topo: &Topology, jobs: &[Vec<usize>], traffic: &[Traffic], owner: &[Op
             let leaves = if per_leaf < machines { machines.div_ceil(per_leaf) } else { 0 };
             let on_machine = per_group(&|h| (h < gpus).then(|| h / g), machines);
             let on_leaf = per_group(&|h| (h < gpus).then(|| h / g / per_leaf), leaves.max(1));
-            let link = |a: NodeId, b: NodeId| topo.links().iter().position(|l| l.from == a && l.to == b);
+            let link = |a: NodeId, b: NodeId| topo.machine_link(a, b);
             let top = topo.nodes() - 1;
             let up = |m: usize| if leaves > 0 { hosts + machines + m / per_leaf } else { top };
             let pcie = |h: NodeId, nic: NodeId| {

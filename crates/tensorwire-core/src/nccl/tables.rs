@@ -167,6 +167,11 @@ pub const THREAD_THRESHOLD: [usize; 3] = [8, 8, 64];
 /// NCCL_SIMPLE_MAX_NTHREADS 512; `src/include/device.h`).
 pub const MAX_THREADS: [usize; 3] = [512, 640, 512];
 
+/// CollNet's threads per channel (NCCL_MAX_NTHREADS 640) and its Simple thread threshold,
+/// bytes per thread (512; `ncclTopoTuneModel`), in place of the protocol's.
+pub const COLLNET_THREADS: usize = 640;
+pub const COLLNET_THREAD_THRESHOLD: usize = 512;
+
 /// Per-network-step overhead of rings across nodes, µs, for Intel (and other) and AMD hosts
 /// (`getNetOverhead`, `src/graph/tuning.cc`); x3 for Simple.
 pub const NET_OVERHEAD_US: [f64; 2] = [1.0, 2.0];

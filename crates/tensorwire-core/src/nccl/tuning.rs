@@ -383,8 +383,9 @@ pub fn op_channels(f: &NcclFabric, g: &Graphs, a: Algo, p: Proto, bytes: f64, ru
         return if f.nodes > 1 && a == Algo::Nvls { nvls.min(runtime) } else { nvls }.max(1);
     }
     if a == Algo::CollNetDirect {
-        let (heads, threads) = (collnet_direct_heads(f, g) as f64, 640.0);
-        let (mut nc, mut threshold, mut switch, mut short) = (runtime.max(1), 512.0, 16usize, true);
+        let (heads, threads) = (collnet_direct_heads(f, g) as f64, t::COLLNET_THREADS as f64);
+        let threshold = t::COLLNET_THREAD_THRESHOLD as f64;
+        let (mut nc, mut threshold, mut switch, mut short) = (runtime.max(1), threshold, 16usize, true);
         while switch >= 1 && short {
             loop {
                 short = bytes < nc as f64 * threads * heads * threshold;
@@ -402,10 +403,10 @@ pub fn op_channels(f: &NcclFabric, g: &Graphs, a: Algo, p: Proto, bytes: f64, ru
     }
     let n = f.nodes * f.gpus_per_node;
     let pi = p as usize;
-    let threads = if matches!(a, Algo::CollNetDirect | Algo::CollNetChain) { 640 } else { t::MAX_THREADS[pi] };
+    let threads = if a == Algo::CollNetChain { t::COLLNET_THREADS } else { t::MAX_THREADS[pi] };
     let threshold = match (a, p) {
         (Algo::Ring, Proto::Ll) => t::THREAD_THRESHOLD[pi] * n,
-        (Algo::CollNetDirect | Algo::CollNetChain, Proto::Simple) => 512,
+        (Algo::CollNetChain, Proto::Simple) => t::COLLNET_THREAD_THRESHOLD,
         _ => t::THREAD_THRESHOLD[pi],
     };
     let fit = (bytes / (threads * threshold) as f64).floor();

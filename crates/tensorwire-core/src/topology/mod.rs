@@ -91,6 +91,28 @@ pub struct MachineLeaves {
     pub oversubscription: f64,
 }
 
+/// Leaf switches a `nodes` fabric of `nodes` machines builds at `nodes_per_leaf` to a leaf:
+/// none where one leaf would hold every machine (the top switch then holds them).
+fn leaf_switches(nodes: usize, nodes_per_leaf: usize) -> usize {
+    if nodes_per_leaf < nodes {
+        nodes.div_ceil(nodes_per_leaf)
+    } else {
+        0
+    }
+}
+
+/// The switch machine `m`'s NIC hangs off on a `nodes` fabric of `hosts` hosts and `nodes`
+/// machines: its leaf, or the top switch where there are no leaves (switches are numbered
+/// NICs, leaves, top).
+fn machine_switch_of(hosts: usize, nodes: usize, nodes_per_leaf: usize, m: usize) -> NodeId {
+    let top = hosts + nodes + leaf_switches(nodes, nodes_per_leaf);
+    if top > hosts + nodes {
+        hosts + nodes + m / nodes_per_leaf
+    } else {
+        top
+    }
+}
+
 /// A built network.
 #[derive(Debug, Clone)]
 pub struct Topology {
@@ -179,10 +201,10 @@ impl Topology {
         let nodes = gpus.div_ceil(g).max(1);
         let hosts = gpus + extra;
         let nodes_per_leaf = leaves.map_or(nodes, |l| l.nodes_per_leaf.clamp(1, nodes));
-        let leaf_count = if nodes_per_leaf < nodes { nodes.div_ceil(nodes_per_leaf) } else { 0 };
+        let leaf_count = leaf_switches(nodes, nodes_per_leaf);
         let nic = |n: usize| hosts + n;
         let top = hosts + nodes + leaf_count;
-        let up = |n: usize| if leaf_count > 0 { hosts + nodes + n / nodes_per_leaf } else { top };
+        let up = |n: usize| machine_switch_of(hosts, nodes, nodes_per_leaf, n);
         let mut links = Vec::new();
         let mut by_ends = crate::fasthash::FastMap::default();
         let mut add = |links: &mut Vec<Link>, a: NodeId, b: NodeId, bw: f64| {
@@ -230,20 +252,23 @@ impl Topology {
         self.by_ends.get(&(a, b)).copied()
     }
 
+    /// On a `nodes` fabric, the switch machine `m`'s NIC hangs off: its leaf, or the top
+    /// switch where there are no leaves.
+    pub(crate) fn machine_switch(&self, m: usize) -> NodeId {
+        let Shape::Nodes { nodes, nodes_per_leaf, .. } = self.shape else { unreachable!("nodes fabrics only") };
+        machine_switch_of(self.hosts, nodes, nodes_per_leaf, m)
+    }
+
     /// On a `nodes` fabric, the switch a host's traffic leaves the machine for: its
-    /// machine's leaf (or the top switch where there are no leaves) for GPUs, the top
-    /// switch for extra hosts; with the machine's NIC for GPUs.
+    /// machine's ([`Topology::machine_switch`]) for GPUs, the top switch for extra hosts;
+    /// with the machine's NIC for GPUs.
     fn machine_uplink(&self, h: NodeId) -> (Option<NodeId>, NodeId) {
-        let Shape::Nodes { gpus_per_node, nodes, gpus, nodes_per_leaf } = self.shape else {
-            unreachable!("nodes fabrics only")
-        };
-        let top = self.nodes - 1;
+        let Shape::Nodes { gpus_per_node, gpus, .. } = self.shape else { unreachable!("nodes fabrics only") };
         if h >= gpus {
-            return (None, top);
+            return (None, self.nodes - 1);
         }
-        let n = h / gpus_per_node;
-        let leaf = if nodes_per_leaf < nodes { self.hosts + nodes + n / nodes_per_leaf } else { top };
-        (Some(self.hosts + n), leaf)
+        let m = h / gpus_per_node;
+        (Some(self.hosts + m), self.machine_switch(m))
     }
 
     /// The wiring.

@@ -219,12 +219,12 @@ fn trunks(topo: &Topology, jobs: &[Vec<usize>], traffic: &[Traffic], owner: &[Op
         }
         Shape::Nodes { gpus_per_node, nodes, gpus, nodes_per_leaf } => {
             let (g, machines, gpus, per_leaf) = (*gpus_per_node, *nodes, *gpus, *nodes_per_leaf);
-            let leaves = if per_leaf < machines { machines.div_ceil(per_leaf) } else { 0 };
+            let leaves = super::leaf_switches(machines, per_leaf);
             let on_machine = per_group(&|h| (h < gpus).then(|| h / g), machines);
             let on_leaf = per_group(&|h| (h < gpus).then(|| h / g / per_leaf), leaves.max(1));
             let link = |a: NodeId, b: NodeId| topo.machine_link(a, b);
             let top = topo.nodes() - 1;
-            let up = |m: usize| if leaves > 0 { hosts + machines + m / per_leaf } else { top };
+            let up = |m: usize| topo.machine_switch(m);
             let pcie = |h: NodeId, nic: NodeId| {
                 [link(h, nic), link(nic, h)].into_iter().flatten().map(|l| links[l].bytes_per_ns).fold(0.0, f64::max)
             };
